@@ -1,0 +1,52 @@
+//! Administration: topics, group configs, and share groups.
+//!
+//! [`Admin`] is a thin, typed layer over the cluster: each call picks the broker that must
+//! answer it (the controller-facing broker for topics, the group coordinator for groups),
+//! negotiates the version, and turns per-item error codes into per-item results.
+
+mod topics;
+
+use std::sync::Arc;
+
+pub use topics::NewTopic;
+
+use crate::cluster::{Cluster, ClusterConfig};
+use crate::config::{cluster_config, Properties, COMMON_KEYS};
+use crate::error::Result;
+
+/// An admin client. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    cluster: Arc<Cluster>,
+}
+
+impl Admin {
+    /// Connects with the given cluster settings.
+    pub async fn connect(config: ClusterConfig) -> Result<Admin> {
+        Ok(Admin {
+            cluster: Cluster::connect(config).await?,
+        })
+    }
+
+    /// Connects to `bootstrap` (host:port[,host:port]) with default settings.
+    pub async fn connect_to(bootstrap: &str) -> Result<Admin> {
+        Admin::connect(ClusterConfig::new(bootstrap)).await
+    }
+
+    /// Connects with Java-named properties (bootstrap.servers, client.id, request.timeout.ms, ...).
+    pub async fn from_properties(p: &Properties) -> Result<Admin> {
+        let c = cluster_config(p, "kafka-share-admin")?;
+        p.reject_unused("admin client", COMMON_KEYS)?;
+        Admin::connect(c).await
+    }
+
+    /// Shares an existing cluster handle.
+    pub fn from_cluster(cluster: Arc<Cluster>) -> Admin {
+        Admin { cluster }
+    }
+
+    /// The cluster handle.
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
+    }
+}

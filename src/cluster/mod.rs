@@ -1,0 +1,300 @@
+//! The cluster: bootstrap, metadata, coordinators, and the broker connection pool.
+//!
+//! [`Cluster`] is shared (`Arc`) by the consumer driver, the producer and the admin client.
+//! It knows nothing about share sessions or membership: it answers "send this to broker N"
+//! and "who leads this partition / coordinates this group".
+
+mod metadata;
+mod pool;
+mod versions;
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use kafka_protocol::messages::{
+    metadata_request::MetadataRequestTopic, FindCoordinatorRequest, MetadataRequest, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use tracing::debug;
+
+pub use metadata::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
+pub use pool::{dial, BrokerConnection, Pool, TrafficClass};
+pub use versions::ApiVersions;
+
+use crate::backoff::Backoff;
+use crate::connection::ConnectionConfig;
+use crate::error::{check, Context, Error, Result};
+use crate::protocol::api::ApiRequest;
+
+/// Connection-level settings shared by every client type (Java names in the docs).
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// `bootstrap.servers`: host:port list.
+    pub bootstrap_servers: Vec<String>,
+    /// `client.id`.
+    pub client_id: String,
+    /// `request.timeout.ms`.
+    pub request_timeout: Duration,
+    /// `socket.connection.setup.timeout.ms`.
+    pub connect_timeout: Duration,
+    /// `retry.backoff.ms`.
+    pub retry_backoff: Duration,
+    /// `retry.backoff.max.ms`.
+    pub retry_backoff_max: Duration,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            bootstrap_servers: vec!["127.0.0.1:9092".into()],
+            client_id: "kafka-share".into(),
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            retry_backoff: Duration::from_millis(100),
+            retry_backoff_max: Duration::from_millis(1000),
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// A config with these bootstrap servers and defaults otherwise.
+    pub fn new(bootstrap: impl AsRef<str>) -> Self {
+        ClusterConfig {
+            bootstrap_servers: bootstrap
+                .as_ref()
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// A fresh backoff with this config's bounds.
+    pub fn backoff(&self) -> Backoff {
+        Backoff::new(self.retry_backoff, self.retry_backoff_max)
+    }
+}
+
+/// Metadata API versions this client speaks (v10+ carries topic ids).
+const METADATA_VERSIONS: (i16, i16) = (10, 12);
+/// FindCoordinator versions (v4+ batches keys).
+const FIND_COORDINATOR_VERSIONS: (i16, i16) = (4, 6);
+
+/// A shared view of one Kafka cluster.
+pub struct Cluster {
+    config: ClusterConfig,
+    conn_config: ConnectionConfig,
+    metadata: RwLock<Metadata>,
+    pool: Pool,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster").field("bootstrap", &self.config.bootstrap_servers).finish()
+    }
+}
+
+impl Cluster {
+    /// Connects to the first bootstrap server that answers and loads broker metadata.
+    pub async fn connect(config: ClusterConfig) -> Result<Arc<Cluster>> {
+        if config.bootstrap_servers.is_empty() {
+            return Err(Error::config("bootstrap.servers", "no servers given; set it to host:port[,host:port...]"));
+        }
+        let cluster = Arc::new(Cluster {
+            conn_config: ConnectionConfig {
+                client_id: config.client_id.clone(),
+                ..Default::default()
+            },
+            config,
+            metadata: RwLock::new(Metadata::default()),
+            pool: Pool::default(),
+        });
+        cluster.refresh_metadata(&[]).await?;
+        Ok(cluster)
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    /// A copy of the current metadata snapshot.
+    pub fn metadata(&self) -> Metadata {
+        self.metadata.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Reads the snapshot under the lock without cloning it.
+    pub fn with_metadata<T>(&self, f: impl FnOnce(&Metadata) -> T) -> T {
+        f(&self.metadata.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// A connection to any broker (the bootstrap list first time, then known brokers).
+    pub async fn any_broker(&self) -> Result<BrokerConnection> {
+        let known: Vec<BrokerInfo> = self.with_metadata(|m| {
+            let mut b: Vec<_> = m.brokers.values().cloned().collect();
+            b.sort_by_key(|b| b.node_id);
+            b
+        });
+        let mut last_err = None;
+        for b in &known {
+            let addr = b.addr();
+            match self
+                .pool
+                .get(b.node_id, TrafficClass::Control, &addr, &self.conn_config, self.config.connect_timeout, self.config.request_timeout)
+                .await
+            {
+                Ok(c) => return Ok(c),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        for addr in &self.config.bootstrap_servers {
+            match self
+                .pool
+                .get(-1, TrafficClass::Control, addr, &self.conn_config, self.config.connect_timeout, self.config.request_timeout)
+                .await
+            {
+                Ok(c) => return Ok(c),
+                Err(e) => {
+                    debug!(addr, error = %e, "bootstrap server failed");
+                    last_err = Some(e)
+                }
+            }
+        }
+        Err(last_err.unwrap_or_else(|| Error::config("bootstrap.servers", "no broker could be reached")))
+    }
+
+    /// A connection to broker `node_id` for `class`.
+    pub async fn broker(&self, node_id: i32, class: TrafficClass) -> Result<BrokerConnection> {
+        let addr = self.with_metadata(|m| m.brokers.get(&node_id).map(|b| b.addr()));
+        let addr = match addr {
+            Some(a) => a,
+            None => {
+                self.refresh_metadata(&[]).await?;
+                self.with_metadata(|m| m.brokers.get(&node_id).map(|b| b.addr()))
+                    .ok_or_else(|| Error::InvalidState(format!("broker {node_id} is not in the cluster metadata")))?
+            }
+        };
+        self.pool
+            .get(node_id, class, &addr, &self.conn_config, self.config.connect_timeout, self.config.request_timeout)
+            .await
+    }
+
+    /// Sends `req` to a connection, picking the highest common version in `versions`.
+    pub async fn send<R: ApiRequest>(&self, conn: &BrokerConnection, req: &R, versions: (i16, i16)) -> Result<R::Response> {
+        let v = conn.versions.pick(R::KEY, versions.0, versions.1)?;
+        conn.conn.call_timeout(req, v, self.config.request_timeout).await
+    }
+
+    /// Refreshes metadata for `topics` (all brokers always; no topics when empty).
+    pub async fn refresh_metadata(&self, topics: &[String]) -> Result<Vec<(String, i16)>> {
+        let req = MetadataRequest::default()
+            .with_topics(Some(
+                topics
+                    .iter()
+                    .map(|t| MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(t.clone())))))
+                    .collect(),
+            ))
+            .with_allow_auto_topic_creation(false);
+        let mut backoff = self.config.backoff();
+        let resp = loop {
+            let conn = self.any_broker().await?;
+            match self.send(&conn, &req, METADATA_VERSIONS).await {
+                Ok(r) => break r,
+                Err(e) if e.is_retriable() && backoff.attempts() < 5 => {
+                    tokio::time::sleep(backoff.next_delay()).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let (md, errors) = Metadata::from_response(&resp);
+        self.metadata.write().unwrap_or_else(|p| p.into_inner()).merge(md);
+        Ok(errors)
+    }
+
+    /// Makes sure metadata knows `topics`; fails with UnknownTopic for any that do not exist.
+    pub async fn ensure_topics(&self, topics: &[String]) -> Result<()> {
+        let missing: Vec<String> = self.with_metadata(|m| topics.iter().filter(|t| !m.topics.contains_key(*t)).cloned().collect());
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let errors = self.refresh_metadata(&missing).await?;
+        if let Some((t, code)) = errors.first() {
+            return Err(Error::from_code(*code, None, Context { topic: Some(t.clone()), ..Context::api("Metadata") })
+                .unwrap_or_else(|| Error::UnknownTopic(t.clone())));
+        }
+        Ok(())
+    }
+
+    /// Finds the coordinator of a group (key type 0) and returns its node id.
+    pub async fn find_group_coordinator(&self, group_id: &str) -> Result<i32> {
+        let mut backoff = self.config.backoff();
+        loop {
+            match self.find_coordinator_once(group_id).await {
+                Ok(node) => return Ok(node),
+                Err(e) if e.is_retriable() && backoff.attempts() < 10 => {
+                    debug!(group_id, error = %e, "FindCoordinator retry");
+                    tokio::time::sleep(backoff.next_delay()).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn find_coordinator_once(&self, group_id: &str) -> Result<i32> {
+        let conn = self.any_broker().await?;
+        let req = FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_coordinator_keys(vec![StrBytes::from_string(group_id.to_string())]);
+        let resp = self.send(&conn, &req, FIND_COORDINATOR_VERSIONS).await?;
+        check(resp.error_code, resp.error_message.as_ref().map(|m| m.to_string()), || Context::api("FindCoordinator"))?;
+        let c = resp
+            .coordinators
+            .first()
+            .ok_or_else(|| Error::InvalidState("FindCoordinator answered with no coordinator".into()))?;
+        check(c.error_code, c.error_message.as_ref().map(|m| m.to_string()), || Context::api("FindCoordinator"))?;
+        // Make sure the pool can dial it even if metadata has not seen the broker yet.
+        let known = self.with_metadata(|m| m.brokers.contains_key(&c.node_id.0));
+        if !known {
+            let info = BrokerInfo {
+                node_id: c.node_id.0,
+                host: c.host.to_string(),
+                port: c.port,
+                rack: None,
+            };
+            self.metadata.write().unwrap_or_else(|p| p.into_inner()).brokers.insert(info.node_id, info);
+        }
+        Ok(c.node_id.0)
+    }
+
+    /// Adds or updates broker endpoints learnt from a response (e.g. ShareFetch NodeEndpoints).
+    pub fn learn_brokers(&self, brokers: impl IntoIterator<Item = BrokerInfo>) {
+        let mut md = self.metadata.write().unwrap_or_else(|p| p.into_inner());
+        for b in brokers {
+            md.brokers.insert(b.node_id, b);
+        }
+    }
+
+    /// Records a partition's new leader (from CurrentLeader in a response).
+    pub fn learn_leader(&self, topic: &str, partition: i32, leader: i32, leader_epoch: i32) {
+        let mut md = self.metadata.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = md.topics.get_mut(topic) {
+            if let Some(p) = t.partitions.iter_mut().find(|p| p.partition == partition) {
+                if leader_epoch >= p.leader_epoch {
+                    p.leader = leader;
+                    p.leader_epoch = leader_epoch;
+                }
+            }
+        }
+    }
+
+    /// Closes every connection.
+    pub fn close(&self) {
+        self.pool.close_all();
+    }
+
+    /// Closes the connections to one broker.
+    pub fn close_broker(&self, node_id: i32) {
+        self.pool.close_node(node_id);
+    }
+}

@@ -1,0 +1,131 @@
+//! Dialing brokers and keeping one connection per (broker, traffic class).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kafka_protocol::messages::ApiVersionsRequest;
+use kafka_protocol::protocol::StrBytes;
+use tracing::debug;
+
+use super::versions::ApiVersions;
+use crate::connection::{Connection, ConnectionConfig};
+use crate::error::{check, Context, Error, Result};
+
+/// Which traffic a connection carries. Long-poll ShareFetch requests sit on the broker for up
+/// to `fetch.max.wait.ms`; heartbeats, acknowledgements and admin calls must never queue
+/// behind them, so they get a connection of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TrafficClass {
+    /// Heartbeats, ShareAcknowledge, metadata, admin, produce.
+    Control,
+    /// ShareFetch long polls.
+    Fetch,
+}
+
+/// A live connection with what its broker supports.
+#[derive(Debug, Clone)]
+pub struct BrokerConnection {
+    /// The broker's node id (-1 for a bootstrap connection).
+    pub node_id: i32,
+    /// The connection.
+    pub conn: Connection,
+    /// Negotiated versions and features.
+    pub versions: Arc<ApiVersions>,
+}
+
+/// Dials a broker and negotiates API versions.
+pub async fn dial(
+    node_id: i32,
+    addr: &str,
+    config: &ConnectionConfig,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+) -> Result<BrokerConnection> {
+    let conn = Connection::connect_tcp(addr, config.clone(), connect_timeout).await?;
+    let req = ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("kafka-share"))
+        .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+    let resp = conn.call_timeout(&req, 3, request_timeout).await?;
+    check(resp.error_code, None, || Context::api("ApiVersions").broker(node_id))?;
+    let versions = ApiVersions::from_response(node_id, &resp);
+    debug!(node_id, addr, "connected");
+    Ok(BrokerConnection {
+        node_id,
+        conn,
+        versions: Arc::new(versions),
+    })
+}
+
+/// One slot per (node, class); the slot's async mutex makes concurrent callers share one dial.
+type Slot = Arc<tokio::sync::Mutex<Option<BrokerConnection>>>;
+
+/// The pool of broker connections.
+#[derive(Default)]
+pub struct Pool {
+    slots: Mutex<HashMap<(i32, TrafficClass), Slot>>,
+}
+
+impl Pool {
+    /// A live connection to `node_id` for `class`, dialing `addr` if there is none.
+    pub async fn get(
+        &self,
+        node_id: i32,
+        class: TrafficClass,
+        addr: &str,
+        config: &ConnectionConfig,
+        connect_timeout: Duration,
+        request_timeout: Duration,
+    ) -> Result<BrokerConnection> {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            slots.entry((node_id, class)).or_default().clone()
+        };
+        let mut guard = slot.lock().await;
+        if let Some(c) = guard.as_ref() {
+            if !c.conn.is_closed() && c.conn.addr() == addr {
+                return Ok(c.clone());
+            }
+        }
+        let c = dial(node_id, addr, config, connect_timeout, request_timeout).await?;
+        *guard = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Closes every connection (their waiters get ConnectionClosed).
+    pub fn close_all(&self) {
+        let slots: Vec<Slot> = {
+            let mut s = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            s.drain().map(|(_, v)| v).collect()
+        };
+        for slot in slots {
+            if let Ok(g) = slot.try_lock() {
+                if let Some(c) = g.as_ref() {
+                    c.conn.close(None);
+                }
+            }
+        }
+    }
+
+    /// Closes the connections to one broker (e.g. after it stopped answering).
+    pub fn close_node(&self, node_id: i32) {
+        let slots: Vec<Slot> = {
+            let s = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            s.iter().filter(|((n, _), _)| *n == node_id).map(|(_, v)| v.clone()).collect()
+        };
+        for slot in slots {
+            if let Ok(g) = slot.try_lock() {
+                if let Some(c) = g.as_ref() {
+                    c.conn.close(None);
+                }
+            }
+        }
+    }
+}
+
+impl Error {
+    /// Whether the error means the connection is gone (so a redial may help).
+    pub fn is_connection_error(&self) -> bool {
+        matches!(self, Error::Io { .. } | Error::ConnectionClosed { .. })
+    }
+}

@@ -1,0 +1,215 @@
+//! The reader and writer tasks behind a [`Connection`](super::Connection).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::{mpsc, oneshot};
+use tracing::{debug, trace};
+
+use super::{Command, ConnectionConfig, Shared};
+use crate::error::{Error, Result};
+use crate::protocol::api::api_name;
+use crate::protocol::{frame, CodecError};
+
+/// Largest response accepted by default: above `fetch.max.bytes` (50 MiB) with room to spare.
+pub const DEFAULT_MAX_FRAME: usize = 256 * 1024 * 1024;
+
+/// One in-flight request.
+struct Pending {
+    api_key: i16,
+    reply: oneshot::Sender<Result<Bytes>>,
+}
+
+/// The waiter table and the poison flag, under one lock so that no waiter can be registered
+/// after the reader drained the table on failure.
+#[derive(Default)]
+pub(super) struct State {
+    pub(super) pending: HashMap<i32, Pending>,
+    pub(super) poisoned: Option<Error>,
+}
+
+pub(super) fn start<S>(stream: S, rx: mpsc::Receiver<Command>, shared: Arc<Shared>, config: ConnectionConfig)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (rd, wr) = tokio::io::split(stream);
+    let reader = tokio::spawn(read_loop(BufReader::with_capacity(64 * 1024, rd), shared.clone(), config.max_frame));
+    tokio::spawn(async move {
+        write_loop(BufWriter::with_capacity(64 * 1024, wr), rx, shared.clone(), config.client_id).await;
+        // The handle is gone or the connection failed: stop reading too, and fail anything
+        // still waiting (nothing can answer it any more).
+        reader.abort();
+        poison(&shared, None);
+    });
+}
+
+/// Marks the connection failed and hands `cause` to every waiter.
+pub(super) fn poison(shared: &Shared, cause: Option<Error>) {
+    let err = match cause {
+        Some(c) => Error::ConnectionClosed {
+            addr: shared.addr.clone(),
+            cause: Some(Arc::new(c)),
+        },
+        None => Error::ConnectionClosed {
+            addr: shared.addr.clone(),
+            cause: None,
+        },
+    };
+    let drained: Vec<Pending> = {
+        let mut st = shared.lock();
+        if st.poisoned.is_none() {
+            st.poisoned = Some(err.clone());
+        }
+        st.pending.drain().map(|(_, p)| p).collect()
+    };
+    if !drained.is_empty() {
+        debug!(addr = %shared.addr, waiters = drained.len(), error = %err, "connection failed");
+    }
+    for p in drained {
+        let _ = p.reply.send(Err(err.clone()));
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut wr: BufWriter<W>,
+    mut rx: mpsc::Receiver<Command>,
+    shared: Arc<Shared>,
+    client_id: String,
+) {
+    let mut next_id: i32 = 0;
+    let mut header = BytesMut::with_capacity(64);
+    while let Some(mut cmd) = rx.recv().await {
+        loop {
+            if let Err(e) = write_one(&mut wr, &mut header, cmd, &shared, &client_id, &mut next_id).await {
+                poison(&shared, Some(e));
+                return;
+            }
+            // Pipelining: write everything already queued before paying for a flush.
+            match rx.try_recv() {
+                Ok(c) => cmd = c,
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = wr.flush().await {
+            poison(&shared, Some(Error::io(shared.addr.clone(), e)));
+            return;
+        }
+    }
+}
+
+async fn write_one<W: AsyncWrite + Unpin>(
+    wr: &mut BufWriter<W>,
+    header: &mut BytesMut,
+    cmd: Command,
+    shared: &Shared,
+    client_id: &str,
+    next_id: &mut i32,
+) -> Result<()> {
+    if cmd.reply.is_closed() {
+        return Ok(()); // the caller gave up before we wrote anything: send nothing
+    }
+    let id = *next_id;
+    *next_id = next_id.wrapping_add(1) & i32::MAX;
+    header.clear();
+    header.put_i32(0); // length placeholder
+    frame::encode_request_header(header, cmd.api_key, cmd.api_version, cmd.header_version, id, client_id);
+    let len = header.len() - 4 + cmd.body.len();
+    let len = i32::try_from(len).map_err(|_| Error::InvalidArgument(format!("request of {len} bytes is too large")))?;
+    header[..4].copy_from_slice(&len.to_be_bytes());
+    {
+        let mut st = shared.lock();
+        if let Some(e) = &st.poisoned {
+            let _ = cmd.reply.send(Err(e.clone()));
+            return Ok(());
+        }
+        st.pending.insert(
+            id,
+            Pending {
+                api_key: cmd.api_key,
+                reply: cmd.reply,
+            },
+        );
+    }
+    trace!(addr = %shared.addr, api = api_name(cmd.api_key), version = cmd.api_version, correlation_id = id, "send");
+    wr.write_all(header).await.map_err(|e| Error::io(shared.addr.clone(), e))?;
+    wr.write_all(&cmd.body).await.map_err(|e| Error::io(shared.addr.clone(), e))?;
+    Ok(())
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(mut rd: BufReader<R>, shared: Arc<Shared>, max_frame: usize) {
+    let err = loop {
+        match read_frame(&mut rd, &shared.addr, max_frame).await {
+            Ok(frame) => {
+                if let Err(e) = dispatch(&shared, frame) {
+                    break e;
+                }
+            }
+            Err(e) => break e,
+        }
+    };
+    poison(&shared, Some(err));
+}
+
+async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, addr: &str, max_frame: usize) -> Result<Bytes> {
+    let mut len = [0u8; 4];
+    if let Err(e) = rd.read_exact(&mut len).await {
+        return Err(if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            Error::ConnectionClosed {
+                addr: addr.to_string(),
+                cause: None,
+            }
+        } else {
+            Error::io(addr, e)
+        });
+    }
+    let len = i32::from_be_bytes(len);
+    if len < 4 || len as usize > max_frame {
+        return Err(Error::Codec {
+            context: Default::default(),
+            source: CodecError::Invalid {
+                what: "response frame length",
+                detail: format!("{len} bytes (allowed 4..={max_frame}) from {addr}"),
+            },
+        });
+    }
+    let len = len as usize;
+    let mut buf = BytesMut::with_capacity(len);
+    while buf.len() < len {
+        let want = len - buf.len();
+        let mut limited = (&mut buf).limit(want);
+        let n = rd.read_buf(&mut limited).await.map_err(|e| Error::io(addr, e))?;
+        if n == 0 {
+            return Err(Error::ConnectionClosed {
+                addr: addr.to_string(),
+                cause: None,
+            });
+        }
+    }
+    Ok(buf.freeze())
+}
+
+fn dispatch(shared: &Shared, frame: Bytes) -> Result<()> {
+    let id = frame::peek_correlation_id(&frame).map_err(|source| Error::Codec {
+        context: Default::default(),
+        source,
+    })?;
+    let pending = shared.lock().pending.remove(&id);
+    match pending {
+        Some(p) => {
+            trace!(addr = %shared.addr, api = api_name(p.api_key), correlation_id = id, bytes = frame.len(), "recv");
+            // The caller may have given up; then the response is simply dropped.
+            let _ = p.reply.send(Ok(frame));
+            Ok(())
+        }
+        // A response nobody asked for means we no longer know where frames start.
+        None => Err(Error::Codec {
+            context: Default::default(),
+            source: CodecError::Invalid {
+                what: "correlation id",
+                detail: format!("response with unknown correlation id {id} from {}", shared.addr),
+            },
+        }),
+    }
+}

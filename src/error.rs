@@ -1,0 +1,346 @@
+//! The one error model of the crate.
+//!
+//! Every failure is a variant of [`Error`]: matchable, with the context needed to act on it
+//! (which API, which broker, which topic-partition) and a single answer to "should I retry?"
+//! in [`Error::is_retriable`]. Nothing a broker or a user sends causes a panic: it becomes one
+//! of these values.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_protocol::error::ResponseError;
+use thiserror::Error;
+
+use crate::protocol::CodecError;
+
+/// Convenience alias used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A Kafka error code as a broker sent it (0 is never wrapped in this type).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ErrorCode(pub i16);
+
+impl ErrorCode {
+    /// NOT_LEADER_OR_FOLLOWER (6).
+    pub const NOT_LEADER_OR_FOLLOWER: ErrorCode = ErrorCode(6);
+    /// UNKNOWN_TOPIC_OR_PARTITION (3).
+    pub const UNKNOWN_TOPIC_OR_PARTITION: ErrorCode = ErrorCode(3);
+    /// COORDINATOR_LOAD_IN_PROGRESS (14).
+    pub const COORDINATOR_LOAD_IN_PROGRESS: ErrorCode = ErrorCode(14);
+    /// COORDINATOR_NOT_AVAILABLE (15).
+    pub const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode(15);
+    /// NOT_COORDINATOR (16).
+    pub const NOT_COORDINATOR: ErrorCode = ErrorCode(16);
+    /// UNKNOWN_MEMBER_ID (25).
+    pub const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode(25);
+    /// UNSUPPORTED_VERSION (35).
+    pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(35);
+    /// TOPIC_ALREADY_EXISTS (36).
+    pub const TOPIC_ALREADY_EXISTS: ErrorCode = ErrorCode(36);
+    /// INVALID_REQUEST (42).
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode(42);
+    /// GROUP_ID_NOT_FOUND (69).
+    pub const GROUP_ID_NOT_FOUND: ErrorCode = ErrorCode(69);
+    /// NON_EMPTY_GROUP (68).
+    pub const NON_EMPTY_GROUP: ErrorCode = ErrorCode(68);
+    /// GROUP_MAX_SIZE_REACHED (81).
+    pub const GROUP_MAX_SIZE_REACHED: ErrorCode = ErrorCode(81);
+    /// UNKNOWN_TOPIC_ID (100).
+    pub const UNKNOWN_TOPIC_ID: ErrorCode = ErrorCode(100);
+    /// FENCED_MEMBER_EPOCH (110).
+    pub const FENCED_MEMBER_EPOCH: ErrorCode = ErrorCode(110);
+    /// INVALID_RECORD_STATE (121): the acquisition lock expired before the acknowledgement.
+    pub const INVALID_RECORD_STATE: ErrorCode = ErrorCode(121);
+    /// SHARE_SESSION_NOT_FOUND (122).
+    pub const SHARE_SESSION_NOT_FOUND: ErrorCode = ErrorCode(122);
+    /// INVALID_SHARE_SESSION_EPOCH (123).
+    pub const INVALID_SHARE_SESSION_EPOCH: ErrorCode = ErrorCode(123);
+    /// SHARE_SESSION_LIMIT_REACHED (133).
+    pub const SHARE_SESSION_LIMIT_REACHED: ErrorCode = ErrorCode(133);
+
+    /// Wraps a raw code; `None` for 0 (no error).
+    pub fn from_code(code: i16) -> Option<ErrorCode> {
+        (code != 0).then_some(ErrorCode(code))
+    }
+
+    /// The crate-level description of this code.
+    pub fn kind(self) -> ResponseError {
+        ResponseError::try_from_code(self.0).unwrap_or(ResponseError::Unknown(self.0))
+    }
+
+    /// Whether Kafka marks this code as retriable.
+    pub fn is_retriable(self) -> bool {
+        self.kind().is_retriable()
+    }
+}
+
+impl fmt::Debug for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}({})", self.kind(), self.0)
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} ({}): {}", self.kind(), self.0, self.kind())
+    }
+}
+
+/// Where an error happened: filled in as far as the layer that raised it knows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// The API (request type) involved, e.g. "ShareFetch".
+    pub api: Option<&'static str>,
+    /// The broker (node id) involved, if known.
+    pub broker: Option<i32>,
+    /// The topic involved, if any.
+    pub topic: Option<String>,
+    /// The partition involved, if any.
+    pub partition: Option<i32>,
+}
+
+impl Context {
+    /// A context naming only the API.
+    pub fn api(api: &'static str) -> Self {
+        Context {
+            api: Some(api),
+            ..Default::default()
+        }
+    }
+
+    /// Adds the broker.
+    pub fn broker(mut self, broker: i32) -> Self {
+        self.broker = Some(broker);
+        self
+    }
+
+    /// Adds the topic-partition.
+    pub fn partition(mut self, topic: impl Into<String>, partition: i32) -> Self {
+        self.topic = Some(topic.into());
+        self.partition = Some(partition);
+        self
+    }
+}
+
+impl fmt::Display for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut sep = "";
+        if let Some(api) = self.api {
+            write!(f, "{api}")?;
+            sep = " ";
+        }
+        if let Some(b) = self.broker {
+            write!(f, "{sep}broker {b}")?;
+            sep = " ";
+        }
+        match (&self.topic, self.partition) {
+            (Some(t), Some(p)) => write!(f, "{sep}{t}-{p}")?,
+            (Some(t), None) => write!(f, "{sep}{t}")?,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Every error this crate returns.
+#[derive(Debug, Error, Clone)]
+#[non_exhaustive]
+pub enum Error {
+    /// A configuration key or value is wrong. The message says what to use instead.
+    #[error("config {key}: {message}")]
+    Config {
+        /// The Java property name of the setting.
+        key: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
+
+    /// Could not connect to or talk to a broker.
+    #[error("io with {addr}: {source}")]
+    Io {
+        /// host:port of the broker.
+        addr: String,
+        /// The underlying error.
+        source: Arc<std::io::Error>,
+    },
+
+    /// The connection to a broker is gone (closed by the peer, or poisoned by an earlier
+    /// error, which is given as the cause). Requests on it were not answered.
+    #[error("connection to {addr} closed{}", cause.as_ref().map(|c| format!(": {c}")).unwrap_or_default())]
+    ConnectionClosed {
+        /// host:port of the broker.
+        addr: String,
+        /// What broke the connection, if it was not a clean close.
+        cause: Option<Arc<Error>>,
+    },
+
+    /// A response could not be decoded (malformed, truncated) or a request not encoded.
+    #[error("{context}: {source}")]
+    Codec {
+        /// Where.
+        context: Context,
+        /// What.
+        source: CodecError,
+    },
+
+    /// The broker answered with an error code.
+    #[error("{context}: {code}{}", message.as_ref().map(|m| format!(" ({m})")).unwrap_or_default())]
+    Broker {
+        /// Where.
+        context: Context,
+        /// The Kafka error code.
+        code: ErrorCode,
+        /// The broker's error message, if it sent one.
+        message: Option<String>,
+    },
+
+    /// No version of an API is supported by both this client and the broker.
+    #[error("broker {broker} supports {api} versions {broker_min}..={broker_max}; this client needs {client_min}..={client_max}. Upgrade the broker (Kafka 4.1+ for share groups).")]
+    UnsupportedVersion {
+        /// The API name.
+        api: &'static str,
+        /// The broker's node id (-1 for a bootstrap connection).
+        broker: i32,
+        /// Lowest version the broker supports (-1 if it does not list the API).
+        broker_min: i16,
+        /// Highest version the broker supports (-1 if it does not list the API).
+        broker_max: i16,
+        /// Lowest version this client speaks.
+        client_min: i16,
+        /// Highest version this client speaks.
+        client_max: i16,
+    },
+
+    /// A cluster feature the operation needs is off.
+    #[error("the cluster feature {feature} is {level} but {needed} or higher is needed: {hint}")]
+    FeatureDisabled {
+        /// Feature name, e.g. `share.version`.
+        feature: &'static str,
+        /// The finalized level (0 when absent).
+        level: i16,
+        /// The level needed.
+        needed: i16,
+        /// How to turn it on.
+        hint: &'static str,
+    },
+
+    /// The operation did not finish in time.
+    #[error("{what} timed out after {after:?}")]
+    Timeout {
+        /// What timed out.
+        what: String,
+        /// The limit that passed.
+        after: Duration,
+    },
+
+    /// The call is not allowed in the client's current state (e.g. poll after close). The
+    /// message says what to do.
+    #[error("invalid state: {0}")]
+    InvalidState(String),
+
+    /// An argument was rejected before anything was sent.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// A blocking call was interrupted by `wakeup()`.
+    #[error("woken up by wakeup()")]
+    Wakeup,
+
+    /// The client was closed; no further calls are possible.
+    #[error("the client is closed")]
+    Closed,
+
+    /// Metadata did not know a topic (by name or id) after a refresh.
+    #[error("unknown topic {0}")]
+    UnknownTopic(String),
+}
+
+impl Error {
+    /// Whether trying the same operation again (after a backoff) can succeed.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Timeout { .. } => true,
+            Error::Broker { code, .. } => code.is_retriable(),
+            Error::UnknownTopic(_) => true,
+            _ => false,
+        }
+    }
+
+    /// The broker error code, if this is a broker error.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Error::Broker { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Builds a broker error from a raw code; `None` when the code is 0.
+    pub(crate) fn from_code(code: i16, message: Option<String>, context: Context) -> Option<Error> {
+        ErrorCode::from_code(code).map(|code| Error::Broker {
+            context,
+            code,
+            message,
+        })
+    }
+
+    pub(crate) fn config(key: impl Into<String>, message: impl Into<String>) -> Error {
+        Error::Config {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn io(addr: impl Into<String>, e: std::io::Error) -> Error {
+        Error::Io {
+            addr: addr.into(),
+            source: Arc::new(e),
+        }
+    }
+}
+
+/// Turns an error code from a response into a `Result`.
+pub(crate) fn check(code: i16, message: Option<String>, context: impl FnOnce() -> Context) -> Result<()> {
+    match ErrorCode::from_code(code) {
+        None => Ok(()),
+        Some(code) => Err(Error::Broker {
+            context: context(),
+            code,
+            message,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_error_names_code_and_context() {
+        let e = Error::from_code(
+            121,
+            Some("lock expired".into()),
+            Context::api("ShareAcknowledge").broker(2).partition("orders", 3),
+        )
+        .unwrap();
+        let text = e.to_string();
+        assert!(text.contains("ShareAcknowledge broker 2 orders-3"), "{text}");
+        assert!(text.contains("InvalidRecordState (121)"), "{text}");
+        assert_eq!(e.code(), Some(ErrorCode::INVALID_RECORD_STATE));
+        assert!(!e.is_retriable());
+    }
+
+    #[test]
+    fn retriable_follows_kafka() {
+        assert!(ErrorCode::NOT_LEADER_OR_FOLLOWER.is_retriable());
+        assert!(!ErrorCode::FENCED_MEMBER_EPOCH.is_retriable());
+        assert!(Error::Timeout { what: "x".into(), after: Duration::from_secs(1) }.is_retriable());
+        assert!(!Error::Wakeup.is_retriable());
+    }
+
+    #[test]
+    fn zero_is_not_an_error() {
+        assert!(check(0, None, || Context::api("x")).is_ok());
+        assert!(Error::from_code(0, None, Context::default()).is_none());
+    }
+}

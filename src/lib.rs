@@ -1,0 +1,13 @@
+//! kafka-share: a pure-Rust client for Apache Kafka share groups (KIP-932).
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod admin;
+pub mod backoff;
+pub mod cluster;
+pub mod config;
+pub mod connection;
+pub mod error;
+pub mod protocol;
+
+pub use error::{Context, Error, ErrorCode, Result};

@@ -1,0 +1,98 @@
+//! One trait for every request this crate sends, whichever codec encodes it.
+//!
+//! Most APIs are encoded by the `kafka-protocol` crate; ShareFetch and ShareAcknowledge are
+//! encoded by this crate (the crate stops at v1). The connection layer only sees this trait,
+//! so it does not care which codec a message comes from.
+
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request};
+
+use super::CodecError;
+
+/// A request message: how to encode it, and how to decode its response.
+pub trait ApiRequest {
+    /// The response type.
+    type Response;
+    /// The API key.
+    const KEY: i16;
+    /// A human name for errors and traces, e.g. "ShareFetch".
+    const NAME: &'static str;
+
+    /// The request header version for this API at `version`.
+    fn request_header_version(version: i16) -> i16;
+    /// The response header version for this API at `version`.
+    fn response_header_version(version: i16) -> i16;
+    /// Encodes the body (no header) at `version`.
+    fn encode_body(&self, version: i16, buf: &mut BytesMut) -> Result<(), CodecError>;
+    /// Decodes a response body (header already stripped) at `version`. Must consume it all.
+    fn decode_response(buf: Bytes, version: i16) -> Result<Self::Response, CodecError>;
+}
+
+/// A short name for an API key, for messages and traces.
+pub const fn api_name(key: i16) -> &'static str {
+    match key {
+        0 => "Produce",
+        1 => "Fetch",
+        2 => "ListOffsets",
+        3 => "Metadata",
+        10 => "FindCoordinator",
+        16 => "ListGroups",
+        18 => "ApiVersions",
+        19 => "CreateTopics",
+        20 => "DeleteTopics",
+        22 => "InitProducerId",
+        32 => "DescribeConfigs",
+        36 => "SaslAuthenticate",
+        17 => "SaslHandshake",
+        42 => "DeleteGroups",
+        44 => "IncrementalAlterConfigs",
+        60 => "DescribeCluster",
+        76 => "ShareGroupHeartbeat",
+        77 => "ShareGroupDescribe",
+        78 => "ShareFetch",
+        79 => "ShareAcknowledge",
+        90 => "DescribeShareGroupOffsets",
+        91 => "AlterShareGroupOffsets",
+        92 => "DeleteShareGroupOffsets",
+        _ => "KafkaApi",
+    }
+}
+
+/// Every `kafka-protocol` request is an [`ApiRequest`].
+impl<T> ApiRequest for T
+where
+    T: Request,
+{
+    type Response = T::Response;
+    const KEY: i16 = T::KEY;
+    const NAME: &'static str = api_name(T::KEY);
+
+    fn request_header_version(version: i16) -> i16 {
+        <T as HeaderVersion>::header_version(version)
+    }
+
+    fn response_header_version(version: i16) -> i16 {
+        <T::Response as HeaderVersion>::header_version(version)
+    }
+
+    fn encode_body(&self, version: i16, buf: &mut BytesMut) -> Result<(), CodecError> {
+        Encodable::encode(self, buf, version).map_err(|e| CodecError::Crate {
+            what: Self::NAME,
+            detail: e.to_string(),
+        })
+    }
+
+    fn decode_response(mut buf: Bytes, version: i16) -> Result<Self::Response, CodecError> {
+        let r = <T::Response as Decodable>::decode(&mut buf, version).map_err(|e| CodecError::Crate {
+            what: Self::NAME,
+            detail: e.to_string(),
+        })?;
+        if buf.has_remaining() {
+            return Err(CodecError::TrailingBytes {
+                what: Self::NAME,
+                extra: buf.remaining(),
+            });
+        }
+        Ok(r)
+    }
+}
