@@ -9,5 +9,6 @@ pub mod config;
 pub mod connection;
 pub mod error;
 pub mod protocol;
+pub mod share;
 
 pub use error::{Context, Error, ErrorCode, Result};

@@ -17,7 +17,7 @@ use crate::protocol::{frame, CodecError};
 pub const DEFAULT_MAX_FRAME: usize = 256 * 1024 * 1024;
 
 /// One in-flight request.
-struct Pending {
+pub(super) struct Pending {
     api_key: i16,
     reply: oneshot::Sender<Result<Bytes>>,
 }

@@ -96,3 +96,43 @@ where
         Ok(r)
     }
 }
+
+/// ShareFetch and ShareAcknowledge use this crate's own codec (v1 and v2).
+macro_rules! own_share_api {
+    ($req:ty, $resp:ty, $key:expr, $name:literal) => {
+        impl ApiRequest for $req {
+            type Response = $resp;
+            const KEY: i16 = $key;
+            const NAME: &'static str = $name;
+
+            fn request_header_version(_version: i16) -> i16 {
+                super::share::REQUEST_HEADER_VERSION
+            }
+
+            fn response_header_version(_version: i16) -> i16 {
+                super::share::RESPONSE_HEADER_VERSION
+            }
+
+            fn encode_body(&self, version: i16, buf: &mut BytesMut) -> Result<(), CodecError> {
+                self.encode(version, buf)
+            }
+
+            fn decode_response(mut buf: Bytes, version: i16) -> Result<Self::Response, CodecError> {
+                <$resp>::decode(&mut buf, version)
+            }
+        }
+    };
+}
+
+own_share_api!(
+    super::share::ShareFetchRequest,
+    super::share::ShareFetchResponse,
+    super::share::SHARE_FETCH_API_KEY,
+    "ShareFetch"
+);
+own_share_api!(
+    super::share::ShareAcknowledgeRequest,
+    super::share::ShareAcknowledgeResponse,
+    super::share::SHARE_ACKNOWLEDGE_API_KEY,
+    "ShareAcknowledge"
+);
