@@ -4,10 +4,20 @@
 //! answer it (the controller-facing broker for topics, the group coordinator for groups),
 //! negotiates the version, and turns per-item error codes into per-item results.
 
+mod configs;
+mod coordinator;
+mod groups;
+mod offsets;
+mod offsets_wire;
+mod reset;
 mod topics;
 
 use std::sync::Arc;
 
+pub use configs::{validate_group_config, ConfigEntry, ConfigSource, GROUP_RESOURCE};
+pub use groups::{ShareGroupDescription, ShareGroupListing, ShareGroupState, ShareMemberDescription};
+pub use offsets::{ShareGroupOffsets, SharePartitionOffset, TopicPartition, LAG_NEEDS_KAFKA_4_2};
+pub use reset::{parse_datetime, OffsetResetSpec, PlannedReset, TopicSelection};
 pub use topics::NewTopic;
 
 use crate::cluster::{Cluster, ClusterConfig};

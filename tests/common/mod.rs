@@ -85,3 +85,92 @@ pub async fn new_topic(admin: &Admin, prefix: &str, partitions: i32) -> String {
     admin.create_topic(&name, partitions).await.expect("create topic");
     name
 }
+
+/// Produces `n` records `"{prefix}-{i}"` (key `k{i}`) round-robin over `partitions`
+/// partitions of `topic`, and waits for all of them.
+pub async fn produce(bootstrap: &str, topic: &str, partitions: i32, n: usize, prefix: &str) {
+    use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
+    let p = Producer::new(ProducerConfig::new(bootstrap)).await.expect("producer");
+    let mut futs = Vec::with_capacity(n);
+    for i in 0..n {
+        let rec = ProducerRecord::new(topic, format!("{prefix}-{i}"))
+            .key(format!("k{i}"))
+            .partition((i as i32) % partitions.max(1));
+        futs.push(p.send(rec).await.expect("send"));
+    }
+    for f in futs {
+        f.await.expect("delivered");
+    }
+    p.close(std::time::Duration::from_secs(10)).await.expect("producer close");
+}
+
+/// A new share group reading from the earliest offset (group config
+/// share.auto.offset.reset=earliest), with an optional lock duration.
+pub async fn new_group(admin: &Admin, prefix: &str, lock_ms: Option<u32>) -> String {
+    let g = unique(prefix);
+    admin.set_share_auto_offset_reset(&g, "earliest").await.expect("set share.auto.offset.reset");
+    if let Some(ms) = lock_ms {
+        admin
+            .set_group_config(&g, "share.record.lock.duration.ms", &ms.to_string())
+            .await
+            .expect("set share.record.lock.duration.ms");
+    }
+    g
+}
+
+/// A share consumer config for tests: short waits so tests run fast.
+pub fn consumer_config(bootstrap: &str, group: &str) -> kafka_share::ShareConsumerConfig {
+    kafka_share::ShareConsumerConfig::new(bootstrap, group)
+        .fetch_max_wait(std::time::Duration::from_millis(200))
+        .client_id(format!("test-{group}"))
+}
+
+/// Polls until `want` records were received in total or `deadline` passes; in explicit mode
+/// `on_record` must acknowledge each record.
+pub async fn poll_until<F>(
+    consumer: &kafka_share::ShareConsumer,
+    want: usize,
+    deadline: std::time::Duration,
+    mut on_record: F,
+) -> Vec<kafka_share::ConsumerRecord>
+where
+    F: FnMut(&kafka_share::ConsumerRecord),
+{
+    let end = tokio::time::Instant::now() + deadline;
+    let mut got = Vec::new();
+    while got.len() < want && tokio::time::Instant::now() < end {
+        let recs = consumer.poll(std::time::Duration::from_millis(500)).await.expect("poll");
+        for r in &recs {
+            on_record(r);
+        }
+        got.extend(recs);
+    }
+    got
+}
+
+/// Waits until `group` has `n` members that all have partitions assigned.
+pub async fn wait_for_members(admin: &Admin, group: &str, n: usize, timeout: std::time::Duration) {
+    let end = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Ok(d) = admin.describe_share_group(group).await {
+            if d.members.len() >= n && d.members.iter().all(|m| m.partition_count() > 0) {
+                return;
+            }
+        }
+        assert!(tokio::time::Instant::now() < end, "group {group} never reached {n} members with assignments");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+/// Produces `n` records to partition 0, one batch each (the broker hands out whole batches in
+/// batch_optimized mode, so one-record batches let work spread over many members).
+pub async fn produce_one_by_one(bootstrap: &str, topic: &str, n: usize, prefix: &str) {
+    use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
+    let p = Producer::new(ProducerConfig::new(bootstrap)).await.expect("producer");
+    for i in 0..n {
+        p.send_and_wait(ProducerRecord::new(topic, format!("{prefix}-{i}")).partition(0))
+            .await
+            .expect("send");
+    }
+    p.close(std::time::Duration::from_secs(10)).await.expect("producer close");
+}

@@ -1,0 +1,77 @@
+//! Sending a group request to the group's coordinator, with the retries every group API
+//! needs: find the coordinator again on NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE, back
+//! off on COORDINATOR_LOAD_IN_PROGRESS / REBALANCE_IN_PROGRESS, as the Java admin does.
+
+use tokio::time::Instant;
+use tracing::debug;
+
+use super::Admin;
+use crate::cluster::TrafficClass;
+use crate::error::{Error, Result};
+use crate::protocol::api::ApiRequest;
+
+/// REBALANCE_IN_PROGRESS (27): the share offset APIs answer it while the group changes.
+const REBALANCE_IN_PROGRESS: i16 = 27;
+
+/// A response from a group's coordinator.
+pub(crate) struct CoordinatorResponse<T> {
+    /// The coordinator's node id.
+    pub node: i32,
+    /// The negotiated version the response was decoded at.
+    pub version: i16,
+    /// The response.
+    pub response: T,
+}
+
+fn retriable_group_code(code: i16) -> Option<bool> {
+    match code {
+        15 | 16 => Some(true), // look the coordinator up again
+        14 | REBALANCE_IN_PROGRESS => Some(false),
+        _ => None,
+    }
+}
+
+impl Admin {
+    /// Sends `req` to `group`'s coordinator. `group_code` extracts the group-level error code
+    /// of a response; coordinator-move and loading codes are retried until the cluster's
+    /// request timeout, everything else is returned for the caller to interpret.
+    pub(crate) async fn call_coordinator<R: ApiRequest>(
+        &self,
+        group: &str,
+        req: &R,
+        versions: (i16, i16),
+        group_code: impl Fn(&R::Response) -> i16,
+    ) -> Result<CoordinatorResponse<R::Response>> {
+        if group.is_empty() {
+            return Err(Error::InvalidArgument("the group id must not be empty".into()));
+        }
+        let timeout = self.cluster.config().request_timeout;
+        let deadline = Instant::now() + timeout;
+        let mut backoff = self.cluster.config().backoff();
+        loop {
+            let attempt = async {
+                let node = self.cluster.find_group_coordinator(group).await?;
+                let conn = self.cluster.broker(node, TrafficClass::Control).await?;
+                let version = conn.versions.pick(R::KEY, versions.0, versions.1)?;
+                let response = self.cluster.send(&conn, req, versions).await?;
+                Ok::<_, Error>(CoordinatorResponse { node, version, response })
+            };
+            let why = match attempt.await {
+                Ok(r) => match retriable_group_code(group_code(&r.response)) {
+                    None => return Ok(r),
+                    Some(_) => format!("group-level error {}", group_code(&r.response)),
+                },
+                Err(e) if e.is_retriable() => e.to_string(),
+                Err(e) => return Err(e),
+            };
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout {
+                    what: format!("{} for group {group} ({why})", R::NAME),
+                    after: timeout,
+                });
+            }
+            debug!(group, api = R::NAME, why, "retrying at the coordinator");
+            tokio::time::sleep(backoff.next_delay()).await;
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! Share-group offsets: describe (start offset, leader epoch, lag), alter and delete.
+//!
+//! The "offset" of a share partition is its start offset: every record before it has been
+//! acknowledged (or archived); records from it on may be delivered. Alter and delete need an
+//! empty group: the broker answers NON_EMPTY_GROUP otherwise, reported here as a plain
+//! "has active members; stop them first" error, with nothing changed.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use kafka_protocol::messages::alter_share_group_offsets_request::{
+    AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+};
+use kafka_protocol::messages::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
+use kafka_protocol::messages::describe_share_group_offsets_request::{
+    DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
+};
+use kafka_protocol::messages::{
+    AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest, GroupId,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::configs::group_ctx;
+use super::groups::non_empty;
+use super::offsets_wire::DescribeOffsetsRequest;
+use super::Admin;
+use crate::error::{Context, Error, ErrorCode, Result};
+
+/// Why lag is missing when the broker predates DescribeShareGroupOffsets v1.
+pub const LAG_NEEDS_KAFKA_4_2: &str =
+    "lag needs Kafka 4.2+ (DescribeShareGroupOffsets v1, KIP-1226); this broker only has v0";
+
+/// A topic-partition by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// A topic-partition.
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        TopicPartition { topic: topic.into(), partition }
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// The offset state of one share partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharePartitionOffset {
+    /// The start offset; `None` when the partition has no share state yet.
+    pub start_offset: Option<i64>,
+    /// The leader epoch the state was written at, if known.
+    pub leader_epoch: Option<i32>,
+    /// Records from the start offset to the end that are not yet acknowledged; `None` when
+    /// the broker does not report it (see [`ShareGroupOffsets::lag_unavailable_reason`]).
+    pub lag: Option<i64>,
+}
+
+/// The offsets of one share group, per partition (sorted by topic, partition).
+#[derive(Debug, Clone)]
+pub struct ShareGroupOffsets {
+    /// Group id.
+    pub group_id: String,
+    /// One result per partition the group has state for (or that was asked for).
+    pub partitions: Vec<(TopicPartition, Result<SharePartitionOffset>)>,
+    /// Whether the broker reports lag (DescribeShareGroupOffsets v1, Kafka 4.2+).
+    pub lag_supported: bool,
+}
+
+impl ShareGroupOffsets {
+    /// `Some(reason)` when lag cannot be reported by this broker.
+    pub fn lag_unavailable_reason(&self) -> Option<&'static str> {
+        (!self.lag_supported).then_some(LAG_NEEDS_KAFKA_4_2)
+    }
+
+    /// The successful start offsets, by partition.
+    pub fn start_offsets(&self) -> BTreeMap<TopicPartition, i64> {
+        self.partitions
+            .iter()
+            .filter_map(|(tp, r)| r.as_ref().ok().and_then(|o| o.start_offset).map(|o| (tp.clone(), o)))
+            .collect()
+    }
+}
+
+fn group_id(group: &str) -> GroupId {
+    GroupId(StrBytes::from_string(group.to_string()))
+}
+
+fn topic_name(t: &str) -> TopicName {
+    TopicName(StrBytes::from_string(t.to_string()))
+}
+
+impl Admin {
+    /// Describes a share group's offsets: all partitions it has state for (`topics` None),
+    /// or every partition of the given topics.
+    pub async fn list_share_group_offsets(&self, group: &str, topics: Option<&[&str]>) -> Result<ShareGroupOffsets> {
+        let req_topics = match topics {
+            None => None,
+            Some(ts) => {
+                let names: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
+                self.cluster.ensure_topics(&names).await?;
+                Some(self.cluster.with_metadata(|m| {
+                    names
+                        .iter()
+                        .map(|t| {
+                            let parts = m.topics.get(t).map(|ti| ti.partitions.iter().map(|p| p.partition).collect()).unwrap_or_default();
+                            DescribeShareGroupOffsetsRequestTopic::default().with_topic_name(topic_name(t)).with_partitions(parts)
+                        })
+                        .collect()
+                }))
+            }
+        };
+        let req = DescribeOffsetsRequest(DescribeShareGroupOffsetsRequest::default().with_groups(vec![
+            DescribeShareGroupOffsetsRequestGroup::default().with_group_id(group_id(group)).with_topics(req_topics),
+        ]));
+        let code = |r: &super::offsets_wire::DescribeOffsetsResponse| r.groups.first().map(|g| g.error_code).unwrap_or(0);
+        let r = self.call_coordinator(group, &req, (0, 1), code).await?;
+        let g = r
+            .response
+            .groups
+            .into_iter()
+            .find(|g| g.group_id == group)
+            .ok_or_else(|| Error::InvalidState(format!("DescribeShareGroupOffsets left out group {group}")))?;
+        if let Some(e) = Error::from_code(g.error_code, g.error_message, group_ctx("DescribeShareGroupOffsets", group)) {
+            return Err(e);
+        }
+        let lag_supported = r.version >= 1;
+        let mut partitions = Vec::new();
+        for t in g.topics {
+            for p in t.partitions {
+                let tp = TopicPartition::new(t.name.clone(), p.partition);
+                let ctx = Context::api("DescribeShareGroupOffsets").broker(r.node).partition(&t.name, p.partition);
+                let res = match Error::from_code(p.error_code, p.error_message, ctx) {
+                    Some(e) => Err(e),
+                    // Negative values are the protocol's "unknown".
+                    None => Ok(SharePartitionOffset {
+                        start_offset: (p.start_offset >= 0).then_some(p.start_offset),
+                        leader_epoch: (p.leader_epoch >= 0).then_some(p.leader_epoch),
+                        lag: (p.lag >= 0).then_some(p.lag),
+                    }),
+                };
+                partitions.push((tp, res));
+            }
+        }
+        partitions.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(ShareGroupOffsets { group_id: group.to_string(), partitions, lag_supported })
+    }
+
+    /// Sets start offsets. The group must have no members. One result per partition.
+    pub async fn alter_share_group_offsets(
+        &self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, i64>,
+    ) -> Result<Vec<(TopicPartition, Result<()>)>> {
+        if offsets.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Some((tp, o)) = offsets.iter().find(|(_, o)| **o < 0) {
+            return Err(Error::InvalidArgument(format!("offset {o} for {tp} is negative")));
+        }
+        let mut topics: BTreeMap<&str, Vec<AlterShareGroupOffsetsRequestPartition>> = BTreeMap::new();
+        for (tp, o) in offsets {
+            topics.entry(&tp.topic).or_default().push(
+                AlterShareGroupOffsetsRequestPartition::default().with_partition_index(tp.partition).with_start_offset(*o),
+            );
+        }
+        let req = AlterShareGroupOffsetsRequest::default().with_group_id(group_id(group)).with_topics(
+            topics
+                .into_iter()
+                .map(|(t, ps)| AlterShareGroupOffsetsRequestTopic::default().with_topic_name(topic_name(t)).with_partitions(ps))
+                .collect(),
+        );
+        let r = self.call_coordinator(group, &req, (0, 0), |r| r.error_code).await?;
+        let resp = r.response;
+        if resp.error_code == ErrorCode::NON_EMPTY_GROUP.0 {
+            return Err(non_empty(group));
+        }
+        if let Some(e) = Error::from_code(resp.error_code, resp.error_message.map(|m| m.to_string()), group_ctx("AlterShareGroupOffsets", group)) {
+            return Err(e);
+        }
+        let mut out = Vec::new();
+        for tp in offsets.keys() {
+            let p = resp
+                .responses
+                .iter()
+                .filter(|t| t.topic_name.0.as_str() == tp.topic)
+                .flat_map(|t| t.partitions.iter())
+                .find(|p| p.partition_index == tp.partition);
+            let res = match p {
+                None => Err(Error::InvalidState(format!("AlterShareGroupOffsets left out {tp}"))),
+                Some(p) => match Error::from_code(
+                    p.error_code,
+                    p.error_message.as_ref().map(|m| m.to_string()),
+                    Context::api("AlterShareGroupOffsets").broker(r.node).partition(&tp.topic, tp.partition),
+                ) {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                },
+            };
+            out.push((tp.clone(), res));
+        }
+        Ok(out)
+    }
+
+    /// Deletes the share state of `topics` for the group (the next consumer starts from
+    /// `share.auto.offset.reset` again). The group must have no members. One result per topic.
+    pub async fn delete_share_group_offsets(&self, group: &str, topics: &[&str]) -> Result<Vec<(String, Result<()>)>> {
+        if topics.is_empty() {
+            return Ok(Vec::new());
+        }
+        let req = DeleteShareGroupOffsetsRequest::default().with_group_id(group_id(group)).with_topics(
+            topics.iter().map(|t| DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(topic_name(t))).collect(),
+        );
+        let r = self.call_coordinator(group, &req, (0, 0), |r| r.error_code).await?;
+        let resp = r.response;
+        if resp.error_code == ErrorCode::NON_EMPTY_GROUP.0 {
+            return Err(non_empty(group));
+        }
+        if let Some(e) = Error::from_code(resp.error_code, resp.error_message.map(|m| m.to_string()), group_ctx("DeleteShareGroupOffsets", group)) {
+            return Err(e);
+        }
+        Ok(topics
+            .iter()
+            .map(|t| {
+                let res = match resp.responses.iter().find(|x| x.topic_name.0.as_str() == *t) {
+                    None => Err(Error::InvalidState(format!("DeleteShareGroupOffsets left out topic {t}"))),
+                    Some(x) => match Error::from_code(
+                        x.error_code,
+                        x.error_message.as_ref().map(|m| m.to_string()),
+                        Context { topic: Some(t.to_string()), ..Context::api("DeleteShareGroupOffsets").broker(r.node) },
+                    ) {
+                        Some(e) => Err(e),
+                        None => Ok(()),
+                    },
+                };
+                (t.to_string(), res)
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,323 @@
+//! Resetting share-group start offsets: to earliest, latest, a timestamp, an explicit offset,
+//! or shifted from the current start offsets, with a dry run that only plans.
+//!
+//! Follows the Java `GroupOffsetsResetter`: explicit and shifted offsets are clamped to the
+//! log's [earliest, latest] range; a timestamp after the last record falls back to latest.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::groups::{non_empty, ShareGroupState};
+use super::offsets::TopicPartition;
+use super::Admin;
+use crate::cluster::TrafficClass;
+use crate::error::{Context, Error, ErrorCode, Result};
+
+/// Where to move the start offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetResetSpec {
+    /// The log start offset.
+    Earliest,
+    /// The log end offset (only records produced from now on).
+    Latest,
+    /// The first offset with a timestamp at or after this (ms since the epoch).
+    Timestamp(i64),
+    /// This offset (clamped to the log range).
+    Offset(i64),
+    /// The current start offset plus this (may be negative; clamped to the log range).
+    ShiftBy(i64),
+    /// The current start offset (a no-op, useful with a dry run).
+    Current,
+}
+
+/// A topic, with some or all of its partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicSelection {
+    /// Topic name.
+    pub topic: String,
+    /// Partitions; `None` for all.
+    pub partitions: Option<Vec<i32>>,
+}
+
+impl TopicSelection {
+    /// Parses the tool's `topic` or `topic:0,1,2` form.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.split_once(':') {
+            None if !s.is_empty() => Ok(TopicSelection { topic: s.to_string(), partitions: None }),
+            Some((t, ps)) if !t.is_empty() => {
+                let partitions = ps
+                    .split(',')
+                    .map(|p| p.trim().parse::<i32>().ok().filter(|p| *p >= 0))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| Error::InvalidArgument(format!("invalid partitions in {s:?}; use topic:0,1,2")))?;
+                Ok(TopicSelection { topic: t.to_string(), partitions: Some(partitions) })
+            }
+            _ => Err(Error::InvalidArgument(format!("invalid topic {s:?}; use topic or topic:0,1,2"))),
+        }
+    }
+}
+
+/// One partition of a reset plan.
+#[derive(Debug, Clone)]
+pub struct PlannedReset {
+    /// The partition.
+    pub tp: TopicPartition,
+    /// Its start offset before the reset (`None`: no share state yet).
+    pub current: Option<i64>,
+    /// The start offset it gets.
+    pub new: i64,
+    /// `None` for a dry run; otherwise the broker's answer for this partition.
+    pub applied: Option<Result<()>>,
+}
+
+impl Admin {
+    /// Plans (and with `execute`, applies) a reset of `group`'s start offsets. `scope` None
+    /// means every partition the group has state for. Refused, even as a dry run, when the
+    /// group has members (the plan would be stale by the time it ran).
+    pub async fn reset_share_group_offsets(
+        &self,
+        group: &str,
+        scope: Option<&[TopicSelection]>,
+        spec: OffsetResetSpec,
+        execute: bool,
+    ) -> Result<Vec<PlannedReset>> {
+        match self.describe_share_group(group).await {
+            Ok(d) if matches!(d.state, ShareGroupState::Empty | ShareGroupState::Dead) => {}
+            Ok(_) => return Err(non_empty(group)),
+            // A group that does not exist yet can get offsets before its first consumer.
+            Err(e) if e.code() == Some(ErrorCode::GROUP_ID_NOT_FOUND) => {}
+            Err(e) => return Err(e),
+        }
+        let current = match self.list_share_group_offsets(group, None).await {
+            Ok(o) => o.start_offsets(),
+            Err(e) if e.code() == Some(ErrorCode::GROUP_ID_NOT_FOUND) => BTreeMap::new(),
+            Err(e) => return Err(e),
+        };
+        let tps: BTreeSet<TopicPartition> = match scope {
+            None => current.keys().cloned().collect(),
+            Some(sel) => self.expand(sel).await?,
+        };
+        if tps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tps: Vec<TopicPartition> = tps.into_iter().collect();
+        let new = match spec {
+            OffsetResetSpec::Earliest => self.list_offsets(&tps, -2).await?,
+            OffsetResetSpec::Latest => self.list_offsets(&tps, -1).await?,
+            OffsetResetSpec::Timestamp(ts) => {
+                let mut at = self.list_offsets(&tps, ts).await?;
+                let missing: Vec<TopicPartition> = at.iter().filter(|(_, o)| **o < 0).map(|(tp, _)| tp.clone()).collect();
+                if !missing.is_empty() {
+                    at.extend(self.list_offsets(&missing, -1).await?);
+                }
+                at
+            }
+            OffsetResetSpec::Offset(o) => self.clamp(tps.iter().map(|tp| (tp.clone(), o)).collect()).await?,
+            OffsetResetSpec::ShiftBy(n) => {
+                let mut wanted = BTreeMap::new();
+                for tp in &tps {
+                    let cur = current.get(tp).ok_or_else(|| {
+                        Error::InvalidArgument(format!("cannot shift {tp}: the group has no start offset for it yet"))
+                    })?;
+                    wanted.insert(tp.clone(), cur.saturating_add(n));
+                }
+                self.clamp(wanted).await?
+            }
+            OffsetResetSpec::Current => {
+                let mut out = BTreeMap::new();
+                for tp in &tps {
+                    let cur = current.get(tp).ok_or_else(|| Error::InvalidArgument(format!("{tp} has no current start offset")))?;
+                    out.insert(tp.clone(), *cur);
+                }
+                out
+            }
+        };
+        let mut plan: Vec<PlannedReset> = tps
+            .iter()
+            .map(|tp| PlannedReset { tp: tp.clone(), current: current.get(tp).copied(), new: new[tp], applied: None })
+            .collect();
+        if execute {
+            let offsets: BTreeMap<TopicPartition, i64> = plan.iter().map(|p| (p.tp.clone(), p.new)).collect();
+            let results: BTreeMap<TopicPartition, Result<()>> = self.alter_share_group_offsets(group, &offsets).await?.into_iter().collect();
+            for p in &mut plan {
+                p.applied = Some(results.get(&p.tp).cloned().unwrap_or_else(|| Err(Error::InvalidState(format!("no result for {}", p.tp)))));
+            }
+        }
+        Ok(plan)
+    }
+
+    async fn expand(&self, sel: &[TopicSelection]) -> Result<BTreeSet<TopicPartition>> {
+        let names: Vec<String> = sel.iter().map(|s| s.topic.clone()).collect();
+        self.cluster.ensure_topics(&names).await?;
+        let mut out = BTreeSet::new();
+        for s in sel {
+            let all: Vec<i32> = self.cluster.with_metadata(|m| {
+                m.topics.get(&s.topic).map(|t| t.partitions.iter().map(|p| p.partition).collect()).unwrap_or_default()
+            });
+            match &s.partitions {
+                None => out.extend(all.into_iter().map(|p| TopicPartition::new(&s.topic, p))),
+                Some(ps) => {
+                    for p in ps {
+                        if !all.contains(p) {
+                            return Err(Error::InvalidArgument(format!("topic {} has no partition {p}", s.topic)));
+                        }
+                        out.insert(TopicPartition::new(&s.topic, *p));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Clamps wanted offsets to each log's [earliest, latest].
+    async fn clamp(&self, wanted: BTreeMap<TopicPartition, i64>) -> Result<BTreeMap<TopicPartition, i64>> {
+        let tps: Vec<TopicPartition> = wanted.keys().cloned().collect();
+        let lo = self.list_offsets(&tps, -2).await?;
+        let hi = self.list_offsets(&tps, -1).await?;
+        Ok(wanted.into_iter().map(|(tp, o)| (tp.clone(), o.clamp(lo[&tp], hi[&tp].max(lo[&tp])))).collect())
+    }
+
+    /// ListOffsets to each partition's leader: -2 earliest, -1 latest, else a timestamp (ms).
+    /// The result has every partition (offset -1 when no record is at or after a timestamp).
+    pub async fn list_offsets(&self, tps: &[TopicPartition], spec: i64) -> Result<BTreeMap<TopicPartition, i64>> {
+        let mut out = BTreeMap::new();
+        let mut todo: Vec<TopicPartition> = tps.to_vec();
+        let mut backoff = self.cluster.config().backoff();
+        loop {
+            let topics: Vec<String> = todo.iter().map(|tp| tp.topic.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+            self.cluster.refresh_metadata(&topics).await?;
+            let mut by_leader: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
+            let mut retry = Vec::new();
+            for tp in todo.drain(..) {
+                match self.cluster.with_metadata(|m| m.leader(&tp.topic, tp.partition)) {
+                    Some(l) => by_leader.entry(l).or_default().push(tp),
+                    None => retry.push(tp),
+                }
+            }
+            for (leader, parts) in by_leader {
+                let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
+                for tp in &parts {
+                    topics.entry(&tp.topic).or_default().push(
+                        ListOffsetsPartition::default().with_partition_index(tp.partition).with_current_leader_epoch(-1).with_timestamp(spec),
+                    );
+                }
+                let req = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_timeout_ms(30_000).with_topics(
+                    topics
+                        .into_iter()
+                        .map(|(t, ps)| ListOffsetsTopic::default().with_name(TopicName(StrBytes::from_string(t.to_string()))).with_partitions(ps))
+                        .collect(),
+                );
+                let conn = self.cluster.broker(leader, TrafficClass::Control).await?;
+                let resp = self.cluster.send(&conn, &req, (1, 10)).await?;
+                for tp in parts {
+                    let p = resp
+                        .topics
+                        .iter()
+                        .filter(|t| t.name.0.as_str() == tp.topic)
+                        .flat_map(|t| t.partitions.iter())
+                        .find(|p| p.partition_index == tp.partition);
+                    match p {
+                        Some(p) if p.error_code == 0 => {
+                            out.insert(tp, p.offset);
+                        }
+                        Some(p) if ErrorCode(p.error_code).is_retriable() => retry.push(tp),
+                        Some(p) => {
+                            let ctx = Context::api("ListOffsets").broker(leader).partition(&tp.topic, tp.partition);
+                            return Err(Error::from_code(p.error_code, None, ctx).unwrap_or_else(|| Error::InvalidState("unreachable".into())));
+                        }
+                        None => return Err(Error::InvalidState(format!("ListOffsets left out {tp}"))),
+                    }
+                }
+            }
+            if retry.is_empty() {
+                return Ok(out);
+            }
+            if backoff.attempts() >= 10 {
+                return Err(Error::InvalidState(format!("no leader answered ListOffsets for {}", retry[0])));
+            }
+            tokio::time::sleep(backoff.next_delay()).await;
+            todo = retry;
+        }
+    }
+}
+
+/// Parses the tool's `--to-datetime` value, `YYYY-MM-DDTHH:mm:SS[.sss]` with an optional
+/// zone (`Z`, `+hh:mm`, `-hhmm`); without a zone it is UTC, as in Java's `Utils.getDateTime`.
+/// Returns ms since the epoch.
+pub fn parse_datetime(s: &str) -> Result<i64> {
+    let bad = || Error::InvalidArgument(format!("invalid datetime {s:?}; use YYYY-MM-DDTHH:mm:SS.sss, optionally with Z or +hh:mm"));
+    let (date, time) = s.split_once('T').ok_or_else(bad)?;
+    let (time, offset_min) = match time.find(['Z', 'z', '+', '-']) {
+        None => (time, 0),
+        Some(i) => {
+            let (t, z) = time.split_at(i);
+            let off = if z.eq_ignore_ascii_case("z") {
+                0
+            } else {
+                let sign = if z.starts_with('-') { -1 } else { 1 };
+                let digits: String = z[1..].chars().filter(|c| *c != ':').collect();
+                if digits.len() != 4 {
+                    return Err(bad());
+                }
+                let h: i64 = digits[..2].parse().map_err(|_| bad())?;
+                let m: i64 = digits[2..].parse().map_err(|_| bad())?;
+                sign * (h * 60 + m)
+            };
+            (t, off)
+        }
+    };
+    let num = |x: &str| x.parse::<i64>().map_err(|_| bad());
+    let d: Vec<&str> = date.split('-').collect();
+    let (sec_part, millis) = match time.split_once('.') {
+        Some((a, f)) if !f.is_empty() && f.len() <= 3 && f.chars().all(|c| c.is_ascii_digit()) => (a, num(&format!("{f:0<3}"))?),
+        Some(_) => return Err(bad()),
+        None => (time, 0),
+    };
+    let t: Vec<&str> = sec_part.split(':').collect();
+    if d.len() != 3 || d[0].len() != 4 || t.len() != 3 {
+        return Err(bad());
+    }
+    let (y, mo, da, h, mi, se) = (num(d[0])?, num(d[1])?, num(d[2])?, num(t[0])?, num(t[1])?, num(t[2])?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days_in = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&mo) || da < 1 || da > days_in[(mo - 1) as usize] || h > 23 || mi > 59 || se > 59 || h < 0 || mi < 0 || se < 0 {
+        return Err(bad());
+    }
+    // Days from 1970-01-01 (Howard Hinnant's days_from_civil).
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + da - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Ok(((days * 24 + h) * 60 + mi - offset_min) * 60_000 + se * 1000 + millis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datetimes() {
+        assert_eq!(parse_datetime("1970-01-01T00:00:00.000").unwrap(), 0);
+        assert_eq!(parse_datetime("2024-02-29T12:34:56.789Z").unwrap(), 1_709_210_096_789);
+        assert_eq!(parse_datetime("2024-02-29T14:34:56.789+02:00").unwrap(), 1_709_210_096_789);
+        assert_eq!(parse_datetime("2024-02-29T10:34:56.7-0200").unwrap(), 1_709_210_096_700);
+        assert_eq!(parse_datetime("2024-02-29T12:34:56").unwrap(), 1_709_210_096_000);
+        for bad in ["2023-02-29T00:00:00", "2024-01-01", "2024-01-01T25:00:00", "x", "2024-01-01T00:00:00.1234"] {
+            assert!(parse_datetime(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn topic_selection() {
+        assert_eq!(TopicSelection::parse("t").unwrap(), TopicSelection { topic: "t".into(), partitions: None });
+        assert_eq!(TopicSelection::parse("t:0,2").unwrap().partitions, Some(vec![0, 2]));
+        assert!(TopicSelection::parse("t:a").is_err());
+        assert!(TopicSelection::parse(":1").is_err());
+    }
+}

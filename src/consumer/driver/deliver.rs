@@ -1,0 +1,96 @@
+//! Handing buffered records to a waiting poll, and giving back records nobody will process.
+
+use std::time::Instant;
+
+use super::{Delivered, Driver, Fetched};
+use crate::protocol::share::ACK_RELEASE;
+
+impl Driver {
+    /// Answers a waiting poll if there is something to answer with.
+    pub(super) fn try_deliver(&mut self, now: Instant) {
+        let Some(w) = &self.waiter else { return };
+        if w.reply.is_closed() {
+            self.waiter = None; // the poll timed out or was woken up
+            return;
+        }
+        if let Some(e) = &self.fatal {
+            if let Some(w) = self.waiter.take() {
+                let _ = w.reply.send(Err(e.clone()));
+            }
+            return;
+        }
+        self.drop_expired(now);
+        if self.buffer.is_empty() {
+            return;
+        }
+        let Some(w) = self.waiter.take() else { return };
+        let mut out: Vec<Delivered> = Vec::with_capacity(w.max.min(1024));
+        while out.len() < w.max {
+            let Some(front) = self.buffer.front_mut() else { break };
+            let take = (w.max - out.len()).min(front.records.len());
+            for record in front.records.drain(..take) {
+                out.push(Delivered {
+                    record,
+                    tp: front.tp,
+                    node: front.node,
+                    generation: front.generation,
+                });
+            }
+            if front.records.is_empty() {
+                self.buffer.pop_front();
+            }
+        }
+        if let Err(Ok(back)) = w.reply.send(Ok(out)) {
+            // The poll gave up at this very moment: keep the records for the next one.
+            self.requeue(back);
+        }
+    }
+
+    fn requeue(&mut self, back: Vec<Delivered>) {
+        for d in back.into_iter().rev() {
+            match self.buffer.front_mut() {
+                Some(f) if f.tp == d.tp && f.node == d.node && f.generation == d.generation => f.records.push_front(d.record),
+                _ => self.buffer.push_front(Fetched {
+                    tp: d.tp,
+                    node: d.node,
+                    generation: d.generation,
+                    records: std::iter::once(d.record).collect(),
+                }),
+            }
+        }
+    }
+
+    /// Buffered records whose lock has surely expired are not ours any more: handing them out
+    /// would only earn INVALID_RECORD_STATE on their acks. Drop them (the broker redelivers).
+    fn drop_expired(&mut self, now: Instant) {
+        let before: usize = self.buffer.iter().map(|f| f.records.len()).sum();
+        for f in self.buffer.iter_mut() {
+            f.records.retain(|r| r.lock_deadline.is_none_or(|d| d > now));
+        }
+        self.buffer.retain(|f| !f.records.is_empty());
+        let after: usize = self.buffer.iter().map(|f| f.records.len()).sum();
+        if after < before {
+            tracing::debug!(dropped = before - after, "buffered records expired before any poll took them");
+        }
+    }
+
+    /// Releases buffered records matching `pred` back to the broker (RELEASE acks on their
+    /// sessions) and drops them from the buffer.
+    pub(super) fn release_buffer(&mut self, pred: impl Fn(&Fetched) -> bool) {
+        let mut kept = std::collections::VecDeque::with_capacity(self.buffer.len());
+        for f in std::mem::take(&mut self.buffer) {
+            if !pred(&f) {
+                kept.push_back(f);
+                continue;
+            }
+            if let Some(n) = self.nodes.get_mut(&f.node) {
+                if n.session.generation() == f.generation {
+                    for r in &f.records {
+                        n.session.queue_ack(f.tp, r.offset, ACK_RELEASE);
+                    }
+                }
+            }
+        }
+        self.buffer = kept;
+    }
+}

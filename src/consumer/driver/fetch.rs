@@ -1,0 +1,415 @@
+//! Share sessions on the wire: sending ShareFetch / ShareAcknowledge, handling their answers.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::{debug, warn};
+
+use super::{Driver, Event, Fetched};
+use crate::cluster::{BrokerInfo, TrafficClass};
+use crate::consumer::config::AcquireMode;
+use crate::consumer::record::ConsumerRecord;
+use crate::error::{Context, Error, ErrorCode, Result};
+use crate::protocol::records::{decode_acquired, AcquiredRange};
+use crate::protocol::share::{
+    FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
+    ShareFetchResponse, ACK_RELEASE,
+};
+use crate::share::acks::GAP;
+use crate::share::session::Sent;
+use crate::share::TopicIdPartition;
+
+type AckResults = BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>;
+
+/// FENCED_LEADER_EPOCH: like NOT_LEADER_OR_FOLLOWER, the partition moved.
+const FENCED_LEADER_EPOCH: i16 = 74;
+
+impl Driver {
+    pub(super) fn drive_nodes(&mut self, now: Instant) {
+        if self.closing.is_some() {
+            return;
+        }
+        let group = self.cfg.group_id.clone();
+        let member = self.membership.member_id().to_string();
+        let params = self.fetch_params();
+        let renew_ok = self.shared.renew_supported.load(Ordering::Relaxed);
+        let mut ids: Vec<i32> = self.nodes.keys().copied().collect();
+        ids.sort_unstable();
+        let fetch_turn = self.record_limit_pick(&ids, now);
+        for id in ids {
+            let fetch_ok = match self.cfg.acquire_mode {
+                AcquireMode::BatchOptimized => self.may_prefetch(id),
+                AcquireMode::RecordLimit => fetch_turn == Some(id),
+            };
+            let Some(n) = self.nodes.get_mut(&id) else { continue };
+            if n.session.in_flight() || n.retry_at.is_some_and(|t| t > now) {
+                continue;
+            }
+            n.retry_at = None;
+            if renew_ok && n.session.has_renew() {
+                if let Some((req, sent)) = n.session.build_ack(&group, &member, true) {
+                    n.in_flight_acks = true;
+                    self.spawn_ack(id, req, sent);
+                    continue;
+                }
+            }
+            if fetch_ok {
+                if let Some((req, sent)) = n.session.build_fetch(&group, &member, params) {
+                    n.in_flight_acks = !sent.acks.is_empty();
+                    self.spawn_fetch(id, req, sent);
+                    continue;
+                }
+            }
+            if let Some((req, sent)) = n.session.build_ack(&group, &member, false) {
+                n.in_flight_acks = true;
+                self.spawn_ack(id, req, sent);
+            }
+        }
+    }
+
+    /// batch_optimized: keep about one poll's worth of records buffered per broker.
+    fn may_prefetch(&self, id: i32) -> bool {
+        if self.fatal.is_some() || !self.membership.is_active() {
+            return false;
+        }
+        let buffered: usize = self.buffer.iter().filter(|f| f.node == id).map(|f| f.records.len()).sum();
+        buffered < self.cfg.max_poll_records
+    }
+
+    /// record_limit: no prefetch. Fetch only for a waiting poll with nothing buffered, from
+    /// one broker at a time (taking turns), so no more than max.poll.records are acquired.
+    fn record_limit_pick(&mut self, ids: &[i32], now: Instant) -> Option<i32> {
+        if self.cfg.acquire_mode != AcquireMode::RecordLimit
+            || self.fatal.is_some()
+            || !self.membership.is_active()
+            || self.waiter.is_none()
+            || !self.buffer.is_empty()
+            || self.nodes.values().any(|n| n.session.in_flight() && !n.session.wanted().is_empty())
+        {
+            return None;
+        }
+        let eligible: Vec<i32> = ids
+            .iter()
+            .copied()
+            .filter(|id| {
+                self.nodes
+                    .get(id)
+                    .is_some_and(|n| !n.session.wanted().is_empty() && n.retry_at.is_none_or(|t| t <= now))
+            })
+            .collect();
+        if eligible.is_empty() {
+            return None;
+        }
+        self.record_limit_turn = self.record_limit_turn.wrapping_add(1);
+        Some(eligible[self.record_limit_turn % eligible.len()])
+    }
+
+    fn spawn_fetch(&mut self, node: i32, req: ShareFetchRequest, sent: Sent) {
+        let cluster = self.cluster.clone();
+        let timeout = cluster.config().request_timeout + self.cfg.fetch_max_wait;
+        let sent_at = Instant::now();
+        self.tasks.spawn(async move {
+            let result = async {
+                let conn = cluster.broker(node, TrafficClass::Fetch).await?;
+                let v = conn.versions.pick(req_key::FETCH, 1, 2)?;
+                if v < 2 && req.share_acquire_mode != 0 {
+                    return Err(Error::config(
+                        "share.acquire.mode",
+                        format!("record_limit needs ShareFetch v2 (Kafka 4.2+); broker {node} speaks v1 only: use batch_optimized"),
+                    ));
+                }
+                conn.conn.call_timeout(&req, v, timeout).await
+            }
+            .await;
+            Event::Fetch {
+                node,
+                sent,
+                sent_at,
+                result,
+            }
+        });
+    }
+
+    pub(super) fn spawn_ack(&mut self, node: i32, req: ShareAcknowledgeRequest, sent: Sent) {
+        let cluster = self.cluster.clone();
+        let timeout = cluster.config().request_timeout;
+        self.tasks.spawn(async move {
+            let result = async {
+                // Same connection as the fetches: the broker ties a share session to the
+                // connection that opened it, and drops it when that connection closes.
+                let conn = cluster.broker(node, TrafficClass::Fetch).await?;
+                let v = conn.versions.pick(req_key::ACK, 1, 2)?;
+                conn.conn.call_timeout(&req, v, timeout).await
+            }
+            .await;
+            Event::Ack { node, sent, result }
+        });
+    }
+
+    pub(super) fn on_fetch(&mut self, node: i32, sent: Sent, sent_at: Instant, result: Result<ShareFetchResponse>, now: Instant) {
+        let latency = now.saturating_duration_since(sent_at);
+        self.shared.metrics.record_fetch(latency);
+        let resp = match result.and_then(|r| top_level(r.error_code, r.error_message.clone(), "ShareFetch", node).map(|_| r)) {
+            Ok(r) => r,
+            Err(e) => return self.request_failed(node, sent, e, now),
+        };
+        let Some(n) = self.nodes.get_mut(&node) else { return };
+        n.in_flight_acks = false;
+        if sent.generation != n.session.generation() {
+            return; // the session was reset meanwhile; what this response held is not ours
+        }
+        n.session.on_success(&sent);
+        n.backoff.reset();
+        if resp.acquisition_lock_timeout_ms > 0 {
+            self.shared
+                .acquisition_lock_timeout_ms
+                .store(resp.acquisition_lock_timeout_ms as i64, Ordering::Relaxed);
+        }
+        self.learn_endpoints(&resp.node_endpoints);
+        let lock = Duration::from_millis(self.shared.acquisition_lock_timeout_ms.load(Ordering::Relaxed).max(0) as u64);
+        let deadline = (lock > Duration::ZERO).then(|| sent_at + lock);
+        let mut results: AckResults = BTreeMap::new();
+        let mut moved = false;
+        for t in resp.responses {
+            for p in t.partitions {
+                let tp = TopicIdPartition {
+                    topic_id: t.topic_id,
+                    partition: p.partition_index,
+                };
+                if let Some(a) = sent.acks.get(&tp) {
+                    let r = partition_result(p.acknowledge_error_code, p.acknowledge_error_message.clone(), node, "ShareFetch");
+                    results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
+                }
+                moved |= self.partition_error(&tp, &p, node);
+                self.take_records(node, sent.generation, tp, p, deadline);
+            }
+        }
+        for (tp, a) in &sent.acks {
+            results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
+        }
+        self.complete_acks(Some(node), results);
+        if moved {
+            self.reconcile_assignment();
+        }
+    }
+
+    /// Turns one partition's acquired records into buffered records; gaps are acknowledged
+    /// at once. Undecodable data is released (the broker's delivery limit then archives it,
+    /// instead of redelivering it forever).
+    fn take_records(&mut self, node: i32, generation: u64, tp: TopicIdPartition, p: FetchPartitionResponse, deadline: Option<Instant>) {
+        if p.acquired_records.is_empty() {
+            return;
+        }
+        let ranges: Vec<AcquiredRange> = p
+            .acquired_records
+            .iter()
+            .map(|a| AcquiredRange {
+                first_offset: a.first_offset,
+                last_offset: a.last_offset,
+                delivery_count: a.delivery_count,
+            })
+            .collect();
+        let topic: Arc<str> = self.topic_name(&tp.topic_id).unwrap_or_else(|| Arc::from(tp.topic_id.to_string()));
+        let Some(n) = self.nodes.get_mut(&node) else { return };
+        match decode_acquired(p.records.unwrap_or_default(), &ranges) {
+            Ok(set) => {
+                for (first, last) in set.gaps {
+                    for o in first..=last {
+                        n.session.queue_ack(tp, o, GAP);
+                    }
+                }
+                if set.records.is_empty() {
+                    return;
+                }
+                self.shared.metrics.record_consumed(set.records.len() as u64);
+                let records: VecDeque<ConsumerRecord> = set
+                    .records
+                    .into_iter()
+                    .map(|r| ConsumerRecord {
+                        topic: topic.clone(),
+                        partition: tp.partition,
+                        offset: r.offset,
+                        timestamp: r.timestamp,
+                        timestamp_type: r.timestamp_type,
+                        key: r.key,
+                        value: r.value,
+                        headers: r.headers,
+                        delivery_count: r.delivery_count,
+                        leader_epoch: (r.leader_epoch >= 0).then_some(r.leader_epoch),
+                        lock_deadline: deadline,
+                    })
+                    .collect();
+                self.buffer.push_back(Fetched {
+                    tp,
+                    node,
+                    generation,
+                    records,
+                });
+            }
+            Err(e) => {
+                warn!(topic = %topic, partition = tp.partition, error = %e, "undecodable records released");
+                for r in &ranges {
+                    for o in r.first_offset..=r.last_offset {
+                        n.session.queue_ack(tp, o, ACK_RELEASE);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles a partition-level error; returns true when the partition moved to another
+    /// leader (so the fetch sets must be recomputed).
+    fn partition_error(&mut self, tp: &TopicIdPartition, p: &FetchPartitionResponse, node: i32) -> bool {
+        match p.error_code {
+            0 => false,
+            c if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 || c == FENCED_LEADER_EPOCH => {
+                let name = self.topic_name(&tp.topic_id);
+                match name {
+                    Some(name) if p.current_leader.leader_id >= 0 => {
+                        self.cluster
+                            .learn_leader(&name, tp.partition, p.current_leader.leader_id, p.current_leader.leader_epoch);
+                    }
+                    _ => self.need_metadata = true,
+                }
+                debug!(%tp, node, leader = p.current_leader.leader_id, "partition moved");
+                true
+            }
+            c if c == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0 || c == ErrorCode::UNKNOWN_TOPIC_ID.0 => {
+                self.need_metadata = true;
+                false
+            }
+            c => {
+                debug!(%tp, node, code = c, message = ?p.error_message, "partition fetch error");
+                false
+            }
+        }
+    }
+
+    fn learn_endpoints(&self, endpoints: &[NodeEndpoint]) {
+        if endpoints.is_empty() {
+            return;
+        }
+        self.cluster.learn_brokers(endpoints.iter().map(|e| BrokerInfo {
+            node_id: e.node_id,
+            host: e.host.clone(),
+            port: e.port,
+            rack: e.rack.clone(),
+        }));
+    }
+
+    pub(super) fn on_ack(&mut self, node: i32, sent: Sent, result: Result<ShareAcknowledgeResponse>, now: Instant) {
+        let resp = match result.and_then(|r| top_level(r.error_code, r.error_message.clone(), "ShareAcknowledge", node).map(|_| r)) {
+            Ok(r) => r,
+            Err(e) => return self.request_failed(node, sent, e, now),
+        };
+        let Some(n) = self.nodes.get_mut(&node) else { return };
+        n.in_flight_acks = false;
+        if sent.generation == n.session.generation() {
+            n.session.on_success(&sent);
+        } else {
+            n.session.clear_in_flight();
+        }
+        if let Some(ms) = resp.acquisition_lock_timeout_ms.filter(|ms| *ms > 0) {
+            self.shared.acquisition_lock_timeout_ms.store(ms as i64, Ordering::Relaxed);
+        }
+        self.learn_endpoints(&resp.node_endpoints);
+        let mut results: AckResults = BTreeMap::new();
+        let mut moved = false;
+        for t in &resp.responses {
+            for p in &t.partitions {
+                let tp = TopicIdPartition {
+                    topic_id: t.topic_id,
+                    partition: p.partition_index,
+                };
+                if let Some(a) = sent.acks.get(&tp) {
+                    let r = partition_result(p.error_code, p.error_message.clone(), node, "ShareAcknowledge");
+                    results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
+                }
+                if p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 && p.current_leader.leader_id >= 0 {
+                    if let Some(name) = self.topic_name(&tp.topic_id) {
+                        self.cluster
+                            .learn_leader(&name, tp.partition, p.current_leader.leader_id, p.current_leader.leader_epoch);
+                        moved = true;
+                    }
+                }
+            }
+        }
+        for (tp, a) in &sent.acks {
+            results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
+        }
+        self.complete_acks(Some(node), results);
+        if moved {
+            self.reconcile_assignment();
+        }
+    }
+
+    /// A request failed as a whole: its acks fail with the error (never resent: their
+    /// records were released, or will be, and resending earns INVALID_RECORD_STATE), the
+    /// session starts over at epoch 0, and the broker is backed off.
+    fn request_failed(&mut self, node: i32, sent: Sent, e: Error, now: Instant) {
+        debug!(node, error = %e, "share request failed");
+        let mut results: AckResults = BTreeMap::new();
+        for (tp, a) in &sent.acks {
+            results.insert(*tp, (a.iter().map(|(o, _)| o).collect(), Err(e.clone())));
+        }
+        if let Some(n) = self.nodes.get_mut(&node) {
+            n.in_flight_acks = false;
+            let delay = n.backoff.next_delay();
+            n.retry_at = Some(now + delay);
+        }
+        if matches!(e, Error::Config { .. } | Error::UnsupportedVersion { .. } | Error::FeatureDisabled { .. })
+            || e.code().is_some_and(is_fatal_share_error)
+        {
+            self.set_fatal(e.clone());
+        }
+        if e.is_connection_error() || matches!(e, Error::Timeout { .. }) {
+            self.need_metadata = true;
+        }
+        self.complete_acks(Some(node), results);
+        if sent.generation == self.nodes.get(&node).map(|n| n.session.generation()).unwrap_or(u64::MAX) {
+            self.reset_session(node, e);
+        } else if let Some(n) = self.nodes.get_mut(&node) {
+            n.session.clear_in_flight();
+        }
+    }
+
+    /// Resets a broker's session: queued acks fail with `e`, buffered records from it are
+    /// dropped (the broker released them when the session went).
+    pub(super) fn reset_session(&mut self, node: i32, e: Error) {
+        let Some(n) = self.nodes.get_mut(&node) else { return };
+        let failed = n.session.reset();
+        n.in_flight_acks = false;
+        self.buffer.retain(|f| f.node != node);
+        let results: AckResults = failed
+            .into_iter()
+            .map(|(tp, a)| (tp, (a.iter().map(|(o, _)| o).collect(), Err(e.clone()))))
+            .collect();
+        self.complete_acks(Some(node), results);
+    }
+}
+
+fn top_level(code: i16, message: Option<String>, api: &'static str, node: i32) -> Result<()> {
+    match Error::from_code(code, message, Context::api(api).broker(node)) {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
+}
+
+fn partition_result(code: i16, message: Option<String>, node: i32, api: &'static str) -> Result<()> {
+    match Error::from_code(code, message, Context::api(api).broker(node)) {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
+}
+
+/// Top-level share errors that retrying cannot fix.
+fn is_fatal_share_error(code: ErrorCode) -> bool {
+    matches!(code.0, 29 | 30 | 35 | 42)
+}
+
+mod req_key {
+    pub const FETCH: i16 = crate::protocol::share::SHARE_FETCH_API_KEY;
+    pub const ACK: i16 = crate::protocol::share::SHARE_ACKNOWLEDGE_API_KEY;
+}

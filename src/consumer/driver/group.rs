@@ -1,0 +1,137 @@
+//! Membership: coordinator lookup, heartbeats, and turning the assignment into fetch sets.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
+
+use kafka_protocol::messages::ShareGroupHeartbeatResponse;
+use tracing::{debug, info};
+
+use super::{Driver, Event, Node};
+use crate::cluster::TrafficClass;
+use crate::error::Result;
+use crate::share::membership::Outcome;
+use crate::share::session::ShareSession;
+use crate::share::TopicIdPartition;
+
+impl Driver {
+    pub(super) fn drive_group(&mut self, now: Instant) {
+        if self.need_metadata && !self.metadata_in_flight && !self.membership.subscription().is_empty() {
+            self.need_metadata = false;
+            self.metadata_in_flight = true;
+            let cluster = self.cluster.clone();
+            let topics: Vec<String> = self.membership.subscription().iter().cloned().collect();
+            self.tasks.spawn(async move { Event::Metadata(cluster.refresh_metadata(&topics).await.map(|_| ())) });
+        }
+        if self.heartbeat_in_flight || self.membership.poll_timeout().is_none_or(|t| t > now) {
+            return;
+        }
+        let Some(coordinator) = self.coordinator else {
+            if !self.finding_coordinator {
+                self.finding_coordinator = true;
+                let cluster = self.cluster.clone();
+                let group = self.cfg.group_id.clone();
+                self.tasks.spawn(async move { Event::Coordinator(cluster.find_group_coordinator(&group).await) });
+            }
+            return;
+        };
+        let Some(req) = self.membership.poll_heartbeat(now) else { return };
+        self.heartbeat_in_flight = true;
+        self.shared.metrics.record_heartbeat();
+        let cluster = self.cluster.clone();
+        self.tasks.spawn(async move {
+            let r = async {
+                let conn = cluster.broker(coordinator, TrafficClass::Control).await?;
+                cluster.send(&conn, &req, (1, 1)).await
+            }
+            .await;
+            Event::Heartbeat(r)
+        });
+    }
+
+    pub(super) fn on_coordinator(&mut self, r: Result<i32>) {
+        self.finding_coordinator = false;
+        match r {
+            Ok(node) => {
+                debug!(group = self.cfg.group_id, node, "group coordinator");
+                self.coordinator = Some(node);
+            }
+            Err(e) if e.is_retriable() => debug!(error = %e, "coordinator lookup failed; retrying"),
+            Err(e) => self.set_fatal(e),
+        }
+    }
+
+    pub(super) fn on_heartbeat(&mut self, r: Result<ShareGroupHeartbeatResponse>, now: Instant) {
+        self.heartbeat_in_flight = false;
+        let outcome = match r {
+            Ok(resp) => self.membership.handle_response(&resp, now),
+            Err(e) => self.membership.handle_error(e, now),
+        };
+        self.shared.metrics.set_rebalances(self.membership.rebalances());
+        match outcome {
+            Outcome::Ok | Outcome::Left => {}
+            Outcome::AssignmentChanged => {
+                info!(group = self.cfg.group_id, epoch = self.membership.epoch(), partitions = self.membership.assignment().values().map(|p| p.len()).sum::<usize>(), "assignment changed");
+                self.reconcile_assignment();
+            }
+            Outcome::FindCoordinator => self.coordinator = None,
+            Outcome::Fenced => {
+                info!(group = self.cfg.group_id, "member fenced; rejoining with the same member id");
+                // The broker dropped what we held; our sessions' acks cannot succeed.
+                let ids: Vec<i32> = self.nodes.keys().copied().collect();
+                for id in ids {
+                    self.reset_session(id, crate::consumer::driver::session_gone(id));
+                }
+                self.reconcile_assignment();
+            }
+            Outcome::Fatal(e) => self.set_fatal(e),
+        }
+    }
+
+    /// Recomputes which partitions to fetch from which broker.
+    pub(super) fn reconcile_assignment(&mut self) {
+        let mut per_node: HashMap<i32, BTreeSet<TopicIdPartition>> = HashMap::new();
+        let mut missing = false;
+        self.cluster.with_metadata(|m| {
+            for (topic_id, parts) in self.membership.assignment() {
+                let Some(name) = m.topic_name(topic_id) else {
+                    missing = true;
+                    continue;
+                };
+                for &p in parts {
+                    match m.leader(name, p) {
+                        Some(leader) => {
+                            per_node.entry(leader).or_default().insert(TopicIdPartition {
+                                topic_id: *topic_id,
+                                partition: p,
+                            });
+                        }
+                        None => missing = true,
+                    }
+                }
+            }
+        });
+        if missing {
+            self.need_metadata = true;
+        }
+        for (id, n) in self.nodes.iter_mut() {
+            n.session.set_wanted(per_node.remove(id).unwrap_or_default());
+        }
+        for (id, wanted) in per_node {
+            let mut session = ShareSession::new(id);
+            session.set_wanted(wanted);
+            self.nodes.insert(
+                id,
+                Node {
+                    session,
+                    backoff: self.cluster.config().backoff(),
+                    retry_at: None,
+                    in_flight_acks: false,
+                },
+            );
+        }
+        // Records buffered for partitions we no longer fetch from their broker go back.
+        let wanted: HashMap<i32, BTreeSet<TopicIdPartition>> =
+            self.nodes.iter().map(|(id, n)| (*id, n.session.wanted().clone())).collect();
+        self.release_buffer(|f| !wanted.get(&f.node).is_some_and(|w| w.contains(&f.tp)));
+    }
+}

@@ -1,0 +1,509 @@
+//! The consumer's background task: the only place that awaits.
+//!
+//! It owns the membership and share-session state machines, the fetched-but-not-delivered
+//! buffer, and every request in flight (a `JoinSet` of small tasks, each one request). The
+//! public handle talks to it over a channel: subscribe, poll, commit, close. Acks reach it
+//! with the poll/commit/close that follows them, as in the Java client.
+//!
+//! One loop iteration: handle one input (command, finished request, or timer), then `drive`:
+//! send what the state machines now want sent (heartbeat, fetch, ack, close), and answer a
+//! waiting poll if records are buffered.
+
+mod deliver;
+mod fetch;
+mod group;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+use tracing::{debug, warn};
+
+use super::config::{AcquireMode, ShareConsumerConfig};
+use super::metrics::Metrics;
+use super::record::{ConsumerRecord, TopicPartition};
+use crate::backoff::Backoff;
+use crate::cluster::Cluster;
+use crate::error::{Error, Result};
+use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
+use crate::share::membership::{MemberState, Membership};
+use crate::share::session::{FetchParams, Sent, ShareSession};
+use crate::share::TopicIdPartition;
+
+/// Results of one commit (or one completed acknowledgement round), per partition.
+pub type CommitResults = HashMap<TopicPartition, Result<()>>;
+
+/// A callback told of every completed acknowledgement: partition, offsets, outcome.
+pub type AckCallback = Arc<dyn Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync>;
+
+/// One acknowledgement on its way to the driver, tagged with where its record came from.
+#[derive(Debug, Clone)]
+pub(crate) struct AckEntry {
+    pub tp: TopicIdPartition,
+    pub offset: i64,
+    pub wire: i8,
+    pub node: i32,
+    pub generation: u64,
+}
+
+/// A record handed to the handle, with its routing tag.
+#[derive(Debug)]
+pub(crate) struct Delivered {
+    pub record: ConsumerRecord,
+    pub tp: TopicIdPartition,
+    pub node: i32,
+    pub generation: u64,
+}
+
+pub(crate) enum Command {
+    Subscribe(Vec<String>),
+    Poll {
+        max: usize,
+        acks: Vec<AckEntry>,
+        reply: oneshot::Sender<Result<Vec<Delivered>>>,
+    },
+    Commit {
+        acks: Vec<AckEntry>,
+        reply: Option<oneshot::Sender<CommitResults>>,
+    },
+    SetCallback(Option<AckCallback>),
+    Close {
+        acks: Vec<AckEntry>,
+        deadline: Instant,
+        reply: Option<oneshot::Sender<Result<()>>>,
+    },
+}
+
+/// A finished request.
+pub(crate) enum Event {
+    Coordinator(Result<i32>),
+    Heartbeat(Result<kafka_protocol::messages::ShareGroupHeartbeatResponse>),
+    Fetch {
+        node: i32,
+        sent: Sent,
+        sent_at: Instant,
+        result: Result<ShareFetchResponse>,
+    },
+    Ack {
+        node: i32,
+        sent: Sent,
+        result: Result<ShareAcknowledgeResponse>,
+    },
+    Metadata(Result<()>),
+}
+
+/// Per-broker state around its share session.
+pub(crate) struct Node {
+    pub session: ShareSession,
+    pub backoff: Backoff,
+    pub retry_at: Option<Instant>,
+    pub in_flight_acks: bool,
+}
+
+/// Records fetched from one partition, not yet handed out.
+pub(crate) struct Fetched {
+    pub tp: TopicIdPartition,
+    pub node: i32,
+    pub generation: u64,
+    pub records: VecDeque<ConsumerRecord>,
+}
+
+struct PollWaiter {
+    max: usize,
+    reply: oneshot::Sender<Result<Vec<Delivered>>>,
+}
+
+pub(crate) struct CommitWaiter {
+    pub nodes: HashSet<i32>,
+    pub results: CommitResults,
+    pub reply: Option<oneshot::Sender<CommitResults>>,
+}
+
+enum ClosePhase {
+    /// Waiting for in-flight requests to finish before sending the final acks.
+    Draining,
+    /// Final (epoch -1) acknowledgements sent; waiting for them.
+    SessionsClosing,
+    /// Leave heartbeat sent.
+    Leaving,
+}
+
+struct Closing {
+    phase: ClosePhase,
+    deadline: Instant,
+    reply: Option<oneshot::Sender<Result<()>>>,
+}
+
+/// Shared with the handle: read-mostly facts and metrics.
+pub(crate) struct Shared {
+    pub metrics: Metrics,
+    pub acquisition_lock_timeout_ms: std::sync::atomic::AtomicI64,
+    pub renew_supported: std::sync::atomic::AtomicBool,
+}
+
+pub(crate) struct Driver {
+    cluster: Arc<Cluster>,
+    cfg: ShareConsumerConfig,
+    shared: Arc<Shared>,
+    membership: Membership,
+    coordinator: Option<i32>,
+    finding_coordinator: bool,
+    heartbeat_in_flight: bool,
+    metadata_in_flight: bool,
+    need_metadata: bool,
+    nodes: HashMap<i32, Node>,
+    buffer: VecDeque<Fetched>,
+    waiter: Option<PollWaiter>,
+    commits: Vec<CommitWaiter>,
+    callback: Option<AckCallback>,
+    tasks: JoinSet<Event>,
+    fatal: Option<Error>,
+    closing: Option<Closing>,
+    record_limit_turn: usize,
+}
+
+impl Driver {
+    pub(crate) fn spawn(cluster: Arc<Cluster>, cfg: ShareConsumerConfig, shared: Arc<Shared>) -> mpsc::UnboundedSender<Command> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let driver = Driver {
+            membership: Membership::new(cfg.group_id.clone(), cfg.client_rack.clone()),
+            cluster,
+            cfg,
+            shared,
+            coordinator: None,
+            finding_coordinator: false,
+            heartbeat_in_flight: false,
+            metadata_in_flight: false,
+            need_metadata: false,
+            nodes: HashMap::new(),
+            buffer: VecDeque::new(),
+            waiter: None,
+            commits: Vec::new(),
+            callback: None,
+            tasks: JoinSet::new(),
+            fatal: None,
+            closing: None,
+            record_limit_turn: 0,
+        };
+        tokio::spawn(driver.run(rx));
+        tx
+    }
+
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
+        let mut handle_gone = false;
+        loop {
+            let now = Instant::now();
+            self.drive(now);
+            if self.close_finished() {
+                break;
+            }
+            let wake = self.next_wakeup(now);
+            tokio::select! {
+                cmd = rx.recv(), if !handle_gone => match cmd {
+                    Some(c) => self.on_command(c, Instant::now()),
+                    None => {
+                        // The handle was dropped without close: best-effort release and leave.
+                        handle_gone = true;
+                        if self.closing.is_none() {
+                            warn!(group = self.cfg.group_id, "share consumer dropped without close(); releasing its records");
+                            self.start_close(Vec::new(), Instant::now() + Duration::from_secs(5), None);
+                        }
+                    }
+                },
+                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
+                    if let Ok(ev) = done {
+                        self.on_event(ev, Instant::now());
+                    }
+                }
+                _ = tokio::time::sleep_until(wake.into()) => {}
+            }
+        }
+        self.tasks.abort_all();
+        self.cluster.close();
+        debug!(group = self.cfg.group_id, "share consumer driver stopped");
+    }
+
+    fn next_wakeup(&self, now: Instant) -> Instant {
+        let mut t = now + Duration::from_secs(1);
+        if let Some(h) = self.membership.poll_timeout() {
+            t = t.min(h);
+        }
+        for n in self.nodes.values() {
+            if let Some(r) = n.retry_at {
+                t = t.min(r);
+            }
+        }
+        if let Some(c) = &self.closing {
+            t = t.min(c.deadline);
+        }
+        t.max(now)
+    }
+
+    fn on_command(&mut self, cmd: Command, now: Instant) {
+        match cmd {
+            Command::Subscribe(topics) => {
+                if self.closing.is_none() {
+                    self.membership.subscribe(topics, now);
+                    self.need_metadata = true;
+                    self.reconcile_assignment();
+                }
+            }
+            Command::Poll { max, acks, reply } => {
+                let failed = self.route_acks(acks);
+                self.report_local_failures(failed, None);
+                self.shared.metrics.record_poll();
+                self.waiter = Some(PollWaiter { max, reply });
+            }
+            Command::Commit { acks, reply } => {
+                let failed = self.route_acks(acks);
+                let mut waiter = CommitWaiter {
+                    nodes: HashSet::new(),
+                    results: HashMap::new(),
+                    reply,
+                };
+                self.report_local_failures(failed, Some(&mut waiter));
+                for (id, n) in &self.nodes {
+                    if n.session.has_acks() || n.in_flight_acks {
+                        waiter.nodes.insert(*id);
+                    }
+                }
+                if waiter.nodes.is_empty() {
+                    if let Some(r) = waiter.reply.take() {
+                        let _ = r.send(waiter.results);
+                    }
+                } else {
+                    self.commits.push(waiter);
+                }
+            }
+            Command::SetCallback(cb) => self.callback = cb,
+            Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply),
+        }
+    }
+
+    fn on_event(&mut self, ev: Event, now: Instant) {
+        match ev {
+            Event::Coordinator(r) => self.on_coordinator(r),
+            Event::Heartbeat(r) => self.on_heartbeat(r, now),
+            Event::Fetch { node, sent, sent_at, result } => self.on_fetch(node, sent, sent_at, result, now),
+            Event::Ack { node, sent, result } => self.on_ack(node, sent, result, now),
+            Event::Metadata(r) => {
+                self.metadata_in_flight = false;
+                if let Err(e) = r {
+                    debug!(error = %e, "metadata refresh failed");
+                    self.need_metadata = true;
+                }
+                self.reconcile_assignment();
+            }
+        }
+    }
+
+    /// Sends whatever the state machines want sent now.
+    fn drive(&mut self, now: Instant) {
+        self.drive_group(now);
+        self.drive_nodes(now);
+        self.try_deliver(now);
+        self.drive_close(now);
+    }
+
+    fn fetch_params(&self) -> FetchParams {
+        let max = self.cfg.max_poll_records.min(i32::MAX as usize) as i32;
+        FetchParams {
+            max_wait_ms: self.cfg.fetch_max_wait.as_millis().min(i32::MAX as u128) as i32,
+            min_bytes: self.cfg.fetch_min_bytes,
+            max_bytes: self.cfg.fetch_max_bytes,
+            max_records: max,
+            batch_size: max,
+            acquire_mode: match self.cfg.acquire_mode {
+                AcquireMode::BatchOptimized => 0,
+                AcquireMode::RecordLimit => 1,
+            },
+        }
+    }
+
+    /// Queues acks on the sessions that delivered their records; returns those whose session
+    /// was reset since (their records were released by the broker: sending would only earn
+    /// INVALID_RECORD_STATE).
+    fn route_acks(&mut self, acks: Vec<AckEntry>) -> Vec<AckEntry> {
+        let mut failed = Vec::new();
+        for a in acks {
+            match self.nodes.get_mut(&a.node) {
+                Some(n) if n.session.generation() == a.generation => n.session.queue_ack(a.tp, a.offset, a.wire),
+                _ => failed.push(a),
+            }
+        }
+        failed
+    }
+
+    fn start_close(&mut self, acks: Vec<AckEntry>, deadline: Instant, reply: Option<oneshot::Sender<Result<()>>>) {
+        if self.closing.is_some() {
+            if let Some(r) = reply {
+                let _ = r.send(Ok(()));
+            }
+            return;
+        }
+        let failed = self.route_acks(acks);
+        self.report_local_failures(failed, None);
+        // Whatever was fetched but never handed out goes back to the broker now.
+        self.release_buffer(|_| true);
+        if let Some(w) = self.waiter.take() {
+            let _ = w.reply.send(Err(Error::Closed));
+        }
+        self.closing = Some(Closing {
+            phase: ClosePhase::Draining,
+            deadline,
+            reply,
+        });
+    }
+
+    fn drive_close(&mut self, now: Instant) {
+        let Some(c) = &mut self.closing else { return };
+        if now >= c.deadline {
+            warn!(group = self.cfg.group_id, "close timed out; the broker releases what is left when the connection drops");
+            let r = c.reply.take();
+            c.phase = ClosePhase::Leaving;
+            self.membership = Membership::new(self.cfg.group_id.clone(), None); // stop heartbeating
+            if let Some(r) = r {
+                let _ = r.send(Err(Error::Timeout {
+                    what: "close".into(),
+                    after: Duration::ZERO,
+                }));
+            }
+            return;
+        }
+        match c.phase {
+            ClosePhase::Draining => {
+                if self.nodes.values().all(|n| !n.session.in_flight()) {
+                    let group = self.cfg.group_id.clone();
+                    let member = self.membership.member_id().to_string();
+                    let mut sends = Vec::new();
+                    for (id, n) in self.nodes.iter_mut() {
+                        if let Some((req, sent)) = n.session.build_close(&group, &member) {
+                            n.in_flight_acks = !sent.acks.is_empty();
+                            sends.push((*id, req, sent));
+                        }
+                    }
+                    for (id, req, sent) in sends {
+                        self.spawn_ack(id, req, sent);
+                    }
+                    if let Some(c) = &mut self.closing {
+                        c.phase = ClosePhase::SessionsClosing;
+                    }
+                }
+            }
+            ClosePhase::SessionsClosing => {
+                if self.nodes.values().all(|n| !n.session.in_flight()) {
+                    self.membership.leave(now);
+                    if let Some(c) = &mut self.closing {
+                        c.phase = ClosePhase::Leaving;
+                    }
+                }
+            }
+            ClosePhase::Leaving => {}
+        }
+    }
+
+    fn close_finished(&mut self) -> bool {
+        let Some(c) = &mut self.closing else { return false };
+        if !matches!(c.phase, ClosePhase::Leaving) {
+            return false;
+        }
+        let leaving = self.membership.is_active() || matches!(self.membership.state(), MemberState::Leaving);
+        if (leaving || self.heartbeat_in_flight) && Instant::now() < c.deadline {
+            return false;
+        }
+        if let Some(r) = c.reply.take() {
+            let _ = r.send(Ok(()));
+        }
+        // Everyone still waiting on a commit hears that the consumer closed.
+        for w in self.commits.drain(..) {
+            if let Some(r) = w.reply {
+                let _ = r.send(w.results);
+            }
+        }
+        true
+    }
+
+    /// Errors and metadata a fatal failure leaves for the next poll.
+    fn set_fatal(&mut self, e: Error) {
+        warn!(group = self.cfg.group_id, error = %e, "share consumer failed");
+        if self.fatal.is_none() {
+            self.fatal = Some(e);
+        }
+    }
+
+    fn topic_name(&self, id: &uuid::Uuid) -> Option<Arc<str>> {
+        self.cluster.with_metadata(|m| m.topic_name(id).map(Arc::from))
+    }
+
+    fn to_topic_partition(&self, tp: &TopicIdPartition) -> TopicPartition {
+        let name = self.topic_name(&tp.topic_id).map(|s| s.to_string()).unwrap_or_else(|| tp.topic_id.to_string());
+        TopicPartition::new(name, tp.partition)
+    }
+
+    /// Hands completed acknowledgement results to commit waiters, the callback and metrics.
+    fn complete_acks(&mut self, node: Option<i32>, results: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>) {
+        for (tp, (offsets, r)) in results {
+            let name = self.to_topic_partition(&tp);
+            self.shared.metrics.record_acks(offsets.len() as u64, r.is_err());
+            if let Some(cb) = &self.callback {
+                cb(&name, &offsets, &r);
+            }
+            for w in &mut self.commits {
+                if node.is_none_or(|n| w.nodes.contains(&n)) {
+                    match (w.results.get(&name), &r) {
+                        (Some(Err(_)), Ok(())) => {} // keep the first failure
+                        _ => {
+                            w.results.insert(name.clone(), r.clone());
+                        }
+                    }
+                }
+            }
+        }
+        self.settle_commits();
+    }
+
+    /// Completes commit waiters whose nodes have nothing left in flight or queued.
+    fn settle_commits(&mut self) {
+        let nodes = &self.nodes;
+        for w in &mut self.commits {
+            w.nodes.retain(|id| nodes.get(id).is_some_and(|n| n.session.has_acks() || n.in_flight_acks));
+        }
+        let (done, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut self.commits).into_iter().partition(|w| w.nodes.is_empty());
+        self.commits = pending;
+        for mut w in done {
+            if let Some(r) = w.reply.take() {
+                let _ = r.send(w.results);
+            }
+        }
+    }
+
+    fn report_local_failures(&mut self, failed: Vec<AckEntry>, waiter: Option<&mut CommitWaiter>) {
+        if failed.is_empty() {
+            return;
+        }
+        let mut by_tp: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)> = BTreeMap::new();
+        for a in failed {
+            let e = session_gone(a.node);
+            by_tp.entry(a.tp).or_insert_with(|| (Vec::new(), Err(e))).0.push(a.offset);
+        }
+        if let Some(w) = waiter {
+            for (tp, (_, r)) in &by_tp {
+                w.results.insert(self.to_topic_partition(tp), r.clone());
+            }
+        }
+        self.complete_acks(None, by_tp);
+    }
+}
+
+/// The error for acks whose share session was lost: the broker released those records.
+pub(crate) fn session_gone(node: i32) -> Error {
+    Error::Broker {
+        context: crate::error::Context::api("ShareAcknowledge").broker(node),
+        code: crate::error::ErrorCode::SHARE_SESSION_NOT_FOUND,
+        message: Some(format!(
+            "the share session with broker {node} was reset after these records were delivered; the broker released them and will deliver them again"
+        )),
+    }
+}

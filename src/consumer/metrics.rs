@@ -1,0 +1,159 @@
+//! Consumer metrics under the Java client's group and metric names.
+//!
+//! Counters are atomics updated by the driver; [`MetricsSnapshot`] reads them at one moment.
+//! Rates are averaged over the consumer's lifetime (Java uses sampled windows; the totals are
+//! exact either way).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Java group name of the fetch metrics.
+pub const FETCH_MANAGER: &str = "consumer-share-fetch-manager-metrics";
+/// Java group name of the coordinator metrics.
+pub const COORDINATOR: &str = "consumer-share-coordinator-metrics";
+/// Java group name of the consumer metrics.
+pub const CONSUMER: &str = "consumer-share-metrics";
+
+/// Live counters.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    started: Instant,
+    records_consumed: AtomicU64,
+    fetches: AtomicU64,
+    fetch_latency_ns_total: AtomicU64,
+    fetch_latency_ns_max: AtomicU64,
+    acks_sent: AtomicU64,
+    ack_errors: AtomicU64,
+    heartbeats: AtomicU64,
+    rebalances: AtomicU64,
+    last_poll_ns: AtomicU64,
+    polls: AtomicU64,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        Metrics {
+            started: Instant::now(),
+            records_consumed: AtomicU64::new(0),
+            fetches: AtomicU64::new(0),
+            fetch_latency_ns_total: AtomicU64::new(0),
+            fetch_latency_ns_max: AtomicU64::new(0),
+            acks_sent: AtomicU64::new(0),
+            ack_errors: AtomicU64::new(0),
+            heartbeats: AtomicU64::new(0),
+            rebalances: AtomicU64::new(0),
+            last_poll_ns: AtomicU64::new(u64::MAX),
+            polls: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn record_consumed(&self, n: u64) {
+        self.records_consumed.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_fetch(&self, latency: Duration) {
+        let ns = latency.as_nanos().min(u64::MAX as u128) as u64;
+        self.fetches.fetch_add(1, Ordering::Relaxed);
+        self.fetch_latency_ns_total.fetch_add(ns, Ordering::Relaxed);
+        self.fetch_latency_ns_max.fetch_max(ns, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_acks(&self, n: u64, failed: bool) {
+        self.acks_sent.fetch_add(n, Ordering::Relaxed);
+        if failed {
+            self.ack_errors.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn record_heartbeat(&self) {
+        self.heartbeats.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_rebalances(&self, n: u64) {
+        self.rebalances.store(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_poll(&self) {
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        let ns = self.started.elapsed().as_nanos().min(u64::MAX as u128 - 1) as u64;
+        self.last_poll_ns.store(ns, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> MetricsSnapshot {
+        let elapsed = self.started.elapsed().as_secs_f64().max(1e-9);
+        let consumed = self.records_consumed.load(Ordering::Relaxed) as f64;
+        let fetches = self.fetches.load(Ordering::Relaxed) as f64;
+        let acks = self.acks_sent.load(Ordering::Relaxed) as f64;
+        let ack_err = self.ack_errors.load(Ordering::Relaxed) as f64;
+        let hb = self.heartbeats.load(Ordering::Relaxed) as f64;
+        let lat_total = self.fetch_latency_ns_total.load(Ordering::Relaxed) as f64 / 1e6;
+        let lat_max = self.fetch_latency_ns_max.load(Ordering::Relaxed) as f64 / 1e6;
+        let last = self.last_poll_ns.load(Ordering::Relaxed);
+        let last_poll_ago = if last == u64::MAX {
+            -1.0
+        } else {
+            (self.started.elapsed().as_nanos() as f64 - last as f64).max(0.0) / 1e9
+        };
+        let mut v = BTreeMap::new();
+        let mut put = |g: &'static str, n: &'static str, x: f64| {
+            v.insert((g, n), x);
+        };
+        put(FETCH_MANAGER, "records-consumed-total", consumed);
+        put(FETCH_MANAGER, "records-consumed-rate", consumed / elapsed);
+        put(FETCH_MANAGER, "fetch-total", fetches);
+        put(FETCH_MANAGER, "fetch-rate", fetches / elapsed);
+        put(FETCH_MANAGER, "fetch-latency-avg", if fetches > 0.0 { lat_total / fetches } else { 0.0 });
+        put(FETCH_MANAGER, "fetch-latency-max", lat_max);
+        put(FETCH_MANAGER, "acknowledgements-send-total", acks);
+        put(FETCH_MANAGER, "acknowledgements-send-rate", acks / elapsed);
+        put(FETCH_MANAGER, "acknowledgements-error-total", ack_err);
+        put(FETCH_MANAGER, "acknowledgements-error-rate", ack_err / elapsed);
+        put(COORDINATOR, "heartbeat-total", hb);
+        put(COORDINATOR, "heartbeat-rate", hb / elapsed);
+        put(COORDINATOR, "rebalance-total", self.rebalances.load(Ordering::Relaxed) as f64);
+        put(CONSUMER, "last-poll-seconds-ago", last_poll_ago);
+        put(CONSUMER, "poll-total", self.polls.load(Ordering::Relaxed) as f64);
+        MetricsSnapshot { values: v }
+    }
+}
+
+/// Metric values at one moment, keyed by (Java group, Java metric name).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricsSnapshot {
+    values: BTreeMap<(&'static str, &'static str), f64>,
+}
+
+impl MetricsSnapshot {
+    /// One metric, e.g. `get(FETCH_MANAGER, "records-consumed-total")`.
+    pub fn get(&self, group: &str, name: &str) -> Option<f64> {
+        self.values.iter().find(|((g, n), _)| *g == group && *n == name).map(|(_, v)| *v)
+    }
+
+    /// Every metric.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &'static str, f64)> + '_ {
+        self.values.iter().map(|((g, n), v)| (*g, *n, *v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_uses_java_names() {
+        let m = Metrics::new();
+        m.record_consumed(10);
+        m.record_fetch(Duration::from_millis(4));
+        m.record_fetch(Duration::from_millis(8));
+        m.record_acks(3, true);
+        let s = m.snapshot();
+        assert_eq!(s.get(FETCH_MANAGER, "records-consumed-total"), Some(10.0));
+        assert_eq!(s.get(FETCH_MANAGER, "fetch-latency-max"), Some(8.0));
+        assert_eq!(s.get(FETCH_MANAGER, "fetch-latency-avg"), Some(6.0));
+        assert_eq!(s.get(FETCH_MANAGER, "acknowledgements-error-total"), Some(3.0));
+        assert_eq!(s.get(CONSUMER, "last-poll-seconds-ago"), Some(-1.0));
+        m.record_poll();
+        assert!(m.snapshot().get(CONSUMER, "last-poll-seconds-ago").unwrap() >= 0.0);
+    }
+}

@@ -1,0 +1,426 @@
+//! The share consumer: [`ShareConsumer`].
+//!
+//! # Behaviour
+//! - [`ShareConsumer::connect`] checks the cluster (share groups enabled, versions) and starts
+//!   a background driver task; the first [`poll`](ShareConsumer::poll) after
+//!   [`subscribe`](ShareConsumer::subscribe) joins the group.
+//! - The driver heartbeats at the interval the broker sets, keeps one share session per
+//!   leader broker, and (in `batch_optimized` mode) prefetches about one poll's worth of
+//!   records per broker. In `record_limit` mode it fetches only for a waiting poll and never
+//!   more than `max.poll.records`.
+//! - Acknowledgements are recorded locally and sent with the next poll (piggybacked on the
+//!   next ShareFetch to the broker that delivered the records), or at once by
+//!   [`commit_sync`](ShareConsumer::commit_sync) / [`commit_async`](ShareConsumer::commit_async).
+//!
+//! # Delivery semantics
+//! At least once. A record is held under an acquisition lock from the moment the broker
+//! hands it out; if it is not acknowledged before the lock expires, it is delivered again
+//! (to any member) with a higher delivery count. `close` releases what was not acknowledged,
+//! in both modes (as the Java client does): call `commit_sync` first to accept the last
+//! poll's records in implicit mode.
+
+mod config;
+mod driver;
+mod metrics;
+mod record;
+mod wakeup;
+
+pub mod blocking;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+
+pub use config::{AcknowledgementMode, AcquireMode, ShareConsumerConfig};
+pub use driver::{AckCallback, CommitResults};
+pub use metrics::{MetricsSnapshot, CONSUMER, COORDINATOR, FETCH_MANAGER};
+pub use record::{ConsumerRecord, Header, TimestampType, TopicPartition};
+pub use wakeup::WakeupHandle;
+
+pub use crate::share::acks::AcknowledgeType;
+
+use crate::cluster::Cluster;
+use crate::config::Properties;
+use crate::error::{Error, Result};
+use crate::share::TopicIdPartition;
+use driver::{AckEntry, Command, Driver, Shared};
+
+/// Default `close` timeout, as Java's (30 s).
+pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A record this consumer holds: where it came from and how it was acknowledged.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    tp: TopicIdPartition,
+    node: i32,
+    generation: u64,
+    ack: Option<AcknowledgeType>,
+}
+
+#[derive(Debug, Default)]
+struct Local {
+    /// Records handed out and not yet acknowledged-and-sent, by (topic, partition).
+    held: HashMap<(String, i32), BTreeMap<i64, Held>>,
+    subscription: BTreeSet<String>,
+    closed: bool,
+}
+
+/// A share-group consumer, like Java's `KafkaShareConsumer`.
+///
+/// Methods take `&self`, so an `Arc<ShareConsumer>` can be shared with worker tasks that
+/// acknowledge records while the main task polls (see `examples/concurrent_workers.rs`).
+pub struct ShareConsumer {
+    tx: mpsc::UnboundedSender<Command>,
+    shared: Arc<Shared>,
+    cfg: ShareConsumerConfig,
+    local: Mutex<Local>,
+    wakeup: WakeupHandle,
+}
+
+impl std::fmt::Debug for ShareConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShareConsumer").field("group_id", &self.cfg.group_id).finish()
+    }
+}
+
+impl ShareConsumer {
+    /// Connects and starts the background driver. Fails early, with a clear error, when the
+    /// config is invalid, no broker answers, or share groups are off on the cluster.
+    pub async fn connect(cfg: ShareConsumerConfig) -> Result<ShareConsumer> {
+        cfg.validate()?;
+        let cluster = Cluster::connect(cfg.cluster.clone()).await?;
+        let conn = cluster.any_broker().await?;
+        conn.versions.require_share_groups()?;
+        conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 1, 2)?;
+        conn.versions.pick(76, 1, 1)?;
+        let renew = conn.versions.pick(crate::protocol::share::SHARE_ACKNOWLEDGE_API_KEY, 2, 2).is_ok();
+        if cfg.acquire_mode == AcquireMode::RecordLimit && conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 2, 2).is_err() {
+            return Err(Error::config(
+                "share.acquire.mode",
+                "record_limit needs ShareFetch v2 (Kafka 4.2+); this cluster speaks v1: use batch_optimized",
+            ));
+        }
+        let shared = Arc::new(Shared {
+            metrics: metrics::Metrics::new(),
+            acquisition_lock_timeout_ms: AtomicI64::new(-1),
+            renew_supported: AtomicBool::new(renew),
+        });
+        let tx = Driver::spawn(cluster, cfg.clone(), shared.clone());
+        Ok(ShareConsumer {
+            tx,
+            shared,
+            cfg,
+            local: Mutex::new(Local::default()),
+            wakeup: WakeupHandle::default(),
+        })
+    }
+
+    /// Connects with Java-named properties (see [`ShareConsumerConfig::from_properties`]).
+    pub async fn from_properties(p: &Properties) -> Result<ShareConsumer> {
+        ShareConsumer::connect(ShareConsumerConfig::from_properties(p)?).await
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &ShareConsumerConfig {
+        &self.cfg
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Local> {
+        self.local.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn send(&self, cmd: Command) -> Result<()> {
+        self.tx.send(cmd).map_err(|_| Error::Closed)
+    }
+
+    /// Subscribes to `topics`, replacing any earlier subscription. An empty list unsubscribes.
+    pub fn subscribe<I, S>(&self, topics: I) -> Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let topics: BTreeSet<String> = topics.into_iter().map(Into::into).collect();
+        if let Some(t) = topics.iter().find(|t| t.trim().is_empty()) {
+            return Err(Error::InvalidArgument(format!("topic name {t:?} is empty")));
+        }
+        let mut local = self.lock();
+        if local.closed {
+            return Err(Error::Closed);
+        }
+        local.subscription = topics.clone();
+        drop(local);
+        self.send(Command::Subscribe(topics.into_iter().collect()))
+    }
+
+    /// Leaves the group (records held are released when the session closes).
+    pub fn unsubscribe(&self) -> Result<()> {
+        self.subscribe(Vec::<String>::new())
+    }
+
+    /// The current subscription.
+    pub fn subscription(&self) -> BTreeSet<String> {
+        self.lock().subscription.clone()
+    }
+
+    /// Fetches records, waiting up to `timeout` for some. Sends the acknowledgements made since
+    /// the last poll (implicit mode: accepts every record of the last poll first).
+    ///
+    /// Errors: [`Error::Wakeup`] after [`wakeup`](Self::wakeup); [`Error::InvalidState`] in
+    /// explicit mode while records of the last poll are unacknowledged, or with no
+    /// subscription; a fatal group error (authorization, ...) once it happened.
+    pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
+        if self.wakeup.take() {
+            return Err(Error::Wakeup);
+        }
+        let acks = {
+            let mut local = self.lock();
+            if local.closed {
+                return Err(Error::Closed);
+            }
+            if local.subscription.is_empty() {
+                return Err(Error::InvalidState("not subscribed to any topic: call subscribe first".into()));
+            }
+            if self.cfg.acknowledgement_mode == AcknowledgementMode::Explicit {
+                let pending: usize = local.held.values().map(|m| m.values().filter(|h| h.ack.is_none()).count()).sum();
+                if pending > 0 {
+                    return Err(Error::InvalidState(format!(
+                        "{pending} records of the last poll are not acknowledged; in explicit mode acknowledge every record (ACCEPT, RELEASE or REJECT) before polling again"
+                    )));
+                }
+            }
+            take_acks(&mut local, Some(AcknowledgeType::Accept).filter(|_| self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit))
+        };
+        let (reply, mut rx) = oneshot::channel();
+        self.send(Command::Poll {
+            max: self.cfg.max_poll_records,
+            acks,
+            reply,
+        })?;
+        let mut woken = false;
+        let result = tokio::select! {
+            r = &mut rx => r.unwrap_or(Err(Error::Closed)),
+            _ = tokio::time::sleep(timeout) => late(&mut rx),
+            _ = self.wakeup.woken() => { woken = true; late(&mut rx) }
+        };
+        let delivered = result?;
+        if woken && delivered.is_empty() {
+            self.wakeup.take();
+            return Err(Error::Wakeup);
+        }
+        let mut local = self.lock();
+        let mut out = Vec::with_capacity(delivered.len());
+        for d in delivered {
+            local.held.entry((d.record.topic().to_string(), d.record.partition)).or_default().insert(
+                d.record.offset,
+                Held {
+                    tp: d.tp,
+                    node: d.node,
+                    generation: d.generation,
+                    ack: None,
+                },
+            );
+            out.push(d.record);
+        }
+        Ok(out)
+    }
+
+    /// Accepts a record (explicit mode), as Java's `acknowledge(record)`.
+    pub fn acknowledge(&self, record: &ConsumerRecord) -> Result<()> {
+        self.acknowledge_offset(record.topic(), record.partition, record.offset, AcknowledgeType::Accept)
+    }
+
+    /// Acknowledges a record with `ack_type` (explicit mode).
+    pub fn acknowledge_with(&self, record: &ConsumerRecord, ack_type: AcknowledgeType) -> Result<()> {
+        self.acknowledge_offset(record.topic(), record.partition, record.offset, ack_type)
+    }
+
+    /// Acknowledges by topic, partition and offset (explicit mode), e.g. for a record that
+    /// failed to deserialize in your code.
+    pub fn acknowledge_offset(&self, topic: &str, partition: i32, offset: i64, ack_type: AcknowledgeType) -> Result<()> {
+        if self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit {
+            return Err(Error::InvalidState(
+                "acknowledge is for explicit mode; set share.acknowledgement.mode=explicit (implicit mode accepts every record on the next poll or commit)".into(),
+            ));
+        }
+        if ack_type == AcknowledgeType::Renew && !self.shared.renew_supported.load(Ordering::Relaxed) {
+            return Err(Error::InvalidArgument(
+                "RENEW needs ShareAcknowledge v2 (Kafka 4.2+); this cluster speaks v1. Acknowledge within the lock instead, or raise share.record.lock.duration.ms".into(),
+            ));
+        }
+        let mut local = self.lock();
+        if local.closed {
+            return Err(Error::Closed);
+        }
+        let held = local
+            .held
+            .get_mut(&(topic.to_string(), partition))
+            .and_then(|m| m.get_mut(&offset))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{topic}-{partition} offset {offset} is not held by this consumer (never delivered to it, or already acknowledged and sent)"
+                ))
+            })?;
+        match held.ack {
+            Some(prev) if prev.is_final() && prev != ack_type => Err(Error::InvalidState(format!(
+                "{topic}-{partition} offset {offset} was already acknowledged as {prev}"
+            ))),
+            _ => {
+                held.ack = Some(ack_type);
+                Ok(())
+            }
+        }
+    }
+
+    /// Sends every pending acknowledgement now and waits for the results, per partition.
+    /// Implicit mode: first accepts every record of the last poll. A partition whose records'
+    /// locks expired reports INVALID_RECORD_STATE; nothing is retried.
+    pub async fn commit_sync(&self, timeout: Duration) -> Result<CommitResults> {
+        let rx = self.start_commit()?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(_)) => Err(Error::Closed),
+            Err(_) => Err(Error::Timeout {
+                what: "commit_sync".into(),
+                after: timeout,
+            }),
+        }
+    }
+
+    /// Like `commit_sync`, but returns at once; await the returned future for the results
+    /// (or ignore it and use the acknowledgement commit callback).
+    pub fn commit_async(&self) -> impl Future<Output = Result<CommitResults>> + Send + 'static {
+        let rx = self.start_commit();
+        async move {
+            match rx {
+                Ok(rx) => rx.await.map_err(|_| Error::Closed),
+                Err(e) => Err(e),
+            }
+        }
+    }
+
+    fn start_commit(&self) -> Result<oneshot::Receiver<CommitResults>> {
+        let acks = {
+            let mut local = self.lock();
+            if local.closed {
+                return Err(Error::Closed);
+            }
+            take_acks(&mut local, Some(AcknowledgeType::Accept).filter(|_| self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit))
+        };
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::Commit { acks, reply: Some(reply) })?;
+        Ok(rx)
+    }
+
+    /// Sets a callback told of every completed acknowledgement (partition, offsets, result),
+    /// from the background task: keep it short. `None` removes it.
+    pub fn set_acknowledgement_commit_callback(&self, cb: Option<AckCallback>) -> Result<()> {
+        self.send(Command::SetCallback(cb))
+    }
+
+    /// The acquisition lock duration the broker reported (None before the first fetch).
+    pub fn acquisition_lock_timeout(&self) -> Option<Duration> {
+        let ms = self.shared.acquisition_lock_timeout_ms.load(Ordering::Relaxed);
+        (ms >= 0).then(|| Duration::from_millis(ms as u64))
+    }
+
+    /// Metrics under the Java names.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.shared.metrics.snapshot()
+    }
+
+    /// Makes the pending (or next) poll return [`Error::Wakeup`].
+    pub fn wakeup(&self) {
+        self.wakeup.wakeup();
+    }
+
+    /// A handle to call [`wakeup`](WakeupHandle::wakeup) from another thread or task.
+    pub fn wakeup_handle(&self) -> WakeupHandle {
+        self.wakeup.clone()
+    }
+
+    /// Closes the consumer within `timeout`: stops fetching, sends the acknowledgements made
+    /// so far, releases every other record it holds (so other members get them at once),
+    /// closes each share session (epoch -1), and leaves the group.
+    pub async fn close(&self, timeout: Duration) -> Result<()> {
+        let acks = {
+            let mut local = self.lock();
+            if local.closed {
+                return Ok(());
+            }
+            local.closed = true;
+            take_acks(&mut local, Some(AcknowledgeType::Release))
+        };
+        let (reply, rx) = oneshot::channel();
+        let deadline = Instant::now() + timeout;
+        self.send(Command::Close {
+            acks,
+            deadline,
+            reply: Some(reply),
+        })?;
+        match tokio::time::timeout(timeout + Duration::from_millis(100), rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Ok(()),
+            Err(_) => Err(Error::Timeout {
+                what: "close".into(),
+                after: timeout,
+            }),
+        }
+    }
+}
+
+impl Drop for ShareConsumer {
+    fn drop(&mut self) {
+        let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
+        if local.closed {
+            return;
+        }
+        local.closed = true;
+        tracing::warn!(group = self.cfg.group_id, "ShareConsumer dropped without close(): releasing its records in the background");
+        let acks = take_acks(&mut local, Some(AcknowledgeType::Release));
+        let _ = self.tx.send(Command::Close {
+            acks,
+            deadline: Instant::now() + Duration::from_secs(5),
+            reply: None,
+        });
+    }
+}
+
+/// The answer of a poll that gave up (timeout or wakeup): whatever the driver sent in the
+/// meantime is taken, never dropped.
+fn late(rx: &mut oneshot::Receiver<Result<Vec<driver::Delivered>>>) -> Result<Vec<driver::Delivered>> {
+    rx.close();
+    match rx.try_recv() {
+        Ok(r) => r,
+        Err(_) => Ok(Vec::new()),
+    }
+}
+
+/// Takes every acknowledged record out of the held set as ack entries. Unacknowledged ones get
+/// `default` (implicit accept, release on close) or stay held. Renewed records stay held.
+fn take_acks(local: &mut Local, default: Option<AcknowledgeType>) -> Vec<AckEntry> {
+    let mut out = Vec::new();
+    for m in local.held.values_mut() {
+        m.retain(|&offset, h| {
+            let Some(t) = h.ack.or(default) else { return true };
+            out.push(AckEntry {
+                tp: h.tp,
+                offset,
+                wire: t.wire(),
+                node: h.node,
+                generation: h.generation,
+            });
+            if t == AcknowledgeType::Renew {
+                h.ack = None;
+                true
+            } else {
+                false
+            }
+        });
+    }
+    local.held.retain(|_, m| !m.is_empty());
+    out
+}

@@ -1,0 +1,95 @@
+//! What a poll hands out.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+pub use crate::protocol::records::{Header, TimestampType};
+
+/// A topic and partition, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// A topic-partition.
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        TopicPartition {
+            topic: topic.into(),
+            partition,
+        }
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// One record delivered to this consumer, held under an acquisition lock until acknowledged.
+#[derive(Debug, Clone)]
+pub struct ConsumerRecord {
+    pub(crate) topic: Arc<str>,
+    /// Partition index.
+    pub partition: i32,
+    /// Offset in the partition.
+    pub offset: i64,
+    /// Timestamp (ms since the epoch).
+    pub timestamp: i64,
+    /// Create time or log-append time.
+    pub timestamp_type: TimestampType,
+    /// Key (None for a null key).
+    pub key: Option<Bytes>,
+    /// Value (None for a null value).
+    pub value: Option<Bytes>,
+    /// Headers, in order.
+    pub headers: Vec<Header>,
+    /// How many times this record has been delivered (1 the first time). The broker archives
+    /// a record once it reaches the group's `share.delivery.count.limit`.
+    pub delivery_count: i16,
+    /// The leader epoch of the batch, if known.
+    pub leader_epoch: Option<i32>,
+    /// A conservative local deadline for the acquisition lock: computed from the moment the
+    /// fetch request was *sent*, since the broker's clock started before the response arrived.
+    pub(crate) lock_deadline: Option<Instant>,
+}
+
+impl ConsumerRecord {
+    /// Topic name.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The record's topic-partition.
+    pub fn topic_partition(&self) -> TopicPartition {
+        TopicPartition::new(self.topic.to_string(), self.partition)
+    }
+
+    /// The delivery count (Java's `deliveryCount()`).
+    pub fn delivery_count(&self) -> i16 {
+        self.delivery_count
+    }
+
+    /// When this consumer's hold on the record ends at the latest (conservative: it may end a
+    /// little later on the broker, never earlier). Acknowledge before then, or RENEW.
+    pub fn lock_deadline(&self) -> Option<Instant> {
+        self.lock_deadline
+    }
+
+    /// The value as UTF-8 text, if it is.
+    pub fn value_str(&self) -> Option<&str> {
+        self.value.as_deref().and_then(|v| std::str::from_utf8(v).ok())
+    }
+
+    /// The key as UTF-8 text, if it is.
+    pub fn key_str(&self) -> Option<&str> {
+        self.key.as_deref().and_then(|v| std::str::from_utf8(v).ok())
+    }
+}

@@ -1,0 +1,317 @@
+//! Per-partition batches: `send` appends under a short lock, the sender task drains the
+//! batches that are ready (full, lingered long enough, flushed, or due for a retry).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+
+use super::partitioner::{to_positive, PartitionChoice, Sticky};
+use super::record::{dropped_error, BatchDone};
+use crate::backoff::Backoff;
+use crate::cluster::Metadata;
+use crate::error::{Error, Result};
+use crate::protocol::records::{BatchBuilder, Compression, RecordInput};
+use crate::protocol::CodecError;
+
+/// The settings the accumulator needs.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    pub batch_size: usize,
+    pub linger: Duration,
+    pub delivery_timeout: Duration,
+    pub max_request_size: usize,
+    pub max_in_flight: usize,
+    pub retry_backoff: (Duration, Duration),
+}
+
+/// One batch of one partition, from its first record until the broker answers for it.
+pub(crate) struct Batch {
+    pub topic: Arc<str>,
+    pub partition: i32,
+    pub done: Arc<BatchDone>,
+    pub created: Instant,
+    pub records: usize,
+    /// Open batches are encoded into; drained ones are finished into `payload`.
+    builder: Option<BatchBuilder>,
+    payload: Option<Bytes>,
+    /// No more appends: full, drained, or retried.
+    pub closed: bool,
+    pub attempts: u32,
+    pub retry_at: Option<Instant>,
+    pub backoff: Backoff,
+    /// Buffer memory held until the batch is answered (released on drop).
+    reserved: usize,
+    memory: Arc<Semaphore>,
+}
+
+impl Batch {
+    fn new(topic: Arc<str>, partition: i32, capacity: usize, memory: Arc<Semaphore>, limits: &Limits) -> Self {
+        Batch {
+            topic,
+            partition,
+            done: Arc::default(),
+            created: Instant::now(),
+            records: 0,
+            builder: Some(BatchBuilder::with_capacity(capacity)),
+            payload: None,
+            closed: false,
+            attempts: 0,
+            retry_at: None,
+            backoff: Backoff::new(limits.retry_backoff.0, limits.retry_backoff.1),
+            reserved: 0,
+            memory,
+        }
+    }
+
+    /// Uncompressed size so far (the exact size of a finished uncompressed batch).
+    pub fn size(&self) -> usize {
+        match (&self.builder, &self.payload) {
+            (Some(b), _) => b.size_estimate(),
+            (None, Some(p)) => p.len(),
+            (None, None) => 0,
+        }
+    }
+
+    /// Compresses and seals the batch (once; a retried batch keeps its bytes).
+    pub fn finish(&mut self, compression: Compression) -> Result<Bytes, CodecError> {
+        if let Some(b) = self.builder.take() {
+            self.payload = Some(b.finish(compression)?);
+        }
+        self.payload.clone().ok_or_else(|| CodecError::Invalid {
+            what: "record batch",
+            detail: "batch has no records".into(),
+        })
+    }
+
+    /// Whether the sender may take the batch now; otherwise when it may.
+    fn ready_at(&self, linger: Duration, hurry: bool) -> Instant {
+        let sendable = if self.closed || hurry { self.created } else { self.created + linger };
+        self.retry_at.map_or(sendable, |r| r.max(sendable))
+    }
+
+    pub fn deadline(&self, delivery_timeout: Duration) -> Instant {
+        self.created + delivery_timeout
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        // A batch dropped unanswered (close timed out, task stopped) must not leave futures
+        // hanging; an answered batch ignores this second completion.
+        self.done.complete(Err(dropped_error()));
+        if self.reserved > 0 {
+            self.memory.add_permits(self.reserved);
+        }
+    }
+}
+
+/// Where a record went.
+pub(crate) struct Appended {
+    pub done: Arc<BatchDone>,
+    pub partition: i32,
+    pub index: i32,
+    /// The sender should look: a batch was created (linger timer) or filled.
+    pub wake: bool,
+}
+
+struct TopicQueues {
+    name: Arc<str>,
+    partitions: Vec<VecDeque<Batch>>,
+    sticky: Sticky,
+}
+
+/// What one drain pass found.
+#[derive(Default)]
+pub(crate) struct Drained {
+    /// One request's worth of batches per leader, at most one batch per partition.
+    pub requests: HashMap<i32, Vec<Batch>>,
+    /// Batches past `delivery.timeout.ms` before they could be sent.
+    pub expired: Vec<Batch>,
+    /// Topics with a ready batch but no known leader.
+    pub no_leader: Vec<Arc<str>>,
+    /// When the next batch becomes ready or expires.
+    pub next_wakeup: Option<Instant>,
+}
+
+/// All unsent batches, by topic and partition.
+pub(crate) struct Accumulator {
+    topics: HashMap<Arc<str>, TopicQueues>,
+    limits: Limits,
+    memory: Arc<Semaphore>,
+    /// Number of `flush` calls waiting: while non-zero, linger is ignored.
+    pub flushing: usize,
+    /// No more sends: everything is sent at once.
+    pub closing: bool,
+    /// The completions of batches handed to the sender, for `flush` to wait on.
+    pub in_flight: HashMap<usize, Arc<BatchDone>>,
+}
+
+impl Accumulator {
+    pub fn new(limits: Limits, memory: Arc<Semaphore>) -> Self {
+        Accumulator {
+            topics: HashMap::new(),
+            limits,
+            memory,
+            flushing: 0,
+            closing: false,
+            in_flight: HashMap::new(),
+        }
+    }
+
+    /// Registers a topic, or grows it to `count` partitions (partitions are never removed).
+    pub fn set_partitions(&mut self, topic: &str, count: usize) {
+        match self.topics.get_mut(topic) {
+            Some(t) => {
+                if count > t.partitions.len() {
+                    t.partitions.resize_with(count, VecDeque::new);
+                }
+            }
+            None => {
+                let name: Arc<str> = Arc::from(topic);
+                let mut partitions = Vec::with_capacity(count);
+                partitions.resize_with(count, VecDeque::new);
+                let q = TopicQueues { name: name.clone(), partitions, sticky: Sticky::new() };
+                self.topics.insert(name, q);
+            }
+        }
+    }
+
+    /// Appends a record whose `reserved` bytes of buffer memory the caller already holds (the
+    /// batch takes them over). `Ok(None)`: the topic is not known yet, load it and retry.
+    pub fn append(&mut self, topic: &str, choice: PartitionChoice, rec: &RecordInput, reserved: usize) -> Result<Option<Appended>> {
+        if self.closing {
+            return Err(Error::Closed);
+        }
+        let limits = &self.limits;
+        let Some(tq) = self.topics.get_mut(topic) else { return Ok(None) };
+        let n = tq.partitions.len() as i32;
+        if n == 0 {
+            return Ok(None);
+        }
+        let open_fits = |q: &VecDeque<Batch>| match q.back() {
+            Some(b) if !b.closed => b.records == 0 || b.builder.as_ref().is_some_and(|bb| bb.size_with(rec) <= limits.batch_size),
+            _ => false,
+        };
+        // A new batch wakes the sender (to arm its linger timer); the batch it replaces was
+        // full, and becomes sendable.
+        let mut wake = false;
+        let partition = match choice {
+            PartitionChoice::Explicit(p) if p < 0 || p >= n => {
+                return Err(Error::InvalidArgument(format!("partition {p} of topic {topic} does not exist (it has {n} partitions)")));
+            }
+            PartitionChoice::Explicit(p) => p,
+            PartitionChoice::Hash(h) => to_positive(h) % n,
+            PartitionChoice::Sticky => match tq.sticky.current(n) {
+                Some(p) if open_fits(&tq.partitions[p as usize]) => p,
+                // The sticky batch was sent or is full: move on, as KIP-480 does, and let a
+                // batch that cannot take this record go now rather than linger.
+                current => {
+                    if let Some(b) = current.and_then(|p| tq.partitions[p as usize].back_mut()).filter(|b| !b.closed) {
+                        b.closed = true;
+                        wake = true;
+                    }
+                    tq.sticky.advance(n)
+                }
+            },
+        };
+        let q = &mut tq.partitions[partition as usize];
+        if !open_fits(q) {
+            if let Some(b) = q.back_mut() {
+                b.closed = true;
+            }
+            // A record larger than batch.size gets a batch of its own, as in Java.
+            let capacity = limits.batch_size.max(reserved);
+            q.push_back(Batch::new(tq.name.clone(), partition, capacity, self.memory.clone(), limits));
+            wake = true;
+        }
+        let Some(batch) = q.back_mut() else { return Ok(None) };
+        let Some(builder) = batch.builder.as_mut() else { return Ok(None) };
+        let index = builder.push(rec).map_err(|e| Error::InvalidArgument(format!("record cannot be encoded: {e}")))?;
+        batch.records += 1;
+        batch.reserved += reserved;
+        if builder.size_estimate() >= limits.batch_size {
+            batch.closed = true;
+            wake = true;
+        }
+        Ok(Some(Appended { done: batch.done.clone(), partition, index, wake }))
+    }
+
+    /// Takes the batches that can go now. `in_flight(node)` counts requests already
+    /// outstanding to a broker; brokers at `max.in.flight` get nothing this pass.
+    pub fn drain(&mut self, now: Instant, md: &Metadata, in_flight: impl Fn(i32) -> usize) -> Drained {
+        let limits = &self.limits;
+        let hurry = self.flushing > 0 || self.closing;
+        let mut out = Drained::default();
+        let mut sizes: HashMap<i32, usize> = HashMap::new();
+        let wake_at = |t: Instant, out: &mut Drained| {
+            out.next_wakeup = Some(out.next_wakeup.map_or(t, |w| w.min(t)));
+        };
+        for tq in self.topics.values_mut() {
+            for q in tq.partitions.iter_mut() {
+                while q.front().is_some_and(|b| now >= b.deadline(limits.delivery_timeout)) {
+                    out.expired.extend(q.pop_front());
+                }
+                let Some(front) = q.front() else { continue };
+                let ready_at = front.ready_at(limits.linger, hurry);
+                wake_at(front.deadline(limits.delivery_timeout), &mut out);
+                if ready_at > now {
+                    wake_at(ready_at, &mut out);
+                    continue;
+                }
+                let Some(leader) = md.leader(&tq.name, front.partition) else {
+                    if !out.no_leader.contains(&tq.name) {
+                        out.no_leader.push(tq.name.clone());
+                    }
+                    continue;
+                };
+                let planned = out.requests.contains_key(&leader);
+                if !planned && in_flight(leader) >= limits.max_in_flight {
+                    continue; // a response will wake the sender
+                }
+                let size = sizes.entry(leader).or_default();
+                if *size > 0 && *size + front.size() > limits.max_request_size {
+                    continue; // next request
+                }
+                *size += front.size();
+                if let Some(mut b) = q.pop_front() {
+                    b.closed = true;
+                    out.requests.entry(leader).or_default().push(b);
+                }
+            }
+        }
+        out
+    }
+
+    /// Puts a batch back at the front of its partition, for a retry at `retry_at`.
+    pub fn requeue(&mut self, mut batch: Batch) {
+        batch.closed = true;
+        if let Some(q) = self.topics.get_mut(&batch.topic).and_then(|t| t.partitions.get_mut(batch.partition as usize)) {
+            q.push_front(batch);
+        }
+        // else: unreachable (topics and partitions are never removed); the drop fails it.
+    }
+
+    /// Every unanswered batch's completion (queued and in flight), for `flush`.
+    pub fn incomplete(&self) -> Vec<Arc<BatchDone>> {
+        let queued = self.topics.values().flat_map(|t| t.partitions.iter().flatten()).map(|b| b.done.clone());
+        queued.chain(self.in_flight.values().cloned()).collect()
+    }
+
+    /// Whether no batch is queued.
+    pub fn is_empty(&self) -> bool {
+        self.topics.values().all(|t| t.partitions.iter().all(|q| q.is_empty()))
+    }
+
+    /// Removes every queued batch (close timed out).
+    pub fn take_all(&mut self) -> Vec<Batch> {
+        self.topics.values_mut().flat_map(|t| t.partitions.iter_mut().flat_map(|q| q.drain(..))).collect()
+    }
+}
+
+#[cfg(test)]
+#[path = "accumulator_tests.rs"]
+mod tests;

@@ -1,0 +1,366 @@
+//! A minimal producer: test data, benchmarks, dead-letter topics.
+//!
+//! ```no_run
+//! # async fn demo() -> kafka_share::Result<()> {
+//! use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
+//! let producer = Producer::new(ProducerConfig::new("127.0.0.1:19092")).await?;
+//! let delivery = producer.send(ProducerRecord::new("orders", "hello").key("k1")).await?;
+//! let meta = delivery.await?; // where it landed
+//! println!("{}-{}@{}", meta.topic, meta.partition, meta.offset);
+//! producer.close(std::time::Duration::from_secs(10)).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! How it works: [`Producer::send`] picks the partition (as the Java client does: explicit,
+//! else `murmur2(key)`, else sticky), encodes the record straight into that partition's open
+//! batch under a short lock, and returns a [`DeliveryFuture`]. A background task sends a batch
+//! when it is full (`batch.size`) or has waited `linger.ms`, grouping ready batches by leader
+//! into one ProduceRequest per broker, with up to `max.in.flight.requests.per.connection`
+//! requests pipelined per broker. Retriable failures (leader moved, connection lost, timeouts)
+//! refresh metadata and retry with backoff until `delivery.timeout.ms`.
+//!
+//! Guarantees and limits:
+//! * **Not idempotent.** A retry after a lost response can write a batch twice, and with more
+//!   than one request in flight a retried batch can land after a later one (reordering).
+//!   Set `max.in.flight.requests.per.connection=1` to keep order, accept duplicates.
+//!   `enable.idempotence=true`, `transactional.id` and `acks=0` are refused as not supported.
+//! * Batches too large for the broker (MESSAGE_TOO_LARGE) fail; they are not split.
+//! * `buffer.memory` bounds the bytes waiting for delivery: `send` waits (up to `max.block.ms`)
+//!   while it is exhausted.
+//! * Dropping every handle without [`Producer::close`] lets the background task send what is
+//!   queued (best effort, while the tokio runtime runs), then stop.
+
+mod accumulator;
+mod config;
+mod partitioner;
+mod record;
+mod sender;
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::{Notify, Semaphore, TryAcquireError};
+use tokio::task::JoinHandle;
+
+pub use config::{Acks, ProducerConfig, PRODUCER_KEYS};
+pub use partitioner::{murmur2, partition_for_key, to_positive};
+pub use record::{DeliveryFuture, ProducerRecord, RecordMetadata};
+
+use accumulator::{Accumulator, Limits};
+use partitioner::PartitionChoice;
+use record::WaitDone;
+use sender::Shared;
+
+use crate::cluster::Cluster;
+use crate::config::Properties;
+use crate::error::{Error, ErrorCode, Result};
+use crate::protocol::records::{Header, RecordInput};
+
+/// The v2 batch header, which every batch carries once.
+const BATCH_OVERHEAD: usize = 61;
+
+/// A producer. Cheap to clone: clones share the buffer, the batches and the background task.
+#[derive(Clone)]
+pub struct Producer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The last handle is gone: the task sends what is queued, then stops.
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.lock().closing = true;
+        self.shared.wake.notify_one();
+    }
+}
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer").field("cluster", &self.inner.shared.cluster).finish()
+    }
+}
+
+impl Producer {
+    /// Connects to the cluster and starts the background task.
+    pub async fn new(config: ProducerConfig) -> Result<Producer> {
+        config.validate()?;
+        let cluster = Cluster::connect(config.cluster.clone()).await?;
+        Ok(Producer::start(cluster, config, true))
+    }
+
+    /// Connects with Java-named properties; see [`ProducerConfig::from_properties`].
+    pub async fn from_properties(p: &Properties) -> Result<Producer> {
+        Producer::new(ProducerConfig::from_properties(p)?).await
+    }
+
+    /// Produces through an existing cluster handle (e.g. an admin client's); its connection
+    /// settings win over `config.cluster`. Must be called inside a tokio runtime.
+    pub fn with_cluster(cluster: Arc<Cluster>, config: ProducerConfig) -> Result<Producer> {
+        config.validate()?;
+        Ok(Producer::start(cluster, config, false))
+    }
+
+    fn start(cluster: Arc<Cluster>, config: ProducerConfig, owns_cluster: bool) -> Producer {
+        let memory = Arc::new(Semaphore::new(config.buffer_memory.min(Semaphore::MAX_PERMITS)));
+        let limits = Limits {
+            batch_size: config.batch_size,
+            linger: config.linger,
+            delivery_timeout: config.delivery_timeout,
+            max_request_size: config.max_request_size,
+            max_in_flight: config.max_in_flight,
+            retry_backoff: (cluster.config().retry_backoff, cluster.config().retry_backoff_max),
+        };
+        let shared = Arc::new(Shared {
+            acc: Mutex::new(Accumulator::new(limits, memory.clone())),
+            cluster,
+            config,
+            wake: Notify::new(),
+            memory,
+            closed: Default::default(),
+            abort: Default::default(),
+            owns_cluster,
+        });
+        let task = tokio::spawn(sender::run(shared.clone()));
+        Producer {
+            inner: Arc::new(Inner {
+                shared,
+                task: Mutex::new(Some(task)),
+            }),
+        }
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &ProducerConfig {
+        &self.inner.shared.config
+    }
+
+    /// The cluster handle.
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.inner.shared.cluster
+    }
+
+    /// Queues a record and returns once it is in a batch; await the returned future for its
+    /// offset. Waits only for buffer memory or, on a topic's first use, its metadata (both
+    /// bounded by `max.block.ms`).
+    ///
+    /// Fails at once with [`Error::UnknownTopic`] for a topic that does not exist,
+    /// [`Error::InvalidArgument`] for a partition that does not exist, a negative timestamp, or
+    /// a record larger than `max.request.size` or `buffer.memory`, and [`Error::Closed`] after
+    /// [`Producer::close`].
+    pub async fn send(&self, record: ProducerRecord) -> Result<DeliveryFuture> {
+        let shared = &self.inner.shared;
+        if shared.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let cfg = &shared.config;
+        let ProducerRecord { topic, partition, key, value, headers, timestamp } = record;
+        let timestamp = match timestamp {
+            Some(t) if t < 0 => return Err(Error::InvalidArgument(format!("timestamp {t} is negative"))),
+            Some(t) => t,
+            None => now_ms(),
+        };
+        let size = record_size_bound(key.as_deref(), value.as_deref(), &headers);
+        if size + BATCH_OVERHEAD > cfg.max_request_size {
+            return Err(Error::InvalidArgument(format!(
+                "the record is {} bytes when serialized, larger than max.request.size ({}); raise \
+                 max.request.size (and the topic's max.message.bytes) or send a smaller record",
+                size + BATCH_OVERHEAD,
+                cfg.max_request_size
+            )));
+        }
+        let choice = PartitionChoice::new(partition, key.as_deref(), cfg.partitioner_ignore_keys);
+        let input = RecordInput {
+            key,
+            value,
+            headers: headers.into_iter().map(|(k, v)| Header::new(k, v)).collect(),
+            timestamp,
+        };
+        let mut reservation = self.reserve(size).await?;
+        let mut loaded = false;
+        loop {
+            let appended = shared.lock().append(&topic, choice, &input, size)?;
+            match appended {
+                Some(a) => {
+                    reservation.0 = 0; // the batch holds the memory now
+                    if a.wake {
+                        shared.wake.notify_one();
+                    }
+                    return Ok(DeliveryFuture::new(a.done, topic, a.partition, a.index, timestamp));
+                }
+                None if !loaded => {
+                    self.load_topic(&topic).await?;
+                    loaded = true;
+                }
+                None => return Err(Error::UnknownTopic(topic)),
+            }
+        }
+    }
+
+    /// Sends a record and waits until it is written (or failed).
+    pub async fn send_and_wait(&self, record: ProducerRecord) -> Result<RecordMetadata> {
+        self.send(record).await?.await
+    }
+
+    /// Sends everything queued at once (ignoring `linger.ms`) and waits until every record
+    /// sent before this call is delivered or failed. Per-record results stay in their futures.
+    pub async fn flush(&self) {
+        let shared = &self.inner.shared;
+        let pending = {
+            let mut acc = shared.lock();
+            acc.flushing += 1;
+            acc.incomplete()
+        };
+        let _hurry = FlushGuard(shared);
+        shared.wake.notify_one();
+        for done in pending {
+            WaitDone::new(done).await;
+        }
+    }
+
+    /// Flushes, then stops the background task (and closes the connections the producer
+    /// opened). Later sends fail with [`Error::Closed`]. If the flush does not finish within
+    /// `timeout`, undelivered records fail with [`Error::Closed`] (some may still have been
+    /// written) and this returns [`Error::Timeout`]. Closing again is a no-op.
+    pub async fn close(&self, timeout: Duration) -> Result<()> {
+        let shared = &self.inner.shared;
+        shared.closed.store(true, Ordering::Release);
+        let flushed = tokio::time::timeout(timeout, self.flush()).await.is_ok();
+        shared.lock().closing = true;
+        if !flushed {
+            shared.abort.store(true, Ordering::Release);
+            shared.memory.close(); // wakes sends waiting for memory
+        }
+        shared.wake.notify_one();
+        let task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(mut task) = task {
+            if tokio::time::timeout(sender::TASK_STOP_GRACE, &mut task).await.is_err() {
+                // Only a send racing with close can keep it busy; stop it for good.
+                shared.abort.store(true, Ordering::Release);
+                shared.wake.notify_one();
+                let _ = task.await;
+            }
+        }
+        if flushed {
+            Ok(())
+        } else {
+            Err(Error::Timeout { what: "closing the producer (undelivered records were failed)".into(), after: timeout })
+        }
+    }
+
+    /// Takes `size` bytes of buffer memory, waiting up to `max.block.ms`.
+    async fn reserve(&self, size: usize) -> Result<Reservation> {
+        let shared = &self.inner.shared;
+        let memory = &shared.memory;
+        let too_large = || {
+            Error::InvalidArgument(format!(
+                "the record is {size} bytes when serialized, larger than buffer.memory ({}); raise buffer.memory",
+                shared.config.buffer_memory
+            ))
+        };
+        let n = u32::try_from(size).map_err(|_| too_large())?;
+        if size > shared.config.buffer_memory.min(Semaphore::MAX_PERMITS) {
+            return Err(too_large());
+        }
+        let permit = match memory.try_acquire_many(n) {
+            Ok(p) => p,
+            Err(TryAcquireError::Closed) => return Err(Error::Closed),
+            Err(TryAcquireError::NoPermits) => {
+                let max_block = shared.config.max_block;
+                match tokio::time::timeout(max_block, memory.acquire_many(n)).await {
+                    Ok(Ok(p)) => p,
+                    Ok(Err(_)) => return Err(Error::Closed),
+                    Err(_) => {
+                        return Err(Error::Timeout { what: "waiting for buffer.memory to free up".into(), after: max_block })
+                    }
+                }
+            }
+        };
+        permit.forget(); // given back when the batch is answered, or by the guard on failure
+        Ok(Reservation(size, memory.clone()))
+    }
+
+    /// Loads a topic's metadata on its first use (bounded by `max.block.ms`).
+    async fn load_topic(&self, topic: &str) -> Result<()> {
+        let shared = &self.inner.shared;
+        let max_block = shared.config.max_block;
+        let topics = [topic.to_string()];
+        let lookup = shared.cluster.ensure_topics(&topics);
+        match tokio::time::timeout(max_block, lookup).await {
+            Err(_) => return Err(Error::Timeout { what: format!("metadata of topic {topic}"), after: max_block }),
+            Ok(Err(e)) if e.code() == Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION) => {
+                return Err(Error::UnknownTopic(topic.to_string()))
+            }
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(())) => {}
+        }
+        let n = shared.cluster.with_metadata(|m| m.topics.get(topic).map(|t| t.partitions.len()));
+        match n {
+            Some(n) if n > 0 => {
+                shared.lock().set_partitions(topic, n);
+                Ok(())
+            }
+            _ => Err(Error::UnknownTopic(topic.to_string())),
+        }
+    }
+}
+
+/// Buffer memory held by a `send` in progress; returned if the record never reaches a batch.
+struct Reservation(usize, Arc<Semaphore>);
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.0 > 0 {
+            self.1.add_permits(self.0);
+        }
+    }
+}
+
+/// Ends a flush's "send now" mode, also when the flush is cancelled.
+struct FlushGuard<'a>(&'a Shared);
+
+impl Drop for FlushGuard<'_> {
+    fn drop(&mut self) {
+        let mut acc = self.0.lock();
+        acc.flushing = acc.flushing.saturating_sub(1);
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// An upper bound of a record's encoded size inside a batch: the data plus the largest
+/// varints of the record framing (length 5, attributes 1, timestamp delta 10, offset delta 5,
+/// key and value lengths 5 each, header count 5; 10 per header).
+fn record_size_bound(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[(String, Option<bytes::Bytes>)]) -> usize {
+    let data = key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len);
+    let hdrs: usize = headers.iter().map(|(k, v)| 10 + k.len() + v.as_ref().map_or(0, |v| v.len())).sum();
+    36 + data + hdrs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_bound_covers_the_encoding() {
+        use crate::protocol::records::BatchBuilder;
+        let headers = vec![("h".to_string(), Some(bytes::Bytes::from_static(b"v"))), ("n".into(), None)];
+        let rec = RecordInput {
+            key: Some("key".into()),
+            value: Some(vec![7u8; 100].into()),
+            headers: headers.iter().map(|(k, v)| Header::new(k.clone(), v.clone())).collect(),
+            timestamp: 1_700_000_000_000,
+        };
+        let bound = record_size_bound(rec.key.as_deref(), rec.value.as_deref(), &headers);
+        let b = BatchBuilder::new();
+        let exact = b.size_with(&rec) - BATCH_OVERHEAD;
+        assert!(bound >= exact && bound < exact + 50, "bound {bound}, exact {exact}");
+    }
+}

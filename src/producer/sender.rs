@@ -1,0 +1,376 @@
+//! The background task: drains ready batches, sends one ProduceRequest per leader (up to
+//! `max.in.flight` pipelined per broker), matches the answers to batches, and retries.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::{Id, JoinError, JoinSet};
+use tokio::time::Instant;
+use tracing::debug;
+
+use super::accumulator::{Accumulator, Batch};
+use super::config::ProducerConfig;
+use super::record::{BatchDone, BatchOutcome};
+use crate::cluster::{BrokerInfo, Cluster, TrafficClass};
+use crate::error::{Context, Error, ErrorCode, Result};
+use crate::protocol::records::Compression;
+
+/// Produce versions: v3 is the first with record batches v2 (and the oldest Kafka 4 accepts);
+/// v13 names topics by id only, which this client does not build yet. v12 is v11 plus the
+/// transactions-v2 signal, irrelevant without transactions.
+pub(crate) const PRODUCE_VERSIONS: (i16, i16) = (3, 12);
+
+/// State shared by the `Producer` handles and the sender task.
+pub(crate) struct Shared {
+    pub cluster: Arc<Cluster>,
+    pub config: ProducerConfig,
+    pub acc: Mutex<Accumulator>,
+    /// Wakes the sender: a batch was created or filled, a flush began, or closing.
+    pub wake: Notify,
+    /// `buffer.memory`, in bytes.
+    pub memory: Arc<Semaphore>,
+    /// `send` refuses new records.
+    pub closed: AtomicBool,
+    /// Close timed out: drop everything that is left.
+    pub abort: AtomicBool,
+    /// Close the cluster's connections when the task ends (the producer dialed them).
+    pub owns_cluster: bool,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, Accumulator> {
+        // Every critical section leaves the accumulator consistent, so a panic elsewhere
+        // while holding the lock does not make its state unusable.
+        self.acc.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What a finished request task hands back.
+enum Done {
+    Produce {
+        node: i32,
+        batches: Vec<Batch>,
+        /// Batches that could not be encoded (already failed), to leave `in_flight`.
+        failed: Vec<Batch>,
+        result: Result<ProduceResponse>,
+    },
+    Metadata { topics: Vec<Arc<str>>, result: Result<()> },
+}
+
+struct Sender {
+    shared: Arc<Shared>,
+    tasks: JoinSet<Done>,
+    /// Requests outstanding per broker.
+    per_node: HashMap<i32, usize>,
+    /// What each task is (`None`: a metadata refresh).
+    task_kind: HashMap<Id, Option<i32>>,
+    want_metadata: HashSet<Arc<str>>,
+    metadata_busy: bool,
+    metadata_not_before: Instant,
+}
+
+fn key(done: &Arc<BatchDone>) -> usize {
+    Arc::as_ptr(done) as usize
+}
+
+/// Runs until the producer is closed (or dropped) and everything is answered or failed.
+pub(crate) async fn run(shared: Arc<Shared>) {
+    let mut s = Sender {
+        shared,
+        tasks: JoinSet::new(),
+        per_node: HashMap::new(),
+        task_kind: HashMap::new(),
+        want_metadata: HashSet::new(),
+        metadata_busy: false,
+        metadata_not_before: Instant::now(),
+    };
+    s.run().await;
+    if s.shared.owns_cluster {
+        s.shared.cluster.close();
+    }
+}
+
+impl Sender {
+    async fn run(&mut self) {
+        loop {
+            if self.shared.abort.load(Ordering::Acquire) {
+                return self.abort_all().await;
+            }
+            let now = Instant::now();
+            let (drained, stop) = {
+                let mut acc = self.shared.lock();
+                let per_node = &self.per_node;
+                let d = self
+                    .shared
+                    .cluster
+                    .with_metadata(|md| acc.drain(now, md, |n| per_node.get(&n).copied().unwrap_or(0)));
+                for b in d.requests.values().flatten() {
+                    acc.in_flight.insert(key(&b.done), b.done.clone());
+                }
+                let stop = acc.closing && acc.is_empty() && d.requests.is_empty() && self.tasks.is_empty();
+                (d, stop)
+            };
+            let timeout = self.shared.config.delivery_timeout;
+            for b in drained.expired {
+                let what = format!("delivering {} records to {}-{} (never sent)", b.records, b.topic, b.partition);
+                b.done.complete(Err(Error::Timeout { what, after: timeout }));
+            }
+            let sent_any = !drained.requests.is_empty();
+            for (node, batches) in drained.requests {
+                self.spawn_produce(node, batches);
+            }
+            self.want_metadata.extend(drained.no_leader);
+            self.maybe_refresh_metadata(now);
+            if stop {
+                return;
+            }
+            if sent_any {
+                continue; // more may be ready for brokers with room in flight
+            }
+            let mut deadline = drained.next_wakeup;
+            if !self.want_metadata.is_empty() && !self.metadata_busy {
+                deadline = Some(deadline.map_or(self.metadata_not_before, |d| d.min(self.metadata_not_before)));
+            }
+            tokio::select! {
+                biased;
+                Some(res) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => self.on_task(res),
+                _ = self.shared.wake.notified() => {}
+                _ = tokio::time::sleep_until(deadline.unwrap_or(now)), if deadline.is_some() => {}
+            }
+        }
+    }
+
+    fn spawn_produce(&mut self, node: i32, batches: Vec<Batch>) {
+        let cfg = &self.shared.config;
+        let timeout_ms = i32::try_from(cfg.cluster.request_timeout.as_millis()).unwrap_or(i32::MAX);
+        let task = produce(self.shared.cluster.clone(), node, batches, cfg.acks.wire(), timeout_ms, cfg.compression);
+        let handle = self.tasks.spawn(task);
+        self.task_kind.insert(handle.id(), Some(node));
+        *self.per_node.entry(node).or_default() += 1;
+    }
+
+    fn maybe_refresh_metadata(&mut self, now: Instant) {
+        if self.want_metadata.is_empty() || self.metadata_busy || now < self.metadata_not_before {
+            return;
+        }
+        let topics: Vec<Arc<str>> = self.want_metadata.drain().collect();
+        let cluster = self.shared.cluster.clone();
+        let handle = self.tasks.spawn(async move {
+            let names: Vec<String> = topics.iter().map(|t| t.to_string()).collect();
+            let result = cluster.refresh_metadata(&names).await.map(|_| ());
+            Done::Metadata { topics, result }
+        });
+        self.task_kind.insert(handle.id(), None);
+        self.metadata_busy = true;
+    }
+
+    fn on_task(&mut self, res: std::result::Result<(Id, Done), JoinError>) {
+        let id = match &res {
+            Ok((id, _)) => *id,
+            Err(e) => e.id(),
+        };
+        match self.task_kind.remove(&id) {
+            Some(Some(node)) => {
+                if let Some(n) = self.per_node.get_mut(&node) {
+                    *n = n.saturating_sub(1);
+                }
+            }
+            Some(None) => self.metadata_busy = false,
+            None => {}
+        }
+        match res {
+            Ok((_, Done::Produce { node, batches, failed, result })) => {
+                if !failed.is_empty() {
+                    let mut acc = self.shared.lock();
+                    for b in &failed {
+                        acc.in_flight.remove(&key(&b.done));
+                    }
+                }
+                self.on_produce(node, batches, result)
+            }
+            Ok((_, Done::Metadata { topics, result })) => self.on_metadata(topics, result),
+            // A task that panicked dropped its batches, which failed their futures.
+            Err(_) => self.shared.lock().in_flight.retain(|_, d| !d.is_done()),
+        }
+    }
+
+    fn on_metadata(&mut self, topics: Vec<Arc<str>>, result: Result<()>) {
+        self.metadata_not_before = Instant::now() + self.shared.cluster.config().retry_backoff;
+        if let Err(e) = result {
+            debug!(error = %e, "producer metadata refresh failed");
+            self.want_metadata.extend(topics);
+            return;
+        }
+        let counts: Vec<(Arc<str>, usize)> = self.shared.cluster.with_metadata(|md| {
+            topics.iter().filter_map(|t| md.topics.get(&**t).map(|ti| (t.clone(), ti.partitions.len()))).collect()
+        });
+        let mut acc = self.shared.lock();
+        for (t, n) in counts {
+            acc.set_partitions(&t, n);
+        }
+    }
+
+    fn on_produce(&mut self, node: i32, batches: Vec<Batch>, result: Result<ProduceResponse>) {
+        let cluster = &self.shared.cluster;
+        let now = Instant::now();
+        let mut outcomes = Vec::with_capacity(batches.len());
+        match result {
+            Err(e) => outcomes.extend(batches.into_iter().map(|b| (b, Err(e.clone())))),
+            Ok(resp) => {
+                cluster.learn_brokers(resp.node_endpoints.iter().map(|n| BrokerInfo {
+                    node_id: n.node_id.0,
+                    host: n.host.to_string(),
+                    port: n.port,
+                    rack: n.rack.as_ref().map(|r| r.to_string()),
+                }));
+                for b in batches {
+                    let r = partition_result(&resp, node, &b);
+                    if let Some(p) = find_partition(&resp, &b).filter(|p| p.error_code != 0 && p.current_leader.leader_id.0 >= 0) {
+                        cluster.learn_leader(&b.topic, b.partition, p.current_leader.leader_id.0, p.current_leader.leader_epoch);
+                    }
+                    outcomes.push((b, r));
+                }
+            }
+        }
+        let mut retries = Vec::new();
+        let mut finished = Vec::new();
+        for (mut b, r) in outcomes {
+            match r {
+                Ok(o) => {
+                    b.done.complete(Ok(o));
+                    finished.push(b);
+                }
+                Err(e) => match self.retry(&mut b, e, now) {
+                    Ok(()) => retries.push(b),
+                    Err(e) => {
+                        b.done.complete(Err(e));
+                        finished.push(b);
+                    }
+                },
+            }
+        }
+        // Completed before leaving `in_flight`, so a flush never misses a batch; retried
+        // batches move back to the queue under the same lock.
+        let mut acc = self.shared.lock();
+        for b in finished.iter().chain(&retries) {
+            acc.in_flight.remove(&key(&b.done));
+        }
+        for b in retries {
+            acc.requeue(b);
+        }
+        drop(acc);
+        drop(finished); // releases buffer memory
+    }
+
+    /// Schedules a retry of `b` after a retriable error, or says why it is final.
+    fn retry(&mut self, b: &mut Batch, err: Error, now: Instant) -> Result<()> {
+        let cfg = &self.shared.config;
+        if !err.is_retriable() || b.attempts >= cfg.retries {
+            return Err(err);
+        }
+        let at = now + b.backoff.next_delay();
+        if at >= b.deadline(cfg.delivery_timeout) {
+            return Err(Error::Timeout {
+                what: format!("delivering {} records to {}-{} (last error: {err})", b.records, b.topic, b.partition),
+                after: cfg.delivery_timeout,
+            });
+        }
+        debug!(topic = %b.topic, partition = b.partition, attempt = b.attempts + 1, error = %err, "retrying produce");
+        b.attempts += 1;
+        b.retry_at = Some(at);
+        // Leadership may have moved (or the connection died): look again before retrying.
+        self.want_metadata.insert(b.topic.clone());
+        Ok(())
+    }
+
+    /// Close timed out: fail everything still queued or in flight.
+    async fn abort_all(&mut self) {
+        let left = self.shared.lock().take_all();
+        drop(left); // each dropped batch fails its futures with Closed
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+        self.shared.lock().in_flight.clear();
+    }
+}
+
+fn find_partition<'a>(
+    resp: &'a ProduceResponse,
+    b: &Batch,
+) -> Option<&'a kafka_protocol::messages::produce_response::PartitionProduceResponse> {
+    let topic = resp.responses.iter().find(|t| t.name.0.as_str() == &*b.topic)?;
+    topic.partition_responses.iter().find(|p| p.index == b.partition)
+}
+
+/// The broker's answer for one batch.
+fn partition_result(resp: &ProduceResponse, node: i32, b: &Batch) -> Result<BatchOutcome> {
+    let context = || Context::api("Produce").broker(node).partition(&*b.topic, b.partition);
+    let Some(p) = find_partition(resp, b) else {
+        return Err(Error::InvalidState(format!("the Produce response of broker {node} left out {}", context())));
+    };
+    match ErrorCode::from_code(p.error_code) {
+        None => Ok(BatchOutcome { base_offset: p.base_offset, log_append_time: p.log_append_time_ms }),
+        Some(code) => {
+            // Per-record errors (INVALID_RECORD) say which record was at fault.
+            let record_msg = p.record_errors.first().map(|r| {
+                let msg = r.batch_index_error_message.as_ref().map(|m| m.to_string()).unwrap_or_default();
+                format!("record {} of the batch: {msg}", r.batch_index)
+            });
+            let message = p.error_message.as_ref().map(|m| m.to_string()).or(record_msg);
+            Err(Error::Broker { context: context(), code, message })
+        }
+    }
+}
+
+/// One request: seals (compresses) the batches off the sender loop, sends, returns the answer.
+async fn produce(
+    cluster: Arc<Cluster>,
+    node: i32,
+    batches: Vec<Batch>,
+    acks: i16,
+    timeout_ms: i32,
+    compression: Compression,
+) -> Done {
+    let mut topics: Vec<TopicProduceData> = Vec::new();
+    let mut sent = Vec::with_capacity(batches.len());
+    let mut failed = Vec::new();
+    for mut b in batches {
+        let bytes = match b.finish(compression) {
+            Ok(bytes) => bytes,
+            Err(source) => {
+                let context = Context::api("Produce").partition(&*b.topic, b.partition);
+                b.done.complete(Err(Error::Codec { context, source }));
+                failed.push(b);
+                continue;
+            }
+        };
+        let data = PartitionProduceData::default().with_index(b.partition).with_records(Some(bytes));
+        match topics.iter_mut().find(|t| t.name.0.as_str() == &*b.topic) {
+            Some(t) => t.partition_data.push(data),
+            None => topics.push(
+                TopicProduceData::default()
+                    .with_name(TopicName(StrBytes::from_string(b.topic.to_string())))
+                    .with_partition_data(vec![data]),
+            ),
+        }
+        sent.push(b);
+    }
+    if sent.is_empty() {
+        return Done::Produce { node, batches: sent, failed, result: Ok(ProduceResponse::default()) };
+    }
+    let req = ProduceRequest::default().with_acks(acks).with_timeout_ms(timeout_ms).with_topic_data(topics);
+    let result = async {
+        let conn = cluster.broker(node, TrafficClass::Control).await?;
+        cluster.send(&conn, &req, PRODUCE_VERSIONS).await
+    }
+    .await;
+    Done::Produce { node, batches: sent, failed, result }
+}
+
+/// How long `close` gives the task to stop after the flush, before giving up on it.
+pub(crate) const TASK_STOP_GRACE: Duration = Duration::from_secs(5);

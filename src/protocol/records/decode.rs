@@ -1,0 +1,251 @@
+//! Decoding records for share consumers: whole-batch skipping by acquired ranges, CRC check,
+//! decompression, and zero-copy record parsing.
+
+use bytes::Bytes;
+
+use super::batch::{Batches, RawBatch, ATTR_LOG_APPEND_TIME};
+use super::compression::decompress;
+use super::wire::Reader;
+use super::{AcquiredRange, AcquiredSet, Header, Record, TimestampType};
+use crate::protocol::CodecError;
+
+/// The smallest record: length, attributes, timestamp delta, offset delta, key length,
+/// value length, header count, one byte each. Bounds pre-allocation by the bytes present.
+const MIN_RECORD_LEN: usize = 7;
+
+/// Decodes every data record of every complete batch in `records` (a fetch response's
+/// `records` field), with `delivery_count` 0. Control batches are skipped and a trailing
+/// partial batch is ignored.
+pub fn decode_batches(records: Bytes) -> Result<Vec<Record>, CodecError> {
+    let mut out = Vec::new();
+    for batch in Batches::new(records) {
+        let batch = batch?;
+        if !batch.is_control() {
+            decode_batch(&batch, |_| Some(0), &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Decodes the records a share consumer acquired: those of `records` (a ShareFetch partition's
+/// `records` field) whose offsets lie in one of `acquired`, each with its range's delivery
+/// count, plus the acquired offsets that have no data record as gaps.
+///
+/// * Batches entirely outside the acquired ranges are skipped unread: not decompressed, not
+///   parsed, and not CRC-checked (their payload is never handed out).
+/// * Every other batch must be magic v2 and pass its CRC-32C check.
+/// * Control batches (transaction markers) are skipped; their acquired offsets become gaps.
+/// * A trailing partial batch is ignored; its acquired offsets become gaps too, as anything
+///   acquired but absent from the bytes does (the Java share consumer does the same).
+/// * Ranges may come in any order; where ranges overlap, the one with the lower
+///   `first_offset` decides the delivery count. A range with `first_offset > last_offset` is an
+///   error.
+pub fn decode_acquired(
+    records: Bytes,
+    acquired: &[AcquiredRange],
+) -> Result<AcquiredSet, CodecError> {
+    let ranges = Ranges::new(acquired)?;
+    let mut out = Vec::new();
+    if !ranges.0.is_empty() {
+        let mut hint = 0;
+        for batch in Batches::new(records) {
+            let batch = batch?;
+            if batch.is_control() || !ranges.intersects(batch.base_offset, batch.last_offset()?) {
+                continue;
+            }
+            decode_batch(
+                &batch,
+                |offset| ranges.delivery_count(offset, &mut hint),
+                &mut out,
+            )?;
+        }
+    }
+    // Brokers return batches in offset order, but the contract must not depend on it.
+    if !out.windows(2).all(|w| w[0].offset < w[1].offset) {
+        out.sort_by_key(|r| r.offset);
+        out.dedup_by_key(|r| r.offset);
+    }
+    let gaps = ranges.gaps(&out);
+    Ok(AcquiredSet { records: out, gaps })
+}
+
+/// Acquired ranges, sorted and made disjoint.
+struct Ranges(Vec<AcquiredRange>);
+
+impl Ranges {
+    fn new(acquired: &[AcquiredRange]) -> Result<Self, CodecError> {
+        if let Some(bad) = acquired.iter().find(|r| r.first_offset > r.last_offset) {
+            return Err(CodecError::Invalid {
+                what: "acquired records range",
+                detail: format!(
+                    "first offset {} > last offset {}",
+                    bad.first_offset, bad.last_offset
+                ),
+            });
+        }
+        let mut sorted = acquired.to_vec();
+        sorted.sort_by_key(|r| r.first_offset);
+        let mut out: Vec<AcquiredRange> = Vec::with_capacity(sorted.len());
+        for mut r in sorted {
+            if let Some(prev) = out.last() {
+                if prev.last_offset >= r.first_offset {
+                    // Trim the overlap off the later range; drop it if nothing is left.
+                    match prev.last_offset.checked_add(1) {
+                        Some(next) if next <= r.last_offset => r.first_offset = next,
+                        _ => continue,
+                    }
+                }
+            }
+            out.push(r);
+        }
+        Ok(Ranges(out))
+    }
+
+    /// The index of the first range ending at or after `offset`.
+    fn first_ending_at_or_after(&self, offset: i64) -> usize {
+        self.0.partition_point(|r| r.last_offset < offset)
+    }
+
+    fn intersects(&self, first: i64, last: i64) -> bool {
+        let i = self.first_ending_at_or_after(first);
+        self.0.get(i).is_some_and(|r| r.first_offset <= last)
+    }
+
+    /// The delivery count of `offset` if acquired. `hint` remembers the last range hit, so the
+    /// usual ascending lookups cost O(1) instead of a binary search each.
+    fn delivery_count(&self, offset: i64, hint: &mut usize) -> Option<i16> {
+        let hit = |r: &AcquiredRange| r.first_offset <= offset && offset <= r.last_offset;
+        if let Some(r) = self.0.get(*hint).filter(|r| hit(r)) {
+            return Some(r.delivery_count);
+        }
+        *hint = self.first_ending_at_or_after(offset);
+        self.0
+            .get(*hint)
+            .filter(|r| hit(r))
+            .map(|r| r.delivery_count)
+    }
+
+    /// Acquired offsets not covered by `records` (sorted, unique, all acquired).
+    fn gaps(&self, records: &[Record]) -> Vec<(i64, i64)> {
+        let mut gaps: Vec<(i64, i64)> = Vec::new();
+        let mut push = |first: i64, last: i64| match gaps.last_mut() {
+            Some(prev) if prev.1.checked_add(1) == Some(first) => prev.1 = last,
+            _ => gaps.push((first, last)),
+        };
+        let mut recs = records.iter().map(|r| r.offset).peekable();
+        for range in &self.0 {
+            // `next` is the first offset of the range not yet accounted for; None once the
+            // range is exhausted (which also covers a range ending at i64::MAX).
+            let mut next = Some(range.first_offset);
+            while let Some(offset) = recs.next_if(|&o| o <= range.last_offset) {
+                if let Some(n) = next.filter(|&n| n < offset) {
+                    push(n, offset - 1);
+                }
+                next = offset.checked_add(1).filter(|&n| n <= range.last_offset);
+            }
+            if let Some(n) = next {
+                push(n, range.last_offset);
+            }
+        }
+        gaps
+    }
+}
+
+/// Verifies, decompresses and parses one batch, appending the records whose offset `select`
+/// gives a delivery count for.
+fn decode_batch(
+    batch: &RawBatch,
+    mut select: impl FnMut(i64) -> Option<i16>,
+    out: &mut Vec<Record>,
+) -> Result<(), CodecError> {
+    batch.verify_crc()?;
+    let data = decompress(batch.compression()?, batch.records_section())?;
+    let count = usize::try_from(batch.record_count).map_err(|_| CodecError::Invalid {
+        what: "record batch record count",
+        detail: format!(
+            "{} at base offset {}",
+            batch.record_count, batch.base_offset
+        ),
+    })?;
+    out.reserve(count.min(data.len() / MIN_RECORD_LEN));
+    let timestamp_type = if batch.attributes & ATTR_LOG_APPEND_TIME != 0 {
+        TimestampType::LogAppendTime
+    } else {
+        TimestampType::CreateTime
+    };
+    let mut reader = Reader::new(&data, 0);
+    for _ in 0..count {
+        let len = reader.varint("record length")?;
+        let len = usize::try_from(len).map_err(|_| CodecError::Invalid {
+            what: "record length",
+            detail: format!("negative length {len}"),
+        })?;
+        let body = reader.take(len, "record")?;
+        // A reader confined to this record: no field can run into the next one.
+        let mut r = Reader::new(&data[..body.end], body.start);
+        let _attributes = r.i8("record attributes")?;
+        let timestamp_delta = r.varlong("record timestamp delta")?;
+        let offset_delta = r.varint("record offset delta")?;
+        let offset = batch
+            .base_offset
+            .checked_add(i64::from(offset_delta))
+            .ok_or_else(|| CodecError::Invalid {
+                what: "record offset delta",
+                detail: format!("{offset_delta} overflows base offset {}", batch.base_offset),
+            })?;
+        let Some(delivery_count) = select(offset) else {
+            continue;
+        };
+        let slice = |range: std::ops::Range<usize>| data.slice(range);
+        let key = r.nullable_len("record key")?.map(slice);
+        let value = r.nullable_len("record value")?.map(slice);
+        let headers = read_headers(&mut r, &data)?;
+        if r.remaining() != 0 {
+            return Err(CodecError::Invalid {
+                what: "record length",
+                detail: format!(
+                    "{} unread bytes in record at offset {offset}",
+                    r.remaining()
+                ),
+            });
+        }
+        out.push(Record {
+            offset,
+            timestamp: match timestamp_type {
+                TimestampType::LogAppendTime => batch.max_timestamp,
+                TimestampType::CreateTime => batch.base_timestamp.wrapping_add(timestamp_delta),
+            },
+            timestamp_type,
+            key,
+            value,
+            headers,
+            delivery_count,
+            leader_epoch: batch.partition_leader_epoch,
+        });
+    }
+    Ok(())
+}
+
+fn read_headers(r: &mut Reader<'_>, data: &Bytes) -> Result<Vec<Header>, CodecError> {
+    let count = r.varint("record header count")?;
+    let count = usize::try_from(count).map_err(|_| CodecError::Invalid {
+        what: "record header count",
+        detail: format!("negative count {count}"),
+    })?;
+    // Each header takes at least two bytes (two lengths).
+    let mut headers = Vec::with_capacity(count.min(r.remaining() / 2));
+    for _ in 0..count {
+        let key = r
+            .nullable_len("record header key")?
+            .ok_or_else(|| CodecError::Invalid {
+                what: "record header key",
+                detail: "null key".into(),
+            })?;
+        let value = r.nullable_len("record header value")?;
+        headers.push(Header {
+            key: data.slice(key),
+            value: value.map(|v| data.slice(v)),
+        });
+    }
+    Ok(headers)
+}

@@ -1,0 +1,128 @@
+//! The `kafka-share-groups` binary against the real broker: text and JSON output, exit codes.
+
+mod admin_support;
+mod common;
+
+use std::process::{Command, Output};
+
+use admin_support::{produce, Member};
+use serde_json::Value;
+
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kafka-share-groups"))
+        .args(["--bootstrap-server", &common::bootstrap()])
+        .args(args)
+        .output()
+        .expect("run kafka-share-groups")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = cli(args);
+    assert!(out.status.success(), "{args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.extend(["--output", "json"]);
+    serde_json::from_str(&ok(&a)).expect("valid JSON")
+}
+
+/// Fails with `code` and exactly one line on stderr; returns it.
+fn fails(args: &[&str], code: i32) -> String {
+    let out = cli(args);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "one line on stderr: {err:?}");
+    err
+}
+
+#[tokio::test]
+async fn cli_list_describe_reset_configs() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let topic = common::new_topic(&admin, "adm-cli", 2).await;
+    let group = common::unique("adm-cli-g");
+    let out = ok(&["--alter-config", "--group", &group, "--config", "share.auto.offset.reset=earliest,share.record.lock.duration.ms=20000"]);
+    assert!(out.contains("Completed updating config"), "{out}");
+    produce(&cluster, &topic, 0, 3).await;
+    let mut member = Member::join(&cluster, &group, &[&topic]).await;
+    member.consume_and_accept(&cluster, &topic, 3).await;
+
+    // --list, plain and with states, text and JSON.
+    assert!(ok(&["--list"]).lines().any(|l| l == group));
+    let t = ok(&["--list", "--state", "Stable"]);
+    assert!(t.starts_with("GROUP"), "{t}");
+    assert!(t.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == [group.as_str(), "Stable"]), "{t}");
+    let j = json(&["--list"]);
+    assert!(j.as_array().unwrap().iter().any(|g| g["group"] == group.as_str() && g["state"] == "Stable"), "{j}");
+
+    // --describe (offsets by default), --members, --state.
+    let t = ok(&["--describe", "--group", &group]);
+    let rows = admin_support::table_rows(&t, "GROUP");
+    assert_eq!(rows.len(), 2, "{t}");
+    assert_eq!(rows[0][..3], [group.clone(), topic.clone(), "0".into()], "{t}");
+    let j = json(&["--describe", "--group", &group, "--members"]);
+    let m = &j[0]["members"][0];
+    assert_eq!(m["member_id"], member.member_id.as_str(), "{j}");
+    assert_eq!(m["assignment"][0]["topic"], topic.as_str(), "{j}");
+    assert_eq!(m["assignment"][0]["partitions"], serde_json::json!([0, 1]), "{j}");
+    let t = ok(&["--describe", "--group", &group, "--members", "--verbose"]);
+    assert!(t.contains("MEMBER-EPOCH") && t.contains(&member.member_id) && t.contains(&format!("{topic}:0,1")), "{t}");
+    let t = ok(&["--describe", "--group", &group, "--state"]);
+    assert!(t.contains("COORDINATOR (ID)") && t.contains("Stable"), "{t}");
+    let j = json(&["--describe", "--group", &group, "--offsets"]);
+    assert_eq!(j[0]["offsets"].as_array().unwrap().len(), 2, "{j}");
+    assert_eq!(j[0]["lag_supported"], true);
+
+    // Destructive operations on a live group: exit 1, one line naming the cause.
+    let e = fails(&["--delete", "--group", &group], 1);
+    assert!(e.contains("has active members; stop them first"), "{e}");
+    let e = fails(&["--reset-offsets", "--group", &group, "--topic", &topic, "--to-earliest", "--execute"], 1);
+    assert!(e.contains("has active members"), "{e}");
+    member.leave(&cluster).await;
+
+    // Reset: dry run plans, execute applies.
+    let j = json(&["--reset-offsets", "--group", &group, "--topic", &format!("{topic}:0"), "--to-offset", "1", "--dry-run"]);
+    assert_eq!(j["partitions"][0]["new_offset"], 1, "{j}");
+    assert_eq!(j["dry_run"], true);
+    let t = ok(&["--reset-offsets", "--group", &group, "--all-topics", "--to-earliest", "--execute"]);
+    assert!(t.contains("NEW-OFFSET"), "{t}");
+    let j = json(&["--describe", "--group", &group]);
+    assert!(j[0]["offsets"].as_array().unwrap().iter().all(|o| o["start_offset"] == 0), "{j}");
+
+    // Configs.
+    let j = json(&["--describe-config", "--group", &group]);
+    let reset = j["configs"].as_array().unwrap().iter().find(|c| c["name"] == "share.auto.offset.reset").cloned().unwrap();
+    assert_eq!(reset["value"], "earliest");
+    assert_eq!(reset["source"], "DYNAMIC_GROUP_CONFIG");
+    let e = fails(&["--alter-config", "--group", &group, "--config", "share.auto.offset.reset=soonest"], 1);
+    assert!(e.contains("latest | earliest | by_duration"), "{e}");
+    ok(&["--alter-config", "--group", &group, "--delete-config", "share.record.lock.duration.ms"]);
+
+    // Delete offsets, then the group; a missing group fails.
+    let t = ok(&["--delete-offsets", "--group", &group, "--topic", &topic]);
+    assert!(t.contains("Successful"), "{t}");
+    let t = ok(&["--delete", "--group", &group]);
+    assert!(t.contains("was successful"), "{t}");
+    let e = fails(&["--describe", "--group", &group], 1);
+    assert!(e.contains(&group), "{e}");
+}
+
+#[test]
+fn bad_usage_exits_2_with_one_line() {
+    for args in [
+        vec!["--lst"],
+        vec!["--list", "--describe"],
+        vec!["--describe"],
+        vec!["--reset-offsets", "--group", "g", "--topic", "t", "--to-earliest"],
+        vec!["--reset-offsets", "--group", "g", "--topic", "t", "--to-datetime", "yesterday", "--dry-run"],
+        vec!["--list", "--output", "yaml"],
+    ] {
+        let e = fails(&args, 2);
+        assert!(e.starts_with("kafka-share-groups: "), "{e}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups")).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--reset-offsets"));
+}

@@ -1,0 +1,163 @@
+//! Share-group administration against the real broker: list, describe (members, assignment,
+//! start offsets), destructive operations refused on a live group and working on an empty
+//! one, resets, deletion.
+
+mod admin_support;
+mod common;
+
+use std::collections::BTreeMap;
+
+use admin_support::{produce, Member};
+use kafka_share::admin::{OffsetResetSpec, ShareGroupState, TopicPartition, TopicSelection};
+use kafka_share::{Error, ErrorCode};
+
+fn is_non_empty(e: &Error, group: &str) -> bool {
+    matches!(e, Error::InvalidState(m) if m == &format!("group {group} has active members; stop them first"))
+}
+
+/// Polls the start offsets until they equal `want` (the share coordinator persists acks
+/// asynchronously).
+async fn wait_offsets(admin: &kafka_share::admin::Admin, group: &str, want: &BTreeMap<TopicPartition, i64>) {
+    let mut last = BTreeMap::new();
+    for _ in 0..100 {
+        last = admin.list_share_group_offsets(group, None).await.expect("offsets").start_offsets();
+        if &last == want {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("start offsets of {group}: {last:?}, wanted {want:?}");
+}
+
+#[tokio::test]
+async fn live_group_then_empty_group_lifecycle() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let topic = common::new_topic(&admin, "adm-life", 2).await;
+    let group = common::unique("adm-life-g");
+    admin.set_share_auto_offset_reset(&group, "earliest").await.unwrap();
+    produce(&cluster, &topic, 0, 10).await;
+    produce(&cluster, &topic, 1, 6).await;
+    let tp0 = TopicPartition::new(&topic, 0);
+    let tp1 = TopicPartition::new(&topic, 1);
+
+    let mut member = Member::join(&cluster, &group, &[&topic]).await;
+    member.consume_and_accept(&cluster, &topic, 16).await;
+    // The broker persists a share partition's new start offset with its *next* state write,
+    // so right after the last acknowledgement the start offset may still read 0 while the lag
+    // (4.2+) already says 0. One more record per partition, consumed, makes the first 16
+    // records' advance durable.
+    produce(&cluster, &topic, 0, 1).await;
+    produce(&cluster, &topic, 1, 1).await;
+    member.consume_and_accept(&cluster, &topic, 2).await;
+    let mut consumed = BTreeMap::new();
+    for _ in 0..100 {
+        consumed = admin.list_share_group_offsets(&group, None).await.unwrap().start_offsets();
+        if consumed.get(&tp0).is_some_and(|o| *o >= 10) && consumed.get(&tp1).is_some_and(|o| *o >= 6) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(matches!(consumed.get(&tp0), Some(10 | 11)) && matches!(consumed.get(&tp1), Some(6 | 7)), "{consumed:?}");
+
+    // Listed and described with its member.
+    let listed = admin.list_share_groups().await.unwrap();
+    let l = listed.iter().find(|g| g.group_id == group).expect("group listed");
+    assert_eq!(l.state, ShareGroupState::Stable);
+    let d = admin.describe_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
+    assert_eq!(d.state, ShareGroupState::Stable);
+    assert_eq!(d.members.len(), 1);
+    let m = &d.members[0];
+    assert_eq!(m.member_id, member.member_id);
+    assert_eq!(m.assignment, vec![(topic.clone(), vec![0, 1])]);
+    assert_eq!(m.subscribed_topic_names, vec![topic.clone()]);
+    assert_eq!(m.partition_count(), 2);
+    assert!(m.member_epoch > 0);
+    assert!(d.group_epoch >= 1 && d.assignment_epoch >= 1);
+    let offsets = admin.list_share_group_offsets(&group, Some(&[topic.as_str()])).await.unwrap();
+    assert!(offsets.lag_supported, "4.2+ reports lag");
+    for (tp, r) in &offsets.partitions {
+        let o = r.as_ref().unwrap();
+        assert_eq!(o.lag, Some(0), "{tp}: everything was acknowledged");
+        assert!(o.leader_epoch.is_some());
+    }
+
+    // Every destructive operation is refused while the member is there, and changes nothing.
+    let e = admin.alter_share_group_offsets(&group, &BTreeMap::from([(tp0.clone(), 0)])).await.unwrap_err();
+    assert!(is_non_empty(&e, &group), "{e:?}");
+    let e = admin.delete_share_group_offsets(&group, &[&topic]).await.unwrap_err();
+    assert!(is_non_empty(&e, &group), "{e:?}");
+    let e = admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap_err();
+    assert!(is_non_empty(&e, &group), "{e:?}");
+    let e = admin.reset_share_group_offsets(&group, None, OffsetResetSpec::Earliest, false).await.unwrap_err();
+    assert!(is_non_empty(&e, &group), "{e:?}");
+    wait_offsets(&admin, &group, &consumed).await;
+    member.beat(&cluster).await;
+
+    // Empty group: everything works.
+    member.leave(&cluster).await;
+    let d = admin.describe_share_group(&group).await.unwrap();
+    assert_eq!(d.state, ShareGroupState::Empty);
+    assert!(d.members.is_empty());
+
+    let plan = admin.reset_share_group_offsets(&group, None, OffsetResetSpec::Earliest, false).await.unwrap();
+    let p: Vec<_> = plan.iter().map(|p| (p.tp.clone(), p.current, p.new, p.applied.is_none())).collect();
+    assert_eq!(p, vec![(tp0.clone(), Some(consumed[&tp0]), 0, true), (tp1.clone(), Some(consumed[&tp1]), 0, true)]);
+    wait_offsets(&admin, &group, &consumed).await; // a dry run changes nothing
+
+    let plan = admin.reset_share_group_offsets(&group, None, OffsetResetSpec::Earliest, true).await.unwrap();
+    assert!(plan.iter().all(|p| matches!(p.applied, Some(Ok(())))), "{plan:?}");
+    wait_offsets(&admin, &group, &BTreeMap::from([(tp0.clone(), 0), (tp1.clone(), 0)])).await;
+
+    let r = admin.alter_share_group_offsets(&group, &BTreeMap::from([(tp0.clone(), 4)])).await.unwrap();
+    assert!(r.iter().all(|(_, r)| r.is_ok()), "{r:?}");
+    wait_offsets(&admin, &group, &BTreeMap::from([(tp0.clone(), 4), (tp1.clone(), 0)])).await;
+
+    // Shift: 4-2 = 2; 0-2 clamps to the log start 0. Explicit offset beyond the end clamps to it.
+    let scope = [TopicSelection::parse(&topic).unwrap()];
+    admin.reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::ShiftBy(-2), true).await.unwrap();
+    wait_offsets(&admin, &group, &BTreeMap::from([(tp0.clone(), 2), (tp1.clone(), 0)])).await;
+    let one = [TopicSelection::parse(&format!("{topic}:1")).unwrap()];
+    let plan = admin.reset_share_group_offsets(&group, Some(&one), OffsetResetSpec::Offset(1000), true).await.unwrap();
+    assert_eq!(plan.len(), 1);
+    assert_eq!(plan[0].new, 7, "clamped to the log end");
+    admin.reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Latest, true).await.unwrap();
+    wait_offsets(&admin, &group, &BTreeMap::from([(tp0.clone(), 11), (tp1.clone(), 7)])).await;
+
+    let r = admin.delete_share_group_offsets(&group, &[&topic]).await.unwrap();
+    assert!(r[0].1.is_ok(), "{r:?}");
+    wait_offsets(&admin, &group, &BTreeMap::new()).await;
+
+    admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
+    let e = admin.describe_share_group(&group).await.unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::GROUP_ID_NOT_FOUND), "{e:?}");
+    assert!(!admin.list_share_groups().await.unwrap().iter().any(|g| g.group_id == group));
+}
+
+#[tokio::test]
+async fn reset_to_datetime_and_unknown_groups() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let topic = common::new_topic(&admin, "adm-dt", 1).await;
+    let group = common::unique("adm-dt-g");
+    // 5 old records (year 2001), then 5 new ones.
+    admin_support::produce_at(&cluster, &topic, 0, 5, 1_000_000_000_000).await;
+    produce(&cluster, &topic, 0, 5).await;
+    let scope = [TopicSelection::parse(&topic).unwrap()];
+    let ts = kafka_share::admin::parse_datetime("2010-01-01T00:00:00.000").unwrap();
+    // A group that does not exist yet can be given offsets before its first consumer.
+    let plan = admin.reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Timestamp(ts), true).await.unwrap();
+    assert_eq!((plan[0].current, plan[0].new), (None, 5));
+    wait_offsets(&admin, &group, &BTreeMap::from([(TopicPartition::new(&topic, 0), 5)])).await;
+    // After the last record: latest.
+    let future = admin_support::now_ms() + 3_600_000;
+    let plan = admin.reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Timestamp(future), false).await.unwrap();
+    assert_eq!((plan[0].current, plan[0].new), (Some(5), 10));
+
+    let missing = common::unique("adm-missing");
+    let e = admin.describe_share_groups(&[&missing]).await.unwrap().pop().unwrap().unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::GROUP_ID_NOT_FOUND), "{e:?}");
+    let e = admin.delete_share_groups(&[&missing]).await.unwrap().pop().unwrap().unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::GROUP_ID_NOT_FOUND), "{e:?}");
+    admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
+}

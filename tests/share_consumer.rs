@@ -1,0 +1,340 @@
+//! The share consumer against a real broker: delivery, acknowledgement types, modes, commit,
+//! wakeup and close.
+
+mod common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use kafka_share::consumer::{AcknowledgementMode, AcquireMode, FETCH_MANAGER};
+use kafka_share::{AcknowledgeType, Error, ErrorCode, ShareConsumer};
+
+fn explicit(bootstrap: &str, group: &str) -> kafka_share::ShareConsumerConfig {
+    common::consumer_config(bootstrap, group).acknowledgement_mode(AcknowledgementMode::Explicit)
+}
+
+#[tokio::test]
+async fn implicit_mode_receives_everything_once() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "implicit", 2).await;
+    common::produce(&bs, &topic, 2, 200, "v").await;
+    let group = common::new_group(&admin, "g-implicit", None).await;
+    let c = ShareConsumer::connect(common::consumer_config(&bs, &group)).await.unwrap();
+    c.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&c, 200, Duration::from_secs(30), |_| {}).await;
+    let offsets: HashSet<(i32, i64)> = got.iter().map(|r| (r.partition, r.offset)).collect();
+    assert_eq!(offsets.len(), 200, "every record once");
+    assert!(got.iter().all(|r| r.delivery_count == 1));
+    let r = &got[0];
+    assert!(r.value_str().unwrap().starts_with("v-"));
+    assert!(r.key_str().unwrap().starts_with('k'));
+    // Commit accepts the last poll's records; per-partition results all Ok.
+    let results = c.commit_sync(Duration::from_secs(10)).await.unwrap();
+    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+    assert!(c.acquisition_lock_timeout().is_some());
+    assert!(c.metrics().get(FETCH_MANAGER, "records-consumed-total").unwrap() >= 200.0);
+    c.close(Duration::from_secs(10)).await.unwrap();
+    // Nothing is left for a second consumer of the same group.
+    let c2 = ShareConsumer::connect(common::consumer_config(&bs, &group)).await.unwrap();
+    c2.subscribe([topic.clone()]).unwrap();
+    let again = common::poll_until(&c2, 1, Duration::from_secs(3), |_| {}).await;
+    assert!(again.is_empty(), "accepted records are never redelivered: {:?}", again.iter().map(|r| r.offset).collect::<Vec<_>>());
+    c2.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn release_redelivers_with_higher_delivery_count_and_reject_never() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "release", 1).await;
+    common::produce(&bs, &topic, 1, 10, "v").await;
+    let group = common::new_group(&admin, "g-release", None).await;
+    let c = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
+    c.subscribe([topic.clone()]).unwrap();
+    // First delivery: release even offsets, reject odd ones... except accept 1 and 3.
+    let first = common::poll_until(&c, 10, Duration::from_secs(30), |r| {
+        let t = match r.offset {
+            o if o % 2 == 0 => AcknowledgeType::Release,
+            1 | 3 => AcknowledgeType::Accept,
+            _ => AcknowledgeType::Reject,
+        };
+        c.acknowledge_with(r, t).unwrap();
+    })
+    .await;
+    assert_eq!(first.len(), 10);
+    let res = c.commit_sync(Duration::from_secs(10)).await.unwrap();
+    assert!(res.values().all(|r| r.is_ok()), "{res:?}");
+    // Redelivered: exactly the released (even) offsets, with delivery count 2.
+    let second = common::poll_until(&c, 5, Duration::from_secs(30), |r| c.acknowledge(r).unwrap()).await;
+    let mut offs: Vec<i64> = second.iter().map(|r| r.offset).collect();
+    offs.sort();
+    assert_eq!(offs, vec![0, 2, 4, 6, 8]);
+    assert!(second.iter().all(|r| r.delivery_count == 2), "{:?}", second.iter().map(|r| r.delivery_count).collect::<Vec<_>>());
+    c.commit_sync(Duration::from_secs(10)).await.unwrap();
+    let third = common::poll_until(&c, 1, Duration::from_secs(3), |r| c.acknowledge(r).unwrap()).await;
+    assert!(third.is_empty(), "rejected and accepted records never come back");
+    c.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn explicit_mode_refuses_poll_with_unacknowledged_records() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "explicit", 1).await;
+    common::produce(&bs, &topic, 1, 5, "v").await;
+    let group = common::new_group(&admin, "g-explicit", None).await;
+    let c = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
+    c.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&c, 1, Duration::from_secs(30), |_| {}).await;
+    assert!(!got.is_empty());
+    let e = c.poll(Duration::from_millis(100)).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidState(_)), "{e}");
+    assert!(e.to_string().contains("not acknowledged"), "{e}");
+    // Acknowledging something we do not hold is a clear error.
+    let e = c.acknowledge_offset(&topic, 0, 999_999, AcknowledgeType::Accept).unwrap_err();
+    assert!(e.to_string().contains("not held"), "{e}");
+    for r in &got {
+        c.acknowledge(r).unwrap();
+    }
+    c.poll(Duration::from_millis(100)).await.unwrap();
+    c.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn ack_by_topic_partition_offset() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "ackoff", 1).await;
+    common::produce(&bs, &topic, 1, 3, "v").await;
+    let group = common::new_group(&admin, "g-ackoff", None).await;
+    let c = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
+    c.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&c, 3, Duration::from_secs(30), |r| {
+        c.acknowledge_offset(&topic, r.partition, r.offset, AcknowledgeType::Reject).unwrap()
+    })
+    .await;
+    assert_eq!(got.len(), 3);
+    let res = c.commit_sync(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(res.len(), 1);
+    assert!(res.values().all(|r| r.is_ok()));
+    c.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn lock_expiry_redelivers_and_late_ack_reports_invalid_record_state() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "expiry", 1).await;
+    common::produce(&bs, &topic, 1, 3, "v").await;
+    let group = common::new_group(&admin, "g-expiry", Some(1500)).await;
+    // record_limit (4.2+) means no prefetch: nothing re-acquires the records behind our back
+    // while their locks run out. (With prefetch, our own next fetch may take them again.)
+    let v2 = common::broker_has_v2();
+    let mut cfg = explicit(&bs, &group);
+    if v2 {
+        cfg = cfg.acquire_mode(AcquireMode::RecordLimit);
+    }
+    let c = ShareConsumer::connect(cfg).await.unwrap();
+    c.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&c, 3, Duration::from_secs(30), |_| {}).await;
+    assert_eq!(got.len(), 3);
+    assert_eq!(c.acquisition_lock_timeout(), Some(Duration::from_millis(1500)));
+    // The deadline shown is conservative: no later than now + lock.
+    let dl = got[0].lock_deadline().unwrap();
+    assert!(dl <= std::time::Instant::now() + Duration::from_millis(1500));
+    // Let the locks expire, then acknowledge: the broker says INVALID_RECORD_STATE.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    for r in &got {
+        c.acknowledge(r).unwrap();
+    }
+    let res = c.commit_sync(Duration::from_secs(10)).await.unwrap();
+    let r = res.values().next().expect("one partition");
+    if v2 {
+        let e = r.as_ref().unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::INVALID_RECORD_STATE), "{e}");
+    } else if let Err(e) = r {
+        assert_eq!(e.code(), Some(ErrorCode::INVALID_RECORD_STATE), "{e}");
+    }
+    // And the records come back with delivery count 2.
+    let again = common::poll_until(&c, 3, Duration::from_secs(30), |r| c.acknowledge(r).unwrap()).await;
+    assert_eq!(again.len(), 3);
+    assert!(again.iter().all(|r| r.delivery_count >= 2));
+    c.commit_sync(Duration::from_secs(10)).await.unwrap();
+    c.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn renew_keeps_a_record_past_its_lock_or_fails_clearly() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "renew", 1).await;
+    common::produce(&bs, &topic, 1, 1, "v").await;
+    let group = common::new_group(&admin, "g-renew", Some(2000)).await;
+    let c = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
+    c.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&c, 1, Duration::from_secs(30), |_| {}).await;
+    let r = &got[0];
+    if !common::broker_has_v2() {
+        let e = c.acknowledge_with(r, AcknowledgeType::Renew).unwrap_err();
+        assert!(e.to_string().contains("RENEW needs"), "{e}");
+        c.close(Duration::from_secs(10)).await.unwrap();
+        return;
+    }
+    // Renew three times across 4.5 s (lock 2 s), then accept: no INVALID_RECORD_STATE.
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        c.acknowledge_with(r, AcknowledgeType::Renew).unwrap();
+        let res = c.commit_sync(Duration::from_secs(10)).await.unwrap();
+        assert!(res.values().all(|x| x.is_ok()), "renew failed: {res:?}");
+    }
+    c.acknowledge(r).unwrap();
+    let res = c.commit_sync(Duration::from_secs(10)).await.unwrap();
+    assert!(res.values().all(|x| x.is_ok()), "accept after renew: {res:?}");
+    c.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn record_limit_caps_each_poll() {
+    if !common::broker_has_v2() {
+        // 4.1 has no record_limit: connect must say so.
+        let admin = common::admin().await;
+        let group = common::new_group(&admin, "g-rl", None).await;
+        let cfg = common::consumer_config(&common::bootstrap(), &group).acquire_mode(AcquireMode::RecordLimit);
+        let e = ShareConsumer::connect(cfg).await.unwrap_err();
+        assert!(e.to_string().contains("record_limit"), "{e}");
+        return;
+    }
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "rlimit", 1).await;
+    common::produce(&bs, &topic, 1, 100, "v").await;
+    let group = common::new_group(&admin, "g-rlimit", None).await;
+    let cfg = common::consumer_config(&bs, &group)
+        .acquire_mode(AcquireMode::RecordLimit)
+        .max_poll_records(7);
+    let c = ShareConsumer::connect(cfg).await.unwrap();
+    c.subscribe([topic.clone()]).unwrap();
+    let mut total = 0;
+    let end = tokio::time::Instant::now() + Duration::from_secs(30);
+    while total < 100 && tokio::time::Instant::now() < end {
+        let recs = c.poll(Duration::from_millis(500)).await.unwrap();
+        assert!(recs.len() <= 7, "poll returned {}", recs.len());
+        total += recs.len();
+    }
+    assert_eq!(total, 100);
+    c.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn wakeup_from_another_thread_ends_a_blocked_poll() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "wakeup", 1).await;
+    let group = common::new_group(&admin, "g-wakeup", None).await;
+    let c = ShareConsumer::connect(common::consumer_config(&bs, &group)).await.unwrap();
+    c.subscribe([topic.clone()]).unwrap();
+    let w = c.wakeup_handle();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        w.wakeup();
+    });
+    let start = std::time::Instant::now();
+    let e = c.poll(Duration::from_secs(30)).await.unwrap_err();
+    assert!(matches!(e, Error::Wakeup), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+    t.join().unwrap();
+    // The wakeup is consumed: the next poll works.
+    c.poll(Duration::from_millis(100)).await.unwrap();
+    c.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn close_releases_held_records_at_once() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "closerel", 1).await;
+    common::produce(&bs, &topic, 1, 20, "v").await;
+    // A long lock: if close did not release, the second consumer would wait 30 s.
+    let group = common::new_group(&admin, "g-closerel", Some(30_000)).await;
+    let a = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
+    a.subscribe([topic.clone()]).unwrap();
+    let held = common::poll_until(&a, 1, Duration::from_secs(30), |_| {}).await;
+    assert!(!held.is_empty());
+    let start = std::time::Instant::now();
+    a.close(Duration::from_secs(10)).await.unwrap();
+    let b = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
+    b.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&b, 20, Duration::from_secs(20), |r| b.acknowledge(r).unwrap()).await;
+    assert_eq!(got.len(), 20, "all records available to the next member");
+    assert!(start.elapsed() < Duration::from_secs(20), "well before the 30 s lock");
+    let redelivered: Vec<_> = got.iter().filter(|r| r.delivery_count >= 2).map(|r| r.offset).collect();
+    assert_eq!(redelivered.len(), held.len(), "the released ones come back with count 2");
+    b.commit_sync(Duration::from_secs(10)).await.unwrap();
+    b.close(Duration::from_secs(10)).await.unwrap();
+    // The first member left the group.
+    let d = admin.describe_share_group(&group).await.unwrap();
+    assert!(d.members.iter().all(|m| !m.client_id.is_empty()));
+    assert!(d.members.len() <= 1, "a left; only b may linger until its leave is processed: {:?}", d.members.len());
+}
+
+#[tokio::test]
+async fn many_consumers_one_partition_each_record_accepted_once() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "many1", 1).await;
+    let n = 600;
+    let group = common::new_group(&admin, "g-many1", None).await;
+    let consumers = 4;
+    let mut handles = Vec::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, i64)>();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for i in 0..consumers {
+        let bs = bs.clone();
+        let group = group.clone();
+        let topic = topic.clone();
+        let tx = tx.clone();
+        let stop = stop.clone();
+        handles.push(tokio::spawn(async move {
+            let c = ShareConsumer::connect(explicit(&bs, &group).max_poll_records(20)).await.unwrap();
+            c.subscribe([topic]).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let recs = c.poll(Duration::from_millis(300)).await.unwrap();
+                for r in &recs {
+                    c.acknowledge(r).unwrap();
+                    tx.send((i, r.offset)).unwrap();
+                }
+                // Slow processing spreads the records over members.
+                if !recs.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            let res = c.commit_sync(Duration::from_secs(10)).await.unwrap();
+            assert!(res.values().all(|r| r.is_ok()), "{res:?}");
+            c.close(Duration::from_secs(10)).await.unwrap();
+        }));
+    }
+    drop(tx);
+    // Produce once every member has its assignment, so the work can spread.
+    common::wait_for_members(&admin, &group, consumers, Duration::from_secs(30)).await;
+    common::produce_one_by_one(&bs, &topic, n, "v").await;
+    let mut seen: BTreeMap<i64, usize> = BTreeMap::new();
+    let mut by_consumer = vec![0usize; consumers];
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    while seen.len() < n && tokio::time::Instant::now() < end {
+        if let Ok(Some((i, o))) = tokio::time::timeout(Duration::from_millis(500), rx.recv()).await {
+            assert!(seen.insert(o, i).is_none(), "offset {o} delivered twice");
+            by_consumer[i] += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in handles {
+        h.await.unwrap();
+    }
+    while let Ok((i, o)) = rx.try_recv() {
+        assert!(seen.insert(o, i).is_none(), "offset {o} delivered twice");
+    }
+    assert_eq!(seen.len(), n);
+    let active = by_consumer.iter().filter(|&&c| c > 0).count();
+    assert!(active >= 2, "work spread over members: {by_consumer:?}");
+}
