@@ -300,7 +300,11 @@ impl Error {
 }
 
 /// Turns an error code from a response into a `Result`.
-pub(crate) fn check(code: i16, message: Option<String>, context: impl FnOnce() -> Context) -> Result<()> {
+pub(crate) fn check(
+    code: i16,
+    message: Option<String>,
+    context: impl FnOnce() -> Context,
+) -> Result<()> {
     match ErrorCode::from_code(code) {
         None => Ok(()),
         Some(code) => Err(Error::Broker {
@@ -320,11 +324,16 @@ mod tests {
         let e = Error::from_code(
             121,
             Some("lock expired".into()),
-            Context::api("ShareAcknowledge").broker(2).partition("orders", 3),
+            Context::api("ShareAcknowledge")
+                .broker(2)
+                .partition("orders", 3),
         )
         .unwrap();
         let text = e.to_string();
-        assert!(text.contains("ShareAcknowledge broker 2 orders-3"), "{text}");
+        assert!(
+            text.contains("ShareAcknowledge broker 2 orders-3"),
+            "{text}"
+        );
         assert!(text.contains("InvalidRecordState (121)"), "{text}");
         assert_eq!(e.code(), Some(ErrorCode::INVALID_RECORD_STATE));
         assert!(!e.is_retriable());
@@ -334,7 +343,11 @@ mod tests {
     fn retriable_follows_kafka() {
         assert!(ErrorCode::NOT_LEADER_OR_FOLLOWER.is_retriable());
         assert!(!ErrorCode::FENCED_MEMBER_EPOCH.is_retriable());
-        assert!(Error::Timeout { what: "x".into(), after: Duration::from_secs(1) }.is_retriable());
+        assert!(Error::Timeout {
+            what: "x".into(),
+            after: Duration::from_secs(1)
+        }
+        .is_retriable());
         assert!(!Error::Wakeup.is_retriable());
     }
 

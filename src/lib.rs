@@ -1,4 +1,22 @@
-//! kafka-share: a pure-Rust client for Apache Kafka share groups (KIP-932).
+#![doc = include_str!("../README.md")]
+//!
+//! # Behaviour
+//! A [`ShareConsumer`] is a handle to a background driver task (see [`consumer`]). The driver
+//! heartbeats to the group coordinator, keeps one share session per leader broker, prefetches
+//! (in `batch_optimized` mode), and sends acknowledgements piggybacked on the next ShareFetch to
+//! the broker that delivered the records. Connections are pipelined, and long-poll fetches use
+//! their own connection per broker.
+//!
+//! # Delivery semantics
+//! At least once. Each record is held under the broker's acquisition lock; unacknowledged
+//! records are redelivered (delivery count + 1) after the lock expires, after `RELEASE`, or when
+//! the consumer closes. `ACCEPT` and `REJECT` are final. Acknowledgement failures (for example
+//! INVALID_RECORD_STATE after a lock expired) are reported per partition by `commit_sync`,
+//! `commit_async` and the acknowledgement commit callback; they are never retried.
+//!
+//! # Features
+//! Kafka 4.1 (share RPCs v1) to 4.4 (v2: RENEW, `record_limit`). Compression: gzip, snappy,
+//! lz4, zstd. Plaintext connections (TLS and SASL are planned).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

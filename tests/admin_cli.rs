@@ -43,7 +43,13 @@ async fn cli_list_describe_reset_configs() {
     let cluster = admin.cluster().clone();
     let topic = common::new_topic(&admin, "adm-cli", 2).await;
     let group = common::unique("adm-cli-g");
-    let out = ok(&["--alter-config", "--group", &group, "--config", "share.auto.offset.reset=earliest,share.record.lock.duration.ms=20000"]);
+    let out = ok(&[
+        "--alter-config",
+        "--group",
+        &group,
+        "--config",
+        "share.auto.offset.reset=earliest,share.record.lock.duration.ms=20000",
+    ]);
     assert!(out.contains("Completed updating config"), "{out}");
     produce(&cluster, &topic, 0, 3).await;
     let mut member = Member::join(&cluster, &group, &[&topic]).await;
@@ -83,7 +89,16 @@ async fn cli_list_describe_reset_configs() {
     member.leave(&cluster).await;
 
     // Reset: dry run plans, execute applies.
-    let j = json(&["--reset-offsets", "--group", &group, "--topic", &format!("{topic}:0"), "--to-offset", "1", "--dry-run"]);
+    let j = json(&[
+        "--reset-offsets",
+        "--group",
+        &group,
+        "--topic",
+        &format!("{topic}:0"),
+        "--to-offset",
+        "1",
+        "--dry-run",
+    ]);
     assert_eq!(j["partitions"][0]["new_offset"], 1, "{j}");
     assert_eq!(j["dry_run"], true);
     let t = ok(&["--reset-offsets", "--group", &group, "--all-topics", "--to-earliest", "--execute"]);
@@ -93,7 +108,13 @@ async fn cli_list_describe_reset_configs() {
 
     // Configs.
     let j = json(&["--describe-config", "--group", &group]);
-    let reset = j["configs"].as_array().unwrap().iter().find(|c| c["name"] == "share.auto.offset.reset").cloned().unwrap();
+    let reset = j["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "share.auto.offset.reset")
+        .cloned()
+        .unwrap();
     assert_eq!(reset["value"], "earliest");
     assert_eq!(reset["source"], "DYNAMIC_GROUP_CONFIG");
     let e = fails(&["--alter-config", "--group", &group, "--config", "share.auto.offset.reset=soonest"], 1);
@@ -125,4 +146,30 @@ fn bad_usage_exits_2_with_one_line() {
     let out = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups")).arg("--help").output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("--reset-offsets"));
+}
+
+#[test]
+fn command_config_file() {
+    let dir = std::env::temp_dir().join(common::unique("adm-cli-props"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("admin.properties");
+    std::fs::write(&good, format!("# connection\nbootstrap.servers={}\nclient.id=cli-test\n", common::bootstrap()))
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups"))
+        .args(["--command-config", good.to_str().unwrap(), "--list", "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(serde_json::from_slice::<Value>(&out.stdout).unwrap().is_array());
+    // A setting the admin client does not know is refused with its name.
+    let bad = dir.join("bad.properties");
+    std::fs::write(&bad, "sasl.mechanism=PLAIN\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups"))
+        .args(["--bootstrap-server", &common::bootstrap(), "--command-config", bad.to_str().unwrap(), "--list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sasl.mechanism") && err.trim_end().lines().count() == 1, "{err}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -10,7 +10,10 @@ async fn set_describe_and_delete_group_configs() {
     let admin = common::admin().await;
     let group = common::unique("cfg");
     admin.set_share_auto_offset_reset(&group, "earliest").await.expect("set earliest");
-    admin.set_group_config(&group, "share.record.lock.duration.ms", "20000").await.expect("set lock duration");
+    admin
+        .set_group_config(&group, "share.record.lock.duration.ms", "20000")
+        .await
+        .expect("set lock duration");
     let cfg = admin.describe_group_configs(&group).await.expect("describe");
     let get = |k: &str| cfg.iter().find(|e| e.name == k).unwrap_or_else(|| panic!("{k} missing in {cfg:?}")).clone();
     let reset = get("share.auto.offset.reset");
@@ -21,7 +24,10 @@ async fn set_describe_and_delete_group_configs() {
     assert_ne!(get("share.isolation.level").source, ConfigSource::Group);
 
     admin
-        .alter_group_configs(&group, &[("share.record.lock.duration.ms", None), ("share.isolation.level", Some("read_committed"))])
+        .alter_group_configs(
+            &group,
+            &[("share.record.lock.duration.ms", None), ("share.isolation.level", Some("read_committed"))],
+        )
         .await
         .expect("delete + set");
     let cfg = admin.describe_group_configs(&group).await.unwrap();

@@ -49,12 +49,21 @@ async fn java_share_group_command_agrees() {
                 .map(|(t, ps)| format!("{t}:{}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")))
                 .collect::<Vec<_>>()
                 .join(";");
-            vec![group.clone(), m.member_id.clone(), m.client_host.clone(), m.client_id.clone(), m.partition_count().to_string(), assignment]
+            vec![
+                group.clone(),
+                m.member_id.clone(),
+                m.client_host.clone(),
+                m.client_id.clone(),
+                m.partition_count().to_string(),
+                assignment,
+            ]
         })
         .collect();
     assert_eq!(d.members.len(), 2);
     // A member with no partitions prints an empty ASSIGNMENT column: compare what is there.
-    let trim = |rows: Vec<Vec<String>>| -> Vec<Vec<String>> { rows.into_iter().map(|r| r.into_iter().filter(|c| !c.is_empty()).collect()).collect() };
+    let trim = |rows: Vec<Vec<String>>| -> Vec<Vec<String>> {
+        rows.into_iter().map(|r| r.into_iter().filter(|c| !c.is_empty()).collect()).collect()
+    };
     assert_eq!(trim(java), trim(ours), "java:\n{}", out.stdout);
 
     // --describe --offsets: same partitions and start offsets.

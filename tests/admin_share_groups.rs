@@ -115,10 +115,16 @@ async fn live_group_then_empty_group_lifecycle() {
 
     // Shift: 4-2 = 2; 0-2 clamps to the log start 0. Explicit offset beyond the end clamps to it.
     let scope = [TopicSelection::parse(&topic).unwrap()];
-    admin.reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::ShiftBy(-2), true).await.unwrap();
+    admin
+        .reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::ShiftBy(-2), true)
+        .await
+        .unwrap();
     wait_offsets(&admin, &group, &BTreeMap::from([(tp0.clone(), 2), (tp1.clone(), 0)])).await;
     let one = [TopicSelection::parse(&format!("{topic}:1")).unwrap()];
-    let plan = admin.reset_share_group_offsets(&group, Some(&one), OffsetResetSpec::Offset(1000), true).await.unwrap();
+    let plan = admin
+        .reset_share_group_offsets(&group, Some(&one), OffsetResetSpec::Offset(1000), true)
+        .await
+        .unwrap();
     assert_eq!(plan.len(), 1);
     assert_eq!(plan[0].new, 7, "clamped to the log end");
     admin.reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Latest, true).await.unwrap();
@@ -146,12 +152,18 @@ async fn reset_to_datetime_and_unknown_groups() {
     let scope = [TopicSelection::parse(&topic).unwrap()];
     let ts = kafka_share::admin::parse_datetime("2010-01-01T00:00:00.000").unwrap();
     // A group that does not exist yet can be given offsets before its first consumer.
-    let plan = admin.reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Timestamp(ts), true).await.unwrap();
+    let plan = admin
+        .reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Timestamp(ts), true)
+        .await
+        .unwrap();
     assert_eq!((plan[0].current, plan[0].new), (None, 5));
     wait_offsets(&admin, &group, &BTreeMap::from([(TopicPartition::new(&topic, 0), 5)])).await;
     // After the last record: latest.
     let future = admin_support::now_ms() + 3_600_000;
-    let plan = admin.reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Timestamp(future), false).await.unwrap();
+    let plan = admin
+        .reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Timestamp(future), false)
+        .await
+        .unwrap();
     assert_eq!((plan[0].current, plan[0].new), (Some(5), 10));
 
     let missing = common::unique("adm-missing");

@@ -117,7 +117,9 @@ pub fn validate_group_config(key: &str, value: &str) -> Result<()> {
 /// durations are refused: a reset point in the future makes no sense.
 fn iso_duration_ok(s: &str) -> bool {
     let s = s.to_ascii_uppercase();
-    let Some(rest) = s.strip_prefix('P') else { return false };
+    let Some(rest) = s.strip_prefix('P') else {
+        return false;
+    };
     let (date, time) = match rest.split_once('T') {
         Some((d, t)) => (d, Some(t)),
         None => (rest, None),
@@ -141,7 +143,9 @@ fn iso_duration_ok(s: &str) -> bool {
         }
         num.is_empty().then_some(count)
     };
-    let Some(d) = units_ok(date, &['D'], false) else { return false };
+    let Some(d) = units_ok(date, &['D'], false) else {
+        return false;
+    };
     let t = match time {
         None => 0,
         Some(t) => match units_ok(t, &['H', 'M', 'S'], true) {
@@ -174,7 +178,9 @@ impl Admin {
             .into_iter()
             .next()
             .ok_or_else(|| Error::InvalidState("DescribeConfigs answered with no result".into()))?;
-        if let Some(e) = Error::from_code(r.error_code, r.error_message.map(|m| m.to_string()), group_ctx("DescribeConfigs", group)) {
+        if let Some(e) =
+            Error::from_code(r.error_code, r.error_message.map(|m| m.to_string()), group_ctx("DescribeConfigs", group))
+        {
             return Err(e);
         }
         let mut out: Vec<ConfigEntry> = r
@@ -221,7 +227,11 @@ impl Admin {
         let conn = self.cluster.any_broker().await?;
         let resp = self.cluster.send(&conn, &req, (0, 1)).await?;
         for r in resp.responses {
-            if let Some(e) = Error::from_code(r.error_code, r.error_message.map(|m| m.to_string()), group_ctx("IncrementalAlterConfigs", group)) {
+            if let Some(e) = Error::from_code(
+                r.error_code,
+                r.error_message.map(|m| m.to_string()),
+                group_ctx("IncrementalAlterConfigs", group),
+            ) {
                 return Err(e);
             }
         }
@@ -252,7 +262,10 @@ impl Admin {
                     // Keys the broker does not list (e.g. newer than it) cannot be checked.
                     None => true,
                     Some(e) => match v {
-                        Some(v) => e.source == ConfigSource::Group && e.value.as_deref().map(|x| x.eq_ignore_ascii_case(v)) == Some(true),
+                        Some(v) => {
+                            e.source == ConfigSource::Group
+                                && e.value.as_deref().map(|x| x.eq_ignore_ascii_case(v)) == Some(true)
+                        }
                         None => e.source != ConfigSource::Group,
                     },
                 });
@@ -274,10 +287,7 @@ impl Admin {
 
 pub(crate) fn group_ctx(api: &'static str, group: &str) -> Context {
     // The context has no group field; the topic slot carries "group G" for the message.
-    Context {
-        topic: Some(format!("group {group}")),
-        ..Context::api(api)
-    }
+    Context { topic: Some(format!("group {group}")), ..Context::api(api) }
 }
 
 #[cfg(test)]
@@ -289,7 +299,8 @@ mod tests {
         for ok in ["latest", "EARLIEST", "by_duration:PT1H", "by_duration:P1DT2H30M", "by_duration:PT0.5S"] {
             assert!(validate_group_config("share.auto.offset.reset", ok).is_ok(), "{ok}");
         }
-        for bad in ["none", "by_duration:", "by_duration:1h", "by_duration:PT", "by_duration:-PT1H", "by_duration:P1H"] {
+        for bad in ["none", "by_duration:", "by_duration:1h", "by_duration:PT", "by_duration:-PT1H", "by_duration:P1H"]
+        {
             let e = validate_group_config("share.auto.offset.reset", bad).unwrap_err().to_string();
             assert!(e.contains("latest | earliest | by_duration"), "{bad}: {e}");
         }

@@ -54,6 +54,11 @@ impl Admin {
                 let conn = self.cluster.broker(node, TrafficClass::Control).await?;
                 let version = conn.versions.pick(R::KEY, versions.0, versions.1)?;
                 let response = self.cluster.send(&conn, req, versions).await?;
+                // Brokers with share groups switched off (`share.version` 0) answer the share
+                // APIs with UNSUPPORTED_VERSION: name the feature and how to turn it on instead.
+                if group_code(&response) == crate::error::ErrorCode::UNSUPPORTED_VERSION.0 {
+                    conn.versions.require_share_groups()?;
+                }
                 Ok::<_, Error>(CoordinatorResponse { node, version, response })
             };
             let why = match attempt.await {
@@ -65,10 +70,7 @@ impl Admin {
                 Err(e) => return Err(e),
             };
             if Instant::now() >= deadline {
-                return Err(Error::Timeout {
-                    what: format!("{} for group {group} ({why})", R::NAME),
-                    after: timeout,
-                });
+                return Err(Error::Timeout { what: format!("{} for group {group} ({why})", R::NAME), after: timeout });
             }
             debug!(group, api = R::NAME, why, "retrying at the coordinator");
             tokio::time::sleep(backoff.next_delay()).await;

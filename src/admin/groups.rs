@@ -135,7 +135,9 @@ impl Admin {
                 }
                 break resp;
             };
-            if let Some(e) = Error::from_code(resp.error_code, None, crate::error::Context::api("ListGroups").broker(node)) {
+            if let Some(e) =
+                Error::from_code(resp.error_code, None, crate::error::Context::api("ListGroups").broker(node))
+            {
                 return Err(e);
             }
             for g in resp.groups {
@@ -144,7 +146,10 @@ impl Admin {
                     continue;
                 }
                 let id = g.group_id.0.to_string();
-                groups.insert(id.clone(), ShareGroupListing { group_id: id, state: ShareGroupState::parse(&g.group_state) });
+                groups.insert(
+                    id.clone(),
+                    ShareGroupListing { group_id: id, state: ShareGroupState::parse(&g.group_state) },
+                );
             }
         }
         Ok(groups.into_values().collect())
@@ -165,7 +170,9 @@ impl Admin {
         let req = ShareGroupDescribeRequest::default()
             .with_group_ids(vec![GroupId(StrBytes::from_string(group.to_string()))])
             .with_include_authorized_operations(false);
-        let code = |r: &kafka_protocol::messages::ShareGroupDescribeResponse| r.groups.first().map(|g| g.error_code).unwrap_or(0);
+        let code = |r: &kafka_protocol::messages::ShareGroupDescribeResponse| {
+            r.groups.first().map(|g| g.error_code).unwrap_or(0)
+        };
         let r = self.call_coordinator(group, &req, (1, 1), code).await?;
         let g = r
             .response
@@ -173,7 +180,11 @@ impl Admin {
             .into_iter()
             .find(|g| g.group_id.0.as_str() == group)
             .ok_or_else(|| Error::InvalidState(format!("ShareGroupDescribe left out group {group}")))?;
-        if let Some(e) = Error::from_code(g.error_code, g.error_message.map(|m| m.to_string()), group_ctx("ShareGroupDescribe", group)) {
+        if let Some(e) = Error::from_code(
+            g.error_code,
+            g.error_message.map(|m| m.to_string()),
+            group_ctx("ShareGroupDescribe", group),
+        ) {
             return Err(e);
         }
         let coordinator = self.cluster.with_metadata(|m| m.brokers.get(&r.node).cloned()).unwrap_or(BrokerInfo {
@@ -195,10 +206,13 @@ impl Admin {
                         let mut name = tp.topic_name.0.to_string();
                         if name.is_empty() {
                             // Names come with the response; fall back to metadata by id.
-                            name = self.cluster.with_metadata(|md| md.topic_name(&tp.topic_id).map(str::to_string)).unwrap_or_else(|| {
-                                unresolved.push(tp.topic_id);
-                                tp.topic_id.to_string()
-                            });
+                            name = self
+                                .cluster
+                                .with_metadata(|md| md.topic_name(&tp.topic_id).map(str::to_string))
+                                .unwrap_or_else(|| {
+                                    unresolved.push(tp.topic_id);
+                                    tp.topic_id.to_string()
+                                });
                         }
                         let mut p = tp.partitions;
                         p.sort_unstable();
@@ -248,11 +262,15 @@ impl Admin {
         let d = self.describe_share_group(group).await?;
         match d.state {
             ShareGroupState::Empty => {}
-            ShareGroupState::Dead => return Err(Error::InvalidState(format!("share group {group} is Dead (being deleted)"))),
+            ShareGroupState::Dead => {
+                return Err(Error::InvalidState(format!("share group {group} is Dead (being deleted)")))
+            }
             _ => return Err(non_empty(group)),
         }
-        let req = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(StrBytes::from_string(group.to_string()))]);
-        let code = |r: &kafka_protocol::messages::DeleteGroupsResponse| r.results.first().map(|g| g.error_code).unwrap_or(0);
+        let req =
+            DeleteGroupsRequest::default().with_groups_names(vec![GroupId(StrBytes::from_string(group.to_string()))]);
+        let code =
+            |r: &kafka_protocol::messages::DeleteGroupsResponse| r.results.first().map(|g| g.error_code).unwrap_or(0);
         let r = self.call_coordinator(group, &req, (0, 2), code).await?;
         let res = r
             .response

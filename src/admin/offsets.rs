@@ -16,8 +16,7 @@ use kafka_protocol::messages::describe_share_group_offsets_request::{
     DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
 };
 use kafka_protocol::messages::{
-    AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest, GroupId,
-    TopicName,
+    AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest, GroupId, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -56,7 +55,10 @@ impl fmt::Display for TopicPartition {
 /// The offset state of one share partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SharePartitionOffset {
-    /// The start offset; `None` when the partition has no share state yet.
+    /// The start offset; `None` when the partition has no share state yet. This is the
+    /// *persisted* value: the broker writes a new start offset with the partition's next state
+    /// write, so right after the last acknowledgement it can still show the old one while
+    /// `lag` (4.2+) already counts the acknowledged records. The Java tool shows the same.
     pub start_offset: Option<i64>,
     /// The leader epoch the state was written at, if known.
     pub leader_epoch: Option<i32>,
@@ -112,17 +114,26 @@ impl Admin {
                     names
                         .iter()
                         .map(|t| {
-                            let parts = m.topics.get(t).map(|ti| ti.partitions.iter().map(|p| p.partition).collect()).unwrap_or_default();
-                            DescribeShareGroupOffsetsRequestTopic::default().with_topic_name(topic_name(t)).with_partitions(parts)
+                            let parts = m
+                                .topics
+                                .get(t)
+                                .map(|ti| ti.partitions.iter().map(|p| p.partition).collect())
+                                .unwrap_or_default();
+                            DescribeShareGroupOffsetsRequestTopic::default()
+                                .with_topic_name(topic_name(t))
+                                .with_partitions(parts)
                         })
                         .collect()
                 }))
             }
         };
         let req = DescribeOffsetsRequest(DescribeShareGroupOffsetsRequest::default().with_groups(vec![
-            DescribeShareGroupOffsetsRequestGroup::default().with_group_id(group_id(group)).with_topics(req_topics),
-        ]));
-        let code = |r: &super::offsets_wire::DescribeOffsetsResponse| r.groups.first().map(|g| g.error_code).unwrap_or(0);
+                DescribeShareGroupOffsetsRequestGroup::default()
+                    .with_group_id(group_id(group))
+                    .with_topics(req_topics),
+            ]));
+        let code =
+            |r: &super::offsets_wire::DescribeOffsetsResponse| r.groups.first().map(|g| g.error_code).unwrap_or(0);
         let r = self.call_coordinator(group, &req, (0, 1), code).await?;
         let g = r
             .response
@@ -130,7 +141,8 @@ impl Admin {
             .into_iter()
             .find(|g| g.group_id == group)
             .ok_or_else(|| Error::InvalidState(format!("DescribeShareGroupOffsets left out group {group}")))?;
-        if let Some(e) = Error::from_code(g.error_code, g.error_message, group_ctx("DescribeShareGroupOffsets", group)) {
+        if let Some(e) = Error::from_code(g.error_code, g.error_message, group_ctx("DescribeShareGroupOffsets", group))
+        {
             return Err(e);
         }
         let lag_supported = r.version >= 1;
@@ -170,13 +182,17 @@ impl Admin {
         let mut topics: BTreeMap<&str, Vec<AlterShareGroupOffsetsRequestPartition>> = BTreeMap::new();
         for (tp, o) in offsets {
             topics.entry(&tp.topic).or_default().push(
-                AlterShareGroupOffsetsRequestPartition::default().with_partition_index(tp.partition).with_start_offset(*o),
+                AlterShareGroupOffsetsRequestPartition::default()
+                    .with_partition_index(tp.partition)
+                    .with_start_offset(*o),
             );
         }
         let req = AlterShareGroupOffsetsRequest::default().with_group_id(group_id(group)).with_topics(
             topics
                 .into_iter()
-                .map(|(t, ps)| AlterShareGroupOffsetsRequestTopic::default().with_topic_name(topic_name(t)).with_partitions(ps))
+                .map(|(t, ps)| {
+                    AlterShareGroupOffsetsRequestTopic::default().with_topic_name(topic_name(t)).with_partitions(ps)
+                })
                 .collect(),
         );
         let r = self.call_coordinator(group, &req, (0, 0), |r| r.error_code).await?;
@@ -184,7 +200,11 @@ impl Admin {
         if resp.error_code == ErrorCode::NON_EMPTY_GROUP.0 {
             return Err(non_empty(group));
         }
-        if let Some(e) = Error::from_code(resp.error_code, resp.error_message.map(|m| m.to_string()), group_ctx("AlterShareGroupOffsets", group)) {
+        if let Some(e) = Error::from_code(
+            resp.error_code,
+            resp.error_message.map(|m| m.to_string()),
+            group_ctx("AlterShareGroupOffsets", group),
+        ) {
             return Err(e);
         }
         let mut out = Vec::new();
@@ -218,14 +238,21 @@ impl Admin {
             return Ok(Vec::new());
         }
         let req = DeleteShareGroupOffsetsRequest::default().with_group_id(group_id(group)).with_topics(
-            topics.iter().map(|t| DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(topic_name(t))).collect(),
+            topics
+                .iter()
+                .map(|t| DeleteShareGroupOffsetsRequestTopic::default().with_topic_name(topic_name(t)))
+                .collect(),
         );
         let r = self.call_coordinator(group, &req, (0, 0), |r| r.error_code).await?;
         let resp = r.response;
         if resp.error_code == ErrorCode::NON_EMPTY_GROUP.0 {
             return Err(non_empty(group));
         }
-        if let Some(e) = Error::from_code(resp.error_code, resp.error_message.map(|m| m.to_string()), group_ctx("DeleteShareGroupOffsets", group)) {
+        if let Some(e) = Error::from_code(
+            resp.error_code,
+            resp.error_message.map(|m| m.to_string()),
+            group_ctx("DeleteShareGroupOffsets", group),
+        ) {
             return Err(e);
         }
         Ok(topics
@@ -236,7 +263,10 @@ impl Admin {
                     Some(x) => match Error::from_code(
                         x.error_code,
                         x.error_message.as_ref().map(|m| m.to_string()),
-                        Context { topic: Some(t.to_string()), ..Context::api("DeleteShareGroupOffsets").broker(r.node) },
+                        Context {
+                            topic: Some(t.to_string()),
+                            ..Context::api("DeleteShareGroupOffsets").broker(r.node)
+                        },
                     ) {
                         Some(e) => Err(e),
                         None => Ok(()),

@@ -113,7 +113,11 @@ struct Reader(Bytes);
 impl Reader {
     fn need(&self, n: usize) -> Result<(), CodecError> {
         if self.0.remaining() < n {
-            return Err(CodecError::Truncated { what: NAME, needed: n - self.0.remaining(), remaining: self.0.remaining() });
+            return Err(CodecError::Truncated {
+                what: NAME,
+                needed: n - self.0.remaining(),
+                remaining: self.0.remaining(),
+            });
         }
         Ok(())
     }
@@ -162,7 +166,9 @@ impl Reader {
     }
 
     fn nullable_string(&mut self) -> Result<Option<String>, CodecError> {
-        let Some(n) = self.len()? else { return Ok(None) };
+        let Some(n) = self.len()? else {
+            return Ok(None);
+        };
         self.need(n)?;
         let raw = self.0.split_to(n);
         String::from_utf8(raw.to_vec())
@@ -171,7 +177,8 @@ impl Reader {
     }
 
     fn string(&mut self) -> Result<String, CodecError> {
-        self.nullable_string()?.ok_or_else(|| CodecError::Invalid { what: NAME, detail: "null in a non-nullable string".into() })
+        self.nullable_string()?
+            .ok_or_else(|| CodecError::Invalid { what: NAME, detail: "null in a non-nullable string".into() })
     }
 
     fn array<T>(&mut self, mut item: impl FnMut(&mut Self) -> Result<T, CodecError>) -> Result<Vec<T>, CodecError> {
@@ -248,6 +255,9 @@ mod tests {
         }
         let mut extra = BytesMut::from(&full[..]);
         extra.put_u8(1);
-        assert!(matches!(DescribeOffsetsRequest::decode_response(extra.freeze(), 1), Err(CodecError::TrailingBytes { .. })));
+        assert!(matches!(
+            DescribeOffsetsRequest::decode_response(extra.freeze(), 1),
+            Err(CodecError::TrailingBytes { .. })
+        ));
     }
 }

@@ -91,13 +91,14 @@ impl Admin {
             Err(e) if e.code() == Some(ErrorCode::GROUP_ID_NOT_FOUND) => {}
             Err(e) => return Err(e),
         }
-        let current = match self.list_share_group_offsets(group, None).await {
-            Ok(o) => o.start_offsets(),
-            Err(e) if e.code() == Some(ErrorCode::GROUP_ID_NOT_FOUND) => BTreeMap::new(),
+        let (current, known) = match self.list_share_group_offsets(group, None).await {
+            // Partitions without a start offset yet are listed too, and reset with the rest.
+            Ok(o) => (o.start_offsets(), o.partitions.into_iter().map(|(tp, _)| tp).collect()),
+            Err(e) if e.code() == Some(ErrorCode::GROUP_ID_NOT_FOUND) => (BTreeMap::new(), BTreeSet::new()),
             Err(e) => return Err(e),
         };
         let tps: BTreeSet<TopicPartition> = match scope {
-            None => current.keys().cloned().collect(),
+            None => known,
             Some(sel) => self.expand(sel).await?,
         };
         if tps.is_empty() {
@@ -109,7 +110,8 @@ impl Admin {
             OffsetResetSpec::Latest => self.list_offsets(&tps, -1).await?,
             OffsetResetSpec::Timestamp(ts) => {
                 let mut at = self.list_offsets(&tps, ts).await?;
-                let missing: Vec<TopicPartition> = at.iter().filter(|(_, o)| **o < 0).map(|(tp, _)| tp.clone()).collect();
+                let missing: Vec<TopicPartition> =
+                    at.iter().filter(|(_, o)| **o < 0).map(|(tp, _)| tp.clone()).collect();
                 if !missing.is_empty() {
                     at.extend(self.list_offsets(&missing, -1).await?);
                 }
@@ -129,7 +131,9 @@ impl Admin {
             OffsetResetSpec::Current => {
                 let mut out = BTreeMap::new();
                 for tp in &tps {
-                    let cur = current.get(tp).ok_or_else(|| Error::InvalidArgument(format!("{tp} has no current start offset")))?;
+                    let cur = current
+                        .get(tp)
+                        .ok_or_else(|| Error::InvalidArgument(format!("{tp} has no current start offset")))?;
                     out.insert(tp.clone(), *cur);
                 }
                 out
@@ -141,9 +145,15 @@ impl Admin {
             .collect();
         if execute {
             let offsets: BTreeMap<TopicPartition, i64> = plan.iter().map(|p| (p.tp.clone(), p.new)).collect();
-            let results: BTreeMap<TopicPartition, Result<()>> = self.alter_share_group_offsets(group, &offsets).await?.into_iter().collect();
+            let results: BTreeMap<TopicPartition, Result<()>> =
+                self.alter_share_group_offsets(group, &offsets).await?.into_iter().collect();
             for p in &mut plan {
-                p.applied = Some(results.get(&p.tp).cloned().unwrap_or_else(|| Err(Error::InvalidState(format!("no result for {}", p.tp)))));
+                p.applied = Some(
+                    results
+                        .get(&p.tp)
+                        .cloned()
+                        .unwrap_or_else(|| Err(Error::InvalidState(format!("no result for {}", p.tp)))),
+                );
             }
         }
         Ok(plan)
@@ -155,7 +165,10 @@ impl Admin {
         let mut out = BTreeSet::new();
         for s in sel {
             let all: Vec<i32> = self.cluster.with_metadata(|m| {
-                m.topics.get(&s.topic).map(|t| t.partitions.iter().map(|p| p.partition).collect()).unwrap_or_default()
+                m.topics
+                    .get(&s.topic)
+                    .map(|t| t.partitions.iter().map(|p| p.partition).collect())
+                    .unwrap_or_default()
             });
             match &s.partitions {
                 None => out.extend(all.into_iter().map(|p| TopicPartition::new(&s.topic, p))),
@@ -187,7 +200,8 @@ impl Admin {
         let mut todo: Vec<TopicPartition> = tps.to_vec();
         let mut backoff = self.cluster.config().backoff();
         loop {
-            let topics: Vec<String> = todo.iter().map(|tp| tp.topic.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+            let topics: Vec<String> =
+                todo.iter().map(|tp| tp.topic.clone()).collect::<BTreeSet<_>>().into_iter().collect();
             self.cluster.refresh_metadata(&topics).await?;
             let mut by_leader: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
             let mut retry = Vec::new();
@@ -201,15 +215,23 @@ impl Admin {
                 let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
                 for tp in &parts {
                     topics.entry(&tp.topic).or_default().push(
-                        ListOffsetsPartition::default().with_partition_index(tp.partition).with_current_leader_epoch(-1).with_timestamp(spec),
+                        ListOffsetsPartition::default()
+                            .with_partition_index(tp.partition)
+                            .with_current_leader_epoch(-1)
+                            .with_timestamp(spec),
                     );
                 }
-                let req = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_timeout_ms(30_000).with_topics(
-                    topics
-                        .into_iter()
-                        .map(|(t, ps)| ListOffsetsTopic::default().with_name(TopicName(StrBytes::from_string(t.to_string()))).with_partitions(ps))
-                        .collect(),
-                );
+                let req =
+                    ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_timeout_ms(30_000).with_topics(
+                        topics
+                            .into_iter()
+                            .map(|(t, ps)| {
+                                ListOffsetsTopic::default()
+                                    .with_name(TopicName(StrBytes::from_string(t.to_string())))
+                                    .with_partitions(ps)
+                            })
+                            .collect(),
+                    );
                 let conn = self.cluster.broker(leader, TrafficClass::Control).await?;
                 let resp = self.cluster.send(&conn, &req, (1, 10)).await?;
                 for tp in parts {
@@ -226,7 +248,8 @@ impl Admin {
                         Some(p) if ErrorCode(p.error_code).is_retriable() => retry.push(tp),
                         Some(p) => {
                             let ctx = Context::api("ListOffsets").broker(leader).partition(&tp.topic, tp.partition);
-                            return Err(Error::from_code(p.error_code, None, ctx).unwrap_or_else(|| Error::InvalidState("unreachable".into())));
+                            return Err(Error::from_code(p.error_code, None, ctx)
+                                .unwrap_or_else(|| Error::InvalidState("unreachable".into())));
                         }
                         None => return Err(Error::InvalidState(format!("ListOffsets left out {tp}"))),
                     }
@@ -248,7 +271,11 @@ impl Admin {
 /// zone (`Z`, `+hh:mm`, `-hhmm`); without a zone it is UTC, as in Java's `Utils.getDateTime`.
 /// Returns ms since the epoch.
 pub fn parse_datetime(s: &str) -> Result<i64> {
-    let bad = || Error::InvalidArgument(format!("invalid datetime {s:?}; use YYYY-MM-DDTHH:mm:SS.sss, optionally with Z or +hh:mm"));
+    let bad = || {
+        Error::InvalidArgument(format!(
+            "invalid datetime {s:?}; use YYYY-MM-DDTHH:mm:SS.sss, optionally with Z or +hh:mm"
+        ))
+    };
     let (date, time) = s.split_once('T').ok_or_else(bad)?;
     let (time, offset_min) = match time.find(['Z', 'z', '+', '-']) {
         None => (time, 0),
@@ -272,7 +299,9 @@ pub fn parse_datetime(s: &str) -> Result<i64> {
     let num = |x: &str| x.parse::<i64>().map_err(|_| bad());
     let d: Vec<&str> = date.split('-').collect();
     let (sec_part, millis) = match time.split_once('.') {
-        Some((a, f)) if !f.is_empty() && f.len() <= 3 && f.chars().all(|c| c.is_ascii_digit()) => (a, num(&format!("{f:0<3}"))?),
+        Some((a, f)) if !f.is_empty() && f.len() <= 3 && f.chars().all(|c| c.is_ascii_digit()) => {
+            (a, num(&format!("{f:0<3}"))?)
+        }
         Some(_) => return Err(bad()),
         None => (time, 0),
     };
@@ -283,7 +312,16 @@ pub fn parse_datetime(s: &str) -> Result<i64> {
     let (y, mo, da, h, mi, se) = (num(d[0])?, num(d[1])?, num(d[2])?, num(t[0])?, num(t[1])?, num(t[2])?);
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     let days_in = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if !(1..=12).contains(&mo) || da < 1 || da > days_in[(mo - 1) as usize] || h > 23 || mi > 59 || se > 59 || h < 0 || mi < 0 || se < 0 {
+    if !(1..=12).contains(&mo)
+        || da < 1
+        || da > days_in[(mo - 1) as usize]
+        || h > 23
+        || mi > 59
+        || se > 59
+        || h < 0
+        || mi < 0
+        || se < 0
+    {
         return Err(bad());
     }
     // Days from 1970-01-01 (Howard Hinnant's days_from_civil).

@@ -82,11 +82,17 @@ impl Admin {
         for t in topics {
             let r = resp.topics.iter().find(|r| r.name.0.as_str() == t.name);
             out.push(match r {
-                None => Err(Error::InvalidState(format!("CreateTopics response left out topic {}", t.name))),
+                None => Err(Error::InvalidState(format!(
+                    "CreateTopics response left out topic {}",
+                    t.name
+                ))),
                 Some(r) => match Error::from_code(
                     r.error_code,
                     r.error_message.as_ref().map(|m| m.to_string()),
-                    Context { topic: Some(t.name.clone()), ..Context::api("CreateTopics") },
+                    Context {
+                        topic: Some(t.name.clone()),
+                        ..Context::api("CreateTopics")
+                    },
                 ) {
                     Some(e) => Err(e),
                     None => {
@@ -96,13 +102,16 @@ impl Admin {
                 },
             });
         }
-        self.wait_for_leaders(&created, Duration::from_secs(30)).await?;
+        self.wait_for_leaders(&created, Duration::from_secs(30))
+            .await?;
         Ok(out)
     }
 
     /// Creates one topic, treating "already exists" as success.
     pub async fn create_topic(&self, name: &str, partitions: i32) -> Result<()> {
-        let mut r = self.create_topics(&[NewTopic::new(name, partitions)]).await?;
+        let mut r = self
+            .create_topics(&[NewTopic::new(name, partitions)])
+            .await?;
         match r.pop() {
             Some(Err(e)) if e.code() == Some(ErrorCode::TOPIC_ALREADY_EXISTS) => Ok(()),
             Some(r) => r,
@@ -112,24 +121,38 @@ impl Admin {
 
     /// Deletes topics by name; one result per topic, in order.
     pub async fn delete_topics(&self, names: &[&str]) -> Result<Vec<Result<()>>> {
-        let req = DeleteTopicsRequest::default().with_timeout_ms(30_000).with_topics(
-            names
-                .iter()
-                .map(|n| DeleteTopicState::default().with_name(Some(TopicName(StrBytes::from_string(n.to_string())))))
-                .collect(),
-        );
+        let req = DeleteTopicsRequest::default()
+            .with_timeout_ms(30_000)
+            .with_topics(
+                names
+                    .iter()
+                    .map(|n| {
+                        DeleteTopicState::default()
+                            .with_name(Some(TopicName(StrBytes::from_string(n.to_string()))))
+                    })
+                    .collect(),
+            );
         // Versions 6+ name topics in DeleteTopicState (v0-5 use topic_names).
         let conn = self.cluster.any_broker().await?;
         let resp = self.cluster.send(&conn, &req, (6, 6)).await?;
         Ok(names
             .iter()
             .map(|n| {
-                match resp.responses.iter().find(|r| r.name.as_ref().map(|x| x.0.as_str()) == Some(*n)) {
-                    None => Err(Error::InvalidState(format!("DeleteTopics response left out topic {n}"))),
+                match resp
+                    .responses
+                    .iter()
+                    .find(|r| r.name.as_ref().map(|x| x.0.as_str()) == Some(*n))
+                {
+                    None => Err(Error::InvalidState(format!(
+                        "DeleteTopics response left out topic {n}"
+                    ))),
                     Some(r) => match Error::from_code(
                         r.error_code,
                         r.error_message.as_ref().map(|m| m.to_string()),
-                        Context { topic: Some(n.to_string()), ..Context::api("DeleteTopics") },
+                        Context {
+                            topic: Some(n.to_string()),
+                            ..Context::api("DeleteTopics")
+                        },
                     ) {
                         Some(e) => Err(e),
                         None => Ok(()),
@@ -151,7 +174,9 @@ impl Admin {
                 topics.iter().all(|t| {
                     m.topics
                         .get(t)
-                        .map(|ti| !ti.partitions.is_empty() && ti.partitions.iter().all(|p| p.leader >= 0))
+                        .map(|ti| {
+                            !ti.partitions.is_empty() && ti.partitions.iter().all(|p| p.leader >= 0)
+                        })
                         .unwrap_or(false)
                 })
             });

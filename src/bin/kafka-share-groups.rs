@@ -99,10 +99,15 @@ async fn run(a: Args) -> Result<(), Failure> {
         }
         Action::AlterConfig => {
             let g = &a.groups[0];
-            let mut changes: Vec<(&str, Option<&str>)> = a.set_configs.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))).collect();
+            let mut changes: Vec<(&str, Option<&str>)> =
+                a.set_configs.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))).collect();
             changes.extend(a.delete_configs.iter().map(|k| (k.as_str(), None)));
             admin.alter_group_configs(g, &changes).await?;
-            emit(&a, serde_json::json!({"group": g, "altered": true}), format!("Completed updating config for group {g}.\n"));
+            emit(
+                &a,
+                serde_json::json!({"group": g, "altered": true}),
+                format!("Completed updating config for group {g}.\n"),
+            );
             Ok(())
         }
     }
@@ -114,7 +119,9 @@ async fn list(admin: &Admin, a: &Args) -> Result<(), Failure> {
         for x in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
             match ShareGroupState::parse(x) {
                 ShareGroupState::Unknown(_) => {
-                    return Err(Failure::Usage(format!("invalid state list '{s}'; valid states are Empty, Stable, Dead")))
+                    return Err(Failure::Usage(format!(
+                        "invalid state list '{s}'; valid states are Empty, Stable, Dead"
+                    )))
                 }
                 st => states.push(st),
             }
@@ -199,9 +206,11 @@ async fn describe(admin: &Admin, a: &Args) -> Result<(), Failure> {
 async fn delete(admin: &Admin, a: &Args) -> Result<(), Failure> {
     let groups = group_ids(admin, a).await?;
     let refs: Vec<&str> = groups.iter().map(String::as_str).collect();
-    let results: Vec<(String, Result<(), Error>)> = groups.iter().cloned().zip(admin.delete_share_groups(&refs).await?).collect();
+    let results: Vec<(String, Result<(), Error>)> =
+        groups.iter().cloned().zip(admin.delete_share_groups(&refs).await?).collect();
     let ok: Vec<String> = results.iter().filter(|(_, r)| r.is_ok()).map(|(g, _)| format!("'{g}'")).collect();
-    let bad: Vec<String> = results.iter().filter_map(|(g, r)| r.as_ref().err().map(|e| format!("group '{g}': {e}"))).collect();
+    let bad: Vec<String> =
+        results.iter().filter_map(|(g, r)| r.as_ref().err().map(|e| format!("group '{g}': {e}"))).collect();
     let mut human = String::new();
     if bad.is_empty() {
         human.push_str(&format!("Deletion of requested share groups ({}) was successful.\n", ok.join(", ")));
@@ -222,10 +231,13 @@ async fn delete_offsets(admin: &Admin, a: &Args) -> Result<(), Failure> {
     let results = admin.delete_share_group_offsets(g, &topics).await?;
     let rows: Vec<Vec<String>> = results
         .iter()
-        .map(|(t, r)| vec![t.clone(), r.as_ref().map(|_| "Successful".to_string()).unwrap_or_else(|e| format!("Error: {e}"))])
+        .map(|(t, r)| {
+            vec![t.clone(), r.as_ref().map(|_| "Successful".to_string()).unwrap_or_else(|e| format!("Error: {e}"))]
+        })
         .collect();
     emit(a, json::results("topic", &results), format!("\n{}", text::table(&["TOPIC", "STATUS"], &rows, &[15])));
-    let bad: Vec<String> = results.iter().filter_map(|(t, r)| r.as_ref().err().map(|e| format!("topic {t}: {e}"))).collect();
+    let bad: Vec<String> =
+        results.iter().filter_map(|(t, r)| r.as_ref().err().map(|e| format!("topic {t}: {e}"))).collect();
     if bad.is_empty() {
         Ok(())
     } else {
@@ -241,22 +253,33 @@ async fn reset(admin: &Admin, a: &Args) -> Result<(), Failure> {
         ResetTo::Current => OffsetResetSpec::Current,
         ResetTo::Offset(o) => OffsetResetSpec::Offset(*o),
         ResetTo::ShiftBy(n) => OffsetResetSpec::ShiftBy(*n),
-        ResetTo::Datetime(s) => OffsetResetSpec::Timestamp(parse_datetime(s).map_err(|e| Failure::Usage(e.to_string()))?),
+        ResetTo::Datetime(s) => {
+            OffsetResetSpec::Timestamp(parse_datetime(s).map_err(|e| Failure::Usage(e.to_string()))?)
+        }
     };
     let scope: Option<Vec<TopicSelection>> = if a.all_topics {
         None
     } else {
-        Some(a.topics.iter().map(|t| TopicSelection::parse(t)).collect::<Result<_, _>>().map_err(|e| Failure::Usage(e.to_string()))?)
+        Some(
+            a.topics
+                .iter()
+                .map(|t| TopicSelection::parse(t))
+                .collect::<Result<_, _>>()
+                .map_err(|e| Failure::Usage(e.to_string()))?,
+        )
     };
     let plan = admin.reset_share_group_offsets(g, scope.as_deref(), spec, a.execute).await?;
     if plan.is_empty() && !a.json {
         eprintln!("Share group '{g}' has no offsets to reset.");
     }
     emit(a, json::reset(g, a.dry_run, &plan), if plan.is_empty() { String::new() } else { text::reset(g, &plan) });
-    let bad: Vec<String> = plan.iter().filter_map(|p| match &p.applied {
-        Some(Err(e)) => Some(format!("{}: {e}", p.tp)),
-        _ => None,
-    }).collect();
+    let bad: Vec<String> = plan
+        .iter()
+        .filter_map(|p| match &p.applied {
+            Some(Err(e)) => Some(format!("{}: {e}", p.tp)),
+            _ => None,
+        })
+        .collect();
     if bad.is_empty() {
         Ok(())
     } else {

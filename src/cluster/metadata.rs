@@ -135,7 +135,12 @@ impl Metadata {
 
     /// The leader of a partition, if known.
     pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
-        let p = self.topics.get(topic)?.partitions.iter().find(|p| p.partition == partition)?;
+        let p = self
+            .topics
+            .get(topic)?
+            .partitions
+            .iter()
+            .find(|p| p.partition == partition)?;
         (p.leader >= 0).then_some(p.leader)
     }
 

@@ -103,9 +103,15 @@ mod tests {
         let v = ApiVersions::from_ranges(3, &[(78, 0, 0)], &[]);
         let e = v.pick(78, 1, 2).unwrap_err();
         let text = e.to_string();
-        assert!(text.contains("broker 3 supports ShareFetch versions 0..=0"), "{text}");
+        assert!(
+            text.contains("broker 3 supports ShareFetch versions 0..=0"),
+            "{text}"
+        );
         let e = v.pick(76, 1, 1).unwrap_err();
-        assert!(matches!(e, Error::UnsupportedVersion { broker_min: -1, .. }));
+        assert!(matches!(
+            e,
+            Error::UnsupportedVersion { broker_min: -1, .. }
+        ));
     }
 
     #[test]
@@ -113,7 +119,10 @@ mod tests {
         let v = ApiVersions::from_ranges(1, &[(78, 1, 2)], &[("share.version", 0)]);
         let e = v.require_share_groups().unwrap_err();
         assert!(e.to_string().contains("share.version"), "{e}");
-        assert!(e.to_string().contains("upgrade --feature share.version=1"), "{e}");
+        assert!(
+            e.to_string().contains("upgrade --feature share.version=1"),
+            "{e}"
+        );
         let v = ApiVersions::from_ranges(1, &[(78, 1, 2)], &[("share.version", 1)]);
         assert!(v.require_share_groups().is_ok());
     }

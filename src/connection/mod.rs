@@ -61,7 +61,9 @@ pub struct Connection {
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection").field("addr", &self.shared.addr).finish()
+        f.debug_struct("Connection")
+            .field("addr", &self.shared.addr)
+            .finish()
     }
 }
 
@@ -99,8 +101,13 @@ impl Connection {
     }
 
     /// Dials `addr` over TCP (with TCP_NODELAY) and spawns the connection.
-    pub async fn connect_tcp(addr: &str, config: ConnectionConfig, timeout: Duration) -> Result<Connection> {
-        let stream = match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
+    pub async fn connect_tcp(
+        addr: &str,
+        config: ConnectionConfig,
+        timeout: Duration,
+    ) -> Result<Connection> {
+        let stream = match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await
+        {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Err(Error::io(addr, e)),
             Err(_) => {
@@ -139,7 +146,12 @@ impl Connection {
                 source,
             })?;
         let frame = self
-            .call_raw(R::KEY, version, R::request_header_version(version), body.freeze())
+            .call_raw(
+                R::KEY,
+                version,
+                R::request_header_version(version),
+                body.freeze(),
+            )
             .await?;
         let body = frame::strip_response_header(frame, R::response_header_version(version))
             .and_then(|b| R::decode_response(b, version))
@@ -157,7 +169,12 @@ impl Connection {
     /// Like [`call`](Self::call), but gives up after `timeout`. A timed-out connection is
     /// closed, as the Java client does: the broker is not answering, and a late response must
     /// not be matched to anything.
-    pub async fn call_timeout<R: ApiRequest>(&self, request: &R, version: i16, timeout: Duration) -> Result<R::Response> {
+    pub async fn call_timeout<R: ApiRequest>(
+        &self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response> {
         match tokio::time::timeout(timeout, self.call(request, version)).await {
             Ok(r) => r,
             Err(_) => {
@@ -173,7 +190,13 @@ impl Connection {
 
     /// Sends an already encoded body; returns the response frame after the length prefix
     /// (starting with the correlation id).
-    pub async fn call_raw(&self, api_key: i16, api_version: i16, header_version: i16, body: Bytes) -> Result<Bytes> {
+    pub async fn call_raw(
+        &self,
+        api_key: i16,
+        api_version: i16,
+        header_version: i16,
+        body: Bytes,
+    ) -> Result<Bytes> {
         if let Some(e) = self.shared.lock().poisoned.clone() {
             return Err(e);
         }
@@ -195,10 +218,14 @@ impl Connection {
     }
 
     fn closed_error(&self) -> Error {
-        self.shared.lock().poisoned.clone().unwrap_or(Error::ConnectionClosed {
-            addr: self.shared.addr.clone(),
-            cause: None,
-        })
+        self.shared
+            .lock()
+            .poisoned
+            .clone()
+            .unwrap_or(Error::ConnectionClosed {
+                addr: self.shared.addr.clone(),
+                cause: None,
+            })
     }
 }
 

@@ -25,7 +25,10 @@ use std::time::Duration;
 
 use tokio::runtime::Runtime;
 
-use super::{AckCallback, AcknowledgeType, CommitResults, ConsumerRecord, MetricsSnapshot, ShareConsumerConfig, WakeupHandle};
+use super::{
+    AckCallback, AcknowledgeType, CommitResults, ConsumerRecord, MetricsSnapshot,
+    ShareConsumerConfig, WakeupHandle,
+};
 use crate::error::{Error, Result};
 
 /// A blocking wrapper around [`super::ShareConsumer`]. It owns a small runtime whose one
@@ -46,7 +49,10 @@ impl ShareConsumer {
             .build()
             .map_err(|e| Error::io("runtime", e))?;
         let inner = rt.block_on(super::ShareConsumer::connect(cfg))?;
-        Ok(ShareConsumer { inner: Some(inner), rt })
+        Ok(ShareConsumer {
+            inner: Some(inner),
+            rt,
+        })
     }
 
     fn c(&self) -> Result<&super::ShareConsumer> {
@@ -69,7 +75,10 @@ impl ShareConsumer {
 
     /// See [`super::ShareConsumer::subscription`].
     pub fn subscription(&self) -> BTreeSet<String> {
-        self.inner.as_ref().map(|c| c.subscription()).unwrap_or_default()
+        self.inner
+            .as_ref()
+            .map(|c| c.subscription())
+            .unwrap_or_default()
     }
 
     /// See [`super::ShareConsumer::poll`].
@@ -89,7 +98,13 @@ impl ShareConsumer {
     }
 
     /// See [`super::ShareConsumer::acknowledge_offset`].
-    pub fn acknowledge_offset(&self, topic: &str, partition: i32, offset: i64, t: AcknowledgeType) -> Result<()> {
+    pub fn acknowledge_offset(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        t: AcknowledgeType,
+    ) -> Result<()> {
         self.c()?.acknowledge_offset(topic, partition, offset, t)
     }
 
@@ -113,7 +128,9 @@ impl ShareConsumer {
 
     /// See [`super::ShareConsumer::acquisition_lock_timeout`].
     pub fn acquisition_lock_timeout(&self) -> Option<Duration> {
-        self.inner.as_ref().and_then(|c| c.acquisition_lock_timeout())
+        self.inner
+            .as_ref()
+            .and_then(|c| c.acquisition_lock_timeout())
     }
 
     /// See [`super::ShareConsumer::metrics`].
@@ -123,7 +140,10 @@ impl ShareConsumer {
 
     /// A handle whose `wakeup()` ends a blocked poll from any thread.
     pub fn wakeup_handle(&self) -> WakeupHandle {
-        self.inner.as_ref().map(|c| c.wakeup_handle()).unwrap_or_default()
+        self.inner
+            .as_ref()
+            .map(|c| c.wakeup_handle())
+            .unwrap_or_default()
     }
 
     /// See [`super::ShareConsumer::close`].

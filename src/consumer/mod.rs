@@ -23,6 +23,7 @@ mod config;
 mod driver;
 mod metrics;
 mod record;
+mod stream;
 mod wakeup;
 
 pub mod blocking;
@@ -83,7 +84,9 @@ pub struct ShareConsumer {
 
 impl std::fmt::Debug for ShareConsumer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShareConsumer").field("group_id", &self.cfg.group_id).finish()
+        f.debug_struct("ShareConsumer")
+            .field("group_id", &self.cfg.group_id)
+            .finish()
     }
 }
 
@@ -95,10 +98,19 @@ impl ShareConsumer {
         let cluster = Cluster::connect(cfg.cluster.clone()).await?;
         let conn = cluster.any_broker().await?;
         conn.versions.require_share_groups()?;
-        conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 1, 2)?;
+        conn.versions
+            .pick(crate::protocol::share::SHARE_FETCH_API_KEY, 1, 2)?;
         conn.versions.pick(76, 1, 1)?;
-        let renew = conn.versions.pick(crate::protocol::share::SHARE_ACKNOWLEDGE_API_KEY, 2, 2).is_ok();
-        if cfg.acquire_mode == AcquireMode::RecordLimit && conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 2, 2).is_err() {
+        let renew = conn
+            .versions
+            .pick(crate::protocol::share::SHARE_ACKNOWLEDGE_API_KEY, 2, 2)
+            .is_ok();
+        if cfg.acquire_mode == AcquireMode::RecordLimit
+            && conn
+                .versions
+                .pick(crate::protocol::share::SHARE_FETCH_API_KEY, 2, 2)
+                .is_err()
+        {
             return Err(Error::config(
                 "share.acquire.mode",
                 "record_limit needs ShareFetch v2 (Kafka 4.2+); this cluster speaks v1: use batch_optimized",
@@ -108,6 +120,7 @@ impl ShareConsumer {
             metrics: metrics::Metrics::new(),
             acquisition_lock_timeout_ms: AtomicI64::new(-1),
             renew_supported: AtomicBool::new(renew),
+            sessions: Mutex::new(BTreeMap::new()),
         });
         let tx = Driver::spawn(cluster, cfg.clone(), shared.clone());
         Ok(ShareConsumer {
@@ -182,17 +195,27 @@ impl ShareConsumer {
                 return Err(Error::Closed);
             }
             if local.subscription.is_empty() {
-                return Err(Error::InvalidState("not subscribed to any topic: call subscribe first".into()));
+                return Err(Error::InvalidState(
+                    "not subscribed to any topic: call subscribe first".into(),
+                ));
             }
             if self.cfg.acknowledgement_mode == AcknowledgementMode::Explicit {
-                let pending: usize = local.held.values().map(|m| m.values().filter(|h| h.ack.is_none()).count()).sum();
+                let pending: usize = local
+                    .held
+                    .values()
+                    .map(|m| m.values().filter(|h| h.ack.is_none()).count())
+                    .sum();
                 if pending > 0 {
                     return Err(Error::InvalidState(format!(
                         "{pending} records of the last poll are not acknowledged; in explicit mode acknowledge every record (ACCEPT, RELEASE or REJECT) before polling again"
                     )));
                 }
             }
-            take_acks(&mut local, Some(AcknowledgeType::Accept).filter(|_| self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit))
+            take_acks(
+                &mut local,
+                Some(AcknowledgeType::Accept)
+                    .filter(|_| self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit),
+            )
         };
         let (reply, mut rx) = oneshot::channel();
         self.send(Command::Poll {
@@ -214,15 +237,19 @@ impl ShareConsumer {
         let mut local = self.lock();
         let mut out = Vec::with_capacity(delivered.len());
         for d in delivered {
-            local.held.entry((d.record.topic().to_string(), d.record.partition)).or_default().insert(
-                d.record.offset,
-                Held {
-                    tp: d.tp,
-                    node: d.node,
-                    generation: d.generation,
-                    ack: None,
-                },
-            );
+            local
+                .held
+                .entry((d.record.topic().to_string(), d.record.partition))
+                .or_default()
+                .insert(
+                    d.record.offset,
+                    Held {
+                        tp: d.tp,
+                        node: d.node,
+                        generation: d.generation,
+                        ack: None,
+                    },
+                );
             out.push(d.record);
         }
         Ok(out)
@@ -230,23 +257,40 @@ impl ShareConsumer {
 
     /// Accepts a record (explicit mode), as Java's `acknowledge(record)`.
     pub fn acknowledge(&self, record: &ConsumerRecord) -> Result<()> {
-        self.acknowledge_offset(record.topic(), record.partition, record.offset, AcknowledgeType::Accept)
+        self.acknowledge_offset(
+            record.topic(),
+            record.partition,
+            record.offset,
+            AcknowledgeType::Accept,
+        )
     }
 
     /// Acknowledges a record with `ack_type` (explicit mode).
-    pub fn acknowledge_with(&self, record: &ConsumerRecord, ack_type: AcknowledgeType) -> Result<()> {
+    pub fn acknowledge_with(
+        &self,
+        record: &ConsumerRecord,
+        ack_type: AcknowledgeType,
+    ) -> Result<()> {
         self.acknowledge_offset(record.topic(), record.partition, record.offset, ack_type)
     }
 
     /// Acknowledges by topic, partition and offset (explicit mode), e.g. for a record that
     /// failed to deserialize in your code.
-    pub fn acknowledge_offset(&self, topic: &str, partition: i32, offset: i64, ack_type: AcknowledgeType) -> Result<()> {
+    pub fn acknowledge_offset(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        ack_type: AcknowledgeType,
+    ) -> Result<()> {
         if self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit {
             return Err(Error::InvalidState(
                 "acknowledge is for explicit mode; set share.acknowledgement.mode=explicit (implicit mode accepts every record on the next poll or commit)".into(),
             ));
         }
-        if ack_type == AcknowledgeType::Renew && !self.shared.renew_supported.load(Ordering::Relaxed) {
+        if ack_type == AcknowledgeType::Renew
+            && !self.shared.renew_supported.load(Ordering::Relaxed)
+        {
             return Err(Error::InvalidArgument(
                 "RENEW needs ShareAcknowledge v2 (Kafka 4.2+); this cluster speaks v1. Acknowledge within the lock instead, or raise share.record.lock.duration.ms".into(),
             ));
@@ -308,10 +352,17 @@ impl ShareConsumer {
             if local.closed {
                 return Err(Error::Closed);
             }
-            take_acks(&mut local, Some(AcknowledgeType::Accept).filter(|_| self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit))
+            take_acks(
+                &mut local,
+                Some(AcknowledgeType::Accept)
+                    .filter(|_| self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit),
+            )
         };
         let (reply, rx) = oneshot::channel();
-        self.send(Command::Commit { acks, reply: Some(reply) })?;
+        self.send(Command::Commit {
+            acks,
+            reply: Some(reply),
+        })?;
         Ok(rx)
     }
 
@@ -323,8 +374,21 @@ impl ShareConsumer {
 
     /// The acquisition lock duration the broker reported (None before the first fetch).
     pub fn acquisition_lock_timeout(&self) -> Option<Duration> {
-        let ms = self.shared.acquisition_lock_timeout_ms.load(Ordering::Relaxed);
+        let ms = self
+            .shared
+            .acquisition_lock_timeout_ms
+            .load(Ordering::Relaxed);
         (ms >= 0).then(|| Duration::from_millis(ms as u64))
+    }
+
+    /// The open share sessions: broker node id -> the epoch the next request will carry.
+    /// One session per broker this consumer fetches from.
+    pub fn share_sessions(&self) -> BTreeMap<i32, i32> {
+        self.shared
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Metrics under the Java names.
@@ -379,7 +443,10 @@ impl Drop for ShareConsumer {
             return;
         }
         local.closed = true;
-        tracing::warn!(group = self.cfg.group_id, "ShareConsumer dropped without close(): releasing its records in the background");
+        tracing::warn!(
+            group = self.cfg.group_id,
+            "ShareConsumer dropped without close(): releasing its records in the background"
+        );
         let acks = take_acks(&mut local, Some(AcknowledgeType::Release));
         let _ = self.tx.send(Command::Close {
             acks,
@@ -391,7 +458,9 @@ impl Drop for ShareConsumer {
 
 /// The answer of a poll that gave up (timeout or wakeup): whatever the driver sent in the
 /// meantime is taken, never dropped.
-fn late(rx: &mut oneshot::Receiver<Result<Vec<driver::Delivered>>>) -> Result<Vec<driver::Delivered>> {
+fn late(
+    rx: &mut oneshot::Receiver<Result<Vec<driver::Delivered>>>,
+) -> Result<Vec<driver::Delivered>> {
     rx.close();
     match rx.try_recv() {
         Ok(r) => r,
@@ -405,7 +474,9 @@ fn take_acks(local: &mut Local, default: Option<AcknowledgeType>) -> Vec<AckEntr
     let mut out = Vec::new();
     for m in local.held.values_mut() {
         m.retain(|&offset, h| {
-            let Some(t) = h.ack.or(default) else { return true };
+            let Some(t) = h.ack.or(default) else {
+                return true;
+            };
             out.push(AckEntry {
                 tp: h.tp,
                 offset,

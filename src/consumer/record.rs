@@ -85,11 +85,15 @@ impl ConsumerRecord {
 
     /// The value as UTF-8 text, if it is.
     pub fn value_str(&self) -> Option<&str> {
-        self.value.as_deref().and_then(|v| std::str::from_utf8(v).ok())
+        self.value
+            .as_deref()
+            .and_then(|v| std::str::from_utf8(v).ok())
     }
 
     /// The key as UTF-8 text, if it is.
     pub fn key_str(&self) -> Option<&str> {
-        self.key.as_deref().and_then(|v| std::str::from_utf8(v).ok())
+        self.key
+            .as_deref()
+            .and_then(|v| std::str::from_utf8(v).ok())
     }
 }

@@ -49,7 +49,13 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    fn new(topic: Arc<str>, partition: i32, capacity: usize, memory: Arc<Semaphore>, limits: &Limits) -> Self {
+    fn new(
+        topic: Arc<str>,
+        partition: i32,
+        capacity: usize,
+        memory: Arc<Semaphore>,
+        limits: &Limits,
+    ) -> Self {
         Batch {
             topic,
             partition,
@@ -89,7 +95,11 @@ impl Batch {
 
     /// Whether the sender may take the batch now; otherwise when it may.
     fn ready_at(&self, linger: Duration, hurry: bool) -> Instant {
-        let sendable = if self.closed || hurry { self.created } else { self.created + linger };
+        let sendable = if self.closed || hurry {
+            self.created
+        } else {
+            self.created + linger
+        };
         self.retry_at.map_or(sendable, |r| r.max(sendable))
     }
 
@@ -174,7 +184,11 @@ impl Accumulator {
                 let name: Arc<str> = Arc::from(topic);
                 let mut partitions = Vec::with_capacity(count);
                 partitions.resize_with(count, VecDeque::new);
-                let q = TopicQueues { name: name.clone(), partitions, sticky: Sticky::new() };
+                let q = TopicQueues {
+                    name: name.clone(),
+                    partitions,
+                    sticky: Sticky::new(),
+                };
                 self.topics.insert(name, q);
             }
         }
@@ -182,18 +196,31 @@ impl Accumulator {
 
     /// Appends a record whose `reserved` bytes of buffer memory the caller already holds (the
     /// batch takes them over). `Ok(None)`: the topic is not known yet, load it and retry.
-    pub fn append(&mut self, topic: &str, choice: PartitionChoice, rec: &RecordInput, reserved: usize) -> Result<Option<Appended>> {
+    pub fn append(
+        &mut self,
+        topic: &str,
+        choice: PartitionChoice,
+        rec: &RecordInput,
+        reserved: usize,
+    ) -> Result<Option<Appended>> {
         if self.closing {
             return Err(Error::Closed);
         }
         let limits = &self.limits;
-        let Some(tq) = self.topics.get_mut(topic) else { return Ok(None) };
+        let Some(tq) = self.topics.get_mut(topic) else {
+            return Ok(None);
+        };
         let n = tq.partitions.len() as i32;
         if n == 0 {
             return Ok(None);
         }
         let open_fits = |q: &VecDeque<Batch>| match q.back() {
-            Some(b) if !b.closed => b.records == 0 || b.builder.as_ref().is_some_and(|bb| bb.size_with(rec) <= limits.batch_size),
+            Some(b) if !b.closed => {
+                b.records == 0
+                    || b.builder
+                        .as_ref()
+                        .is_some_and(|bb| bb.size_with(rec) <= limits.batch_size)
+            }
             _ => false,
         };
         // A new batch wakes the sender (to arm its linger timer); the batch it replaces was
@@ -201,7 +228,9 @@ impl Accumulator {
         let mut wake = false;
         let partition = match choice {
             PartitionChoice::Explicit(p) if p < 0 || p >= n => {
-                return Err(Error::InvalidArgument(format!("partition {p} of topic {topic} does not exist (it has {n} partitions)")));
+                return Err(Error::InvalidArgument(format!(
+                    "partition {p} of topic {topic} does not exist (it has {n} partitions)"
+                )));
             }
             PartitionChoice::Explicit(p) => p,
             PartitionChoice::Hash(h) => to_positive(h) % n,
@@ -210,7 +239,10 @@ impl Accumulator {
                 // The sticky batch was sent or is full: move on, as KIP-480 does, and let a
                 // batch that cannot take this record go now rather than linger.
                 current => {
-                    if let Some(b) = current.and_then(|p| tq.partitions[p as usize].back_mut()).filter(|b| !b.closed) {
+                    if let Some(b) = current
+                        .and_then(|p| tq.partitions[p as usize].back_mut())
+                        .filter(|b| !b.closed)
+                    {
                         b.closed = true;
                         wake = true;
                     }
@@ -225,24 +257,46 @@ impl Accumulator {
             }
             // A record larger than batch.size gets a batch of its own, as in Java.
             let capacity = limits.batch_size.max(reserved);
-            q.push_back(Batch::new(tq.name.clone(), partition, capacity, self.memory.clone(), limits));
+            q.push_back(Batch::new(
+                tq.name.clone(),
+                partition,
+                capacity,
+                self.memory.clone(),
+                limits,
+            ));
             wake = true;
         }
-        let Some(batch) = q.back_mut() else { return Ok(None) };
-        let Some(builder) = batch.builder.as_mut() else { return Ok(None) };
-        let index = builder.push(rec).map_err(|e| Error::InvalidArgument(format!("record cannot be encoded: {e}")))?;
+        let Some(batch) = q.back_mut() else {
+            return Ok(None);
+        };
+        let Some(builder) = batch.builder.as_mut() else {
+            return Ok(None);
+        };
+        let index = builder
+            .push(rec)
+            .map_err(|e| Error::InvalidArgument(format!("record cannot be encoded: {e}")))?;
         batch.records += 1;
         batch.reserved += reserved;
         if builder.size_estimate() >= limits.batch_size {
             batch.closed = true;
             wake = true;
         }
-        Ok(Some(Appended { done: batch.done.clone(), partition, index, wake }))
+        Ok(Some(Appended {
+            done: batch.done.clone(),
+            partition,
+            index,
+            wake,
+        }))
     }
 
     /// Takes the batches that can go now. `in_flight(node)` counts requests already
     /// outstanding to a broker; brokers at `max.in.flight` get nothing this pass.
-    pub fn drain(&mut self, now: Instant, md: &Metadata, in_flight: impl Fn(i32) -> usize) -> Drained {
+    pub fn drain(
+        &mut self,
+        now: Instant,
+        md: &Metadata,
+        in_flight: impl Fn(i32) -> usize,
+    ) -> Drained {
         let limits = &self.limits;
         let hurry = self.flushing > 0 || self.closing;
         let mut out = Drained::default();
@@ -252,7 +306,10 @@ impl Accumulator {
         };
         for tq in self.topics.values_mut() {
             for q in tq.partitions.iter_mut() {
-                while q.front().is_some_and(|b| now >= b.deadline(limits.delivery_timeout)) {
+                while q
+                    .front()
+                    .is_some_and(|b| now >= b.deadline(limits.delivery_timeout))
+                {
                     out.expired.extend(q.pop_front());
                 }
                 let Some(front) = q.front() else { continue };
@@ -289,7 +346,11 @@ impl Accumulator {
     /// Puts a batch back at the front of its partition, for a retry at `retry_at`.
     pub fn requeue(&mut self, mut batch: Batch) {
         batch.closed = true;
-        if let Some(q) = self.topics.get_mut(&batch.topic).and_then(|t| t.partitions.get_mut(batch.partition as usize)) {
+        if let Some(q) = self
+            .topics
+            .get_mut(&batch.topic)
+            .and_then(|t| t.partitions.get_mut(batch.partition as usize))
+        {
             q.push_front(batch);
         }
         // else: unreachable (topics and partitions are never removed); the drop fails it.
@@ -297,18 +358,27 @@ impl Accumulator {
 
     /// Every unanswered batch's completion (queued and in flight), for `flush`.
     pub fn incomplete(&self) -> Vec<Arc<BatchDone>> {
-        let queued = self.topics.values().flat_map(|t| t.partitions.iter().flatten()).map(|b| b.done.clone());
+        let queued = self
+            .topics
+            .values()
+            .flat_map(|t| t.partitions.iter().flatten())
+            .map(|b| b.done.clone());
         queued.chain(self.in_flight.values().cloned()).collect()
     }
 
     /// Whether no batch is queued.
     pub fn is_empty(&self) -> bool {
-        self.topics.values().all(|t| t.partitions.iter().all(|q| q.is_empty()))
+        self.topics
+            .values()
+            .all(|t| t.partitions.iter().all(|q| q.is_empty()))
     }
 
     /// Removes every queued batch (close timed out).
     pub fn take_all(&mut self) -> Vec<Batch> {
-        self.topics.values_mut().flat_map(|t| t.partitions.iter_mut().flat_map(|q| q.drain(..))).collect()
+        self.topics
+            .values_mut()
+            .flat_map(|t| t.partitions.iter_mut().flat_map(|q| q.drain(..)))
+            .collect()
     }
 }
 

@@ -31,16 +31,18 @@
 //!   queued (best effort, while the tokio runtime runs), then stop.
 
 mod accumulator;
+mod admission;
 mod config;
 mod partitioner;
 mod record;
+mod request;
 mod sender;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::sync::{Notify, Semaphore, TryAcquireError};
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 
 pub use config::{Acks, ProducerConfig, PRODUCER_KEYS};
@@ -48,17 +50,15 @@ pub use partitioner::{murmur2, partition_for_key, to_positive};
 pub use record::{DeliveryFuture, ProducerRecord, RecordMetadata};
 
 use accumulator::{Accumulator, Limits};
+use admission::{load_topic, record_size_bound, reserve, BATCH_OVERHEAD};
 use partitioner::PartitionChoice;
 use record::WaitDone;
 use sender::Shared;
 
 use crate::cluster::Cluster;
 use crate::config::Properties;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::protocol::records::{Header, RecordInput};
-
-/// The v2 batch header, which every batch carries once.
-const BATCH_OVERHEAD: usize = 61;
 
 /// A producer. Cheap to clone: clones share the buffer, the batches and the background task.
 #[derive(Clone)]
@@ -82,7 +82,9 @@ impl Drop for Inner {
 
 impl std::fmt::Debug for Producer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Producer").field("cluster", &self.inner.shared.cluster).finish()
+        f.debug_struct("Producer")
+            .field("cluster", &self.inner.shared.cluster)
+            .finish()
     }
 }
 
@@ -107,14 +109,19 @@ impl Producer {
     }
 
     fn start(cluster: Arc<Cluster>, config: ProducerConfig, owns_cluster: bool) -> Producer {
-        let memory = Arc::new(Semaphore::new(config.buffer_memory.min(Semaphore::MAX_PERMITS)));
+        let memory = Arc::new(Semaphore::new(
+            config.buffer_memory.min(Semaphore::MAX_PERMITS),
+        ));
         let limits = Limits {
             batch_size: config.batch_size,
             linger: config.linger,
             delivery_timeout: config.delivery_timeout,
             max_request_size: config.max_request_size,
             max_in_flight: config.max_in_flight,
-            retry_backoff: (cluster.config().retry_backoff, cluster.config().retry_backoff_max),
+            retry_backoff: (
+                cluster.config().retry_backoff,
+                cluster.config().retry_backoff_max,
+            ),
         };
         let shared = Arc::new(Shared {
             acc: Mutex::new(Accumulator::new(limits, memory.clone())),
@@ -159,9 +166,18 @@ impl Producer {
             return Err(Error::Closed);
         }
         let cfg = &shared.config;
-        let ProducerRecord { topic, partition, key, value, headers, timestamp } = record;
+        let ProducerRecord {
+            topic,
+            partition,
+            key,
+            value,
+            headers,
+            timestamp,
+        } = record;
         let timestamp = match timestamp {
-            Some(t) if t < 0 => return Err(Error::InvalidArgument(format!("timestamp {t} is negative"))),
+            Some(t) if t < 0 => {
+                return Err(Error::InvalidArgument(format!("timestamp {t} is negative")))
+            }
             Some(t) => t,
             None => now_ms(),
         };
@@ -178,10 +194,13 @@ impl Producer {
         let input = RecordInput {
             key,
             value,
-            headers: headers.into_iter().map(|(k, v)| Header::new(k, v)).collect(),
+            headers: headers
+                .into_iter()
+                .map(|(k, v)| Header::new(k, v))
+                .collect(),
             timestamp,
         };
-        let mut reservation = self.reserve(size).await?;
+        let mut reservation = reserve(shared, size).await?;
         let mut loaded = false;
         loop {
             let appended = shared.lock().append(&topic, choice, &input, size)?;
@@ -191,10 +210,16 @@ impl Producer {
                     if a.wake {
                         shared.wake.notify_one();
                     }
-                    return Ok(DeliveryFuture::new(a.done, topic, a.partition, a.index, timestamp));
+                    return Ok(DeliveryFuture::new(
+                        a.done,
+                        topic,
+                        a.partition,
+                        a.index,
+                        timestamp,
+                    ));
                 }
                 None if !loaded => {
-                    self.load_topic(&topic).await?;
+                    load_topic(shared, &topic).await?;
                     loaded = true;
                 }
                 None => return Err(Error::UnknownTopic(topic)),
@@ -237,9 +262,17 @@ impl Producer {
             shared.memory.close(); // wakes sends waiting for memory
         }
         shared.wake.notify_one();
-        let task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let task = self
+            .inner
+            .task
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(mut task) = task {
-            if tokio::time::timeout(sender::TASK_STOP_GRACE, &mut task).await.is_err() {
+            if tokio::time::timeout(sender::TASK_STOP_GRACE, &mut task)
+                .await
+                .is_err()
+            {
                 // Only a send racing with close can keep it busy; stop it for good.
                 shared.abort.store(true, Ordering::Release);
                 shared.wake.notify_one();
@@ -249,74 +282,10 @@ impl Producer {
         if flushed {
             Ok(())
         } else {
-            Err(Error::Timeout { what: "closing the producer (undelivered records were failed)".into(), after: timeout })
-        }
-    }
-
-    /// Takes `size` bytes of buffer memory, waiting up to `max.block.ms`.
-    async fn reserve(&self, size: usize) -> Result<Reservation> {
-        let shared = &self.inner.shared;
-        let memory = &shared.memory;
-        let too_large = || {
-            Error::InvalidArgument(format!(
-                "the record is {size} bytes when serialized, larger than buffer.memory ({}); raise buffer.memory",
-                shared.config.buffer_memory
-            ))
-        };
-        let n = u32::try_from(size).map_err(|_| too_large())?;
-        if size > shared.config.buffer_memory.min(Semaphore::MAX_PERMITS) {
-            return Err(too_large());
-        }
-        let permit = match memory.try_acquire_many(n) {
-            Ok(p) => p,
-            Err(TryAcquireError::Closed) => return Err(Error::Closed),
-            Err(TryAcquireError::NoPermits) => {
-                let max_block = shared.config.max_block;
-                match tokio::time::timeout(max_block, memory.acquire_many(n)).await {
-                    Ok(Ok(p)) => p,
-                    Ok(Err(_)) => return Err(Error::Closed),
-                    Err(_) => {
-                        return Err(Error::Timeout { what: "waiting for buffer.memory to free up".into(), after: max_block })
-                    }
-                }
-            }
-        };
-        permit.forget(); // given back when the batch is answered, or by the guard on failure
-        Ok(Reservation(size, memory.clone()))
-    }
-
-    /// Loads a topic's metadata on its first use (bounded by `max.block.ms`).
-    async fn load_topic(&self, topic: &str) -> Result<()> {
-        let shared = &self.inner.shared;
-        let max_block = shared.config.max_block;
-        let topics = [topic.to_string()];
-        let lookup = shared.cluster.ensure_topics(&topics);
-        match tokio::time::timeout(max_block, lookup).await {
-            Err(_) => return Err(Error::Timeout { what: format!("metadata of topic {topic}"), after: max_block }),
-            Ok(Err(e)) if e.code() == Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION) => {
-                return Err(Error::UnknownTopic(topic.to_string()))
-            }
-            Ok(Err(e)) => return Err(e),
-            Ok(Ok(())) => {}
-        }
-        let n = shared.cluster.with_metadata(|m| m.topics.get(topic).map(|t| t.partitions.len()));
-        match n {
-            Some(n) if n > 0 => {
-                shared.lock().set_partitions(topic, n);
-                Ok(())
-            }
-            _ => Err(Error::UnknownTopic(topic.to_string())),
-        }
-    }
-}
-
-/// Buffer memory held by a `send` in progress; returned if the record never reaches a batch.
-struct Reservation(usize, Arc<Semaphore>);
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        if self.0 > 0 {
-            self.1.add_permits(self.0);
+            Err(Error::Timeout {
+                what: "closing the producer (undelivered records were failed)".into(),
+                after: timeout,
+            })
         }
     }
 }
@@ -332,35 +301,8 @@ impl Drop for FlushGuard<'_> {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
-
-/// An upper bound of a record's encoded size inside a batch: the data plus the largest
-/// varints of the record framing (length 5, attributes 1, timestamp delta 10, offset delta 5,
-/// key and value lengths 5 each, header count 5; 10 per header).
-fn record_size_bound(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[(String, Option<bytes::Bytes>)]) -> usize {
-    let data = key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len);
-    let hdrs: usize = headers.iter().map(|(k, v)| 10 + k.len() + v.as_ref().map_or(0, |v| v.len())).sum();
-    36 + data + hdrs
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn size_bound_covers_the_encoding() {
-        use crate::protocol::records::BatchBuilder;
-        let headers = vec![("h".to_string(), Some(bytes::Bytes::from_static(b"v"))), ("n".into(), None)];
-        let rec = RecordInput {
-            key: Some("key".into()),
-            value: Some(vec![7u8; 100].into()),
-            headers: headers.iter().map(|(k, v)| Header::new(k.clone(), v.clone())).collect(),
-            timestamp: 1_700_000_000_000,
-        };
-        let bound = record_size_bound(rec.key.as_deref(), rec.value.as_deref(), &headers);
-        let b = BatchBuilder::new();
-        let exact = b.size_with(&rec) - BATCH_OVERHEAD;
-        assert!(bound >= exact && bound < exact + 50, "bound {bound}, exact {exact}");
-    }
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }

@@ -6,9 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::ProduceResponse;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
@@ -16,15 +14,10 @@ use tracing::debug;
 
 use super::accumulator::{Accumulator, Batch};
 use super::config::ProducerConfig;
-use super::record::{BatchDone, BatchOutcome};
-use crate::cluster::{BrokerInfo, Cluster, TrafficClass};
-use crate::error::{Context, Error, ErrorCode, Result};
-use crate::protocol::records::Compression;
-
-/// Produce versions: v3 is the first with record batches v2 (and the oldest Kafka 4 accepts);
-/// v13 names topics by id only, which this client does not build yet. v12 is v11 plus the
-/// transactions-v2 signal, irrelevant without transactions.
-pub(crate) const PRODUCE_VERSIONS: (i16, i16) = (3, 12);
+use super::record::BatchDone;
+use super::request::{find_partition, partition_result, produce, Done};
+use crate::cluster::{BrokerInfo, Cluster};
+use crate::error::{Error, Result};
 
 /// State shared by the `Producer` handles and the sender task.
 pub(crate) struct Shared {
@@ -49,18 +42,6 @@ impl Shared {
         // while holding the lock does not make its state unusable.
         self.acc.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-/// What a finished request task hands back.
-enum Done {
-    Produce {
-        node: i32,
-        batches: Vec<Batch>,
-        /// Batches that could not be encoded (already failed), to leave `in_flight`.
-        failed: Vec<Batch>,
-        result: Result<ProduceResponse>,
-    },
-    Metadata { topics: Vec<Arc<str>>, result: Result<()> },
 }
 
 struct Sender {
@@ -106,20 +87,26 @@ impl Sender {
             let (drained, stop) = {
                 let mut acc = self.shared.lock();
                 let per_node = &self.per_node;
-                let d = self
-                    .shared
-                    .cluster
-                    .with_metadata(|md| acc.drain(now, md, |n| per_node.get(&n).copied().unwrap_or(0)));
+                let d = self.shared.cluster.with_metadata(|md| {
+                    acc.drain(now, md, |n| per_node.get(&n).copied().unwrap_or(0))
+                });
                 for b in d.requests.values().flatten() {
                     acc.in_flight.insert(key(&b.done), b.done.clone());
                 }
-                let stop = acc.closing && acc.is_empty() && d.requests.is_empty() && self.tasks.is_empty();
+                let stop =
+                    acc.closing && acc.is_empty() && d.requests.is_empty() && self.tasks.is_empty();
                 (d, stop)
             };
             let timeout = self.shared.config.delivery_timeout;
             for b in drained.expired {
-                let what = format!("delivering {} records to {}-{} (never sent)", b.records, b.topic, b.partition);
-                b.done.complete(Err(Error::Timeout { what, after: timeout }));
+                let what = format!(
+                    "delivering {} records to {}-{} (never sent)",
+                    b.records, b.topic, b.partition
+                );
+                b.done.complete(Err(Error::Timeout {
+                    what,
+                    after: timeout,
+                }));
             }
             let sent_any = !drained.requests.is_empty();
             for (node, batches) in drained.requests {
@@ -135,7 +122,9 @@ impl Sender {
             }
             let mut deadline = drained.next_wakeup;
             if !self.want_metadata.is_empty() && !self.metadata_busy {
-                deadline = Some(deadline.map_or(self.metadata_not_before, |d| d.min(self.metadata_not_before)));
+                deadline = Some(deadline.map_or(self.metadata_not_before, |d| {
+                    d.min(self.metadata_not_before)
+                }));
             }
             tokio::select! {
                 biased;
@@ -149,7 +138,14 @@ impl Sender {
     fn spawn_produce(&mut self, node: i32, batches: Vec<Batch>) {
         let cfg = &self.shared.config;
         let timeout_ms = i32::try_from(cfg.cluster.request_timeout.as_millis()).unwrap_or(i32::MAX);
-        let task = produce(self.shared.cluster.clone(), node, batches, cfg.acks.wire(), timeout_ms, cfg.compression);
+        let task = produce(
+            self.shared.cluster.clone(),
+            node,
+            batches,
+            cfg.acks.wire(),
+            timeout_ms,
+            cfg.compression,
+        );
         let handle = self.tasks.spawn(task);
         self.task_kind.insert(handle.id(), Some(node));
         *self.per_node.entry(node).or_default() += 1;
@@ -185,7 +181,15 @@ impl Sender {
             None => {}
         }
         match res {
-            Ok((_, Done::Produce { node, batches, failed, result })) => {
+            Ok((
+                _,
+                Done::Produce {
+                    node,
+                    batches,
+                    failed,
+                    result,
+                },
+            )) => {
                 if !failed.is_empty() {
                     let mut acc = self.shared.lock();
                     for b in &failed {
@@ -208,7 +212,14 @@ impl Sender {
             return;
         }
         let counts: Vec<(Arc<str>, usize)> = self.shared.cluster.with_metadata(|md| {
-            topics.iter().filter_map(|t| md.topics.get(&**t).map(|ti| (t.clone(), ti.partitions.len()))).collect()
+            topics
+                .iter()
+                .filter_map(|t| {
+                    md.topics
+                        .get(&**t)
+                        .map(|ti| (t.clone(), ti.partitions.len()))
+                })
+                .collect()
         });
         let mut acc = self.shared.lock();
         for (t, n) in counts {
@@ -231,8 +242,15 @@ impl Sender {
                 }));
                 for b in batches {
                     let r = partition_result(&resp, node, &b);
-                    if let Some(p) = find_partition(&resp, &b).filter(|p| p.error_code != 0 && p.current_leader.leader_id.0 >= 0) {
-                        cluster.learn_leader(&b.topic, b.partition, p.current_leader.leader_id.0, p.current_leader.leader_epoch);
+                    if let Some(p) = find_partition(&resp, &b)
+                        .filter(|p| p.error_code != 0 && p.current_leader.leader_id.0 >= 0)
+                    {
+                        cluster.learn_leader(
+                            &b.topic,
+                            b.partition,
+                            p.current_leader.leader_id.0,
+                            p.current_leader.leader_epoch,
+                        );
                     }
                     outcomes.push((b, r));
                 }
@@ -277,7 +295,10 @@ impl Sender {
         let at = now + b.backoff.next_delay();
         if at >= b.deadline(cfg.delivery_timeout) {
             return Err(Error::Timeout {
-                what: format!("delivering {} records to {}-{} (last error: {err})", b.records, b.topic, b.partition),
+                what: format!(
+                    "delivering {} records to {}-{} (last error: {err})",
+                    b.records, b.topic, b.partition
+                ),
                 after: cfg.delivery_timeout,
             });
         }
@@ -297,79 +318,6 @@ impl Sender {
         while self.tasks.join_next().await.is_some() {}
         self.shared.lock().in_flight.clear();
     }
-}
-
-fn find_partition<'a>(
-    resp: &'a ProduceResponse,
-    b: &Batch,
-) -> Option<&'a kafka_protocol::messages::produce_response::PartitionProduceResponse> {
-    let topic = resp.responses.iter().find(|t| t.name.0.as_str() == &*b.topic)?;
-    topic.partition_responses.iter().find(|p| p.index == b.partition)
-}
-
-/// The broker's answer for one batch.
-fn partition_result(resp: &ProduceResponse, node: i32, b: &Batch) -> Result<BatchOutcome> {
-    let context = || Context::api("Produce").broker(node).partition(&*b.topic, b.partition);
-    let Some(p) = find_partition(resp, b) else {
-        return Err(Error::InvalidState(format!("the Produce response of broker {node} left out {}", context())));
-    };
-    match ErrorCode::from_code(p.error_code) {
-        None => Ok(BatchOutcome { base_offset: p.base_offset, log_append_time: p.log_append_time_ms }),
-        Some(code) => {
-            // Per-record errors (INVALID_RECORD) say which record was at fault.
-            let record_msg = p.record_errors.first().map(|r| {
-                let msg = r.batch_index_error_message.as_ref().map(|m| m.to_string()).unwrap_or_default();
-                format!("record {} of the batch: {msg}", r.batch_index)
-            });
-            let message = p.error_message.as_ref().map(|m| m.to_string()).or(record_msg);
-            Err(Error::Broker { context: context(), code, message })
-        }
-    }
-}
-
-/// One request: seals (compresses) the batches off the sender loop, sends, returns the answer.
-async fn produce(
-    cluster: Arc<Cluster>,
-    node: i32,
-    batches: Vec<Batch>,
-    acks: i16,
-    timeout_ms: i32,
-    compression: Compression,
-) -> Done {
-    let mut topics: Vec<TopicProduceData> = Vec::new();
-    let mut sent = Vec::with_capacity(batches.len());
-    let mut failed = Vec::new();
-    for mut b in batches {
-        let bytes = match b.finish(compression) {
-            Ok(bytes) => bytes,
-            Err(source) => {
-                let context = Context::api("Produce").partition(&*b.topic, b.partition);
-                b.done.complete(Err(Error::Codec { context, source }));
-                failed.push(b);
-                continue;
-            }
-        };
-        let data = PartitionProduceData::default().with_index(b.partition).with_records(Some(bytes));
-        match topics.iter_mut().find(|t| t.name.0.as_str() == &*b.topic) {
-            Some(t) => t.partition_data.push(data),
-            None => topics.push(
-                TopicProduceData::default()
-                    .with_name(TopicName(StrBytes::from_string(b.topic.to_string())))
-                    .with_partition_data(vec![data]),
-            ),
-        }
-        sent.push(b);
-    }
-    if sent.is_empty() {
-        return Done::Produce { node, batches: sent, failed, result: Ok(ProduceResponse::default()) };
-    }
-    let req = ProduceRequest::default().with_acks(acks).with_timeout_ms(timeout_ms).with_topic_data(topics);
-    let result = async {
-        let conn = cluster.broker(node, TrafficClass::Control).await?;
-        cluster.send(&conn, &req, PRODUCE_VERSIONS).await
-    }
-    .await;
-    Done::Produce { node, batches: sent, failed, result }
 }
 
 /// How long `close` gives the task to stop after the flush, before giving up on it.

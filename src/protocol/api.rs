@@ -83,9 +83,11 @@ where
     }
 
     fn decode_response(mut buf: Bytes, version: i16) -> Result<Self::Response, CodecError> {
-        let r = <T::Response as Decodable>::decode(&mut buf, version).map_err(|e| CodecError::Crate {
-            what: Self::NAME,
-            detail: e.to_string(),
+        let r = <T::Response as Decodable>::decode(&mut buf, version).map_err(|e| {
+            CodecError::Crate {
+                what: Self::NAME,
+                detail: e.to_string(),
+            }
         })?;
         if buf.has_remaining() {
             return Err(CodecError::TrailingBytes {

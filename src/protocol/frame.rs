@@ -108,10 +108,7 @@ mod tests {
     fn request_header_v2_bytes() {
         let mut b = BytesMut::new();
         encode_request_header(&mut b, 78, 2, 2, 7, "ks");
-        assert_eq!(
-            &b[..],
-            &[0, 78, 0, 2, 0, 0, 0, 7, 0, 2, b'k', b's', 0][..]
-        );
+        assert_eq!(&b[..], &[0, 78, 0, 2, 0, 0, 0, 7, 0, 2, b'k', b's', 0][..]);
     }
 
     #[test]

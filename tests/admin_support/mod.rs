@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::share_acknowledge_request::{AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch as AckBatch};
+use kafka_protocol::messages::share_acknowledge_request::{
+    AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch as AckBatch,
+};
 use kafka_protocol::messages::share_fetch_request::{AcknowledgementBatch, FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
     GroupId, ProduceRequest, ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupHeartbeatRequest, TopicName,
@@ -30,13 +32,20 @@ pub async fn produce_at(cluster: &Cluster, topic: &str, partition: i32, n: usize
     // The crate's own batch encoder (the one the producer uses).
     let mut b = BatchBuilder::new();
     for i in 0..n {
-        b.push(&RecordInput { key: None, value: Some(Bytes::from(format!("v{i}"))), headers: Vec::new(), timestamp: ts })
-            .expect("encode record");
+        b.push(&RecordInput {
+            key: None,
+            value: Some(Bytes::from(format!("v{i}"))),
+            headers: Vec::new(),
+            timestamp: ts,
+        })
+        .expect("encode record");
     }
     let batch = b.finish(Compression::None).expect("encode batch");
-    let req = ProduceRequest::default().with_acks(-1).with_timeout_ms(10_000).with_topic_data(vec![TopicProduceData::default()
-        .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-        .with_partition_data(vec![PartitionProduceData::default().with_index(partition).with_records(Some(batch))])]);
+    let req = ProduceRequest::default().with_acks(-1).with_timeout_ms(10_000).with_topic_data(vec![
+        TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partition_data(vec![PartitionProduceData::default().with_index(partition).with_records(Some(batch))]),
+    ]);
     cluster.refresh_metadata(&[topic.to_string()]).await.expect("metadata");
     let leader = cluster.with_metadata(|m| m.leader(topic, partition)).expect("leader");
     let conn = cluster.broker(leader, TrafficClass::Control).await.expect("connect leader");
@@ -50,6 +59,9 @@ pub async fn produce_at(cluster: &Cluster, topic: &str, partition: i32, n: usize
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
 }
+
+/// One share session: partitions, session epoch, pending acks (partition, first, last).
+type Session = (Vec<i32>, i32, Vec<(i32, i64, i64)>);
 
 /// A share-group member driven by raw heartbeats. It stays in the group until `leave` or
 /// until the session timeout (45 s by default) passes without heartbeats.
@@ -114,9 +126,10 @@ impl Member {
     pub async fn consume_and_accept(&mut self, cluster: &Cluster, topic: &str, n: i64) {
         cluster.refresh_metadata(&[topic.to_string()]).await.unwrap();
         let topic_id = cluster.with_metadata(|m| m.topics[topic].id);
-        let parts: Vec<i32> = self.assignment.iter().filter(|(id, _)| *id == topic_id).flat_map(|(_, p)| p.clone()).collect();
+        let parts: Vec<i32> =
+            self.assignment.iter().filter(|(id, _)| *id == topic_id).flat_map(|(_, p)| p.clone()).collect();
         // leader -> (partitions, session epoch, pending (partition, first, last))
-        let mut sessions: BTreeMap<i32, (Vec<i32>, i32, Vec<(i32, i64, i64)>)> = BTreeMap::new();
+        let mut sessions: BTreeMap<i32, Session> = BTreeMap::new();
         for p in parts {
             let leader = cluster.with_metadata(|m| m.leader(topic, p)).expect("leader");
             sessions.entry(leader).or_default().0.push(p);
@@ -143,7 +156,12 @@ impl Member {
                                     pending
                                         .iter()
                                         .filter(|(pp, _, _)| pp == p)
-                                        .map(|(_, f, l)| AcknowledgementBatch::default().with_first_offset(*f).with_last_offset(*l).with_acknowledge_types(vec![1]))
+                                        .map(|(_, f, l)| {
+                                            AcknowledgementBatch::default()
+                                                .with_first_offset(*f)
+                                                .with_last_offset(*l)
+                                                .with_acknowledge_types(vec![1])
+                                        })
                                         .collect(),
                                 )
                             })
@@ -184,7 +202,12 @@ impl Member {
                                 pending
                                     .iter()
                                     .filter(|(pp, _, _)| pp == p)
-                                    .map(|(_, f, l)| AckBatch::default().with_first_offset(*f).with_last_offset(*l).with_acknowledge_types(vec![1]))
+                                    .map(|(_, f, l)| {
+                                        AckBatch::default()
+                                            .with_first_offset(*f)
+                                            .with_last_offset(*l)
+                                            .with_acknowledge_types(vec![1])
+                                    })
                                     .collect(),
                             )
                         })

@@ -166,7 +166,8 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
             }
             "--config" => {
                 for kv in value("--config")?.split(',').filter(|s| !s.trim().is_empty()) {
-                    let (k, v) = kv.split_once('=').ok_or_else(|| Usage(format!("--config expects key=value, got {kv:?}")))?;
+                    let (k, v) =
+                        kv.split_once('=').ok_or_else(|| Usage(format!("--config expects key=value, got {kv:?}")))?;
                     a.set_configs.push((k.trim().to_string(), v.trim().to_string()));
                 }
             }
@@ -271,7 +272,7 @@ fn check(a: &Args) -> Result<(), Usage> {
             if a.dry_run == a.execute {
                 return usage("--reset-offsets takes exactly one of --dry-run or --execute");
             }
-            if a.topics.is_empty() == !a.all_topics {
+            if a.topics.is_empty() != a.all_topics {
                 return usage("--reset-offsets takes either --topic T (repeatable) or --all-topics");
             }
             if a.reset_to.len() != 1 {

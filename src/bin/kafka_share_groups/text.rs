@@ -7,7 +7,8 @@ use kafka_share::admin::{
 /// Prints rows as left-aligned columns; each width is max(min, longest cell). The last
 /// column is not padded.
 pub fn table(header: &[&str], rows: &[Vec<String>], min: &[usize]) -> String {
-    let mut widths: Vec<usize> = header.iter().enumerate().map(|(i, h)| h.len().max(min.get(i).copied().unwrap_or(0))).collect();
+    let mut widths: Vec<usize> =
+        header.iter().enumerate().map(|(i, h)| h.len().max(min.get(i).copied().unwrap_or(0))).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
             widths[i] = widths[i].max(c.len());
@@ -88,7 +89,13 @@ pub fn members(d: &ShareGroupDescription, verbose: bool) -> Option<String> {
         .members
         .iter()
         .map(|m| {
-            let mut row = vec![d.group_id.clone(), m.member_id.clone(), m.client_host.clone(), m.client_id.clone(), m.partition_count().to_string()];
+            let mut row = vec![
+                d.group_id.clone(),
+                m.member_id.clone(),
+                m.client_host.clone(),
+                m.client_id.clone(),
+                m.partition_count().to_string(),
+            ];
             if verbose {
                 row.push(m.member_epoch.to_string());
             }
@@ -97,7 +104,11 @@ pub fn members(d: &ShareGroupDescription, verbose: bool) -> Option<String> {
         })
         .collect();
     let t = if verbose {
-        table(&["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "MEMBER-EPOCH", "ASSIGNMENT"], &rows, &[15, 15, 15, 15, 12, 13])
+        table(
+            &["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "MEMBER-EPOCH", "ASSIGNMENT"],
+            &rows,
+            &[15, 15, 15, 15, 12, 13],
+        )
     } else {
         table(&["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"], &rows, &[15, 15, 15, 15, 12])
     };
@@ -110,7 +121,14 @@ pub fn state(d: &ShareGroupDescription, verbose: bool) -> String {
     let t = if verbose {
         table(
             &["GROUP", "COORDINATOR (ID)", "STATE", "GROUP-EPOCH", "ASSIGNMENT-EPOCH", "#MEMBERS"],
-            &[vec![d.group_id.clone(), coord, d.state.to_string(), d.group_epoch.to_string(), d.assignment_epoch.to_string(), d.members.len().to_string()]],
+            &[vec![
+                d.group_id.clone(),
+                coord,
+                d.state.to_string(),
+                d.group_epoch.to_string(),
+                d.assignment_epoch.to_string(),
+                d.members.len().to_string(),
+            ]],
             &[15, 25, 15, 12, 17],
         )
     } else {
@@ -127,7 +145,13 @@ pub fn reset(group: &str, plan: &[PlannedReset]) -> String {
     let rows: Vec<Vec<String>> = plan
         .iter()
         .map(|p| {
-            let mut row = vec![group.to_string(), p.tp.topic.clone(), p.tp.partition.to_string(), dash(p.current), p.new.to_string()];
+            let mut row = vec![
+                group.to_string(),
+                p.tp.topic.clone(),
+                p.tp.partition.to_string(),
+                dash(p.current),
+                p.new.to_string(),
+            ];
             if let Some(Err(e)) = &p.applied {
                 row.push(format!("Error: {e}"));
             }
@@ -159,7 +183,11 @@ mod tests {
 
     #[test]
     fn columns_align_and_grow() {
-        let t = table(&["GROUP", "STATE"], &[vec!["a-very-long-group-name".into(), "Stable".into()], vec!["g".into(), "Empty".into()]], &[15]);
+        let t = table(
+            &["GROUP", "STATE"],
+            &[vec!["a-very-long-group-name".into(), "Stable".into()], vec!["g".into(), "Empty".into()]],
+            &[15],
+        );
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "GROUP                  STATE");
         assert_eq!(lines[1], "a-very-long-group-name Stable");

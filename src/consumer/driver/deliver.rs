@@ -26,7 +26,9 @@ impl Driver {
         let Some(w) = self.waiter.take() else { return };
         let mut out: Vec<Delivered> = Vec::with_capacity(w.max.min(1024));
         while out.len() < w.max {
-            let Some(front) = self.buffer.front_mut() else { break };
+            let Some(front) = self.buffer.front_mut() else {
+                break;
+            };
             let take = (w.max - out.len()).min(front.records.len());
             for record in front.records.drain(..take) {
                 out.push(Delivered {
@@ -49,7 +51,9 @@ impl Driver {
     fn requeue(&mut self, back: Vec<Delivered>) {
         for d in back.into_iter().rev() {
             match self.buffer.front_mut() {
-                Some(f) if f.tp == d.tp && f.node == d.node && f.generation == d.generation => f.records.push_front(d.record),
+                Some(f) if f.tp == d.tp && f.node == d.node && f.generation == d.generation => {
+                    f.records.push_front(d.record)
+                }
                 _ => self.buffer.push_front(Fetched {
                     tp: d.tp,
                     node: d.node,
@@ -65,12 +69,16 @@ impl Driver {
     fn drop_expired(&mut self, now: Instant) {
         let before: usize = self.buffer.iter().map(|f| f.records.len()).sum();
         for f in self.buffer.iter_mut() {
-            f.records.retain(|r| r.lock_deadline.is_none_or(|d| d > now));
+            f.records
+                .retain(|r| r.lock_deadline.is_none_or(|d| d > now));
         }
         self.buffer.retain(|f| !f.records.is_empty());
         let after: usize = self.buffer.iter().map(|f| f.records.len()).sum();
         if after < before {
-            tracing::debug!(dropped = before - after, "buffered records expired before any poll took them");
+            tracing::debug!(
+                dropped = before - after,
+                "buffered records expired before any poll took them"
+            );
         }
     }
 

@@ -14,8 +14,8 @@ use crate::consumer::record::ConsumerRecord;
 use crate::error::{Context, Error, ErrorCode, Result};
 use crate::protocol::records::{decode_acquired, AcquiredRange};
 use crate::protocol::share::{
-    FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
-    ShareFetchResponse, ACK_RELEASE,
+    FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
+    ShareFetchRequest, ShareFetchResponse, ACK_RELEASE,
 };
 use crate::share::acks::GAP;
 use crate::share::session::Sent;
@@ -43,7 +43,9 @@ impl Driver {
                 AcquireMode::BatchOptimized => self.may_prefetch(id),
                 AcquireMode::RecordLimit => fetch_turn == Some(id),
             };
-            let Some(n) = self.nodes.get_mut(&id) else { continue };
+            let Some(n) = self.nodes.get_mut(&id) else {
+                continue;
+            };
             if n.session.in_flight() || n.retry_at.is_some_and(|t| t > now) {
                 continue;
             }
@@ -74,7 +76,12 @@ impl Driver {
         if self.fatal.is_some() || !self.membership.is_active() {
             return false;
         }
-        let buffered: usize = self.buffer.iter().filter(|f| f.node == id).map(|f| f.records.len()).sum();
+        let buffered: usize = self
+            .buffer
+            .iter()
+            .filter(|f| f.node == id)
+            .map(|f| f.records.len())
+            .sum();
         buffered < self.cfg.max_poll_records
     }
 
@@ -86,7 +93,10 @@ impl Driver {
             || !self.membership.is_active()
             || self.waiter.is_none()
             || !self.buffer.is_empty()
-            || self.nodes.values().any(|n| n.session.in_flight() && !n.session.wanted().is_empty())
+            || self
+                .nodes
+                .values()
+                .any(|n| n.session.in_flight() && !n.session.wanted().is_empty())
         {
             return None;
         }
@@ -94,9 +104,9 @@ impl Driver {
             .iter()
             .copied()
             .filter(|id| {
-                self.nodes
-                    .get(id)
-                    .is_some_and(|n| !n.session.wanted().is_empty() && n.retry_at.is_none_or(|t| t <= now))
+                self.nodes.get(id).is_some_and(|n| {
+                    !n.session.wanted().is_empty() && n.retry_at.is_none_or(|t| t <= now)
+                })
             })
             .collect();
         if eligible.is_empty() {
@@ -148,14 +158,25 @@ impl Driver {
         });
     }
 
-    pub(super) fn on_fetch(&mut self, node: i32, sent: Sent, sent_at: Instant, result: Result<ShareFetchResponse>, now: Instant) {
+    pub(super) fn on_fetch(
+        &mut self,
+        node: i32,
+        sent: Sent,
+        sent_at: Instant,
+        result: Result<ShareFetchResponse>,
+        now: Instant,
+    ) {
         let latency = now.saturating_duration_since(sent_at);
         self.shared.metrics.record_fetch(latency);
-        let resp = match result.and_then(|r| top_level(r.error_code, r.error_message.clone(), "ShareFetch", node).map(|_| r)) {
+        let resp = match result.and_then(|r| {
+            top_level(r.error_code, r.error_message.clone(), "ShareFetch", node).map(|_| r)
+        }) {
             Ok(r) => r,
             Err(e) => return self.request_failed(node, sent, e, now),
         };
-        let Some(n) = self.nodes.get_mut(&node) else { return };
+        let Some(n) = self.nodes.get_mut(&node) else {
+            return;
+        };
         n.in_flight_acks = false;
         if sent.generation != n.session.generation() {
             return; // the session was reset meanwhile; what this response held is not ours
@@ -168,7 +189,12 @@ impl Driver {
                 .store(resp.acquisition_lock_timeout_ms as i64, Ordering::Relaxed);
         }
         self.learn_endpoints(&resp.node_endpoints);
-        let lock = Duration::from_millis(self.shared.acquisition_lock_timeout_ms.load(Ordering::Relaxed).max(0) as u64);
+        let lock = Duration::from_millis(
+            self.shared
+                .acquisition_lock_timeout_ms
+                .load(Ordering::Relaxed)
+                .max(0) as u64,
+        );
         let deadline = (lock > Duration::ZERO).then(|| sent_at + lock);
         let mut results: AckResults = BTreeMap::new();
         let mut moved = false;
@@ -179,7 +205,12 @@ impl Driver {
                     partition: p.partition_index,
                 };
                 if let Some(a) = sent.acks.get(&tp) {
-                    let r = partition_result(p.acknowledge_error_code, p.acknowledge_error_message.clone(), node, "ShareFetch");
+                    let r = partition_result(
+                        p.acknowledge_error_code,
+                        p.acknowledge_error_message.clone(),
+                        node,
+                        "ShareFetch",
+                    );
                     results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
                 }
                 moved |= self.partition_error(&tp, &p, node);
@@ -187,7 +218,9 @@ impl Driver {
             }
         }
         for (tp, a) in &sent.acks {
-            results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
+            results
+                .entry(*tp)
+                .or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
         }
         self.complete_acks(Some(node), results);
         if moved {
@@ -198,7 +231,14 @@ impl Driver {
     /// Turns one partition's acquired records into buffered records; gaps are acknowledged
     /// at once. Undecodable data is released (the broker's delivery limit then archives it,
     /// instead of redelivering it forever).
-    fn take_records(&mut self, node: i32, generation: u64, tp: TopicIdPartition, p: FetchPartitionResponse, deadline: Option<Instant>) {
+    fn take_records(
+        &mut self,
+        node: i32,
+        generation: u64,
+        tp: TopicIdPartition,
+        p: FetchPartitionResponse,
+        deadline: Option<Instant>,
+    ) {
         if p.acquired_records.is_empty() {
             return;
         }
@@ -211,8 +251,12 @@ impl Driver {
                 delivery_count: a.delivery_count,
             })
             .collect();
-        let topic: Arc<str> = self.topic_name(&tp.topic_id).unwrap_or_else(|| Arc::from(tp.topic_id.to_string()));
-        let Some(n) = self.nodes.get_mut(&node) else { return };
+        let topic: Arc<str> = self
+            .topic_name(&tp.topic_id)
+            .unwrap_or_else(|| Arc::from(tp.topic_id.to_string()));
+        let Some(n) = self.nodes.get_mut(&node) else {
+            return;
+        };
         match decode_acquired(p.records.unwrap_or_default(), &ranges) {
             Ok(set) => {
                 for (first, last) in set.gaps {
@@ -223,7 +267,9 @@ impl Driver {
                 if set.records.is_empty() {
                     return;
                 }
-                self.shared.metrics.record_consumed(set.records.len() as u64);
+                self.shared
+                    .metrics
+                    .record_consumed(set.records.len() as u64);
                 let records: VecDeque<ConsumerRecord> = set
                     .records
                     .into_iter()
@@ -261,22 +307,33 @@ impl Driver {
 
     /// Handles a partition-level error; returns true when the partition moved to another
     /// leader (so the fetch sets must be recomputed).
-    fn partition_error(&mut self, tp: &TopicIdPartition, p: &FetchPartitionResponse, node: i32) -> bool {
+    fn partition_error(
+        &mut self,
+        tp: &TopicIdPartition,
+        p: &FetchPartitionResponse,
+        node: i32,
+    ) -> bool {
         match p.error_code {
             0 => false,
             c if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 || c == FENCED_LEADER_EPOCH => {
                 let name = self.topic_name(&tp.topic_id);
                 match name {
                     Some(name) if p.current_leader.leader_id >= 0 => {
-                        self.cluster
-                            .learn_leader(&name, tp.partition, p.current_leader.leader_id, p.current_leader.leader_epoch);
+                        self.cluster.learn_leader(
+                            &name,
+                            tp.partition,
+                            p.current_leader.leader_id,
+                            p.current_leader.leader_epoch,
+                        );
                     }
                     _ => self.need_metadata = true,
                 }
                 debug!(%tp, node, leader = p.current_leader.leader_id, "partition moved");
                 true
             }
-            c if c == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0 || c == ErrorCode::UNKNOWN_TOPIC_ID.0 => {
+            c if c == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0
+                || c == ErrorCode::UNKNOWN_TOPIC_ID.0 =>
+            {
                 self.need_metadata = true;
                 false
             }
@@ -291,20 +348,37 @@ impl Driver {
         if endpoints.is_empty() {
             return;
         }
-        self.cluster.learn_brokers(endpoints.iter().map(|e| BrokerInfo {
-            node_id: e.node_id,
-            host: e.host.clone(),
-            port: e.port,
-            rack: e.rack.clone(),
-        }));
+        self.cluster
+            .learn_brokers(endpoints.iter().map(|e| BrokerInfo {
+                node_id: e.node_id,
+                host: e.host.clone(),
+                port: e.port,
+                rack: e.rack.clone(),
+            }));
     }
 
-    pub(super) fn on_ack(&mut self, node: i32, sent: Sent, result: Result<ShareAcknowledgeResponse>, now: Instant) {
-        let resp = match result.and_then(|r| top_level(r.error_code, r.error_message.clone(), "ShareAcknowledge", node).map(|_| r)) {
+    pub(super) fn on_ack(
+        &mut self,
+        node: i32,
+        sent: Sent,
+        result: Result<ShareAcknowledgeResponse>,
+        now: Instant,
+    ) {
+        let resp = match result.and_then(|r| {
+            top_level(
+                r.error_code,
+                r.error_message.clone(),
+                "ShareAcknowledge",
+                node,
+            )
+            .map(|_| r)
+        }) {
             Ok(r) => r,
             Err(e) => return self.request_failed(node, sent, e, now),
         };
-        let Some(n) = self.nodes.get_mut(&node) else { return };
+        let Some(n) = self.nodes.get_mut(&node) else {
+            return;
+        };
         n.in_flight_acks = false;
         if sent.generation == n.session.generation() {
             n.session.on_success(&sent);
@@ -312,7 +386,9 @@ impl Driver {
             n.session.clear_in_flight();
         }
         if let Some(ms) = resp.acquisition_lock_timeout_ms.filter(|ms| *ms > 0) {
-            self.shared.acquisition_lock_timeout_ms.store(ms as i64, Ordering::Relaxed);
+            self.shared
+                .acquisition_lock_timeout_ms
+                .store(ms as i64, Ordering::Relaxed);
         }
         self.learn_endpoints(&resp.node_endpoints);
         let mut results: AckResults = BTreeMap::new();
@@ -324,20 +400,33 @@ impl Driver {
                     partition: p.partition_index,
                 };
                 if let Some(a) = sent.acks.get(&tp) {
-                    let r = partition_result(p.error_code, p.error_message.clone(), node, "ShareAcknowledge");
+                    let r = partition_result(
+                        p.error_code,
+                        p.error_message.clone(),
+                        node,
+                        "ShareAcknowledge",
+                    );
                     results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
                 }
-                if p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 && p.current_leader.leader_id >= 0 {
+                if p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0
+                    && p.current_leader.leader_id >= 0
+                {
                     if let Some(name) = self.topic_name(&tp.topic_id) {
-                        self.cluster
-                            .learn_leader(&name, tp.partition, p.current_leader.leader_id, p.current_leader.leader_epoch);
+                        self.cluster.learn_leader(
+                            &name,
+                            tp.partition,
+                            p.current_leader.leader_id,
+                            p.current_leader.leader_epoch,
+                        );
                         moved = true;
                     }
                 }
             }
         }
         for (tp, a) in &sent.acks {
-            results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
+            results
+                .entry(*tp)
+                .or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
         }
         self.complete_acks(Some(node), results);
         if moved {
@@ -359,8 +448,10 @@ impl Driver {
             let delay = n.backoff.next_delay();
             n.retry_at = Some(now + delay);
         }
-        if matches!(e, Error::Config { .. } | Error::UnsupportedVersion { .. } | Error::FeatureDisabled { .. })
-            || e.code().is_some_and(is_fatal_share_error)
+        if matches!(
+            e,
+            Error::Config { .. } | Error::UnsupportedVersion { .. } | Error::FeatureDisabled { .. }
+        ) || e.code().is_some_and(is_fatal_share_error)
         {
             self.set_fatal(e.clone());
         }
@@ -368,7 +459,13 @@ impl Driver {
             self.need_metadata = true;
         }
         self.complete_acks(Some(node), results);
-        if sent.generation == self.nodes.get(&node).map(|n| n.session.generation()).unwrap_or(u64::MAX) {
+        if sent.generation
+            == self
+                .nodes
+                .get(&node)
+                .map(|n| n.session.generation())
+                .unwrap_or(u64::MAX)
+        {
             self.reset_session(node, e);
         } else if let Some(n) = self.nodes.get_mut(&node) {
             n.session.clear_in_flight();
@@ -378,7 +475,9 @@ impl Driver {
     /// Resets a broker's session: queued acks fail with `e`, buffered records from it are
     /// dropped (the broker released them when the session went).
     pub(super) fn reset_session(&mut self, node: i32, e: Error) {
-        let Some(n) = self.nodes.get_mut(&node) else { return };
+        let Some(n) = self.nodes.get_mut(&node) else {
+            return;
+        };
         let failed = n.session.reset();
         n.in_flight_acks = false;
         self.buffer.retain(|f| f.node != node);
@@ -397,7 +496,12 @@ fn top_level(code: i16, message: Option<String>, api: &'static str, node: i32) -
     }
 }
 
-fn partition_result(code: i16, message: Option<String>, node: i32, api: &'static str) -> Result<()> {
+fn partition_result(
+    code: i16,
+    message: Option<String>,
+    node: i32,
+    api: &'static str,
+) -> Result<()> {
     match Error::from_code(code, message, Context::api(api).broker(node)) {
         None => Ok(()),
         Some(e) => Err(e),

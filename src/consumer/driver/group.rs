@@ -15,12 +15,17 @@ use crate::share::TopicIdPartition;
 
 impl Driver {
     pub(super) fn drive_group(&mut self, now: Instant) {
-        if self.need_metadata && !self.metadata_in_flight && !self.membership.subscription().is_empty() {
+        if self.need_metadata
+            && !self.metadata_in_flight
+            && !self.membership.subscription().is_empty()
+        {
             self.need_metadata = false;
             self.metadata_in_flight = true;
             let cluster = self.cluster.clone();
             let topics: Vec<String> = self.membership.subscription().iter().cloned().collect();
-            self.tasks.spawn(async move { Event::Metadata(cluster.refresh_metadata(&topics).await.map(|_| ())) });
+            self.tasks.spawn(async move {
+                Event::Metadata(cluster.refresh_metadata(&topics).await.map(|_| ()))
+            });
         }
         if self.heartbeat_in_flight || self.membership.poll_timeout().is_none_or(|t| t > now) {
             return;
@@ -30,11 +35,15 @@ impl Driver {
                 self.finding_coordinator = true;
                 let cluster = self.cluster.clone();
                 let group = self.cfg.group_id.clone();
-                self.tasks.spawn(async move { Event::Coordinator(cluster.find_group_coordinator(&group).await) });
+                self.tasks.spawn(async move {
+                    Event::Coordinator(cluster.find_group_coordinator(&group).await)
+                });
             }
             return;
         };
-        let Some(req) = self.membership.poll_heartbeat(now) else { return };
+        let Some(req) = self.membership.poll_heartbeat(now) else {
+            return;
+        };
         self.heartbeat_in_flight = true;
         self.shared.metrics.record_heartbeat();
         let cluster = self.cluster.clone();
@@ -66,16 +75,31 @@ impl Driver {
             Ok(resp) => self.membership.handle_response(&resp, now),
             Err(e) => self.membership.handle_error(e, now),
         };
-        self.shared.metrics.set_rebalances(self.membership.rebalances());
+        self.shared
+            .metrics
+            .set_rebalances(self.membership.rebalances());
         match outcome {
             Outcome::Ok | Outcome::Left => {}
             Outcome::AssignmentChanged => {
-                info!(group = self.cfg.group_id, epoch = self.membership.epoch(), partitions = self.membership.assignment().values().map(|p| p.len()).sum::<usize>(), "assignment changed");
+                info!(
+                    group = self.cfg.group_id,
+                    epoch = self.membership.epoch(),
+                    partitions = self
+                        .membership
+                        .assignment()
+                        .values()
+                        .map(|p| p.len())
+                        .sum::<usize>(),
+                    "assignment changed"
+                );
                 self.reconcile_assignment();
             }
             Outcome::FindCoordinator => self.coordinator = None,
             Outcome::Fenced => {
-                info!(group = self.cfg.group_id, "member fenced; rejoining with the same member id");
+                info!(
+                    group = self.cfg.group_id,
+                    "member fenced; rejoining with the same member id"
+                );
                 // The broker dropped what we held; our sessions' acks cannot succeed.
                 let ids: Vec<i32> = self.nodes.keys().copied().collect();
                 for id in ids {
@@ -100,10 +124,13 @@ impl Driver {
                 for &p in parts {
                     match m.leader(name, p) {
                         Some(leader) => {
-                            per_node.entry(leader).or_default().insert(TopicIdPartition {
-                                topic_id: *topic_id,
-                                partition: p,
-                            });
+                            per_node
+                                .entry(leader)
+                                .or_default()
+                                .insert(TopicIdPartition {
+                                    topic_id: *topic_id,
+                                    partition: p,
+                                });
                         }
                         None => missing = true,
                     }
@@ -114,7 +141,8 @@ impl Driver {
             self.need_metadata = true;
         }
         for (id, n) in self.nodes.iter_mut() {
-            n.session.set_wanted(per_node.remove(id).unwrap_or_default());
+            n.session
+                .set_wanted(per_node.remove(id).unwrap_or_default());
         }
         for (id, wanted) in per_node {
             let mut session = ShareSession::new(id);
@@ -130,8 +158,11 @@ impl Driver {
             );
         }
         // Records buffered for partitions we no longer fetch from their broker go back.
-        let wanted: HashMap<i32, BTreeSet<TopicIdPartition>> =
-            self.nodes.iter().map(|(id, n)| (*id, n.session.wanted().clone())).collect();
+        let wanted: HashMap<i32, BTreeSet<TopicIdPartition>> = self
+            .nodes
+            .iter()
+            .map(|(id, n)| (*id, n.session.wanted().clone()))
+            .collect();
         self.release_buffer(|f| !wanted.get(&f.node).is_some_and(|w| w.contains(&f.tp)));
     }
 }

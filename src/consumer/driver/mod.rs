@@ -141,6 +141,8 @@ pub(crate) struct Shared {
     pub metrics: Metrics,
     pub acquisition_lock_timeout_ms: std::sync::atomic::AtomicI64,
     pub renew_supported: std::sync::atomic::AtomicBool,
+    /// Open share sessions: broker node id -> next epoch (for observability and tests).
+    pub sessions: std::sync::Mutex<BTreeMap<i32, i32>>,
 }
 
 pub(crate) struct Driver {
@@ -165,7 +167,11 @@ pub(crate) struct Driver {
 }
 
 impl Driver {
-    pub(crate) fn spawn(cluster: Arc<Cluster>, cfg: ShareConsumerConfig, shared: Arc<Shared>) -> mpsc::UnboundedSender<Command> {
+    pub(crate) fn spawn(
+        cluster: Arc<Cluster>,
+        cfg: ShareConsumerConfig,
+        shared: Arc<Shared>,
+    ) -> mpsc::UnboundedSender<Command> {
         let (tx, rx) = mpsc::unbounded_channel();
         let driver = Driver {
             membership: Membership::new(cfg.group_id.clone(), cfg.client_rack.clone()),
@@ -278,7 +284,11 @@ impl Driver {
                 }
             }
             Command::SetCallback(cb) => self.callback = cb,
-            Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply),
+            Command::Close {
+                acks,
+                deadline,
+                reply,
+            } => self.start_close(acks, deadline, reply),
         }
     }
 
@@ -286,7 +296,12 @@ impl Driver {
         match ev {
             Event::Coordinator(r) => self.on_coordinator(r),
             Event::Heartbeat(r) => self.on_heartbeat(r, now),
-            Event::Fetch { node, sent, sent_at, result } => self.on_fetch(node, sent, sent_at, result, now),
+            Event::Fetch {
+                node,
+                sent,
+                sent_at,
+                result,
+            } => self.on_fetch(node, sent, sent_at, result, now),
             Event::Ack { node, sent, result } => self.on_ack(node, sent, result, now),
             Event::Metadata(r) => {
                 self.metadata_in_flight = false;
@@ -305,6 +320,17 @@ impl Driver {
         self.drive_nodes(now);
         self.try_deliver(now);
         self.drive_close(now);
+        let open: BTreeMap<i32, i32> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.session.is_open())
+            .map(|(id, n)| (*id, n.session.epoch()))
+            .collect();
+        *self
+            .shared
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = open;
     }
 
     fn fetch_params(&self) -> FetchParams {
@@ -329,14 +355,21 @@ impl Driver {
         let mut failed = Vec::new();
         for a in acks {
             match self.nodes.get_mut(&a.node) {
-                Some(n) if n.session.generation() == a.generation => n.session.queue_ack(a.tp, a.offset, a.wire),
+                Some(n) if n.session.generation() == a.generation => {
+                    n.session.queue_ack(a.tp, a.offset, a.wire)
+                }
                 _ => failed.push(a),
             }
         }
         failed
     }
 
-    fn start_close(&mut self, acks: Vec<AckEntry>, deadline: Instant, reply: Option<oneshot::Sender<Result<()>>>) {
+    fn start_close(
+        &mut self,
+        acks: Vec<AckEntry>,
+        deadline: Instant,
+        reply: Option<oneshot::Sender<Result<()>>>,
+    ) {
         if self.closing.is_some() {
             if let Some(r) = reply {
                 let _ = r.send(Ok(()));
@@ -360,7 +393,10 @@ impl Driver {
     fn drive_close(&mut self, now: Instant) {
         let Some(c) = &mut self.closing else { return };
         if now >= c.deadline {
-            warn!(group = self.cfg.group_id, "close timed out; the broker releases what is left when the connection drops");
+            warn!(
+                group = self.cfg.group_id,
+                "close timed out; the broker releases what is left when the connection drops"
+            );
             let r = c.reply.take();
             c.phase = ClosePhase::Leaving;
             self.membership = Membership::new(self.cfg.group_id.clone(), None); // stop heartbeating
@@ -405,11 +441,14 @@ impl Driver {
     }
 
     fn close_finished(&mut self) -> bool {
-        let Some(c) = &mut self.closing else { return false };
+        let Some(c) = &mut self.closing else {
+            return false;
+        };
         if !matches!(c.phase, ClosePhase::Leaving) {
             return false;
         }
-        let leaving = self.membership.is_active() || matches!(self.membership.state(), MemberState::Leaving);
+        let leaving =
+            self.membership.is_active() || matches!(self.membership.state(), MemberState::Leaving);
         if (leaving || self.heartbeat_in_flight) && Instant::now() < c.deadline {
             return false;
         }
@@ -434,19 +473,29 @@ impl Driver {
     }
 
     fn topic_name(&self, id: &uuid::Uuid) -> Option<Arc<str>> {
-        self.cluster.with_metadata(|m| m.topic_name(id).map(Arc::from))
+        self.cluster
+            .with_metadata(|m| m.topic_name(id).map(Arc::from))
     }
 
     fn to_topic_partition(&self, tp: &TopicIdPartition) -> TopicPartition {
-        let name = self.topic_name(&tp.topic_id).map(|s| s.to_string()).unwrap_or_else(|| tp.topic_id.to_string());
+        let name = self
+            .topic_name(&tp.topic_id)
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| tp.topic_id.to_string());
         TopicPartition::new(name, tp.partition)
     }
 
     /// Hands completed acknowledgement results to commit waiters, the callback and metrics.
-    fn complete_acks(&mut self, node: Option<i32>, results: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>) {
+    fn complete_acks(
+        &mut self,
+        node: Option<i32>,
+        results: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>,
+    ) {
         for (tp, (offsets, r)) in results {
             let name = self.to_topic_partition(&tp);
-            self.shared.metrics.record_acks(offsets.len() as u64, r.is_err());
+            self.shared
+                .metrics
+                .record_acks(offsets.len() as u64, r.is_err());
             if let Some(cb) = &self.callback {
                 cb(&name, &offsets, &r);
             }
@@ -468,9 +517,15 @@ impl Driver {
     fn settle_commits(&mut self) {
         let nodes = &self.nodes;
         for w in &mut self.commits {
-            w.nodes.retain(|id| nodes.get(id).is_some_and(|n| n.session.has_acks() || n.in_flight_acks));
+            w.nodes.retain(|id| {
+                nodes
+                    .get(id)
+                    .is_some_and(|n| n.session.has_acks() || n.in_flight_acks)
+            });
         }
-        let (done, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut self.commits).into_iter().partition(|w| w.nodes.is_empty());
+        let (done, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut self.commits)
+            .into_iter()
+            .partition(|w| w.nodes.is_empty());
         self.commits = pending;
         for mut w in done {
             if let Some(r) = w.reply.take() {
@@ -486,7 +541,11 @@ impl Driver {
         let mut by_tp: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)> = BTreeMap::new();
         for a in failed {
             let e = session_gone(a.node);
-            by_tp.entry(a.tp).or_insert_with(|| (Vec::new(), Err(e))).0.push(a.offset);
+            by_tp
+                .entry(a.tp)
+                .or_insert_with(|| (Vec::new(), Err(e)))
+                .0
+                .push(a.offset);
         }
         if let Some(w) = waiter {
             for (tp, (_, r)) in &by_tp {

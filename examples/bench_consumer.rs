@@ -1,0 +1,292 @@
+//! Our side of `scripts/bench-peers`: produce the benchmark topic, prepare share groups,
+//! consume until every record is acknowledged, and measure end-to-end latency.
+//!
+//! ```text
+//! cargo run --release --example bench_consumer -- produce --bootstrap B --topic T --records N
+//!       [--size 100] [--partitions 4] [--rate R] [--linger-ms 10] [--batch-size 262144]
+//! cargo run --release --example bench_consumer -- group --bootstrap B --group G [--group G2 ...]
+//! cargo run --release --example bench_consumer -- consume --bootstrap B --topic T --group G
+//!       --records N [--mode implicit|explicit] [--consumers 1] [--max-poll-records 500]
+//!       [--timeout-s 300]
+//! cargo run --release --example bench_consumer -- latency --bootstrap B --topic T --group G
+//!       --records N [--warmup-ms 5000] [--timeout-s 120]
+//! ```
+//!
+//! `consume` times from just before `subscribe` (the consumers are already connected) to
+//! the moment `commit_sync` confirms the acknowledgement of the last record, and prints one
+//! line `RESULT {json}` with `records`, `bytes` (keys + values) and `elapsed_s`.
+//! `latency` acknowledges every record explicitly (ACCEPT) and prints `LATENCY {json}` with
+//! p50/p99/max of (wall clock at poll return - record timestamp), in milliseconds, over the
+//! records produced after the warm-up.
+//! `produce --rate R` sends at a fixed rate (records/s) with `linger.ms=0`; without it, as
+//! fast as it can with large batches. Every delivery is checked.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use kafka_share::admin::Admin;
+use kafka_share::consumer::AcknowledgementMode;
+use kafka_share::producer::{DeliveryFuture, Producer, ProducerConfig, ProducerRecord};
+use kafka_share::{ShareConsumer, ShareConsumerConfig};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[tokio::main]
+async fn main() {
+    if let Err(e) = run().await {
+        eprintln!("bench_consumer: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `--key value` arguments after the subcommand; `--group` may repeat.
+struct Args {
+    pairs: Vec<(String, String)>,
+}
+
+impl Args {
+    fn parse(raw: &[String]) -> Result<Args, BoxError> {
+        let mut pairs = Vec::new();
+        let mut it = raw.iter();
+        while let Some(k) = it.next() {
+            let key = k.strip_prefix("--").ok_or_else(|| format!("unexpected argument {k:?}"))?;
+            let v = it.next().ok_or_else(|| format!("--{key} needs a value"))?;
+            pairs.push((key.to_string(), v.clone()));
+        }
+        Ok(Args { pairs })
+    }
+    fn get(&self, key: &str) -> Option<&str> {
+        self.pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+    fn all(&self, key: &str) -> Vec<&str> {
+        self.pairs.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect()
+    }
+    fn req(&self, key: &str) -> Result<&str, BoxError> {
+        self.get(key).ok_or_else(|| format!("--{key} is required").into())
+    }
+    fn num<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, BoxError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|_| format!("--{key} {v:?} is not a number").into()),
+        }
+    }
+}
+
+async fn run() -> Result<(), BoxError> {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = raw.first() else {
+        return Err("usage: bench_consumer produce|group|consume|latency --bootstrap B ...".into());
+    };
+    let args = Args::parse(&raw[1..])?;
+    match cmd.as_str() {
+        "produce" => produce(&args).await,
+        "group" => group(&args).await,
+        "consume" => consume(&args).await,
+        "latency" => latency(&args).await,
+        other => Err(format!("unknown subcommand {other:?}: use produce, group, consume or latency").into()),
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// Deliveries are checked this many records behind the send loop.
+const CHECK_WINDOW: usize = 200_000;
+
+async fn produce(a: &Args) -> Result<(), BoxError> {
+    let bootstrap = a.req("bootstrap")?;
+    let topic = a.req("topic")?.to_string();
+    let count: u64 = a.num("records", 0)?;
+    let size: usize = a.num("size", 100)?;
+    let partitions: i32 = a.num("partitions", 4)?;
+    let rate: f64 = a.num("rate", 0.0)?;
+
+    let admin = Admin::connect_to(bootstrap).await?;
+    admin.create_topic(&topic, partitions).await?;
+
+    let paced = rate > 0.0;
+    let cfg = ProducerConfig::new(bootstrap)
+        .client_id("bench-producer")
+        .batch_size(a.num("batch-size", if paced { 16_384 } else { 262_144 })?)
+        .linger(Duration::from_millis(a.num("linger-ms", if paced { 0 } else { 10 })?))
+        .buffer_memory(64 << 20);
+    let producer = Producer::new(cfg).await?;
+    let value = Bytes::from(vec![b'x'; size]);
+
+    let start = Instant::now();
+    let mut pending: VecDeque<DeliveryFuture> = VecDeque::with_capacity(CHECK_WINDOW + 1);
+    let (mut failed, mut first_error) = (0u64, None);
+    let mut check = |r: kafka_share::Result<_>| {
+        if let Err(e) = r {
+            failed += 1;
+            first_error.get_or_insert(e);
+        }
+    };
+    for i in 0..count {
+        if paced {
+            // Send record i at start + i/rate; sleep in ~1 ms steps so the rate stays even.
+            let due = start + Duration::from_secs_f64(i as f64 / rate);
+            let now = Instant::now();
+            if due > now + Duration::from_micros(500) {
+                tokio::time::sleep(due - now).await;
+            }
+        }
+        pending.push_back(producer.send(ProducerRecord::new(topic.clone(), value.clone())).await?);
+        if pending.len() > CHECK_WINDOW {
+            if let Some(f) = pending.pop_front() {
+                check(f.await);
+            }
+        }
+    }
+    producer.flush().await;
+    for f in pending {
+        check(f.await);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    producer.close(Duration::from_secs(30)).await?;
+    eprintln!(
+        "bench_consumer: produced {} records of {size} bytes to {topic} ({partitions} partitions) in {secs:.2} s: {:.0} records/s",
+        count - failed,
+        count as f64 / secs
+    );
+    match first_error {
+        Some(e) => Err(format!("{failed} records failed; the first: {e}").into()),
+        None => Ok(()),
+    }
+}
+
+async fn group(a: &Args) -> Result<(), BoxError> {
+    let admin = Admin::connect_to(a.req("bootstrap")?).await?;
+    let groups = a.all("group");
+    if groups.is_empty() {
+        return Err("--group is required".into());
+    }
+    for g in groups {
+        admin.set_share_auto_offset_reset(g, "earliest").await?;
+    }
+    Ok(())
+}
+
+fn consumer_config(a: &Args, explicit: bool, client_id: String) -> Result<ShareConsumerConfig, BoxError> {
+    let mode = if explicit { AcknowledgementMode::Explicit } else { AcknowledgementMode::Implicit };
+    Ok(ShareConsumerConfig::new(a.req("bootstrap")?, a.req("group")?)
+        .client_id(client_id)
+        .acknowledgement_mode(mode)
+        .max_poll_records(a.num("max-poll-records", 500)?))
+}
+
+fn rec_bytes(r: &kafka_share::ConsumerRecord) -> u64 {
+    (r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len())) as u64
+}
+
+async fn consume(a: &Args) -> Result<(), BoxError> {
+    let topic = a.req("topic")?.to_string();
+    let n: u64 = a.num("records", 0)?;
+    let k: usize = a.num("consumers", 1)?;
+    let explicit = match a.get("mode").unwrap_or("implicit") {
+        "implicit" => false,
+        "explicit" => true,
+        m => return Err(format!("--mode {m:?}: use implicit or explicit").into()),
+    };
+    let timeout = Duration::from_secs(a.num("timeout-s", 300)?);
+
+    let mut consumers = Vec::with_capacity(k);
+    for i in 0..k {
+        consumers.push(Arc::new(ShareConsumer::connect(consumer_config(a, explicit, format!("bench-{i}"))?).await?));
+    }
+    let total = Arc::new(AtomicU64::new(0));
+    let bytes = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let deadline = start + timeout;
+    let mut tasks = Vec::with_capacity(k);
+    for c in &consumers {
+        let (c, total, bytes, topic) = (c.clone(), total.clone(), bytes.clone(), topic.clone());
+        tasks.push(tokio::spawn(async move {
+            c.subscribe([topic])?;
+            let mut mine = 0u64;
+            while total.load(Ordering::Relaxed) < n && Instant::now() < deadline {
+                let recs = c.poll(Duration::from_millis(100)).await?;
+                if recs.is_empty() {
+                    continue;
+                }
+                let mut b = 0;
+                for r in &recs {
+                    b += rec_bytes(r);
+                    if explicit {
+                        c.acknowledge(r)?;
+                    }
+                }
+                mine += recs.len() as u64;
+                bytes.fetch_add(b, Ordering::Relaxed);
+                total.fetch_add(recs.len() as u64, Ordering::Relaxed);
+            }
+            // Sends what the last poll left (and, implicit, accepts it) and waits for it.
+            let results = c.commit_sync(Duration::from_secs(30)).await?;
+            if let Some((tp, Err(e))) = results.iter().find(|(_, r)| r.is_err()) {
+                return Err(format!("acknowledgement of {tp} failed: {e}").into());
+            }
+            Ok::<u64, BoxError>(mine)
+        }));
+    }
+    let mut per = Vec::with_capacity(k);
+    for t in tasks {
+        per.push(t.await??);
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    for c in &consumers {
+        let _ = c.close(Duration::from_secs(5)).await;
+    }
+    let got = total.load(Ordering::Relaxed);
+    println!(
+        "RESULT {{\"records\":{got},\"bytes\":{},\"elapsed_s\":{elapsed:.4},\"per_consumer\":{per:?}}}",
+        bytes.load(Ordering::Relaxed)
+    );
+    if got < n {
+        return Err(format!("timed out after {timeout:?} with {got} of {n} records").into());
+    }
+    Ok(())
+}
+
+async fn latency(a: &Args) -> Result<(), BoxError> {
+    let topic = a.req("topic")?.to_string();
+    let n: u64 = a.num("records", 0)?;
+    let warmup: i64 = a.num("warmup-ms", 5000)?;
+    let timeout = Duration::from_secs(a.num("timeout-s", 120)?);
+    let c = ShareConsumer::connect(consumer_config(a, true, "bench-latency".into())?).await?;
+    c.subscribe([topic])?;
+    println!("READY");
+    let deadline = Instant::now() + timeout;
+    let mut lat: Vec<i64> = Vec::with_capacity(n as usize);
+    let (mut got, mut first_ts) = (0u64, None::<i64>);
+    while got < n && Instant::now() < deadline {
+        let recs = c.poll(Duration::from_millis(500)).await?;
+        let now = now_ms();
+        for r in &recs {
+            let t0 = *first_ts.get_or_insert(r.timestamp);
+            if r.timestamp >= t0 + warmup {
+                lat.push(now - r.timestamp);
+            }
+            c.acknowledge(r)?;
+        }
+        got += recs.len() as u64;
+    }
+    let _ = c.commit_sync(Duration::from_secs(10)).await;
+    let _ = c.close(Duration::from_secs(5)).await;
+    lat.sort_unstable();
+    let pct = |p: f64| lat.get(((lat.len() as f64 * p).ceil() as usize).saturating_sub(1)).copied().unwrap_or(-1);
+    println!(
+        "LATENCY {{\"records\":{got},\"measured\":{},\"p50_ms\":{},\"p99_ms\":{},\"max_ms\":{}}}",
+        lat.len(),
+        pct(0.50),
+        pct(0.99),
+        lat.last().copied().unwrap_or(-1)
+    );
+    if got < n {
+        return Err(format!("timed out after {timeout:?} with {got} of {n} records").into());
+    }
+    Ok(())
+}

@@ -1,0 +1,155 @@
+//! One ProduceRequest: building it from drained batches, sending it, and reading the
+//! broker's answer for each batch.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::produce_response::PartitionProduceResponse;
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::accumulator::Batch;
+use super::record::BatchOutcome;
+use crate::cluster::{Cluster, TrafficClass};
+use crate::error::{Context, Error, ErrorCode, Result};
+use crate::protocol::records::Compression;
+
+/// Produce versions: v3 is the first with record batches v2 (and the oldest Kafka 4 accepts);
+/// v13 names topics by id only, which this client does not build yet. v12 is v11 plus the
+/// transactions-v2 signal, irrelevant without transactions.
+pub(crate) const PRODUCE_VERSIONS: (i16, i16) = (3, 12);
+
+/// What a finished request task hands back.
+pub(crate) enum Done {
+    Produce {
+        node: i32,
+        batches: Vec<Batch>,
+        /// Batches that could not be encoded (already failed), to leave `in_flight`.
+        failed: Vec<Batch>,
+        result: Result<ProduceResponse>,
+    },
+    Metadata {
+        topics: Vec<Arc<str>>,
+        result: Result<()>,
+    },
+}
+
+pub(crate) fn find_partition<'a>(
+    resp: &'a ProduceResponse,
+    b: &Batch,
+) -> Option<&'a PartitionProduceResponse> {
+    let topic = resp
+        .responses
+        .iter()
+        .find(|t| t.name.0.as_str() == &*b.topic)?;
+    topic
+        .partition_responses
+        .iter()
+        .find(|p| p.index == b.partition)
+}
+
+/// The broker's answer for one batch.
+pub(crate) fn partition_result(
+    resp: &ProduceResponse,
+    node: i32,
+    b: &Batch,
+) -> Result<BatchOutcome> {
+    let context = || {
+        Context::api("Produce")
+            .broker(node)
+            .partition(&*b.topic, b.partition)
+    };
+    let Some(p) = find_partition(resp, b) else {
+        return Err(Error::InvalidState(format!(
+            "the Produce response of broker {node} left out {}",
+            context()
+        )));
+    };
+    match ErrorCode::from_code(p.error_code) {
+        None => Ok(BatchOutcome {
+            base_offset: p.base_offset,
+            log_append_time: p.log_append_time_ms,
+        }),
+        Some(code) => {
+            // Per-record errors (INVALID_RECORD) say which record was at fault.
+            let record_msg = p.record_errors.first().map(|r| {
+                let msg = r
+                    .batch_index_error_message
+                    .as_ref()
+                    .map(|m| m.to_string())
+                    .unwrap_or_default();
+                format!("record {} of the batch: {msg}", r.batch_index)
+            });
+            let message = p
+                .error_message
+                .as_ref()
+                .map(|m| m.to_string())
+                .or(record_msg);
+            Err(Error::Broker {
+                context: context(),
+                code,
+                message,
+            })
+        }
+    }
+}
+
+/// One request: seals (compresses) the batches off the sender loop, sends, returns the answer.
+pub(crate) async fn produce(
+    cluster: Arc<Cluster>,
+    node: i32,
+    batches: Vec<Batch>,
+    acks: i16,
+    timeout_ms: i32,
+    compression: Compression,
+) -> Done {
+    let mut topics: Vec<TopicProduceData> = Vec::new();
+    let mut sent = Vec::with_capacity(batches.len());
+    let mut failed = Vec::new();
+    for mut b in batches {
+        let bytes = match b.finish(compression) {
+            Ok(bytes) => bytes,
+            Err(source) => {
+                let context = Context::api("Produce").partition(&*b.topic, b.partition);
+                b.done.complete(Err(Error::Codec { context, source }));
+                failed.push(b);
+                continue;
+            }
+        };
+        let data = PartitionProduceData::default()
+            .with_index(b.partition)
+            .with_records(Some(bytes));
+        match topics.iter_mut().find(|t| t.name.0.as_str() == &*b.topic) {
+            Some(t) => t.partition_data.push(data),
+            None => topics.push(
+                TopicProduceData::default()
+                    .with_name(TopicName(StrBytes::from_string(b.topic.to_string())))
+                    .with_partition_data(vec![data]),
+            ),
+        }
+        sent.push(b);
+    }
+    if sent.is_empty() {
+        return Done::Produce {
+            node,
+            batches: sent,
+            failed,
+            result: Ok(ProduceResponse::default()),
+        };
+    }
+    let req = ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(timeout_ms)
+        .with_topic_data(topics);
+    let result = async {
+        let conn = cluster.broker(node, TrafficClass::Control).await?;
+        cluster.send(&conn, &req, PRODUCE_VERSIONS).await
+    }
+    .await;
+    Done::Produce {
+        node,
+        batches: sent,
+        failed,
+        result,
+    }
+}

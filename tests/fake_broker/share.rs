@@ -1,0 +1,428 @@
+//! ShareFetch and ShareAcknowledge, answered with the crate's own codec.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_share::protocol::records::{BatchBuilder, Compression, RecordInput};
+use kafka_share::protocol::share::{
+    AcknowledgePartitionResponse, AcknowledgeTopicResponse, AcquiredRecords, FetchPartitionResponse, FetchTopicResponse,
+    LeaderIdAndEpoch, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
+    ShareFetchResponse,
+};
+
+use super::handlers::Out;
+use super::script::{Action, Effects};
+use super::state::{code, Partition, Session, State};
+use super::Shared;
+
+fn next_epoch(e: i32) -> i32 {
+    if e == i32::MAX {
+        1
+    } else {
+        e + 1
+    }
+}
+
+fn reply_fetch(shared: &Shared, resp: &ShareFetchResponse, version: i16) -> Out {
+    let mut buf = BytesMut::new();
+    match resp.encode(version, &mut buf) {
+        Ok(()) => Out::Reply(buf),
+        Err(e) => {
+            shared.lock().violation(format!("fake broker failed to encode ShareFetch response: {e}"));
+            Out::Drop
+        }
+    }
+}
+
+fn reply_ack(shared: &Shared, resp: &ShareAcknowledgeResponse, version: i16) -> Out {
+    let mut buf = BytesMut::new();
+    match resp.encode(version, &mut buf) {
+        Ok(()) => Out::Reply(buf),
+        Err(e) => {
+            shared.lock().violation(format!("fake broker failed to encode ShareAcknowledge response: {e}"));
+            Out::Drop
+        }
+    }
+}
+
+/// Session bookkeeping common to both APIs. Returns a top-level error code to answer with.
+fn check_session(st: &mut State, node: i32, conn: u64, member: &str, epoch: i32, api: &str, has_acks: bool) -> i16 {
+    let key = (node, member.to_string());
+    match epoch {
+        0 if api == "ShareAcknowledge" => {
+            st.violation(format!("ShareAcknowledge at epoch 0 (node {node})"));
+            code::INVALID_SHARE_SESSION_EPOCH
+        }
+        0 if has_acks => {
+            st.violation(format!("ShareFetch at epoch 0 carrying acks (node {node})"));
+            code::INVALID_REQUEST
+        }
+        0 => {
+            st.drop_session(node, member);
+            st.sessions.insert(
+                key,
+                Session {
+                    epoch: 1,
+                    conn,
+                    parts: Default::default(),
+                },
+            );
+            0
+        }
+        e => match st.sessions.get_mut(&key) {
+            None => code::SHARE_SESSION_NOT_FOUND,
+            Some(_) if e == -1 => 0,
+            Some(s) if s.epoch != e => {
+                let want = s.epoch;
+                st.violation(format!("{api} epoch {e} on node {node}, session expects {want}"));
+                code::INVALID_SHARE_SESSION_EPOCH
+            }
+            Some(s) => {
+                s.epoch = next_epoch(e);
+                0
+            }
+        },
+    }
+}
+
+fn leader_of(part: &Partition) -> LeaderIdAndEpoch {
+    LeaderIdAndEpoch {
+        leader_id: part.leader,
+        leader_epoch: part.leader_epoch,
+    }
+}
+
+fn endpoint(st: &State, node: i32) -> Option<NodeEndpoint> {
+    st.ports.get(&node).map(|port| NodeEndpoint {
+        node_id: node,
+        host: "127.0.0.1".into(),
+        port: *port as i32,
+        rack: None,
+    })
+}
+
+pub async fn fetch(shared: &Shared, node: i32, conn: u64, version: i16, r: &ShareFetchRequest, fx: &Effects) -> Out {
+    let member = r.member_id.as_str();
+    let mut resp = ShareFetchResponse::default();
+    let mut parts: BTreeMap<i32, FetchPartitionResponse> = BTreeMap::new();
+    {
+        let mut st = shared.lock();
+        resp.acquisition_lock_timeout_ms = st.cfg.lock_timeout_ms;
+        if let Some(Action::TopLevelError(c)) = fx.terminal {
+            if c == code::SHARE_SESSION_NOT_FOUND || c == code::INVALID_SHARE_SESSION_EPOCH {
+                st.drop_session(node, member);
+            }
+            resp.error_code = c;
+            drop(st);
+            return reply_fetch(shared, &resp, version);
+        }
+        if let Some(t) = r.topics.iter().find(|t| t.topic_id != st.topic_id) {
+            st.violation(format!("ShareFetch names unknown topic id {}", t.topic_id));
+        }
+        let has_acks = r.topics.iter().flat_map(|t| &t.partitions).any(|p| !p.acknowledgement_batches.is_empty());
+        let epoch = r.share_session_epoch;
+        let c = check_session(&mut st, node, conn, member, epoch, "ShareFetch", has_acks);
+        if c != 0 {
+            resp.error_code = c;
+            drop(st);
+            return reply_fetch(shared, &resp, version);
+        }
+        if let Some(s) = st.sessions.get_mut(&(node, member.to_string())) {
+            s.parts.extend(r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.partition_index));
+            for p in r.forgotten_topics_data.iter().flat_map(|t| &t.partitions) {
+                s.parts.remove(p);
+            }
+        }
+        for p in r.topics.iter().flat_map(|t| &t.partitions) {
+            if p.acknowledgement_batches.is_empty() {
+                continue;
+            }
+            let i = p.partition_index;
+            let c = fx
+                .ack_error(i)
+                .unwrap_or_else(|| st.apply_acks(node, member, i, &p.acknowledgement_batches, false, "ShareFetch"));
+            let e = parts.entry(i).or_insert_with(|| FetchPartitionResponse {
+                partition_index: i,
+                current_leader: LeaderIdAndEpoch {
+                    leader_id: -1,
+                    leader_epoch: -1,
+                },
+                ..Default::default()
+            });
+            e.acknowledge_error_code = c;
+            if c == code::NOT_LEADER_OR_FOLLOWER {
+                if let Some(part) = st.partition(i) {
+                    e.current_leader = leader_of(part);
+                }
+            }
+        }
+        if epoch == -1 {
+            st.drop_session(node, member);
+            drop(st);
+            resp.responses = topic_responses(shared, parts);
+            return reply_fetch(shared, &resp, version);
+        }
+    }
+    // Long poll: answer as soon as there are records or errors, else after MaxWaitMs.
+    let deadline = Instant::now() + Duration::from_millis(r.max_wait_ms.max(0) as u64);
+    loop {
+        let done = {
+            let mut st = shared.lock();
+            let found = gather(&mut st, node, member, r, fx, &mut parts, &mut resp.node_endpoints);
+            found || !st.sessions.contains_key(&(node, member.to_string()))
+        };
+        if done || Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    resp.responses = topic_responses(shared, parts);
+    reply_fetch(shared, &resp, version)
+}
+
+fn topic_responses(shared: &Shared, parts: BTreeMap<i32, FetchPartitionResponse>) -> Vec<FetchTopicResponse> {
+    if parts.is_empty() {
+        return Vec::new();
+    }
+    vec![FetchTopicResponse {
+        topic_id: shared.lock().topic_id,
+        partitions: parts.into_values().collect(),
+    }]
+}
+
+/// One pass over the session's partitions: errors and acquired records. True if anything
+/// worth answering at once was found.
+fn gather(
+    st: &mut State,
+    node: i32,
+    member: &str,
+    r: &ShareFetchRequest,
+    fx: &Effects,
+    parts: &mut BTreeMap<i32, FetchPartitionResponse>,
+    endpoints: &mut Vec<NodeEndpoint>,
+) -> bool {
+    let Some(session) = st.sessions.get(&(node, member.to_string())) else {
+        return false;
+    };
+    let mut remaining = if r.max_records > 0 { r.max_records as usize } else { 500 };
+    let mut found = false;
+    for p in session.parts.clone() {
+        let blank = FetchPartitionResponse {
+            partition_index: p,
+            current_leader: LeaderIdAndEpoch {
+                leader_id: -1,
+                leader_epoch: -1,
+            },
+            ..Default::default()
+        };
+        let Some(part) = st.partition(p).cloned() else {
+            parts.entry(p).or_insert(blank).error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
+            found = true;
+            continue;
+        };
+        let error = match fx.partition_error(p) {
+            Some((c, leader)) => Some((c, leader)),
+            None if part.leader != node => Some((code::NOT_LEADER_OR_FOLLOWER, Some(part.leader))),
+            None => None,
+        };
+        if let Some((c, leader)) = error {
+            let e = parts.entry(p).or_insert(blank);
+            e.error_code = c;
+            if let Some(l) = leader {
+                e.current_leader = LeaderIdAndEpoch {
+                    leader_id: l,
+                    leader_epoch: part.leader_epoch,
+                };
+                if let Some(ep) = endpoint(st, l) {
+                    if !endpoints.contains(&ep) {
+                        endpoints.push(ep);
+                    }
+                }
+            }
+            found = true;
+            continue;
+        }
+        if remaining == 0 {
+            continue;
+        }
+        let got = st.acquire(p, member, remaining);
+        if got.is_empty() {
+            continue;
+        }
+        remaining -= got.len();
+        found = true;
+        let (records, acquired) = build_records(&part, p, &got);
+        let e = parts.entry(p).or_insert(blank);
+        e.records = records;
+        e.acquired_records = acquired;
+    }
+    found
+}
+
+/// The record batches and acquired ranges for acquired `(offset, delivery)` pairs.
+pub fn build_records(part: &Partition, p: i32, got: &[(i64, i16)]) -> (Option<Bytes>, Vec<AcquiredRecords>) {
+    let mut ranges: Vec<AcquiredRecords> = Vec::new();
+    for &(o, d) in got {
+        match ranges.last_mut() {
+            Some(r) if r.last_offset + 1 == o && r.delivery_count == d => r.last_offset = o,
+            _ => ranges.push(AcquiredRecords {
+                first_offset: o,
+                last_offset: o,
+                delivery_count: d,
+            }),
+        }
+    }
+    let end = part.offsets.len() as i64;
+    let mut data: Vec<i64> = Vec::new();
+    let mut gap_runs: Vec<(i64, i64)> = Vec::new();
+    for r in &ranges {
+        let (lo, hi) = if part.pad {
+            ((r.first_offset - 1).max(0), (r.last_offset + 1).min(end - 1))
+        } else {
+            (r.first_offset, r.last_offset)
+        };
+        for o in lo..=hi {
+            if part.gaps.contains(&o) {
+                match gap_runs.last_mut() {
+                    Some(g) if g.1 + 1 == o => g.1 = o,
+                    _ => gap_runs.push((o, o)),
+                }
+            } else {
+                data.push(o);
+            }
+        }
+    }
+    data.sort_unstable();
+    data.dedup();
+    let mut batches: Vec<(i64, Bytes)> = Vec::new();
+    let mut run: Vec<i64> = Vec::new();
+    for o in data {
+        if run.last().is_some_and(|l| l + 1 != o) {
+            batches.push(data_batch(p, &run));
+            run.clear();
+        }
+        run.push(o);
+    }
+    if !run.is_empty() {
+        batches.push(data_batch(p, &run));
+    }
+    if part.empty_batches {
+        batches.extend(gap_runs.iter().map(|&(a, b)| (a, empty_batch(a, b))));
+    }
+    batches.sort_by_key(|(base, _)| *base);
+    let mut out = BytesMut::new();
+    for (_, b) in batches {
+        out.put_slice(&b);
+    }
+    let records = (!out.is_empty()).then(|| out.freeze());
+    (records, ranges)
+}
+
+/// The key and value of the fake record at `offset` of partition `p`.
+pub fn record_value(p: i32, offset: i64) -> String {
+    format!("p{p}-{offset}")
+}
+
+/// One batch holding the records at consecutive `offsets`.
+fn data_batch(p: i32, offsets: &[i64]) -> (i64, Bytes) {
+    let mut b = BatchBuilder::new();
+    for &o in offsets {
+        b.push(&RecordInput {
+            key: Some(Bytes::from(format!("k{o}"))),
+            value: Some(Bytes::from(record_value(p, o))),
+            headers: Vec::new(),
+            timestamp: 1_700_000_000_000 + o,
+        })
+        .expect("encode record");
+    }
+    let mut batch = BytesMut::from(&b.finish(Compression::None).expect("encode batch")[..]);
+    // The base offset is outside the CRC: patching it keeps the batch valid.
+    batch[..8].copy_from_slice(&offsets[0].to_be_bytes());
+    (offsets[0], batch.freeze())
+}
+
+/// A batch with no records covering `first..=last`, as compaction leaves behind.
+pub fn empty_batch(first: i64, last: i64) -> Bytes {
+    let mut b = BytesMut::with_capacity(61);
+    b.put_i64(first);
+    b.put_i32(49); // batch length: everything after this field
+    b.put_i32(-1); // partition leader epoch
+    b.put_i8(2); // magic
+    b.put_u32(0); // crc, below
+    b.put_i16(0); // attributes
+    b.put_i32((last - first) as i32); // last offset delta
+    b.put_i64(1_700_000_000_000);
+    b.put_i64(1_700_000_000_000);
+    b.put_i64(-1); // producer id
+    b.put_i16(-1); // producer epoch
+    b.put_i32(-1); // base sequence
+    b.put_i32(0); // no records
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b.freeze()
+}
+
+pub fn acknowledge(shared: &Shared, node: i32, version: i16, r: &ShareAcknowledgeRequest, fx: &Effects) -> Out {
+    let member = r.member_id.as_str();
+    let mut st = shared.lock();
+    let mut resp = ShareAcknowledgeResponse {
+        acquisition_lock_timeout_ms: (version >= 2).then_some(st.cfg.lock_timeout_ms),
+        ..Default::default()
+    };
+    if let Some(Action::TopLevelError(c)) = fx.terminal {
+        if c == code::SHARE_SESSION_NOT_FOUND || c == code::INVALID_SHARE_SESSION_EPOCH {
+            st.drop_session(node, member);
+        }
+        resp.error_code = c;
+        drop(st);
+        return reply_ack(shared, &resp, version);
+    }
+    let epoch = r.share_session_epoch;
+    let conn = st.sessions.get(&(node, member.to_string())).map(|s| s.conn).unwrap_or(0);
+    let c = check_session(&mut st, node, conn, member, epoch, "ShareAcknowledge", true);
+    if c != 0 {
+        resp.error_code = c;
+        drop(st);
+        return reply_ack(shared, &resp, version);
+    }
+    let renew_ok = r.is_renew_ack && version >= 2;
+    let mut partitions = Vec::new();
+    for p in r.topics.iter().flat_map(|t| &t.partitions) {
+        let i = p.partition_index;
+        let c = fx
+            .ack_error(i)
+            .unwrap_or_else(|| st.apply_acks(node, member, i, &p.acknowledgement_batches, renew_ok, "ShareAcknowledge"));
+        let mut leader = LeaderIdAndEpoch {
+            leader_id: -1,
+            leader_epoch: -1,
+        };
+        if c == code::NOT_LEADER_OR_FOLLOWER {
+            if let Some(part) = st.partition(i) {
+                leader = leader_of(part);
+                if let Some(ep) = endpoint(&st, part.leader) {
+                    if !resp.node_endpoints.contains(&ep) {
+                        resp.node_endpoints.push(ep);
+                    }
+                }
+            }
+        }
+        partitions.push(AcknowledgePartitionResponse {
+            partition_index: i,
+            error_code: c,
+            error_message: None,
+            current_leader: leader,
+        });
+    }
+    if epoch == -1 {
+        st.drop_session(node, member);
+    }
+    if !partitions.is_empty() {
+        resp.responses = vec![AcknowledgeTopicResponse {
+            topic_id: st.topic_id,
+            partitions,
+        }];
+    }
+    drop(st);
+    reply_ack(shared, &resp, version)
+}

@@ -1,0 +1,237 @@
+//! Fault injection: where acknowledgements go, and what happens when they fail.
+
+mod fake_broker;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use fake_broker::{
+    code, eventually, offsets, poll_until, poll_while_not, record_value, Action, FakeCluster, FakeConfig, Rule,
+};
+use kafka_share::consumer::{AcknowledgementMode, TopicPartition};
+use kafka_share::ErrorCode;
+
+const T: Duration = Duration::from_secs(5);
+
+/// How many times each (partition, offset) was acknowledged on the wire.
+fn ack_counts(fake: &FakeCluster) -> BTreeMap<(i32, i64), usize> {
+    let mut m = BTreeMap::new();
+    for (_, _, a) in fake.acks_sent() {
+        *m.entry((a.partition, a.offset)).or_insert(0) += 1;
+    }
+    m
+}
+
+#[tokio::test]
+async fn acks_ride_on_the_next_share_fetch_to_the_broker_that_delivered_them() {
+    let fake = FakeCluster::start(FakeConfig::cluster(&[1, 2], &[1, 2]).records(10)).await;
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    let mut got = poll_until(&c, 20, T).await;
+    assert_eq!(got.len(), 20);
+    let all_done = || fake.done(0).len() == 10 && fake.done(1).len() == 10;
+    assert!(poll_while_not(&c, T, &mut got, all_done).await, "{}", fake.dump());
+    assert_eq!(got.len(), 20, "nothing redelivered");
+    for (node, on_fetch, a) in fake.acks_sent() {
+        assert_eq!(node, if a.partition == 0 { 1 } else { 2 }, "ack {a:?} went to node {node}");
+        assert!(on_fetch, "ack {a:?} should ride on a ShareFetch:\n{}", fake.dump());
+        assert_eq!(a.kind, 1, "implicit mode accepts");
+    }
+    assert!(ack_counts(&fake).values().all(|&n| n == 1), "{}", fake.dump());
+    assert_eq!(ack_counts(&fake).len(), 20);
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn commit_pressure_never_puts_two_requests_in_flight_on_one_session() {
+    let fake = FakeCluster::start(FakeConfig::cluster(&[1, 2], &[1, 2, 1, 2]).records(25)).await;
+    let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit).max_poll_records(7);
+    let c = fake.consumer(cfg).await;
+    let mut seen = BTreeSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(8);
+    while seen.len() < 100 && std::time::Instant::now() < deadline {
+        for r in c.poll(Duration::from_millis(50)).await.unwrap() {
+            assert!(seen.insert((r.partition, r.offset)), "redelivered {}-{}", r.partition, r.offset);
+            c.acknowledge(&r).unwrap();
+            // Fire-and-forget commits while fetches are in flight.
+            drop(c.commit_async());
+        }
+    }
+    assert_eq!(seen.len(), 100, "{}", fake.dump());
+    let results = c.commit_sync(T).await.unwrap();
+    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+    assert!(eventually(T, || (0..4).all(|p| fake.done(p).len() == 25)).await, "{}", fake.dump());
+    assert!(ack_counts(&fake).values().all(|&n| n == 1));
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn unknown_topic_or_partition_on_acks_is_reported_not_retried() {
+    let fake = FakeCluster::single(2, 5).await;
+    let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
+    let c = fake.consumer(cfg).await;
+    let got = poll_until(&c, 10, T).await;
+    assert_eq!(got.len(), 10);
+    fake.script(Rule::any(Action::AckError { partition: 0, code: code::UNKNOWN_TOPIC_OR_PARTITION }).acks_for(0));
+    for r in &got {
+        c.acknowledge(r).unwrap();
+    }
+    let results = c.commit_sync(T).await.unwrap();
+    let topic = fake.topic();
+    let p0 = results.get(&TopicPartition::new(&topic, 0)).expect("a result for partition 0");
+    let err = p0.as_ref().expect_err("partition 0 failed");
+    assert_eq!(err.code(), Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION), "{err}");
+    assert!(results[&TopicPartition::new(&topic, 1)].is_ok(), "{results:?}");
+    // Keep the consumer busy for a while: the failed acks must not come back.
+    let mut more = Vec::new();
+    poll_while_not(&c, Duration::from_millis(500), &mut more, || false).await;
+    assert!(more.is_empty());
+    assert!(ack_counts(&fake).values().all(|&n| n == 1), "acks resent:\n{}", fake.dump());
+    assert_eq!(fake.done(1), vec![0, 1, 2, 3, 4]);
+    assert!(fake.done(0).is_empty());
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn partly_failed_ack_round_reports_only_the_failed_partition_and_resends_nothing() {
+    let fake = FakeCluster::start(FakeConfig::cluster(&[1, 2], &[1, 2]).records(5)).await;
+    let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
+    let c = fake.consumer(cfg).await;
+    let (cb, seen) = fake_broker::ack_recorder();
+    c.set_acknowledgement_commit_callback(Some(cb)).unwrap();
+    let got = poll_until(&c, 10, T).await;
+    assert_eq!(got.len(), 10);
+    fake.script(
+        Rule::any(Action::AckError { partition: 1, code: code::INVALID_RECORD_STATE }).node(2).acks_for(1),
+    );
+    for r in &got {
+        c.acknowledge(r).unwrap();
+    }
+    let results = c.commit_sync(T).await.unwrap();
+    let topic = fake.topic();
+    assert!(results[&TopicPartition::new(&topic, 0)].is_ok(), "{results:?}");
+    let e = results[&TopicPartition::new(&topic, 1)].as_ref().expect_err("partition 1 failed");
+    assert_eq!(e.code(), Some(ErrorCode::INVALID_RECORD_STATE));
+    let mut more = Vec::new();
+    poll_while_not(&c, Duration::from_millis(500), &mut more, || false).await;
+    assert!(ack_counts(&fake).values().all(|&n| n == 1), "acks resent:\n{}", fake.dump());
+    assert_eq!(ack_counts(&fake).len(), 10);
+    let seen = seen.lock().unwrap().clone();
+    let failed: Vec<_> = seen.iter().filter(|o| o.result.is_err()).collect();
+    assert_eq!(failed.len(), 1, "{seen:?}");
+    assert_eq!(failed[0].tp.partition, 1);
+    assert_eq!(failed[0].offsets, vec![0, 1, 2, 3, 4]);
+    assert_eq!(fake.done(0), vec![0, 1, 2, 3, 4]);
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn revoked_partition_is_forgotten_and_its_acks_go_by_share_acknowledge() {
+    let fake = FakeCluster::single(2, 5).await;
+    let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
+    let c = fake.consumer(cfg).await;
+    let got = poll_until(&c, 10, T).await;
+    assert_eq!(got.len(), 10);
+    fake.set_assignment(vec![0]);
+    fake.wait_for("partition 1 in ForgottenTopicsData", T, |log| log.iter().any(|l| l.forgotten() == vec![1]))
+        .await;
+    let forgot_at = fake.log().iter().find(|l| l.forgotten() == vec![1]).unwrap().seq;
+    for r in &got {
+        c.acknowledge(r).unwrap();
+    }
+    let results = c.commit_sync(T).await.unwrap_or_else(|e| panic!("{e}\n{}", fake.dump()));
+    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+    assert_eq!(fake.done(1), vec![0, 1, 2, 3, 4], "{}", fake.dump());
+    assert_eq!(fake.done(0), vec![0, 1, 2, 3, 4]);
+    let log = fake.log();
+    for l in log.iter().filter(|l| l.seq > forgot_at) {
+        assert!(!(l.is_fetch() && l.listed().contains(&1)), "partition 1 added back to the fetch session: {}", l.summary());
+        if l.acks().iter().any(|a| a.partition == 1) {
+            assert!(l.is_ack(), "acks of a revoked partition must go by ShareAcknowledge: {}", l.summary());
+        }
+    }
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn acquired_offsets_without_records_are_acknowledged_as_gaps() {
+    let fake = FakeCluster::single(1, 10).await;
+    fake.set_gaps(0, [3, 4, 7]);
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    let mut got = poll_until(&c, 7, T).await;
+    assert!(poll_while_not(&c, T, &mut got, || fake.done(0).len() == 10).await, "{}", fake.dump());
+    assert_eq!(offsets(&got), vec![(0, 0), (0, 1), (0, 2), (0, 5), (0, 6), (0, 8), (0, 9)]);
+    for (_, _, a) in fake.acks_sent() {
+        let want = if [3, 4, 7].contains(&a.offset) { 0 } else { 1 };
+        assert_eq!(a.kind, want, "offset {} acked as {}", a.offset, a.kind);
+    }
+    assert!(ack_counts(&fake).values().all(|&n| n == 1));
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn empty_record_batches_over_gaps_do_not_panic() {
+    let fake = FakeCluster::single(1, 10).await;
+    fake.set_gaps(0, [0, 1, 5, 6, 9]);
+    fake.set_empty_batches(0);
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    let mut got = poll_until(&c, 5, T).await;
+    assert!(poll_while_not(&c, T, &mut got, || fake.done(0).len() == 10).await, "{}", fake.dump());
+    assert_eq!(offsets(&got), vec![(0, 2), (0, 3), (0, 4), (0, 7), (0, 8)]);
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn acquired_ranges_with_no_records_at_all_are_all_gaps() {
+    let fake = FakeCluster::single(1, 6).await;
+    fake.set_gaps(0, 0..6);
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    let mut got = Vec::new();
+    assert!(poll_while_not(&c, T, &mut got, || fake.done(0).len() == 6).await, "{}", fake.dump());
+    assert!(got.is_empty());
+    assert!(fake.acks_sent().iter().all(|(_, _, a)| a.kind == 0));
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn records_outside_the_acquired_ranges_are_never_delivered() {
+    let fake = FakeCluster::single(1, 12).await;
+    fake.set_pad(0);
+    let cfg = fake.consumer_config("g").max_poll_records(3);
+    let c = fake.consumer(cfg).await;
+    let mut got = poll_until(&c, 12, T).await;
+    assert!(poll_while_not(&c, T, &mut got, || fake.done(0).len() == 12).await, "{}", fake.dump());
+    let offs: Vec<i64> = got.iter().map(|r| r.offset).collect();
+    assert_eq!(offs, (0..12).collect::<Vec<_>>(), "each acquired record once, no neighbours");
+    for r in &got {
+        assert_eq!(r.value_str(), Some(record_value(0, r.offset).as_str()));
+        assert_eq!(r.delivery_count(), 1);
+    }
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn a_dropped_poll_future_does_not_lose_the_acks_it_took() {
+    let fake = FakeCluster::single(1, 5).await;
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    let got = poll_until(&c, 5, T).await;
+    assert_eq!(got.len(), 5);
+    {
+        // This poll takes the implicit acks of the last one, then is dropped mid-wait.
+        let fut = c.poll(Duration::from_secs(5));
+        let _ = tokio::time::timeout(Duration::from_millis(20), fut).await;
+    }
+    let results = c.commit_sync(T).await.unwrap();
+    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+    assert!(eventually(T, || fake.done(0).len() == 5).await, "acks lost:\n{}", fake.dump());
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}

@@ -1,0 +1,77 @@
+//! Fault injection: what the cluster supports (share.version, v1-only share RPCs).
+
+mod fake_broker;
+
+use std::time::Duration;
+
+use fake_broker::{poll_until, FakeCluster, FakeConfig};
+use kafka_share::consumer::{AcknowledgementMode, AcquireMode};
+use kafka_share::{AcknowledgeType, Error, ShareConsumer};
+
+#[tokio::test]
+async fn connect_fails_naming_share_version_when_the_feature_is_off() {
+    let fake = FakeCluster::start(FakeConfig::default().share_version(0)).await;
+    let err = ShareConsumer::connect(fake.consumer_config("g")).await.expect_err("share.version=0 must refuse");
+    assert!(matches!(err, Error::FeatureDisabled { .. }), "{err:?}");
+    assert!(err.to_string().contains("share.version"), "{err}");
+    assert_eq!(fake.count(|l| l.is_share()), 0, "nothing share-related was sent");
+}
+
+#[tokio::test]
+async fn renew_on_a_v1_only_broker_is_refused_locally_and_nothing_is_sent() {
+    let fake = FakeCluster::start(FakeConfig::default().v1_only().records(5)).await;
+    let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
+    let c = fake.consumer(cfg).await;
+    let got = poll_until(&c, 5, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 5);
+    let err = c.acknowledge_with(&got[0], AcknowledgeType::Renew).expect_err("RENEW needs v2");
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    assert!(err.to_string().contains("RENEW"), "{err}");
+    // The record is still ours to acknowledge normally.
+    for r in &got {
+        c.acknowledge(r).unwrap();
+    }
+    let results = c.commit_sync(Duration::from_secs(5)).await.unwrap();
+    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+    c.close(Duration::from_secs(5)).await.unwrap();
+    let log = fake.share_log();
+    assert!(log.iter().all(|l| l.version == 1), "only v1 share requests on a v1 broker");
+    assert!(log.iter().flat_map(|l| l.acks()).all(|a| a.kind != 4), "no Renew on the wire: {}", fake.dump());
+    assert_eq!(fake.done(0), vec![0, 1, 2, 3, 4]);
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn renew_on_a_v2_broker_goes_by_share_acknowledge_with_is_renew_ack() {
+    let fake = FakeCluster::single(1, 3).await;
+    let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
+    let c = fake.consumer(cfg).await;
+    let got = poll_until(&c, 3, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 3);
+    c.acknowledge_with(&got[0], AcknowledgeType::Renew).unwrap();
+    c.commit_sync(Duration::from_secs(5)).await.unwrap();
+    let log = fake.share_log();
+    let renews: Vec<_> = log.iter().filter(|l| l.acks().iter().any(|a| a.kind == 4)).collect();
+    assert_eq!(renews.len(), 1, "{}", fake.dump());
+    match &renews[0].req {
+        fake_broker::Req::Ack(r) => assert!(r.is_renew_ack && renews[0].version == 2),
+        other => panic!("renew went by {other:?}"),
+    }
+    // Still held: accept everything now.
+    for r in &got {
+        c.acknowledge(r).unwrap();
+    }
+    c.commit_sync(Duration::from_secs(5)).await.unwrap();
+    c.close(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(fake.done(0), vec![0, 1, 2]);
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn record_limit_mode_on_a_v1_only_broker_fails_at_connect() {
+    let fake = FakeCluster::start(FakeConfig::default().v1_only()).await;
+    let cfg = fake.consumer_config("g").acquire_mode(AcquireMode::RecordLimit);
+    let err = ShareConsumer::connect(cfg).await.expect_err("record_limit needs v2");
+    assert!(err.to_string().contains("share.acquire.mode"), "{err}");
+    assert_eq!(fake.count(|l| l.is_share()), 0);
+}
