@@ -87,7 +87,7 @@ fn consume(consumer: blocking::ShareConsumer, progress: mpsc::Sender<usize>) -> 
                 }
                 let _ = progress.send(received);
             }
-            Err(Error::Wakeup) => break, // asked to stop
+            Err(Error::Wakeup) => break,    // asked to stop
             Err(e) => return Err(e.into()), // dropping the consumer closes it
         }
     }
@@ -116,7 +116,7 @@ fn args() -> (String, String, usize) {
 async fn setup(bootstrap: &str, topic: &str, group: &str, n: usize) -> Result<(), BoxError> {
     let admin = Admin::connect_to(bootstrap).await?;
     admin.create_topic(topic, 3).await?; // "already exists" counts as success
-    // A new share group starts at the *latest* offset by default; read what is there.
+                                         // A new share group starts at the *latest* offset by default; read what is there.
     admin.set_share_auto_offset_reset(group, "earliest").await?;
 
     let producer = Producer::new(ProducerConfig::new(bootstrap)).await?;

@@ -82,7 +82,12 @@ async fn run() -> Result<(), BoxError> {
                     // Unprocessable: REJECT it so it is never delivered again (archived, or
                     // sent to the group's dead-letter topic if one is configured).
                     println!("rejecting {}-{}@{}: {why}", record.topic(), record.partition, record.offset);
-                    consumer.acknowledge_offset(record.topic(), record.partition, record.offset, AcknowledgeType::Reject)?;
+                    consumer.acknowledge_offset(
+                        record.topic(),
+                        record.partition,
+                        record.offset,
+                        AcknowledgeType::Reject,
+                    )?;
                     rejected += 1;
                     done.insert((record.partition, record.offset));
                 }
@@ -137,7 +142,7 @@ fn args() -> (String, String, usize) {
 async fn setup(bootstrap: &str, topic: &str, group: &str, n: usize) -> Result<(), BoxError> {
     let admin = Admin::connect_to(bootstrap).await?;
     admin.create_topic(topic, 3).await?; // "already exists" counts as success
-    // A new share group starts at the *latest* offset by default; read what is there.
+                                         // A new share group starts at the *latest* offset by default; read what is there.
     admin.set_share_auto_offset_reset(group, "earliest").await?;
 
     let producer = Producer::new(ProducerConfig::new(bootstrap)).await?;

@@ -97,8 +97,8 @@ fn args() -> (String, String, usize) {
 async fn setup(bootstrap: &str, topic: &str, group: &str, n: usize) -> Result<(), BoxError> {
     let admin = Admin::connect_to(bootstrap).await?;
     admin.create_topic(topic, 3).await?; // "already exists" counts as success
-    // A new share group starts at the *latest* offset by default, so it would miss records
-    // produced before its first fetch. `earliest` makes it read what is already there.
+                                         // A new share group starts at the *latest* offset by default, so it would miss records
+                                         // produced before its first fetch. `earliest` makes it read what is already there.
     admin.set_share_auto_offset_reset(group, "earliest").await?;
 
     let producer = Producer::new(ProducerConfig::new(bootstrap)).await?;

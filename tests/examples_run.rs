@@ -1,9 +1,11 @@
 //! The examples, run as programs against the real broker (each on its own topic), and
 //! `ShareConsumer::stream` against the real broker.
 //!
-//! The example binaries are not built by `cargo test --test examples_run` alone: build them
-//! with `cargo test --all-targets` (or `cargo build --examples`). A missing or outdated
-//! binary fails the test with that advice; nothing is skipped.
+//! The tests run the example binaries in target/<profile>/examples/. A plain `cargo test`,
+//! `cargo build --examples` or `cargo build --all-targets` builds them; `cargo test --test
+//! examples_run` alone does not, and `cargo test --all-targets` builds examples only as test
+//! harnesses (examples/<name>-<hash>), which cannot run them. A missing or outdated binary
+//! fails the test with that advice; nothing is skipped.
 
 mod common;
 
@@ -28,8 +30,8 @@ fn example_binary(name: &str) -> PathBuf {
     let built = match std::fs::metadata(&bin).and_then(|m| m.modified()) {
         Ok(t) => t,
         Err(_) => panic!(
-            "example binary {} is missing: build the examples with `cargo test --all-targets` \
-             (or `cargo build --examples`) before running this test",
+            "example binary {} is missing: run `cargo build --examples` (or a plain `cargo test`, \
+             which builds them) first; `cargo test --all-targets` builds examples only as test harnesses",
             bin.display()
         ),
     };
@@ -37,13 +39,13 @@ fn example_binary(name: &str) -> PathBuf {
     // binary too, or it runs outdated code. Edits made after this test was built are ignored.
     let this_build = mtime(&exe).expect("the test binary's mtime");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut sources = vec![root.join("examples").join(format!("{name}.rs")), root.join("Cargo.toml")];
+    let mut sources = vec![root.join("examples").join(format!("{name}.rs"))];
     collect_rs(&root.join("src"), &mut sources);
     for src in sources {
         if let Some(t) = mtime(&src) {
             assert!(
                 t > this_build || t <= built,
-                "example binary {} is older than {}: rebuild it with `cargo test --all-targets`",
+                "example binary {} is older than {}: rebuild it with `cargo build --examples`",
                 bin.display(),
                 src.display()
             );
@@ -106,7 +108,10 @@ fn run_example(name: &str, expected: &[&str]) -> String {
         std::thread::sleep(Duration::from_millis(100));
     };
     let (stdout, stderr) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
-    assert!(status.success(), "example {name} on topic {topic} exited with {status}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        status.success(),
+        "example {name} on topic {topic} exited with {status}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     for line in expected {
         assert!(stdout.contains(line), "example {name}: no {line:?} in stdout:\n{stdout}\nstderr:\n{stderr}");
     }
@@ -217,7 +222,11 @@ async fn stream_in_explicit_mode_redelivers_released_records_and_yields_wakeup()
             Ok(Some(r)) => r.expect("a record"),
             other => panic!("after {} records: {:?}", seen.len(), other.map(|o| o.map(|r| r.map(|r| r.offset)))),
         };
-        let ack = if r.offset % 5 == 0 && r.delivery_count() == 1 { AcknowledgeType::Release } else { AcknowledgeType::Accept };
+        let ack = if r.offset % 5 == 0 && r.delivery_count() == 1 {
+            AcknowledgeType::Release
+        } else {
+            AcknowledgeType::Accept
+        };
         consumer.acknowledge_with(&r, ack).unwrap();
         seen.push((r.offset, r.delivery_count()));
     }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use fake_broker::{
-    code, eventually, offsets, poll_until, poll_while_not, record_value, Action, FakeCluster, FakeConfig, Rule,
+    code, eventually, offsets, poll_all_at_once, poll_until, poll_while_not, record_value, Action, FakeCluster, FakeConfig, Rule,
 };
 use kafka_share::consumer::{AcknowledgementMode, TopicPartition};
 use kafka_share::ErrorCode;
@@ -71,8 +71,7 @@ async fn unknown_topic_or_partition_on_acks_is_reported_not_retried() {
     let fake = FakeCluster::single(2, 5).await;
     let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
     let c = fake.consumer(cfg).await;
-    let got = poll_until(&c, 10, T).await;
-    assert_eq!(got.len(), 10);
+    let got = poll_all_at_once(&fake, &c, 10).await;
     fake.script(Rule::any(Action::AckError { partition: 0, code: code::UNKNOWN_TOPIC_OR_PARTITION }).acks_for(0));
     for r in &got {
         c.acknowledge(r).unwrap();
@@ -101,8 +100,7 @@ async fn partly_failed_ack_round_reports_only_the_failed_partition_and_resends_n
     let c = fake.consumer(cfg).await;
     let (cb, seen) = fake_broker::ack_recorder();
     c.set_acknowledgement_commit_callback(Some(cb)).unwrap();
-    let got = poll_until(&c, 10, T).await;
-    assert_eq!(got.len(), 10);
+    let got = poll_all_at_once(&fake, &c, 10).await;
     fake.script(
         Rule::any(Action::AckError { partition: 1, code: code::INVALID_RECORD_STATE }).node(2).acks_for(1),
     );
@@ -133,8 +131,7 @@ async fn revoked_partition_is_forgotten_and_its_acks_go_by_share_acknowledge() {
     let fake = FakeCluster::single(2, 5).await;
     let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
     let c = fake.consumer(cfg).await;
-    let got = poll_until(&c, 10, T).await;
-    assert_eq!(got.len(), 10);
+    let got = poll_all_at_once(&fake, &c, 10).await;
     fake.set_assignment(vec![0]);
     fake.wait_for("partition 1 in ForgottenTopicsData", T, |log| log.iter().any(|l| l.forgotten() == vec![1]))
         .await;

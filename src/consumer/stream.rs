@@ -43,10 +43,7 @@ impl ShareConsumer {
     /// Dropping a pending `next()` (e.g. in `tokio::select!`) is safe: the poll in flight
     /// lives in the stream and its records come out of the next `next()`. Dropping the stream
     /// while a poll is in flight leaves those records held until `close` releases them.
-    pub fn stream(
-        &self,
-        poll_timeout: Duration,
-    ) -> impl Stream<Item = Result<ConsumerRecord>> + Send + Unpin + '_ {
+    pub fn stream(&self, poll_timeout: Duration) -> impl Stream<Item = Result<ConsumerRecord>> + Send + Unpin + '_ {
         records(move || self.poll(poll_timeout))
     }
 }
@@ -61,10 +58,7 @@ where
         poll: F,
         batch: std::vec::IntoIter<ConsumerRecord>,
     }
-    let start = State {
-        poll,
-        batch: Vec::new().into_iter(),
-    };
+    let start = State { poll, batch: Vec::new().into_iter() };
     futures::stream::unfold(start, |mut s| async move {
         loop {
             if let Some(r) = s.batch.next() {
@@ -112,22 +106,13 @@ mod tests {
     /// used up it answers `Closed`.
     fn scripted(
         script: Vec<Result<Vec<ConsumerRecord>>>,
-    ) -> (
-        impl FnMut() -> futures::future::Ready<Result<Vec<ConsumerRecord>>> + Send,
-        Arc<AtomicUsize>,
-    ) {
+    ) -> (impl FnMut() -> futures::future::Ready<Result<Vec<ConsumerRecord>>> + Send, Arc<AtomicUsize>) {
         let calls = Arc::new(AtomicUsize::new(0));
         let script = Mutex::new(VecDeque::from(script));
         let c = calls.clone();
         let poll = move || {
             c.fetch_add(1, Ordering::SeqCst);
-            futures::future::ready(
-                script
-                    .lock()
-                    .unwrap()
-                    .pop_front()
-                    .unwrap_or(Err(Error::Closed)),
-            )
+            futures::future::ready(script.lock().unwrap().pop_front().unwrap_or(Err(Error::Closed)))
         };
         (poll, calls)
     }
@@ -138,26 +123,13 @@ mod tests {
 
     #[tokio::test]
     async fn yields_records_one_by_one_skipping_empty_polls_and_ends_on_closed() {
-        let (poll, calls) = scripted(vec![
-            Ok(vec![rec(0), rec(1)]),
-            Ok(vec![]),
-            Ok(vec![]),
-            Ok(vec![rec(2)]),
-        ]);
+        let (poll, calls) = scripted(vec![Ok(vec![rec(0), rec(1)]), Ok(vec![]), Ok(vec![]), Ok(vec![rec(2)])]);
         let mut s = records(poll);
         assert_eq!(offset(s.next().await), 0);
         assert_eq!(offset(s.next().await), 1);
-        assert_eq!(
-            calls.load(Ordering::SeqCst),
-            1,
-            "no poll while the batch lasts"
-        );
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "no poll while the batch lasts");
         assert_eq!(offset(s.next().await), 2);
-        assert_eq!(
-            calls.load(Ordering::SeqCst),
-            4,
-            "the empty polls were polled through"
-        );
+        assert_eq!(calls.load(Ordering::SeqCst), 4, "the empty polls were polled through");
         assert!(s.next().await.is_none(), "Closed ends the stream");
         assert!(s.next().await.is_none(), "and it stays ended");
         assert_eq!(calls.load(Ordering::SeqCst), 5, "no poll after the end");
@@ -169,10 +141,7 @@ mod tests {
             Err(Error::Wakeup),
             Ok(vec![rec(7)]),
             Err(Error::InvalidState("x".into())),
-            Err(Error::Timeout {
-                what: "poll".into(),
-                after: Duration::from_secs(1),
-            }),
+            Err(Error::Timeout { what: "poll".into(), after: Duration::from_secs(1) }),
             Ok(vec![rec(8)]),
         ]);
         let mut s = records(poll);
@@ -222,11 +191,7 @@ mod tests {
         let first = tokio::time::timeout(Duration::from_millis(5), s.next()).await;
         assert!(first.is_err(), "timed out while the poll was in flight");
         assert_eq!(offset(s.next().await), 42);
-        assert_eq!(
-            calls.load(Ordering::SeqCst),
-            1,
-            "the same poll, not a second one"
-        );
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "the same poll, not a second one");
         assert!(s.next().await.is_none());
     }
 }

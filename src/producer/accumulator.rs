@@ -49,13 +49,7 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    fn new(
-        topic: Arc<str>,
-        partition: i32,
-        capacity: usize,
-        memory: Arc<Semaphore>,
-        limits: &Limits,
-    ) -> Self {
+    fn new(topic: Arc<str>, partition: i32, capacity: usize, memory: Arc<Semaphore>, limits: &Limits) -> Self {
         Batch {
             topic,
             partition,
@@ -87,24 +81,41 @@ impl Batch {
         if let Some(b) = self.builder.take() {
             self.payload = Some(b.finish(compression)?);
         }
-        self.payload.clone().ok_or_else(|| CodecError::Invalid {
-            what: "record batch",
-            detail: "batch has no records".into(),
-        })
+        self.payload
+            .clone()
+            .ok_or_else(|| CodecError::Invalid { what: "record batch", detail: "batch has no records".into() })
     }
 
     /// Whether the sender may take the batch now; otherwise when it may.
     fn ready_at(&self, linger: Duration, hurry: bool) -> Instant {
-        let sendable = if self.closed || hurry {
-            self.created
-        } else {
-            self.created + linger
-        };
+        let sendable = if self.closed || hurry { self.created } else { self.created + linger };
         self.retry_at.map_or(sendable, |r| r.max(sendable))
     }
 
     pub fn deadline(&self, delivery_timeout: Duration) -> Instant {
         self.created + delivery_timeout
+    }
+}
+
+#[cfg(test)]
+impl Batch {
+    /// A batch with one record, for tests of the sender.
+    pub fn for_test(topic: &str, partition: i32) -> Batch {
+        let limits = Limits {
+            batch_size: 1024,
+            linger: Duration::ZERO,
+            delivery_timeout: Duration::from_secs(120),
+            max_request_size: 1 << 20,
+            max_in_flight: 1,
+            retry_backoff: (Duration::from_millis(100), Duration::from_millis(1000)),
+        };
+        let mut b = Batch::new(Arc::from(topic), partition, 1024, Arc::new(Semaphore::new(0)), &limits);
+        let rec = RecordInput { value: Some(Bytes::from_static(b"v")), ..Default::default() };
+        if let Some(builder) = b.builder.as_mut() {
+            let _ = builder.push(&rec);
+            b.records = 1;
+        }
+        b
     }
 }
 
@@ -162,14 +173,7 @@ pub(crate) struct Accumulator {
 
 impl Accumulator {
     pub fn new(limits: Limits, memory: Arc<Semaphore>) -> Self {
-        Accumulator {
-            topics: HashMap::new(),
-            limits,
-            memory,
-            flushing: 0,
-            closing: false,
-            in_flight: HashMap::new(),
-        }
+        Accumulator { topics: HashMap::new(), limits, memory, flushing: 0, closing: false, in_flight: HashMap::new() }
     }
 
     /// Registers a topic, or grows it to `count` partitions (partitions are never removed).
@@ -184,11 +188,7 @@ impl Accumulator {
                 let name: Arc<str> = Arc::from(topic);
                 let mut partitions = Vec::with_capacity(count);
                 partitions.resize_with(count, VecDeque::new);
-                let q = TopicQueues {
-                    name: name.clone(),
-                    partitions,
-                    sticky: Sticky::new(),
-                };
+                let q = TopicQueues { name: name.clone(), partitions, sticky: Sticky::new() };
                 self.topics.insert(name, q);
             }
         }
@@ -216,10 +216,7 @@ impl Accumulator {
         }
         let open_fits = |q: &VecDeque<Batch>| match q.back() {
             Some(b) if !b.closed => {
-                b.records == 0
-                    || b.builder
-                        .as_ref()
-                        .is_some_and(|bb| bb.size_with(rec) <= limits.batch_size)
+                b.records == 0 || b.builder.as_ref().is_some_and(|bb| bb.size_with(rec) <= limits.batch_size)
             }
             _ => false,
         };
@@ -239,10 +236,7 @@ impl Accumulator {
                 // The sticky batch was sent or is full: move on, as KIP-480 does, and let a
                 // batch that cannot take this record go now rather than linger.
                 current => {
-                    if let Some(b) = current
-                        .and_then(|p| tq.partitions[p as usize].back_mut())
-                        .filter(|b| !b.closed)
-                    {
+                    if let Some(b) = current.and_then(|p| tq.partitions[p as usize].back_mut()).filter(|b| !b.closed) {
                         b.closed = true;
                         wake = true;
                     }
@@ -257,13 +251,7 @@ impl Accumulator {
             }
             // A record larger than batch.size gets a batch of its own, as in Java.
             let capacity = limits.batch_size.max(reserved);
-            q.push_back(Batch::new(
-                tq.name.clone(),
-                partition,
-                capacity,
-                self.memory.clone(),
-                limits,
-            ));
+            q.push_back(Batch::new(tq.name.clone(), partition, capacity, self.memory.clone(), limits));
             wake = true;
         }
         let Some(batch) = q.back_mut() else {
@@ -272,31 +260,19 @@ impl Accumulator {
         let Some(builder) = batch.builder.as_mut() else {
             return Ok(None);
         };
-        let index = builder
-            .push(rec)
-            .map_err(|e| Error::InvalidArgument(format!("record cannot be encoded: {e}")))?;
+        let index = builder.push(rec).map_err(|e| Error::InvalidArgument(format!("record cannot be encoded: {e}")))?;
         batch.records += 1;
         batch.reserved += reserved;
         if builder.size_estimate() >= limits.batch_size {
             batch.closed = true;
             wake = true;
         }
-        Ok(Some(Appended {
-            done: batch.done.clone(),
-            partition,
-            index,
-            wake,
-        }))
+        Ok(Some(Appended { done: batch.done.clone(), partition, index, wake }))
     }
 
     /// Takes the batches that can go now. `in_flight(node)` counts requests already
     /// outstanding to a broker; brokers at `max.in.flight` get nothing this pass.
-    pub fn drain(
-        &mut self,
-        now: Instant,
-        md: &Metadata,
-        in_flight: impl Fn(i32) -> usize,
-    ) -> Drained {
+    pub fn drain(&mut self, now: Instant, md: &Metadata, in_flight: impl Fn(i32) -> usize) -> Drained {
         let limits = &self.limits;
         let hurry = self.flushing > 0 || self.closing;
         let mut out = Drained::default();
@@ -306,10 +282,7 @@ impl Accumulator {
         };
         for tq in self.topics.values_mut() {
             for q in tq.partitions.iter_mut() {
-                while q
-                    .front()
-                    .is_some_and(|b| now >= b.deadline(limits.delivery_timeout))
-                {
+                while q.front().is_some_and(|b| now >= b.deadline(limits.delivery_timeout)) {
                     out.expired.extend(q.pop_front());
                 }
                 let Some(front) = q.front() else { continue };
@@ -346,10 +319,7 @@ impl Accumulator {
     /// Puts a batch back at the front of its partition, for a retry at `retry_at`.
     pub fn requeue(&mut self, mut batch: Batch) {
         batch.closed = true;
-        if let Some(q) = self
-            .topics
-            .get_mut(&batch.topic)
-            .and_then(|t| t.partitions.get_mut(batch.partition as usize))
+        if let Some(q) = self.topics.get_mut(&batch.topic).and_then(|t| t.partitions.get_mut(batch.partition as usize))
         {
             q.push_front(batch);
         }
@@ -358,27 +328,18 @@ impl Accumulator {
 
     /// Every unanswered batch's completion (queued and in flight), for `flush`.
     pub fn incomplete(&self) -> Vec<Arc<BatchDone>> {
-        let queued = self
-            .topics
-            .values()
-            .flat_map(|t| t.partitions.iter().flatten())
-            .map(|b| b.done.clone());
+        let queued = self.topics.values().flat_map(|t| t.partitions.iter().flatten()).map(|b| b.done.clone());
         queued.chain(self.in_flight.values().cloned()).collect()
     }
 
     /// Whether no batch is queued.
     pub fn is_empty(&self) -> bool {
-        self.topics
-            .values()
-            .all(|t| t.partitions.iter().all(|q| q.is_empty()))
+        self.topics.values().all(|t| t.partitions.iter().all(|q| q.is_empty()))
     }
 
     /// Removes every queued batch (close timed out).
     pub fn take_all(&mut self) -> Vec<Batch> {
-        self.topics
-            .values_mut()
-            .flat_map(|t| t.partitions.iter_mut().flat_map(|q| q.drain(..)))
-            .collect()
+        self.topics.values_mut().flat_map(|t| t.partitions.iter_mut().flat_map(|q| q.drain(..))).collect()
     }
 }
 

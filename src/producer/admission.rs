@@ -51,21 +51,14 @@ pub(super) async fn load_topic(shared: &Shared, topic: &str) -> Result<()> {
     let topics = [topic.to_string()];
     let lookup = shared.cluster.ensure_topics(&topics);
     match tokio::time::timeout(max_block, lookup).await {
-        Err(_) => {
-            return Err(Error::Timeout {
-                what: format!("metadata of topic {topic}"),
-                after: max_block,
-            })
-        }
+        Err(_) => return Err(Error::Timeout { what: format!("metadata of topic {topic}"), after: max_block }),
         Ok(Err(e)) if e.code() == Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION) => {
             return Err(Error::UnknownTopic(topic.to_string()))
         }
         Ok(Err(e)) => return Err(e),
         Ok(Ok(())) => {}
     }
-    let n = shared
-        .cluster
-        .with_metadata(|m| m.topics.get(topic).map(|t| t.partitions.len()));
+    let n = shared.cluster.with_metadata(|m| m.topics.get(topic).map(|t| t.partitions.len()));
     match n {
         Some(n) if n > 0 => {
             shared.lock().set_partitions(topic, n);
@@ -95,10 +88,7 @@ pub(super) fn record_size_bound(
     headers: &[(String, Option<bytes::Bytes>)],
 ) -> usize {
     let data = key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len);
-    let hdrs: usize = headers
-        .iter()
-        .map(|(k, v)| 10 + k.len() + v.as_ref().map_or(0, |v| v.len()))
-        .sum();
+    let hdrs: usize = headers.iter().map(|(k, v)| 10 + k.len() + v.as_ref().map_or(0, |v| v.len())).sum();
     36 + data + hdrs
 }
 
@@ -110,25 +100,16 @@ mod tests {
     #[test]
     fn size_bound_covers_the_encoding() {
         use crate::protocol::records::BatchBuilder;
-        let headers = vec![
-            ("h".to_string(), Some(bytes::Bytes::from_static(b"v"))),
-            ("n".into(), None),
-        ];
+        let headers = vec![("h".to_string(), Some(bytes::Bytes::from_static(b"v"))), ("n".into(), None)];
         let rec = RecordInput {
             key: Some("key".into()),
             value: Some(vec![7u8; 100].into()),
-            headers: headers
-                .iter()
-                .map(|(k, v)| Header::new(k.clone(), v.clone()))
-                .collect(),
+            headers: headers.iter().map(|(k, v)| Header::new(k.clone(), v.clone())).collect(),
             timestamp: 1_700_000_000_000,
         };
         let bound = record_size_bound(rec.key.as_deref(), rec.value.as_deref(), &headers);
         let b = BatchBuilder::new();
         let exact = b.size_with(&rec) - BATCH_OVERHEAD;
-        assert!(
-            bound >= exact && bound < exact + 50,
-            "bound {bound}, exact {exact}"
-        );
+        assert!(bound >= exact && bound < exact + 50, "bound {bound}, exact {exact}");
     }
 }

@@ -69,10 +69,7 @@ pub struct ProducerConfig {
 impl Default for ProducerConfig {
     fn default() -> Self {
         ProducerConfig {
-            cluster: ClusterConfig {
-                client_id: "kafka-share-producer".into(),
-                ..ClusterConfig::default()
-            },
+            cluster: ClusterConfig { client_id: "kafka-share-producer".into(), ..ClusterConfig::default() },
             acks: Acks::All,
             linger: Duration::from_millis(5),
             batch_size: 16_384,
@@ -177,20 +174,14 @@ impl ProducerConfig {
         }
         let acks = match p.choice("acks", "all", &["all", "-1", "1", "0"])?.as_str() {
             "1" => Acks::Leader,
-            "0" => {
-                return Err(Error::config(
-                    "acks",
-                    "acks=0 is not supported yet (fire-and-forget requests are not implemented); use acks=1 or acks=all",
-                ))
-            }
+            "0" => return Err(Error::config(
+                "acks",
+                "acks=0 is not supported yet (fire-and-forget requests are not implemented); use acks=1 or acks=all",
+            )),
             _ => Acks::All,
         };
         let compression = p
-            .choice(
-                "compression.type",
-                "none",
-                &["none", "gzip", "snappy", "lz4", "zstd"],
-            )?
+            .choice("compression.type", "none", &["none", "gzip", "snappy", "lz4", "zstd"])?
             .parse::<Compression>()
             .map_err(|e| Error::config("compression.type", e.to_string()))?;
         let max = i32::MAX as i64;
@@ -201,14 +192,8 @@ impl ProducerConfig {
             batch_size: p.int("batch.size", d.batch_size as i64, 0, max)? as usize,
             compression,
             delivery_timeout: p.millis("delivery.timeout.ms", d.delivery_timeout, 0, max)?,
-            max_request_size: p.int("max.request.size", d.max_request_size as i64, 1, max)?
-                as usize,
-            max_in_flight: p.int(
-                "max.in.flight.requests.per.connection",
-                d.max_in_flight as i64,
-                1,
-                max,
-            )? as usize,
+            max_request_size: p.int("max.request.size", d.max_request_size as i64, 1, max)? as usize,
+            max_in_flight: p.int("max.in.flight.requests.per.connection", d.max_in_flight as i64, 1, max)? as usize,
             buffer_memory: p.int("buffer.memory", d.buffer_memory as i64, 1, i64::MAX)? as usize,
             max_block: p.millis("max.block.ms", d.max_block, 0, i64::MAX)?,
             retries: p.int("retries", d.retries as i64, 0, max)? as u32,
@@ -234,31 +219,11 @@ impl ProducerConfig {
             ));
         }
         let checks = [
-            (
-                self.max_request_size == 0,
-                "max.request.size",
-                "must be at least 1",
-            ),
-            (
-                self.max_request_size > i32::MAX as usize,
-                "max.request.size",
-                "must fit in an i32",
-            ),
-            (
-                self.batch_size > i32::MAX as usize,
-                "batch.size",
-                "must fit in an i32",
-            ),
-            (
-                self.max_in_flight == 0,
-                "max.in.flight.requests.per.connection",
-                "must be at least 1",
-            ),
-            (
-                self.buffer_memory == 0,
-                "buffer.memory",
-                "must be at least 1",
-            ),
+            (self.max_request_size == 0, "max.request.size", "must be at least 1"),
+            (self.max_request_size > i32::MAX as usize, "max.request.size", "must fit in an i32"),
+            (self.batch_size > i32::MAX as usize, "batch.size", "must fit in an i32"),
+            (self.max_in_flight == 0, "max.in.flight.requests.per.connection", "must be at least 1"),
+            (self.buffer_memory == 0, "buffer.memory", "must be at least 1"),
         ];
         match checks.iter().find(|c| c.0) {
             Some((_, key, msg)) => Err(Error::config(*key, *msg)),
@@ -317,31 +282,16 @@ mod tests {
         assert!(c.partitioner_ignore_keys);
         assert_eq!(c.cluster.request_timeout, Duration::from_secs(1));
         assert_eq!(c.cluster.client_id, "me");
-        assert_eq!(
-            ProducerConfig::from_properties(&props(&[("acks", "-1")]))
-                .unwrap()
-                .acks,
-            Acks::All
-        );
+        assert_eq!(ProducerConfig::from_properties(&props(&[("acks", "-1")])).unwrap().acks, Acks::All);
     }
 
     #[test]
     fn refuses_what_is_not_supported() {
-        let err = |kv: &[(&str, &str)]| {
-            ProducerConfig::from_properties(&props(kv))
-                .unwrap_err()
-                .to_string()
-        };
+        let err = |kv: &[(&str, &str)]| ProducerConfig::from_properties(&props(kv)).unwrap_err().to_string();
         let e = err(&[("enable.idempotence", "true")]);
-        assert!(
-            e.contains("enable.idempotence") && e.contains("not supported yet"),
-            "{e}"
-        );
+        assert!(e.contains("enable.idempotence") && e.contains("not supported yet"), "{e}");
         let e = err(&[("transactional.id", "tx")]);
-        assert!(
-            e.contains("transactional.id") && e.contains("not supported yet"),
-            "{e}"
-        );
+        assert!(e.contains("transactional.id") && e.contains("not supported yet"), "{e}");
         let e = err(&[("acks", "0")]);
         assert!(e.contains("acks=0 is not supported yet"), "{e}");
         let e = err(&[("acks", "2")]);
@@ -349,10 +299,7 @@ mod tests {
         let e = err(&[("compression.type", "brotli")]);
         assert!(e.contains("compression.type"), "{e}");
         let e = err(&[("lingr.ms", "5")]);
-        assert!(
-            e.contains("lingr.ms") && e.contains("unknown setting"),
-            "{e}"
-        );
+        assert!(e.contains("lingr.ms") && e.contains("unknown setting"), "{e}");
         let e = err(&[("delivery.timeout.ms", "1000")]);
         assert!(e.contains("linger.ms + request.timeout.ms"), "{e}");
         let e = err(&[("max.in.flight.requests.per.connection", "0")]);
@@ -369,10 +316,7 @@ mod tests {
             .client_id("x")
             .request_timeout(Duration::from_secs(5));
         assert_eq!(c.cluster.bootstrap_servers, vec!["a:1", "b:2"]);
-        assert_eq!(
-            (c.acks, c.batch_size, c.compression),
-            (Acks::Leader, 1 << 18, Compression::Lz4)
-        );
+        assert_eq!((c.acks, c.batch_size, c.compression), (Acks::Leader, 1 << 18, Compression::Lz4));
         assert!(c.validate().is_ok());
         assert!(c.clone().max_request_size(0).validate().is_err());
     }

@@ -82,9 +82,7 @@ impl Drop for Inner {
 
 impl std::fmt::Debug for Producer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Producer")
-            .field("cluster", &self.inner.shared.cluster)
-            .finish()
+        f.debug_struct("Producer").field("cluster", &self.inner.shared.cluster).finish()
     }
 }
 
@@ -109,19 +107,14 @@ impl Producer {
     }
 
     fn start(cluster: Arc<Cluster>, config: ProducerConfig, owns_cluster: bool) -> Producer {
-        let memory = Arc::new(Semaphore::new(
-            config.buffer_memory.min(Semaphore::MAX_PERMITS),
-        ));
+        let memory = Arc::new(Semaphore::new(config.buffer_memory.min(Semaphore::MAX_PERMITS)));
         let limits = Limits {
             batch_size: config.batch_size,
             linger: config.linger,
             delivery_timeout: config.delivery_timeout,
             max_request_size: config.max_request_size,
             max_in_flight: config.max_in_flight,
-            retry_backoff: (
-                cluster.config().retry_backoff,
-                cluster.config().retry_backoff_max,
-            ),
+            retry_backoff: (cluster.config().retry_backoff, cluster.config().retry_backoff_max),
         };
         let shared = Arc::new(Shared {
             acc: Mutex::new(Accumulator::new(limits, memory.clone())),
@@ -134,12 +127,7 @@ impl Producer {
             owns_cluster,
         });
         let task = tokio::spawn(sender::run(shared.clone()));
-        Producer {
-            inner: Arc::new(Inner {
-                shared,
-                task: Mutex::new(Some(task)),
-            }),
-        }
+        Producer { inner: Arc::new(Inner { shared, task: Mutex::new(Some(task)) }) }
     }
 
     /// The settings in use.
@@ -166,18 +154,9 @@ impl Producer {
             return Err(Error::Closed);
         }
         let cfg = &shared.config;
-        let ProducerRecord {
-            topic,
-            partition,
-            key,
-            value,
-            headers,
-            timestamp,
-        } = record;
+        let ProducerRecord { topic, partition, key, value, headers, timestamp } = record;
         let timestamp = match timestamp {
-            Some(t) if t < 0 => {
-                return Err(Error::InvalidArgument(format!("timestamp {t} is negative")))
-            }
+            Some(t) if t < 0 => return Err(Error::InvalidArgument(format!("timestamp {t} is negative"))),
             Some(t) => t,
             None => now_ms(),
         };
@@ -194,10 +173,7 @@ impl Producer {
         let input = RecordInput {
             key,
             value,
-            headers: headers
-                .into_iter()
-                .map(|(k, v)| Header::new(k, v))
-                .collect(),
+            headers: headers.into_iter().map(|(k, v)| Header::new(k, v)).collect(),
             timestamp,
         };
         let mut reservation = reserve(shared, size).await?;
@@ -210,13 +186,7 @@ impl Producer {
                     if a.wake {
                         shared.wake.notify_one();
                     }
-                    return Ok(DeliveryFuture::new(
-                        a.done,
-                        topic,
-                        a.partition,
-                        a.index,
-                        timestamp,
-                    ));
+                    return Ok(DeliveryFuture::new(a.done, topic, a.partition, a.index, timestamp));
                 }
                 None if !loaded => {
                     load_topic(shared, &topic).await?;
@@ -262,17 +232,9 @@ impl Producer {
             shared.memory.close(); // wakes sends waiting for memory
         }
         shared.wake.notify_one();
-        let task = self
-            .inner
-            .task
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let task = self.inner.task.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(mut task) = task {
-            if tokio::time::timeout(sender::TASK_STOP_GRACE, &mut task)
-                .await
-                .is_err()
-            {
+            if tokio::time::timeout(sender::TASK_STOP_GRACE, &mut task).await.is_err() {
                 // Only a send racing with close can keep it busy; stop it for good.
                 shared.abort.store(true, Ordering::Release);
                 shared.wake.notify_one();
@@ -301,8 +263,5 @@ impl Drop for FlushGuard<'_> {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }

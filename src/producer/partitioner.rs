@@ -76,10 +76,7 @@ pub(crate) struct Sticky {
 impl Sticky {
     /// Starts at a random partition so that many producers do not all begin on partition 0.
     pub fn new() -> Self {
-        Sticky {
-            current: None,
-            next: rand::random::<u32>(),
-        }
+        Sticky { current: None, next: rand::random::<u32>() }
     }
 
     /// The current sticky partition, if one was chosen and is still below `num_partitions`.
@@ -109,10 +106,7 @@ mod tests {
             (b"foobar", -790332482),
             (b"a-little-bit-long-string", -985981536),
             (b"a-little-bit-longer-string", -1486304829),
-            (
-                b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8",
-                -58897971,
-            ),
+            (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971),
             (b"abc", 479470107),
             (b"kafka", 0xd067cf64_u32 as i32),
             (b"giberish123456789", 0x8f552b0c_u32 as i32),
@@ -120,19 +114,11 @@ mod tests {
             (b"234", 0xe7c009ca_u32 as i32),
             (b"34", 0x873930da_u32 as i32),
             (b"4", 0x5a4b5ca1_u32 as i32),
-            (
-                b"PreAmbleWillBeRemoved,ThePrePartThatIs",
-                0x78424f1c_u32 as i32,
-            ),
+            (b"PreAmbleWillBeRemoved,ThePrePartThatIs", 0x78424f1c_u32 as i32),
             (b"", 0x106e08d9_u32 as i32),
         ];
         for (input, expected) in cases {
-            assert_eq!(
-                murmur2(input),
-                *expected,
-                "murmur2({:?})",
-                String::from_utf8_lossy(input)
-            );
+            assert_eq!(murmur2(input), *expected, "murmur2({:?})", String::from_utf8_lossy(input));
         }
     }
 
@@ -151,27 +137,12 @@ mod tests {
 
     #[test]
     fn choice_follows_java_rules() {
-        assert_eq!(
-            PartitionChoice::new(Some(4), Some(b"k"), false),
-            PartitionChoice::Explicit(4)
-        );
-        assert_eq!(
-            PartitionChoice::new(None, Some(b"21"), false),
-            PartitionChoice::Hash(-973932308)
-        );
-        assert_eq!(
-            PartitionChoice::new(None, Some(b"21"), true),
-            PartitionChoice::Sticky
-        );
-        assert_eq!(
-            PartitionChoice::new(None, None, false),
-            PartitionChoice::Sticky
-        );
+        assert_eq!(PartitionChoice::new(Some(4), Some(b"k"), false), PartitionChoice::Explicit(4));
+        assert_eq!(PartitionChoice::new(None, Some(b"21"), false), PartitionChoice::Hash(-973932308));
+        assert_eq!(PartitionChoice::new(None, Some(b"21"), true), PartitionChoice::Sticky);
+        assert_eq!(PartitionChoice::new(None, None, false), PartitionChoice::Sticky);
         // An empty key is a key (Java hashes it), not a null key.
-        assert!(matches!(
-            PartitionChoice::new(None, Some(b""), false),
-            PartitionChoice::Hash(_)
-        ));
+        assert!(matches!(PartitionChoice::new(None, Some(b""), false), PartitionChoice::Hash(_)));
     }
 
     #[test]
@@ -185,10 +156,6 @@ mod tests {
         let mut all = vec![a, b, c];
         all.sort();
         assert_eq!(all, vec![0, 1, 2]);
-        assert_eq!(
-            s.current(c),
-            None,
-            "a shrunk partition count invalidates the choice"
-        );
+        assert_eq!(s.current(c), None, "a shrunk partition count invalidates the choice");
     }
 }

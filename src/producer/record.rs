@@ -45,10 +45,7 @@ impl ProducerRecord {
 
     /// A record with a key and a null value (a tombstone for compacted topics).
     pub fn tombstone(topic: impl Into<String>, key: impl Into<Bytes>) -> Self {
-        ProducerRecord {
-            value: None,
-            ..ProducerRecord::new(topic, Bytes::new()).key(key)
-        }
+        ProducerRecord { value: None, ..ProducerRecord::new(topic, Bytes::new()).key(key) }
     }
 
     /// Sets the key (which also decides the partition, unless one is set).
@@ -143,11 +140,7 @@ impl BatchDone {
         self.lock().result.is_some()
     }
 
-    fn poll_done(
-        &self,
-        cx: &mut TaskContext<'_>,
-        slot: &mut Option<usize>,
-    ) -> Poll<Result<BatchOutcome>> {
+    fn poll_done(&self, cx: &mut TaskContext<'_>, slot: &mut Option<usize>) -> Poll<Result<BatchOutcome>> {
         let mut st = self.lock();
         if let Some(r) = &st.result {
             return Poll::Ready(r.clone());
@@ -209,21 +202,8 @@ impl std::fmt::Debug for DeliveryFuture {
 }
 
 impl DeliveryFuture {
-    pub(crate) fn new(
-        done: Arc<BatchDone>,
-        topic: String,
-        partition: i32,
-        index: i32,
-        timestamp: i64,
-    ) -> Self {
-        DeliveryFuture {
-            done,
-            slot: None,
-            topic,
-            partition,
-            index,
-            timestamp,
-        }
+    pub(crate) fn new(done: Arc<BatchDone>, topic: String, partition: i32, index: i32, timestamp: i64) -> Self {
+        DeliveryFuture { done, slot: None, topic, partition, index, timestamp }
     }
 
     /// The partition the record was assigned to.
@@ -246,16 +226,8 @@ impl Future for DeliveryFuture {
             r.map(|o| RecordMetadata {
                 topic: this.topic.clone(),
                 partition: this.partition,
-                offset: if o.base_offset >= 0 {
-                    o.base_offset + i64::from(this.index)
-                } else {
-                    -1
-                },
-                timestamp: if o.log_append_time >= 0 {
-                    o.log_append_time
-                } else {
-                    this.timestamp
-                },
+                offset: if o.base_offset >= 0 { o.base_offset + i64::from(this.index) } else { -1 },
+                timestamp: if o.log_append_time >= 0 { o.log_append_time } else { this.timestamp },
             })
         })
     }
@@ -272,20 +244,12 @@ mod tests {
 
     #[test]
     fn builder_fills_fields() {
-        let r = ProducerRecord::new("t", "v")
-            .key("k")
-            .partition(2)
-            .header("h", "x")
-            .null_header("n")
-            .timestamp(7);
+        let r = ProducerRecord::new("t", "v").key("k").partition(2).header("h", "x").null_header("n").timestamp(7);
         assert_eq!(r.topic, "t");
         assert_eq!(r.partition, Some(2));
         assert_eq!(r.key.as_deref(), Some(&b"k"[..]));
         assert_eq!(r.value.as_deref(), Some(&b"v"[..]));
-        assert_eq!(
-            r.headers,
-            vec![("h".into(), Some(Bytes::from("x"))), ("n".into(), None)]
-        );
+        assert_eq!(r.headers, vec![("h".into(), Some(Bytes::from("x"))), ("n".into(), None)]);
         assert_eq!(r.timestamp, Some(7));
         let t = ProducerRecord::tombstone("t", "k");
         assert_eq!((t.value, t.key.as_deref()), (None, Some(&b"k"[..])));
@@ -298,10 +262,7 @@ mod tests {
         let f2 = DeliveryFuture::new(done.clone(), "t".into(), 1, 2, 300);
         let waiter = tokio::spawn(f2);
         tokio::task::yield_now().await;
-        done.complete(Ok(BatchOutcome {
-            base_offset: 40,
-            log_append_time: -1,
-        }));
+        done.complete(Ok(BatchOutcome { base_offset: 40, log_append_time: -1 }));
         done.complete(Err(Error::Closed)); // ignored: first result wins
         let m = f0.await.unwrap();
         assert_eq!((m.partition, m.offset, m.timestamp), (1, 40, 100));

@@ -34,62 +34,27 @@ pub(crate) enum Done {
     },
 }
 
-pub(crate) fn find_partition<'a>(
-    resp: &'a ProduceResponse,
-    b: &Batch,
-) -> Option<&'a PartitionProduceResponse> {
-    let topic = resp
-        .responses
-        .iter()
-        .find(|t| t.name.0.as_str() == &*b.topic)?;
-    topic
-        .partition_responses
-        .iter()
-        .find(|p| p.index == b.partition)
+pub(crate) fn find_partition<'a>(resp: &'a ProduceResponse, b: &Batch) -> Option<&'a PartitionProduceResponse> {
+    let topic = resp.responses.iter().find(|t| t.name.0.as_str() == &*b.topic)?;
+    topic.partition_responses.iter().find(|p| p.index == b.partition)
 }
 
 /// The broker's answer for one batch.
-pub(crate) fn partition_result(
-    resp: &ProduceResponse,
-    node: i32,
-    b: &Batch,
-) -> Result<BatchOutcome> {
-    let context = || {
-        Context::api("Produce")
-            .broker(node)
-            .partition(&*b.topic, b.partition)
-    };
+pub(crate) fn partition_result(resp: &ProduceResponse, node: i32, b: &Batch) -> Result<BatchOutcome> {
+    let context = || Context::api("Produce").broker(node).partition(&*b.topic, b.partition);
     let Some(p) = find_partition(resp, b) else {
-        return Err(Error::InvalidState(format!(
-            "the Produce response of broker {node} left out {}",
-            context()
-        )));
+        return Err(Error::InvalidState(format!("the Produce response of broker {node} left out {}", context())));
     };
     match ErrorCode::from_code(p.error_code) {
-        None => Ok(BatchOutcome {
-            base_offset: p.base_offset,
-            log_append_time: p.log_append_time_ms,
-        }),
+        None => Ok(BatchOutcome { base_offset: p.base_offset, log_append_time: p.log_append_time_ms }),
         Some(code) => {
             // Per-record errors (INVALID_RECORD) say which record was at fault.
             let record_msg = p.record_errors.first().map(|r| {
-                let msg = r
-                    .batch_index_error_message
-                    .as_ref()
-                    .map(|m| m.to_string())
-                    .unwrap_or_default();
+                let msg = r.batch_index_error_message.as_ref().map(|m| m.to_string()).unwrap_or_default();
                 format!("record {} of the batch: {msg}", r.batch_index)
             });
-            let message = p
-                .error_message
-                .as_ref()
-                .map(|m| m.to_string())
-                .or(record_msg);
-            Err(Error::Broker {
-                context: context(),
-                code,
-                message,
-            })
+            let message = p.error_message.as_ref().map(|m| m.to_string()).or(record_msg);
+            Err(Error::Broker { context: context(), code, message })
         }
     }
 }
@@ -116,9 +81,7 @@ pub(crate) async fn produce(
                 continue;
             }
         };
-        let data = PartitionProduceData::default()
-            .with_index(b.partition)
-            .with_records(Some(bytes));
+        let data = PartitionProduceData::default().with_index(b.partition).with_records(Some(bytes));
         match topics.iter_mut().find(|t| t.name.0.as_str() == &*b.topic) {
             Some(t) => t.partition_data.push(data),
             None => topics.push(
@@ -130,26 +93,13 @@ pub(crate) async fn produce(
         sent.push(b);
     }
     if sent.is_empty() {
-        return Done::Produce {
-            node,
-            batches: sent,
-            failed,
-            result: Ok(ProduceResponse::default()),
-        };
+        return Done::Produce { node, batches: sent, failed, result: Ok(ProduceResponse::default()) };
     }
-    let req = ProduceRequest::default()
-        .with_acks(acks)
-        .with_timeout_ms(timeout_ms)
-        .with_topic_data(topics);
+    let req = ProduceRequest::default().with_acks(acks).with_timeout_ms(timeout_ms).with_topic_data(topics);
     let result = async {
         let conn = cluster.broker(node, TrafficClass::Control).await?;
         cluster.send(&conn, &req, PRODUCE_VERSIONS).await
     }
     .await;
-    Done::Produce {
-        node,
-        batches: sent,
-        failed,
-        result,
-    }
+    Done::Produce { node, batches: sent, failed, result }
 }

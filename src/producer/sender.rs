@@ -87,26 +87,20 @@ impl Sender {
             let (drained, stop) = {
                 let mut acc = self.shared.lock();
                 let per_node = &self.per_node;
-                let d = self.shared.cluster.with_metadata(|md| {
-                    acc.drain(now, md, |n| per_node.get(&n).copied().unwrap_or(0))
-                });
+                let d = self
+                    .shared
+                    .cluster
+                    .with_metadata(|md| acc.drain(now, md, |n| per_node.get(&n).copied().unwrap_or(0)));
                 for b in d.requests.values().flatten() {
                     acc.in_flight.insert(key(&b.done), b.done.clone());
                 }
-                let stop =
-                    acc.closing && acc.is_empty() && d.requests.is_empty() && self.tasks.is_empty();
+                let stop = acc.closing && acc.is_empty() && d.requests.is_empty() && self.tasks.is_empty();
                 (d, stop)
             };
             let timeout = self.shared.config.delivery_timeout;
             for b in drained.expired {
-                let what = format!(
-                    "delivering {} records to {}-{} (never sent)",
-                    b.records, b.topic, b.partition
-                );
-                b.done.complete(Err(Error::Timeout {
-                    what,
-                    after: timeout,
-                }));
+                let what = format!("delivering {} records to {}-{} (never sent)", b.records, b.topic, b.partition);
+                b.done.complete(Err(Error::Timeout { what, after: timeout }));
             }
             let sent_any = !drained.requests.is_empty();
             for (node, batches) in drained.requests {
@@ -122,9 +116,7 @@ impl Sender {
             }
             let mut deadline = drained.next_wakeup;
             if !self.want_metadata.is_empty() && !self.metadata_busy {
-                deadline = Some(deadline.map_or(self.metadata_not_before, |d| {
-                    d.min(self.metadata_not_before)
-                }));
+                deadline = Some(deadline.map_or(self.metadata_not_before, |d| d.min(self.metadata_not_before)));
             }
             tokio::select! {
                 biased;
@@ -138,14 +130,7 @@ impl Sender {
     fn spawn_produce(&mut self, node: i32, batches: Vec<Batch>) {
         let cfg = &self.shared.config;
         let timeout_ms = i32::try_from(cfg.cluster.request_timeout.as_millis()).unwrap_or(i32::MAX);
-        let task = produce(
-            self.shared.cluster.clone(),
-            node,
-            batches,
-            cfg.acks.wire(),
-            timeout_ms,
-            cfg.compression,
-        );
+        let task = produce(self.shared.cluster.clone(), node, batches, cfg.acks.wire(), timeout_ms, cfg.compression);
         let handle = self.tasks.spawn(task);
         self.task_kind.insert(handle.id(), Some(node));
         *self.per_node.entry(node).or_default() += 1;
@@ -181,15 +166,7 @@ impl Sender {
             None => {}
         }
         match res {
-            Ok((
-                _,
-                Done::Produce {
-                    node,
-                    batches,
-                    failed,
-                    result,
-                },
-            )) => {
+            Ok((_, Done::Produce { node, batches, failed, result })) => {
                 if !failed.is_empty() {
                     let mut acc = self.shared.lock();
                     for b in &failed {
@@ -214,11 +191,7 @@ impl Sender {
         let counts: Vec<(Arc<str>, usize)> = self.shared.cluster.with_metadata(|md| {
             topics
                 .iter()
-                .filter_map(|t| {
-                    md.topics
-                        .get(&**t)
-                        .map(|ti| (t.clone(), ti.partitions.len()))
-                })
+                .filter_map(|t| md.topics.get(&**t).map(|ti| (t.clone(), ti.partitions.len())))
                 .collect()
         });
         let mut acc = self.shared.lock();
@@ -242,8 +215,8 @@ impl Sender {
                 }));
                 for b in batches {
                     let r = partition_result(&resp, node, &b);
-                    if let Some(p) = find_partition(&resp, &b)
-                        .filter(|p| p.error_code != 0 && p.current_leader.leader_id.0 >= 0)
+                    if let Some(p) =
+                        find_partition(&resp, &b).filter(|p| p.error_code != 0 && p.current_leader.leader_id.0 >= 0)
                     {
                         cluster.learn_leader(
                             &b.topic,
@@ -289,22 +262,7 @@ impl Sender {
     /// Schedules a retry of `b` after a retriable error, or says why it is final.
     fn retry(&mut self, b: &mut Batch, err: Error, now: Instant) -> Result<()> {
         let cfg = &self.shared.config;
-        if !err.is_retriable() || b.attempts >= cfg.retries {
-            return Err(err);
-        }
-        let at = now + b.backoff.next_delay();
-        if at >= b.deadline(cfg.delivery_timeout) {
-            return Err(Error::Timeout {
-                what: format!(
-                    "delivering {} records to {}-{} (last error: {err})",
-                    b.records, b.topic, b.partition
-                ),
-                after: cfg.delivery_timeout,
-            });
-        }
-        debug!(topic = %b.topic, partition = b.partition, attempt = b.attempts + 1, error = %err, "retrying produce");
-        b.attempts += 1;
-        b.retry_at = Some(at);
+        schedule_retry(b, err, now, cfg.retries, cfg.delivery_timeout)?;
         // Leadership may have moved (or the connection died): look again before retrying.
         self.want_metadata.insert(b.topic.clone());
         Ok(())
@@ -322,3 +280,26 @@ impl Sender {
 
 /// How long `close` gives the task to stop after the flush, before giving up on it.
 pub(crate) const TASK_STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Schedules a retry of `b` after `err`, or says why the error is final: not retriable,
+/// `retries` used up, or the backoff would end past `delivery.timeout.ms`.
+fn schedule_retry(b: &mut Batch, err: Error, now: Instant, retries: u32, delivery_timeout: Duration) -> Result<()> {
+    if !err.is_retriable() || b.attempts >= retries {
+        return Err(err);
+    }
+    let at = now + b.backoff.next_delay();
+    if at >= b.deadline(delivery_timeout) {
+        return Err(Error::Timeout {
+            what: format!("delivering {} records to {}-{} (last error: {err})", b.records, b.topic, b.partition),
+            after: delivery_timeout,
+        });
+    }
+    debug!(topic = %b.topic, partition = b.partition, attempt = b.attempts + 1, error = %err, "retrying produce");
+    b.attempts += 1;
+    b.retry_at = Some(at);
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "sender_tests.rs"]
+mod tests;

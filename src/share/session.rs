@@ -330,8 +330,10 @@ impl ShareSession {
     /// The session is gone on the broker (session error, lost connection, or the request
     /// failed so we cannot know its epoch). The next request reopens at epoch 0. Returns the
     /// queued acks, which can no longer be sent: the caller fails them.
+    ///
+    /// A request still in flight stays marked as such: its (stale) answer must come back
+    /// before the next request goes out, so the broker never sees two at once.
     pub fn reset(&mut self) -> BTreeMap<TopicIdPartition, PartitionAcks> {
-        self.in_flight = false;
         self.generation += 1;
         self.reset_keep_generation();
         std::mem::take(&mut self.acks)

@@ -284,6 +284,13 @@ impl FakeCluster {
         out
     }
 
+    /// Waits until `n` offsets are acquired (the consumer prefetched them); panics after 5 s.
+    pub async fn wait_held(&self, n: usize) {
+        if !eventually(Duration::from_secs(5), || self.held().len() >= n).await {
+            panic!("{} records acquired, waited for {n}; log:\n{}", self.held().len(), self.dump());
+        }
+    }
+
     /// Offsets of partition `p` that are done (accepted, rejected, gap).
     pub fn done(&self, p: i32) -> Vec<i64> {
         let st = self.lock();
@@ -388,6 +395,21 @@ pub async fn poll_while_not(
         got.extend(c.poll(Duration::from_millis(50)).await.expect("poll"));
     }
     true
+}
+
+/// Waits until every offset the fake handed out is buffered by the consumer, then takes them
+/// all in one poll (explicit mode cannot poll again before acknowledging).
+pub async fn poll_all_at_once(fake: &FakeCluster, c: &ShareConsumer, n: usize) -> Vec<ConsumerRecord> {
+    fake.wait_held(n).await;
+    // The acquired records may still be on their way from the socket to the buffer.
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while out.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        out = c.poll(Duration::from_millis(200)).await.expect("poll");
+    }
+    assert_eq!(out.len(), n, "one poll should return everything buffered:\n{}", fake.dump());
+    out
 }
 
 /// Waits until `f` holds; false after `timeout`.

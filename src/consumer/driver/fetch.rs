@@ -177,10 +177,13 @@ impl Driver {
         let Some(n) = self.nodes.get_mut(&node) else {
             return;
         };
-        n.in_flight_acks = false;
         if sent.generation != n.session.generation() {
-            return; // the session was reset meanwhile; what this response held is not ours
+            // The session was reset meanwhile (its acks already failed); the broker released
+            // what this response acquired when the session went.
+            n.session.clear_in_flight();
+            return;
         }
+        n.in_flight_acks = false;
         n.session.on_success(&sent);
         n.backoff.reset();
         if resp.acquisition_lock_timeout_ms > 0 {
@@ -379,12 +382,12 @@ impl Driver {
         let Some(n) = self.nodes.get_mut(&node) else {
             return;
         };
-        n.in_flight_acks = false;
-        if sent.generation == n.session.generation() {
-            n.session.on_success(&sent);
-        } else {
-            n.session.clear_in_flight();
+        if sent.generation != n.session.generation() {
+            n.session.clear_in_flight(); // stale: its acks were failed by the reset
+            return;
         }
+        n.in_flight_acks = false;
+        n.session.on_success(&sent);
         if let Some(ms) = resp.acquisition_lock_timeout_ms.filter(|ms| *ms > 0) {
             self.shared
                 .acquisition_lock_timeout_ms
@@ -439,14 +442,21 @@ impl Driver {
     /// session starts over at epoch 0, and the broker is backed off.
     fn request_failed(&mut self, node: i32, sent: Sent, e: Error, now: Instant) {
         debug!(node, error = %e, "share request failed");
-        let mut results: AckResults = BTreeMap::new();
-        for (tp, a) in &sent.acks {
-            results.insert(*tp, (a.iter().map(|(o, _)| o).collect(), Err(e.clone())));
-        }
-        if let Some(n) = self.nodes.get_mut(&node) {
-            n.in_flight_acks = false;
-            let delay = n.backoff.next_delay();
-            n.retry_at = Some(now + delay);
+        let stale = match self.nodes.get_mut(&node) {
+            Some(n) => {
+                n.session.clear_in_flight();
+                let stale = sent.generation != n.session.generation();
+                if !stale {
+                    n.in_flight_acks = false;
+                    let delay = n.backoff.next_delay();
+                    n.retry_at = Some(now + delay);
+                }
+                stale
+            }
+            None => true,
+        };
+        if stale {
+            return; // a reset already failed these acks and started over
         }
         if matches!(
             e,
@@ -458,18 +468,13 @@ impl Driver {
         if e.is_connection_error() || matches!(e, Error::Timeout { .. }) {
             self.need_metadata = true;
         }
+        let results: AckResults = sent
+            .acks
+            .iter()
+            .map(|(tp, a)| (*tp, (a.iter().map(|(o, _)| o).collect(), Err(e.clone()))))
+            .collect();
         self.complete_acks(Some(node), results);
-        if sent.generation
-            == self
-                .nodes
-                .get(&node)
-                .map(|n| n.session.generation())
-                .unwrap_or(u64::MAX)
-        {
-            self.reset_session(node, e);
-        } else if let Some(n) = self.nodes.get_mut(&node) {
-            n.session.clear_in_flight();
-        }
+        self.reset_session(node, e);
     }
 
     /// Resets a broker's session: queued acks fail with `e`, buffered records from it are
@@ -479,7 +484,6 @@ impl Driver {
             return;
         };
         let failed = n.session.reset();
-        n.in_flight_acks = false;
         self.buffer.retain(|f| f.node != node);
         let results: AckResults = failed
             .into_iter()
