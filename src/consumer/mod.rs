@@ -236,21 +236,22 @@ impl ShareConsumer {
         }
         let mut local = self.lock();
         let mut out = Vec::with_capacity(delivered.len());
+        // Records come in runs of one partition: look its map up once per run, not per record.
+        let mut run: Option<(TopicIdPartition, BTreeMap<i64, Held>)> = None;
         for d in delivered {
-            local
-                .held
-                .entry((d.record.topic().to_string(), d.record.partition))
-                .or_default()
-                .insert(
-                    d.record.offset,
-                    Held {
-                        tp: d.tp,
-                        node: d.node,
-                        generation: d.generation,
-                        ack: None,
-                    },
-                );
+            if run.as_ref().is_none_or(|(tp, _)| *tp != d.tp) {
+                if let Some((_, m)) = run.take() {
+                    flush_run(&mut local, &out, m);
+                }
+                run = Some((d.tp, BTreeMap::new()));
+            }
+            if let Some((_, m)) = run.as_mut() {
+                m.insert(d.record.offset, Held { tp: d.tp, node: d.node, generation: d.generation, ack: None });
+            }
             out.push(d.record);
+        }
+        if let Some((_, m)) = run.take() {
+            flush_run(&mut local, &out, m);
         }
         Ok(out)
     }
@@ -453,6 +454,18 @@ impl Drop for ShareConsumer {
             deadline: Instant::now() + Duration::from_secs(5),
             reply: None,
         });
+    }
+}
+
+/// Adds one partition's run of newly delivered records (the last ones in `out`) to `held`.
+fn flush_run(local: &mut Local, out: &[ConsumerRecord], run: BTreeMap<i64, Held>) {
+    let Some(last) = out.last() else { return };
+    let key = (last.topic().to_string(), last.partition);
+    match local.held.get_mut(&key) {
+        Some(m) => m.extend(run),
+        None => {
+            local.held.insert(key, run);
+        }
     }
 }
 

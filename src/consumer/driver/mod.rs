@@ -193,7 +193,14 @@ impl Driver {
             closing: None,
             record_limit_turn: 0,
         };
-        tokio::spawn(driver.run(rx));
+        // Every event of this consumer's driver carries its group and member id.
+        let span = tracing::info_span!(
+            "share_consumer",
+            group = %driver.cfg.group_id,
+            member = %driver.membership.member_id(),
+            client = %driver.cfg.cluster.client_id
+        );
+        tokio::spawn(tracing::Instrument::instrument(driver.run(rx), span));
         tx
     }
 
