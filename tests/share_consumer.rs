@@ -398,3 +398,71 @@ async fn many_consumers_one_partition_each_record_accepted_once() {
     let active = by_consumer.iter().filter(|&&c| c > 0).count();
     assert!(active >= 2, "work spread over members: {by_consumer:?}");
 }
+
+#[tokio::test]
+async fn implicit_mode_next_poll_accepts_previous_records() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "implpoll", 1).await;
+    common::produce(&bs, &topic, 1, 30, "v").await;
+    let group = common::new_group(&admin, "g-implpoll", Some(30_000)).await;
+    let a = ShareConsumer::connect(common::consumer_config(&bs, &group)).await.unwrap();
+    a.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&a, 30, Duration::from_secs(30), |_| {}).await;
+    assert_eq!(got.len(), 30);
+    // One more poll accepts the last batch (no commit_sync anywhere).
+    a.poll(Duration::from_millis(300)).await.unwrap();
+    a.close(Duration::from_secs(10)).await.unwrap();
+    let b = ShareConsumer::connect(common::consumer_config(&bs, &group)).await.unwrap();
+    b.subscribe([topic.clone()]).unwrap();
+    let again = common::poll_until(&b, 1, Duration::from_secs(3), |_| {}).await;
+    assert!(again.is_empty(), "records accepted by the next poll never come back");
+    b.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn dropping_without_close_releases_in_the_background() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "dropped", 1).await;
+    common::produce(&bs, &topic, 1, 5, "v").await;
+    let group = common::new_group(&admin, "g-dropped", Some(30_000)).await;
+    let a = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
+    a.subscribe([topic.clone()]).unwrap();
+    let held = common::poll_until(&a, 5, Duration::from_secs(30), |_| {}).await;
+    assert_eq!(held.len(), 5);
+    drop(a);
+    let b = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
+    b.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&b, 5, Duration::from_secs(15), |r| b.acknowledge(r).unwrap()).await;
+    assert_eq!(got.len(), 5, "released long before the 30 s lock");
+    assert!(got.iter().all(|r| r.delivery_count == 2));
+    b.commit_sync(Duration::from_secs(10)).await.unwrap();
+    b.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn commit_async_and_callback_report_per_partition() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "cbasync", 2).await;
+    common::produce(&bs, &topic, 2, 20, "v").await;
+    let group = common::new_group(&admin, "g-cbasync", None).await;
+    let c = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, usize, bool)>::new()));
+    let s2 = seen.clone();
+    c.set_acknowledgement_commit_callback(Some(std::sync::Arc::new(move |tp, offsets, r| {
+        s2.lock().unwrap().push((tp.to_string(), offsets.len(), r.is_ok()));
+    })))
+    .unwrap();
+    c.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&c, 20, Duration::from_secs(30), |r| c.acknowledge(r).unwrap()).await;
+    assert_eq!(got.len(), 20);
+    let results = c.commit_async().await.unwrap();
+    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+    let seen = seen.lock().unwrap().clone();
+    let total: usize = seen.iter().map(|(_, n, _)| n).sum();
+    assert_eq!(total, 20, "callback told of every acknowledged offset: {seen:?}");
+    assert!(seen.iter().all(|(_, _, ok)| *ok));
+    c.close(Duration::from_secs(10)).await.unwrap();
+}
