@@ -35,13 +35,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: produce <bootstrap> <topic> <count> [key=value ...]".into());
     }
     let (bootstrap, topic) = (args[0].clone(), args[1].clone());
-    let count: u64 = args[2]
-        .parse()
-        .map_err(|_| format!("count {:?} is not a number", args[2]))?;
-    let partitions: i32 = std::env::var("PARTITIONS")
-        .ok()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(3);
+    let count: u64 = args[2].parse().map_err(|_| format!("count {:?} is not a number", args[2]))?;
+    let partitions: i32 = std::env::var("PARTITIONS").ok().and_then(|p| p.parse().ok()).unwrap_or(3);
 
     let admin = Admin::connect_to(&bootstrap).await?;
     admin.create_topic(&topic, partitions).await?;
@@ -52,9 +47,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         ("linger.ms", "10"),
     ]);
     for kv in &args[3..] {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| format!("{kv:?} is not key=value"))?;
+        let (k, v) = kv.split_once('=').ok_or_else(|| format!("{kv:?} is not key=value"))?;
         props.set(k, v);
     }
     let producer = Producer::from_properties(&props).await?;
@@ -71,11 +64,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     for _ in 0..count {
-        pending.push_back(
-            producer
-                .send(ProducerRecord::new(topic.clone(), value.clone()))
-                .await?,
-        );
+        pending.push_back(producer.send(ProducerRecord::new(topic.clone(), value.clone())).await?);
         if pending.len() > CHECK_WINDOW {
             if let Some(f) = pending.pop_front() {
                 check(f.await);

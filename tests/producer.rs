@@ -12,9 +12,7 @@ use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_share::cluster::{Cluster, TrafficClass};
 use kafka_share::config::Properties;
-use kafka_share::producer::{
-    partition_for_key, Acks, DeliveryFuture, Producer, ProducerConfig, ProducerRecord,
-};
+use kafka_share::producer::{partition_for_key, Acks, DeliveryFuture, Producer, ProducerConfig, ProducerRecord};
 use kafka_share::protocol::records::{decode_batches, Compression, Record};
 use kafka_share::Error;
 
@@ -23,29 +21,18 @@ fn config() -> ProducerConfig {
 }
 
 async fn producer(config: ProducerConfig) -> Producer {
-    Producer::new(config)
-        .await
-        .expect("producer (is the broker up? `scripts/kafka up`)")
+    Producer::new(config).await.expect("producer (is the broker up? `scripts/kafka up`)")
 }
 
 /// Reads `count` records of one partition from offset 0 with Fetch (v4-v12 name topics).
 async fn read_back(cluster: &Cluster, topic: &str, partition: i32, count: usize) -> Vec<Record> {
-    let leader = cluster
-        .with_metadata(|m| m.leader(topic, partition))
-        .expect("partition leader");
-    let conn = cluster
-        .broker(leader, TrafficClass::Fetch)
-        .await
-        .expect("connect to leader");
+    let leader = cluster.with_metadata(|m| m.leader(topic, partition)).expect("partition leader");
+    let conn = cluster.broker(leader, TrafficClass::Fetch).await.expect("connect to leader");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let mut out: Vec<Record> = Vec::new();
     let mut offset = 0;
     while out.len() < count {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "read {} of {count} records of {topic}-{partition}",
-            out.len()
-        );
+        assert!(tokio::time::Instant::now() < deadline, "read {} of {count} records of {topic}-{partition}", out.len());
         let part = FetchPartition::default()
             .with_partition(partition)
             .with_fetch_offset(offset)
@@ -88,8 +75,7 @@ async fn keys_headers_and_partitions_round_trip() {
     let p = producer(config()).await;
     let mut sent: Vec<(ProducerRecord, DeliveryFuture)> = Vec::new();
     for i in 0..60 {
-        let mut r =
-            ProducerRecord::new(topic.clone(), format!("value-{i}")).header("n", i.to_string());
+        let mut r = ProducerRecord::new(topic.clone(), format!("value-{i}")).header("n", i.to_string());
         r = match i % 3 {
             0 => r.key(format!("key-{i}")),
             1 => r.partition(2).null_header("empty"),
@@ -104,11 +90,7 @@ async fn keys_headers_and_partitions_round_trip() {
         let m = f.await.expect("delivered");
         assert_eq!(m.topic, topic);
         match (&r.key, r.partition) {
-            (Some(k), _) => assert_eq!(
-                m.partition,
-                partition_for_key(k, 3),
-                "murmur2 partition of {k:?}"
-            ),
+            (Some(k), _) => assert_eq!(m.partition, partition_for_key(k, 3), "murmur2 partition of {k:?}"),
             (None, Some(p)) => assert_eq!(m.partition, p),
             _ => {}
         }
@@ -124,11 +106,8 @@ async fn keys_headers_and_partitions_round_trip() {
             let want = &expected[&(*partition, rec.offset)];
             assert_eq!(rec.key, want.key);
             assert_eq!(rec.value, want.value);
-            let headers: Vec<(String, Option<Bytes>)> = rec
-                .headers
-                .iter()
-                .map(|h| (h.key_str().unwrap().to_string(), h.value.clone()))
-                .collect();
+            let headers: Vec<(String, Option<Bytes>)> =
+                rec.headers.iter().map(|h| (h.key_str().unwrap().to_string(), h.value.clone())).collect();
             assert_eq!(headers, want.headers);
             if let Some(ts) = want.timestamp {
                 assert_eq!(rec.timestamp, ts);
@@ -147,27 +126,15 @@ async fn every_compression_round_trips() {
         let mut futures = Vec::new();
         for i in 0..300 {
             let value = format!("{compression} record {i} {}", "x".repeat(i % 50));
-            futures.push(
-                p.send(ProducerRecord::new(topic.clone(), value))
-                    .await
-                    .expect("send"),
-            );
+            futures.push(p.send(ProducerRecord::new(topic.clone(), value)).await.expect("send"));
         }
         for (i, f) in futures.into_iter().enumerate() {
-            assert_eq!(
-                f.await.expect("delivered").offset,
-                i as i64,
-                "{compression}"
-            );
+            assert_eq!(f.await.expect("delivered").offset, i as i64, "{compression}");
         }
         let back = read_back(p.cluster(), &topic, 0, 300).await;
         for (i, r) in back.iter().enumerate() {
             let value = format!("{compression} record {i} {}", "x".repeat(i % 50));
-            assert_eq!(
-                r.value.as_deref(),
-                Some(value.as_bytes()),
-                "{compression} offset {i}"
-            );
+            assert_eq!(r.value.as_deref(), Some(value.as_bytes()), "{compression} offset {i}");
         }
         p.close(Duration::from_secs(10)).await.expect("close");
     }
@@ -180,54 +147,25 @@ async fn bad_records_fail_fast_with_clear_errors() {
     let p = producer(config().max_request_size(10_000)).await;
 
     let missing = common::unique("no-such-topic");
-    let e = p
-        .send(ProducerRecord::new(missing.clone(), "v"))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&e, Error::UnknownTopic(t) if *t == missing),
-        "{e:?}"
-    );
+    let e = p.send(ProducerRecord::new(missing.clone(), "v")).await.unwrap_err();
+    assert!(matches!(&e, Error::UnknownTopic(t) if *t == missing), "{e:?}");
 
-    let e = p
-        .send(ProducerRecord::new(topic.clone(), vec![0u8; 20_000]))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("max.request.size"),
-        "{e}"
-    );
+    let e = p.send(ProducerRecord::new(topic.clone(), vec![0u8; 20_000])).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("max.request.size"), "{e}");
 
-    let e = p
-        .send(ProducerRecord::new(topic.clone(), "v").partition(2))
-        .await
-        .unwrap_err();
-    assert!(
-        e.to_string().contains("partition 2 of topic") && e.to_string().contains("2 partitions"),
-        "{e}"
-    );
+    let e = p.send(ProducerRecord::new(topic.clone(), "v").partition(2)).await.unwrap_err();
+    assert!(e.to_string().contains("partition 2 of topic") && e.to_string().contains("2 partitions"), "{e}");
 
-    let e = p
-        .send(ProducerRecord::new(topic.clone(), "v").timestamp(-5))
-        .await
-        .unwrap_err();
+    let e = p.send(ProducerRecord::new(topic.clone(), "v").timestamp(-5)).await.unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
 
     // The producer still works after refusals, and refuses everything once closed.
-    let m = p
-        .send_and_wait(ProducerRecord::new(topic.clone(), "ok").partition(1))
-        .await
-        .expect("send");
+    let m = p.send_and_wait(ProducerRecord::new(topic.clone(), "ok").partition(1)).await.expect("send");
     assert_eq!((m.partition, m.offset), (1, 0));
     p.close(Duration::from_secs(10)).await.expect("close");
-    let e = p
-        .send(ProducerRecord::new(topic.clone(), "late"))
-        .await
-        .unwrap_err();
+    let e = p.send(ProducerRecord::new(topic.clone(), "late")).await.unwrap_err();
     assert!(matches!(e, Error::Closed), "{e}");
-    p.close(Duration::from_secs(1))
-        .await
-        .expect("closing twice is fine");
+    p.close(Duration::from_secs(1)).await.expect("closing twice is fine");
 }
 
 #[tokio::test]
@@ -242,9 +180,7 @@ async fn properties_refuse_unsupported_settings() {
         ("linger.ms", "1".into()),
         ("compression.type", "lz4".into()),
     ]);
-    let p = Producer::from_properties(&props)
-        .await
-        .expect("producer from properties");
+    let p = Producer::from_properties(&props).await.expect("producer from properties");
     assert_eq!(p.config().compression, Compression::Lz4);
     p.close(Duration::from_secs(5)).await.expect("close");
 }
@@ -253,10 +189,7 @@ async fn properties_refuse_unsupported_settings() {
 async fn hundred_thousand_records_all_accounted_for() {
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "produce-volume", 3).await;
-    let cfg = config()
-        .batch_size(65_536)
-        .linger(Duration::from_millis(10))
-        .buffer_memory(4 << 20);
+    let cfg = config().batch_size(65_536).linger(Duration::from_millis(10)).buffer_memory(4 << 20);
     let p = producer(cfg).await;
     let value = Bytes::from(vec![b'v'; 100]);
     let mut futures = Vec::with_capacity(100_000);
@@ -275,11 +208,7 @@ async fn hundred_thousand_records_all_accounted_for() {
         offsets.entry(m.partition).or_default().push(m.offset);
     }
     assert_eq!(offsets.values().map(Vec::len).sum::<usize>(), 100_000);
-    assert_eq!(
-        offsets.len(),
-        3,
-        "keys and the sticky partitioner use every partition"
-    );
+    assert_eq!(offsets.len(), 3, "keys and the sticky partitioner use every partition");
     assert_consecutive(&offsets);
     // The log agrees: the last offset of each partition holds a record.
     for (partition, offs) in &offsets {
@@ -296,14 +225,64 @@ async fn dropping_the_producer_still_delivers() {
     let p = producer(config().linger(Duration::from_millis(50))).await;
     let mut futures = Vec::new();
     for i in 0..20 {
-        futures.push(
-            p.send(ProducerRecord::new(topic.clone(), format!("{i}")))
-                .await
-                .expect("send"),
-        );
+        futures.push(p.send(ProducerRecord::new(topic.clone(), format!("{i}"))).await.expect("send"));
     }
     drop(p);
     for (i, f) in futures.into_iter().enumerate() {
         assert_eq!(f.await.expect("delivered after drop").offset, i as i64);
     }
+}
+
+/// Runs on the 3-node cluster that scripts/test starts (`scripts/kafka up --nodes 3`).
+#[tokio::test]
+async fn three_node_cluster_acks_all() {
+    use kafka_share::admin::NewTopic;
+    let admin = common::cluster_admin().await;
+    let topic = common::unique("produce-cluster");
+    let created = admin.create_topics(&[NewTopic::new(&topic, 6).replication_factor(3)]).await.expect("create");
+    created.into_iter().for_each(|r| r.expect("topic created"));
+    let p = producer(ProducerConfig::new(common::cluster_bootstrap()).acks(Acks::All)).await;
+    let mut futures = Vec::new();
+    for i in 0..6_000u32 {
+        let r = ProducerRecord::new(topic.clone(), format!("v{i}")).key(format!("k{}", i % 97));
+        futures.push(p.send(r).await.expect("send"));
+    }
+    let mut offsets: HashMap<i32, Vec<i64>> = HashMap::new();
+    for f in futures {
+        let m = f.await.expect("delivered");
+        offsets.entry(m.partition).or_default().push(m.offset);
+    }
+    assert_consecutive(&offsets);
+    let leaders: std::collections::HashSet<i32> =
+        p.cluster().with_metadata(|m| (0..6).filter_map(|q| m.leader(&topic, q)).collect());
+    assert!(leaders.len() > 1, "partitions spread over brokers: {leaders:?}");
+    for (partition, offs) in &offsets {
+        assert_eq!(read_back(p.cluster(), &topic, *partition, offs.len()).await.len(), offs.len());
+    }
+    p.close(Duration::from_secs(10)).await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_connections_are_retried() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "produce-retry", 1).await;
+    let p = producer(config().batch_size(4096).linger(Duration::from_millis(1))).await;
+    let mut futures = Vec::new();
+    for i in 0..20_000u32 {
+        futures.push(p.send(ProducerRecord::new(topic.clone(), format!("r{i}"))).await.expect("send"));
+        if i % 500 == 250 {
+            // Cut the connection under in-flight requests: they fail, and must be retried.
+            let leader = p.cluster().with_metadata(|m| m.leader(&topic, 0)).expect("leader");
+            p.cluster().close_broker(leader);
+        }
+    }
+    let mut offsets = Vec::new();
+    for f in futures {
+        offsets.push(f.await.expect("delivered despite the broken connections").offset);
+    }
+    // Without idempotence a retry may duplicate a batch, so offsets are unique but may skip.
+    offsets.sort_unstable();
+    offsets.dedup();
+    assert_eq!(offsets.len(), 20_000);
+    p.close(Duration::from_secs(10)).await.expect("close");
 }

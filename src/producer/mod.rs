@@ -149,6 +149,9 @@ impl Producer {
     /// a record larger than `max.request.size` or `buffer.memory`, and [`Error::Closed`] after
     /// [`Producer::close`].
     pub async fn send(&self, record: ProducerRecord) -> Result<DeliveryFuture> {
+        // A send rarely waits, so a tight send loop would never yield: on a current-thread
+        // runtime the sender task could not run until the loop ends. Yield now and then.
+        tokio::task::coop::consume_budget().await;
         let shared = &self.inner.shared;
         if shared.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -264,4 +267,18 @@ impl Drop for FlushGuard<'_> {
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// Compile-time check: the producer and its futures can move across tasks and threads.
+#[cfg(test)]
+#[allow(dead_code)]
+fn futures_are_send(p: &Producer, r: ProducerRecord) {
+    fn is_send<T: Send>(_: T) {}
+    fn is_sync<T: Send + Sync>() {}
+    is_sync::<Producer>();
+    is_sync::<DeliveryFuture>();
+    is_send(p.send(r.clone()));
+    is_send(p.send_and_wait(r));
+    is_send(p.flush());
+    is_send(p.close(Duration::ZERO));
 }
