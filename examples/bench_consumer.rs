@@ -28,7 +28,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use kafka_share::admin::Admin;
-use kafka_share::consumer::AcknowledgementMode;
+use kafka_share::consumer::{AcknowledgementMode, CONSUMER, FETCH_MANAGER};
 use kafka_share::producer::{DeliveryFuture, Producer, ProducerConfig, ProducerRecord};
 use kafka_share::{ShareConsumer, ShareConsumerConfig};
 
@@ -36,6 +36,13 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 #[tokio::main]
 async fn main() {
+    // RUST_LOG=kafka_share::connection=trace shows every request on the wire, timed.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     if let Err(e) = run().await {
         eprintln!("bench_consumer: error: {e}");
         std::process::exit(1);
@@ -200,11 +207,13 @@ async fn consume(a: &Args) -> Result<(), BoxError> {
     }
     let total = Arc::new(AtomicU64::new(0));
     let bytes = Arc::new(AtomicU64::new(0));
+    // Nanoseconds from start to the first record any consumer got (0: none yet).
+    let first = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let deadline = start + timeout;
     let mut tasks = Vec::with_capacity(k);
     for c in &consumers {
-        let (c, total, bytes, topic) = (c.clone(), total.clone(), bytes.clone(), topic.clone());
+        let (c, total, bytes, first, topic) = (c.clone(), total.clone(), bytes.clone(), first.clone(), topic.clone());
         tasks.push(tokio::spawn(async move {
             c.subscribe([topic])?;
             let mut mine = 0u64;
@@ -213,6 +222,7 @@ async fn consume(a: &Args) -> Result<(), BoxError> {
                 if recs.is_empty() {
                     continue;
                 }
+                let _ = first.compare_exchange(0, start.elapsed().as_nanos() as u64, Ordering::Relaxed, Ordering::Relaxed);
                 let mut b = 0;
                 for r in &recs {
                     b += rec_bytes(r);
@@ -237,13 +247,29 @@ async fn consume(a: &Args) -> Result<(), BoxError> {
         per.push(t.await??);
     }
     let elapsed = start.elapsed().as_secs_f64();
+    // Where the time went, from the client's own metrics (summed over consumers).
+    let (mut fetches, mut lat_sum, mut lat_max, mut polls) = (0.0, 0.0, 0.0f64, 0.0);
+    for c in &consumers {
+        let m = c.metrics();
+        let f = m.get(FETCH_MANAGER, "fetch-total").unwrap_or(0.0);
+        fetches += f;
+        lat_sum += f * m.get(FETCH_MANAGER, "fetch-latency-avg").unwrap_or(0.0);
+        lat_max = lat_max.max(m.get(FETCH_MANAGER, "fetch-latency-max").unwrap_or(0.0));
+        polls += m.get(CONSUMER, "poll-total").unwrap_or(0.0);
+    }
+    eprintln!(
+        "bench_consumer: {fetches} ShareFetch requests ({:.0} records each), latency avg {:.2} ms max {lat_max:.1} ms, {polls} polls",
+        total.load(Ordering::Relaxed) as f64 / fetches.max(1.0),
+        lat_sum / fetches.max(1.0)
+    );
     for c in &consumers {
         let _ = c.close(Duration::from_secs(5)).await;
     }
     let got = total.load(Ordering::Relaxed);
     println!(
-        "RESULT {{\"records\":{got},\"bytes\":{},\"elapsed_s\":{elapsed:.4},\"per_consumer\":{per:?}}}",
-        bytes.load(Ordering::Relaxed)
+        "RESULT {{\"records\":{got},\"bytes\":{},\"elapsed_s\":{elapsed:.4},\"first_s\":{:.4},\"per_consumer\":{per:?}}}",
+        bytes.load(Ordering::Relaxed),
+        first.load(Ordering::Relaxed) as f64 / 1e9
     );
     if got < n {
         return Err(format!("timed out after {timeout:?} with {got} of {n} records").into());

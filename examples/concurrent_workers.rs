@@ -111,6 +111,8 @@ async fn run() -> Result<(), BoxError> {
         }
     }
 
+    let elapsed = start.elapsed();
+
     // Send the last acknowledgements and wait for the answers, then leave the group.
     for (partition, result) in consumer.commit_sync(Duration::from_secs(10)).await? {
         result.map_err(|e| format!("acknowledging {partition} failed: {e}"))?;
@@ -118,7 +120,7 @@ async fn run() -> Result<(), BoxError> {
     consumer.close(Duration::from_secs(10)).await?;
 
     println!("received {} records from {topic} (group {group})", done.len());
-    println!("up to {most_busy} of {WORKERS} workers busy at once, {:.2} s in all", start.elapsed().as_secs_f64());
+    println!("up to {most_busy} of {WORKERS} workers busy at once, {:.2} s in all", elapsed.as_secs_f64());
     println!("acknowledgements: {acks:?}");
     println!("records by delivery count: {by_delivery_count:?}");
     if done.len() < n {

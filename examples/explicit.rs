@@ -104,9 +104,10 @@ async fn run() -> Result<(), BoxError> {
                 }
             }
         }
-        // Send this batch's acknowledgements now, without waiting for the answer (the
-        // callback gets it). Without this they would go with the next poll.
-        let _ = consumer.commit_async();
+        // Send this batch's acknowledgements now (without this they would go with the next
+        // poll). The request leaves when `commit_async` is called; the future it returns only
+        // carries the results, which the callback gets too, so we do not wait for it.
+        drop(consumer.commit_async());
     }
 
     // Send anything still pending and wait for the answers, then leave the group.

@@ -69,7 +69,7 @@ async fn run() -> Result<(), BoxError> {
     let consuming = first_record.map_or(Duration::ZERO, |t| finished - t);
     println!("received {received} records from {topic} (group {group})");
     println!(
-        "joining the group took {:.2} s, then {:.0} records/s",
+        "first records after {:.2} s (joining the group), then {:.0} records/s",
         joined.as_secs_f64(),
         received as f64 / consuming.as_secs_f64().max(1e-3)
     );

@@ -175,7 +175,17 @@ pub enum Error {
         cause: Option<Arc<Error>>,
     },
 
-    /// A response could not be decoded (malformed, truncated) or a request not encoded.
+    /// A broker's response could not be decoded (malformed, truncated). The connection it
+    /// came on was closed; a retry on a new connection may succeed.
+    #[error("{context}: malformed response: {source}")]
+    Malformed {
+        /// Where.
+        context: Context,
+        /// What.
+        source: CodecError,
+    },
+
+    /// A request could not be encoded (a value the protocol version cannot carry).
     #[error("{context}: {source}")]
     Codec {
         /// Where.
@@ -260,7 +270,9 @@ impl Error {
     /// Whether trying the same operation again (after a backoff) can succeed.
     pub fn is_retriable(&self) -> bool {
         match self {
-            Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Timeout { .. } => true,
+            Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Timeout { .. } | Error::Malformed { .. } => {
+                true
+            }
             Error::Broker { code, .. } => code.is_retriable(),
             Error::UnknownTopic(_) => true,
             _ => false,

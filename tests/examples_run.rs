@@ -35,13 +35,11 @@ fn example_binary(name: &str) -> PathBuf {
             bin.display()
         ),
     };
-    // Sources this test binary was built from (older than it) must be older than the example
-    // binary too, or it runs outdated code. Edits made after this test was built are ignored.
+    // The sources the example was built from (cargo's dep-info next to it) must not have
+    // changed since, or it runs outdated code. Edits made after this test binary was built
+    // are ignored: they are not in this test either.
     let this_build = mtime(&exe).expect("the test binary's mtime");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut sources = vec![root.join("examples").join(format!("{name}.rs"))];
-    collect_rs(&root.join("src"), &mut sources);
-    for src in sources {
+    for src in dep_info_sources(&bin.with_extension("d")) {
         if let Some(t) = mtime(&src) {
             assert!(
                 t > this_build || t <= built,
@@ -54,19 +52,28 @@ fn example_binary(name: &str) -> PathBuf {
     bin
 }
 
-fn mtime(p: &Path) -> Option<SystemTime> {
-    std::fs::metadata(p).and_then(|m| m.modified()).ok()
-}
-
-fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = entry.path();
-        if p.is_dir() {
-            collect_rs(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
+/// The files listed in a cargo dep-info file (`target: dep dep ...`, spaces escaped as `\ `).
+fn dep_info_sources(d: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(d).unwrap_or_default();
+    let deps = text.lines().next().and_then(|l| l.split_once(": ")).map_or("", |(_, deps)| deps);
+    let mut out = Vec::new();
+    let mut path = String::new();
+    for token in deps.split(' ') {
+        if let Some(part) = token.strip_suffix('\\') {
+            path.push_str(part);
+            path.push(' ');
+            continue;
+        }
+        path.push_str(token);
+        if !path.is_empty() {
+            out.push(PathBuf::from(std::mem::take(&mut path)));
         }
     }
+    out
+}
+
+fn mtime(p: &Path) -> Option<SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
 }
 
 /// Runs an example on a fresh topic with 100 demo records; returns its stdout after checking

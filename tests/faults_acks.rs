@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use fake_broker::{
-    code, eventually, offsets, poll_all_at_once, poll_until, poll_while_not, record_value, Action, FakeCluster, FakeConfig, Rule,
+    code, eventually, offsets, poll_all_at_once, poll_until, poll_while_not, record_value, Action, FakeCluster,
+    FakeConfig, Rule,
 };
 use kafka_share::consumer::{AcknowledgementMode, TopicPartition};
 use kafka_share::ErrorCode;
@@ -101,9 +102,7 @@ async fn partly_failed_ack_round_reports_only_the_failed_partition_and_resends_n
     let (cb, seen) = fake_broker::ack_recorder();
     c.set_acknowledgement_commit_callback(Some(cb)).unwrap();
     let got = poll_all_at_once(&fake, &c, 10).await;
-    fake.script(
-        Rule::any(Action::AckError { partition: 1, code: code::INVALID_RECORD_STATE }).node(2).acks_for(1),
-    );
+    fake.script(Rule::any(Action::AckError { partition: 1, code: code::INVALID_RECORD_STATE }).node(2).acks_for(1));
     for r in &got {
         c.acknowledge(r).unwrap();
     }
@@ -145,7 +144,11 @@ async fn revoked_partition_is_forgotten_and_its_acks_go_by_share_acknowledge() {
     assert_eq!(fake.done(0), vec![0, 1, 2, 3, 4]);
     let log = fake.log();
     for l in log.iter().filter(|l| l.seq > forgot_at) {
-        assert!(!(l.is_fetch() && l.listed().contains(&1)), "partition 1 added back to the fetch session: {}", l.summary());
+        assert!(
+            !(l.is_fetch() && l.listed().contains(&1)),
+            "partition 1 added back to the fetch session: {}",
+            l.summary()
+        );
         if l.acks().iter().any(|a| a.partition == 1) {
             assert!(l.is_ack(), "acks of a revoked partition must go by ShareAcknowledge: {}", l.summary());
         }
@@ -229,6 +232,28 @@ async fn a_dropped_poll_future_does_not_lose_the_acks_it_took() {
     let results = c.commit_sync(T).await.unwrap();
     assert!(results.values().all(|r| r.is_ok()), "{results:?}");
     assert!(eventually(T, || fake.done(0).len() == 5).await, "acks lost:\n{}", fake.dump());
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn lock_deadline_counts_from_when_the_fetch_was_sent() {
+    let fake = FakeCluster::start(FakeConfig::default().records(3).lock_timeout_ms(3000)).await;
+    // The broker starts the lock clock when it acquires; the answer arrives 600 ms later.
+    fake.script(Rule::on(fake_broker::SHARE_FETCH, Action::Delay(Duration::from_millis(600))).always());
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    let got = poll_until(&c, 3, T).await;
+    assert_eq!(got.len(), 3);
+    let first_fetch = fake.share_log().into_iter().find(|l| l.is_fetch()).unwrap();
+    for r in &got {
+        let d = r.lock_deadline().expect("a lock deadline");
+        assert!(
+            d <= first_fetch.at + Duration::from_millis(3000),
+            "deadline {:?} after the broker's lock expiry",
+            d - first_fetch.at
+        );
+    }
+    assert_eq!(c.acquisition_lock_timeout(), Some(Duration::from_millis(3000)));
     c.close(T).await.unwrap();
     fake.assert_clean();
 }

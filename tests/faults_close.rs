@@ -24,13 +24,18 @@ fn assert_close_order(fake: &FakeCluster, after: &[Logged], nodes: &[i32]) {
         .find(|l| l.is_leave())
         .unwrap_or_else(|| panic!("no leave heartbeat:\n{}", fake.dump()));
     for &n in nodes {
-        let closes: Vec<&Logged> = after.iter().filter(|l| l.node == n && l.is_ack() && l.epoch() == Some(-1)).collect();
+        let closes: Vec<&Logged> =
+            after.iter().filter(|l| l.node == n && l.is_ack() && l.epoch() == Some(-1)).collect();
         assert_eq!(closes.len(), 1, "one session close on node {n}:\n{}", fake.dump());
         assert!(closes[0].seq < leave.seq, "session on node {n} closed after the leave heartbeat:\n{}", fake.dump());
         let last = after.iter().rev().find(|l| l.node == n && l.is_share()).unwrap();
         assert_eq!(last.seq, closes[0].seq, "the close is the session's last request:\n{}", fake.dump());
     }
-    assert!(after.iter().filter(|l| l.seq > leave.seq).all(|l| !l.is_share()), "share requests after the leave:\n{}", fake.dump());
+    assert!(
+        after.iter().filter(|l| l.seq > leave.seq).all(|l| !l.is_share()),
+        "share requests after the leave:\n{}",
+        fake.dump()
+    );
 }
 
 #[tokio::test]
@@ -125,4 +130,35 @@ async fn dropping_the_consumer_without_close_still_releases_and_leaves() {
     let after = fake.log();
     assert_close_order(&fake, &after, &[1]);
     fake.assert_clean();
+}
+
+#[tokio::test]
+async fn close_finishes_and_leaves_when_the_session_close_fails() {
+    let fake = FakeCluster::single(1, 5).await;
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    assert_eq!(poll_until(&c, 5, T).await.len(), 5);
+    fake.script(fake_broker::Rule::on(fake_broker::SHARE_ACKNOWLEDGE, fake_broker::Action::DropConnection));
+    let t0 = std::time::Instant::now();
+    let _ = c.close(T).await;
+    assert!(t0.elapsed() < Duration::from_secs(3), "close took {:?}", t0.elapsed());
+    fake.wait_for("the leave heartbeat", T, |log| log.iter().any(|l| l.is_leave())).await;
+    assert!(fake_broker::eventually(T, || fake.held().is_empty()).await, "{:?}", fake.held());
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn close_gives_up_at_its_timeout_when_the_broker_does_not_answer() {
+    let fake = FakeCluster::single(1, 5).await;
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    assert_eq!(poll_until(&c, 5, T).await.len(), 5);
+    fake.script(fake_broker::Rule::on(
+        fake_broker::SHARE_ACKNOWLEDGE,
+        fake_broker::Action::Delay(Duration::from_secs(10)),
+    ));
+    let t0 = std::time::Instant::now();
+    let r = c.close(Duration::from_millis(500)).await;
+    assert!(t0.elapsed() < Duration::from_secs(2), "close took {:?}", t0.elapsed());
+    assert!(matches!(r, Err(kafka_share::Error::Timeout { .. })), "{r:?}");
+    // The connection goes with the consumer: the broker releases what it held.
+    assert!(fake_broker::eventually(T, || fake.held().is_empty()).await, "{:?}", fake.held());
 }

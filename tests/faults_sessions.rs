@@ -5,8 +5,8 @@ mod fake_broker;
 use std::time::Duration;
 
 use fake_broker::{
-    ack_recorder, code, eventually, poll_all_at_once, poll_until, poll_while_not, Action, FakeCluster, FakeConfig, Logged,
-    Rule, HEARTBEAT, SHARE_FETCH,
+    ack_recorder, code, eventually, poll_all_at_once, poll_until, poll_while_not, Action, FakeCluster, FakeConfig,
+    Logged, Rule, HEARTBEAT, SHARE_FETCH,
 };
 use kafka_share::consumer::{AcknowledgementMode, TopicPartition};
 use kafka_share::{ErrorCode, ShareConsumerConfig};
@@ -129,8 +129,10 @@ async fn acks_for_records_of_a_reset_session_fail_locally_and_are_never_sent() {
     let got = poll_all_at_once(&fake, &c, 5).await;
     // The next (empty) fetch loses its connection: the session is gone on both sides.
     fake.script(Rule::on(SHARE_FETCH, Action::DropConnection));
-    fake.wait_for("the session reopened", T, |log| log.iter().filter(|l| l.is_fetch() && l.epoch() == Some(0)).count() >= 2)
-        .await;
+    fake.wait_for("the session reopened", T, |log| {
+        log.iter().filter(|l| l.is_fetch() && l.epoch() == Some(0)).count() >= 2
+    })
+    .await;
     for r in &got {
         c.acknowledge(r).unwrap();
     }

@@ -63,6 +63,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*timeoutS)*time.Second)
 	defer cancel()
 	var got, bytes int64
+	var first time.Duration
 	for got < *n && ctx.Err() == nil {
 		pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		fetches := cl.PollRecords(pctx, 500)
@@ -72,6 +73,9 @@ func main() {
 				die("fetch %s-%d: %v", t, p, e)
 			}
 		})
+		if first == 0 && !fetches.Empty() {
+			first = time.Since(start)
+		}
 		fetches.EachRecord(func(r *kgo.Record) {
 			bytes += int64(len(r.Key) + len(r.Value))
 			if explicit {
@@ -88,7 +92,7 @@ func main() {
 	}
 	fcancel()
 	elapsed := time.Since(start).Seconds()
-	fmt.Printf("RESULT {\"records\":%d,\"bytes\":%d,\"elapsed_s\":%.4f}\n", got, bytes, elapsed)
+	fmt.Printf("RESULT {\"records\":%d,\"bytes\":%d,\"elapsed_s\":%.4f,\"first_s\":%.4f}\n", got, bytes, elapsed, first.Seconds())
 	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
 	_ = cl.LeaveGroupContext(cctx)
 	ccancel()

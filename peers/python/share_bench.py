@@ -42,8 +42,11 @@ def main():
     deadline = start + a.timeout_s
     c.subscribe([a.topic])
     got = nbytes = 0
+    first = 0.0
     while got < a.records and time.perf_counter() < deadline:
         msgs = c.poll(0.1)
+        if not first and len(msgs):
+            first = time.perf_counter() - start
         for m in msgs:
             if m.error() is not None:
                 die(f"poll: {m.error()}")
@@ -55,7 +58,7 @@ def main():
     results = c.commit_sync(30)
     elapsed = time.perf_counter() - start
     failed = {str(tp): str(e) for tp, e in (results or {}).items() if e is not None}
-    print("RESULT " + json.dumps({"records": got, "bytes": nbytes, "elapsed_s": round(elapsed, 4)}), flush=True)
+    print("RESULT " + json.dumps({"records": got, "bytes": nbytes, "elapsed_s": round(elapsed, 4), "first_s": round(first, 4)}), flush=True)
     c.close()
     if failed:
         die(f"acknowledgement failed: {failed}")

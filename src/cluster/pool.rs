@@ -131,6 +131,6 @@ impl Pool {
 impl Error {
     /// Whether the error means the connection is gone (so a redial may help).
     pub fn is_connection_error(&self) -> bool {
-        matches!(self, Error::Io { .. } | Error::ConnectionClosed { .. })
+        matches!(self, Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Malformed { .. })
     }
 }

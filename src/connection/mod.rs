@@ -155,7 +155,7 @@ impl Connection {
             .await?;
         let body = frame::strip_response_header(frame, R::response_header_version(version))
             .and_then(|b| R::decode_response(b, version))
-            .map_err(|source| Error::Codec {
+            .map_err(|source| Error::Malformed {
                 context: Context::api(R::NAME),
                 source,
             });

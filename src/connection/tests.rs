@@ -148,7 +148,8 @@ async fn malformed_body_is_an_error_not_a_panic() {
     // Response header v1 (empty tags) then a truncated Metadata body.
     write_response(&mut broker, id, &[0, 0, 0, 0]).await;
     let e = r.await.unwrap().unwrap_err();
-    assert!(matches!(e, Error::Codec { .. }), "{e}");
+    assert!(matches!(e, Error::Malformed { .. }), "{e}");
+    assert!(e.is_retriable());
 }
 
 #[tokio::test]

@@ -83,6 +83,9 @@ where
     }
 
     fn decode_response(mut buf: Bytes, version: i16) -> Result<Self::Response, CodecError> {
+        // The crate sizes arrays by the count on the wire before reading them: check the shape
+        // first, so a hostile count is an error rather than an allocation abort.
+        super::bounded::check(T::KEY, version, &buf)?;
         let r = <T::Response as Decodable>::decode(&mut buf, version).map_err(|e| {
             CodecError::Crate {
                 what: Self::NAME,

@@ -6,6 +6,7 @@
 use thiserror::Error;
 
 pub mod api;
+pub mod bounded;
 pub mod frame;
 pub mod records;
 pub mod share;

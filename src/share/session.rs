@@ -137,6 +137,12 @@ impl ShareSession {
         self.acks.values().any(|a| !a.is_empty())
     }
 
+    /// Whether queued acks include partitions this session no longer fetches: those can only
+    /// go by ShareAcknowledge, so they must not wait behind fetch after fetch.
+    pub fn has_acks_outside_wanted(&self) -> bool {
+        self.acks.iter().any(|(tp, a)| !a.is_empty() && !self.wanted.contains(tp))
+    }
+
     /// Whether queued acks include renewals.
     pub fn has_renew(&self) -> bool {
         self.acks.values().any(|a| a.has_renew())

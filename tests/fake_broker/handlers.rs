@@ -4,7 +4,9 @@
 use bytes::BytesMut;
 use kafka_protocol::messages::api_versions_response::{ApiVersion, FinalizedFeatureKey, SupportedFeatureKey};
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
-use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::{
     ApiVersionsResponse, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
@@ -23,8 +25,8 @@ pub enum Out {
     Reply(BytesMut),
     /// Close the connection without answering.
     Drop,
-    /// Answer garbage.
-    Garbage,
+    /// Answer these bytes as the body.
+    Raw(&'static [u8]),
     /// Answer a truncated frame and close.
     Truncated,
 }
@@ -39,7 +41,8 @@ pub async fn handle(shared: &Shared, node: i32, conn: u64, inc: &Incoming) -> Ou
     }
     match &fx.terminal {
         Some(Action::DropConnection) => return Out::Drop,
-        Some(Action::Garbage) => return Out::Garbage,
+        Some(Action::Garbage) => return Out::Raw(&[0xff; 9]),
+        Some(Action::ShortBody) => return Out::Raw(&[0, 0, 0]),
         Some(Action::Truncated) => return Out::Truncated,
         _ => {}
     }
@@ -187,9 +190,9 @@ fn heartbeat(shared: &Shared, r: &ShareGroupHeartbeatRequest, version: i16, fx: 
         }
         resp.member_epoch = m.epoch;
         resp.heartbeat_interval_ms = interval;
-        resp.assignment = Some(Assignment::default().with_topic_partitions(vec![TopicPartitions::default()
-            .with_topic_id(st.topic_id)
-            .with_partitions(st.assignment.clone())]));
+        resp.assignment = Some(Assignment::default().with_topic_partitions(vec![
+            TopicPartitions::default().with_topic_id(st.topic_id).with_partitions(st.assignment.clone()),
+        ]));
     }
     drop(st);
     encode(shared, &resp, version)

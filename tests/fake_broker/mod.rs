@@ -162,9 +162,7 @@ impl FakeCluster {
     /// Starts one listener per node.
     pub async fn start(cfg: FakeConfig) -> FakeCluster {
         let nodes = cfg.nodes.clone();
-        let shared = Arc::new(Shared {
-            state: Mutex::new(state::State::new(cfg)),
-        });
+        let shared = Arc::new(Shared { state: Mutex::new(state::State::new(cfg)) });
         let mut tasks = Vec::new();
         for node in nodes {
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind fake broker");
@@ -294,7 +292,13 @@ impl FakeCluster {
     /// Offsets of partition `p` that are done (accepted, rejected, gap).
     pub fn done(&self, p: i32) -> Vec<i64> {
         let st = self.lock();
-        st.parts[p as usize].offsets.iter().enumerate().filter(|(_, s)| s.done).map(|(o, _)| o as i64).collect()
+        st.parts[p as usize]
+            .offsets
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.done)
+            .map(|(o, _)| o as i64)
+            .collect()
     }
 
     /// How many times offset `o` of partition `p` was delivered.

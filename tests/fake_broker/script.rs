@@ -34,8 +34,11 @@ pub enum Action {
     },
     /// Close the connection without answering.
     DropConnection,
-    /// Answer with the right correlation id followed by bytes that do not decode.
+    /// Answer with the right correlation id followed by 0xff bytes (length prefixes that
+    /// claim far more than follows).
     Garbage,
+    /// Answer with the right correlation id followed by a body too short for its first field.
+    ShortBody,
     /// Send a frame that promises more bytes than follow, then close the connection.
     Truncated,
     /// Wait this long, then answer normally.
@@ -47,7 +50,7 @@ impl Action {
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,
-            Action::TopLevelError(_) | Action::DropConnection | Action::Garbage | Action::Truncated
+            Action::TopLevelError(_) | Action::DropConnection | Action::Garbage | Action::ShortBody | Action::Truncated
         )
     }
 }
@@ -72,22 +75,12 @@ pub struct Rule {
 impl Rule {
     /// A rule for API `api` (e.g. [`SHARE_FETCH`](super::SHARE_FETCH)), firing once.
     pub fn on(api: i16, action: Action) -> Rule {
-        Rule {
-            node: None,
-            api: Some(api),
-            with_acks: false,
-            acks_for: None,
-            times: Some(1),
-            action,
-        }
+        Rule { node: None, api: Some(api), with_acks: false, acks_for: None, times: Some(1), action }
     }
 
     /// A rule for any API, firing once (combine with [`with_acks`](Self::with_acks)).
     pub fn any(action: Action) -> Rule {
-        Rule {
-            api: None,
-            ..Rule::on(0, action)
-        }
+        Rule { api: None, ..Rule::on(0, action) }
     }
 
     /// Only on node `node`.
@@ -156,9 +149,7 @@ impl Effects {
             }
             match &r.action {
                 a if a.is_terminal() => {
-                    if fx.terminal.is_none() {
-                        fx.terminal = Some(a.clone());
-                    }
+                    fx.terminal.get_or_insert_with(|| a.clone());
                 }
                 Action::Delay(d) => fx.delay += *d,
                 Action::PartitionError { partition, code, leader } => {
@@ -178,9 +169,6 @@ impl Effects {
 
     /// The scripted fetch error for `partition`, if any.
     pub fn partition_error(&self, partition: i32) -> Option<(i16, Option<i32>)> {
-        self.partition_errors
-            .iter()
-            .find(|(p, _, _)| *p == partition)
-            .map(|(_, c, l)| (*c, *l))
+        self.partition_errors.iter().find(|(p, _, _)| *p == partition).map(|(_, c, l)| (*c, *l))
     }
 }

@@ -8,9 +8,7 @@
 use std::sync::Arc;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{
-    FindCoordinatorRequest, MetadataRequest, RequestHeader, ShareGroupHeartbeatRequest,
-};
+use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest, RequestHeader, ShareGroupHeartbeatRequest};
 use kafka_protocol::protocol::Decodable;
 use kafka_share::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -116,12 +114,7 @@ async fn read_loop(
 fn decode(mut frame: Bytes) -> Result<(Incoming, Req), String> {
     let header = kafka_protocol::protocol::decode_request_header_from_buffer(&mut frame)
         .map_err(|e| format!("request header: {e}"))?;
-    let RequestHeader {
-        request_api_key: api,
-        request_api_version: version,
-        correlation_id,
-        ..
-    } = header;
+    let RequestHeader { request_api_key: api, request_api_version: version, correlation_id, .. } = header;
     let err = |e: String| format!("api {api} v{version}: {e}");
     let (body, logged) = match api {
         18 => (Decoded::ApiVersions, Req::ApiVersions),
@@ -135,10 +128,7 @@ fn decode(mut frame: Bytes) -> Result<(Incoming, Req), String> {
         }
         76 => {
             let r = ShareGroupHeartbeatRequest::decode(&mut frame, version).map_err(|e| err(e.to_string()))?;
-            let logged = Req::Heartbeat {
-                member: r.member_id.to_string(),
-                epoch: r.member_epoch,
-            };
+            let logged = Req::Heartbeat { member: r.member_id.to_string(), epoch: r.member_epoch };
             (Decoded::Heartbeat(r), logged)
         }
         78 => {
@@ -154,14 +144,8 @@ fn decode(mut frame: Bytes) -> Result<(Incoming, Req), String> {
     if api != 18 && frame.has_remaining() {
         return Err(err(format!("{} bytes left after the body", frame.remaining())));
     }
-    let probe = super::log::Logged {
-        seq: 0,
-        at: std::time::Instant::now(),
-        node: 0,
-        conn: 0,
-        version,
-        req: logged.clone(),
-    };
+    let probe =
+        super::log::Logged { seq: 0, at: std::time::Instant::now(), node: 0, conn: 0, version, req: logged.clone() };
     let inc = Incoming {
         api,
         version,
@@ -193,8 +177,8 @@ async fn process_loop(
                 put_frame(&mut frame, inc.correlation_id, header_version, &body);
                 false
             }
-            Out::Garbage => {
-                put_frame(&mut frame, inc.correlation_id, header_version, &[0xff; 9]);
+            Out::Raw(body) => {
+                put_frame(&mut frame, inc.correlation_id, header_version, body);
                 false
             }
             Out::Truncated => {

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_share::protocol::records::{BatchBuilder, Compression, RecordInput};
 use kafka_share::protocol::share::{
-    AcknowledgePartitionResponse, AcknowledgeTopicResponse, AcquiredRecords, FetchPartitionResponse, FetchTopicResponse,
-    LeaderIdAndEpoch, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
-    ShareFetchResponse,
+    AcknowledgePartitionResponse, AcknowledgeTopicResponse, AcquiredRecords, FetchPartitionResponse,
+    FetchTopicResponse, LeaderIdAndEpoch, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
+    ShareFetchRequest, ShareFetchResponse,
 };
 
 use super::handlers::Out;
@@ -60,14 +60,7 @@ fn check_session(st: &mut State, node: i32, conn: u64, member: &str, epoch: i32,
         }
         0 => {
             st.drop_session(node, member);
-            st.sessions.insert(
-                key,
-                Session {
-                    epoch: 1,
-                    conn,
-                    parts: Default::default(),
-                },
-            );
+            st.sessions.insert(key, Session { epoch: 1, conn, parts: Default::default() });
             0
         }
         e => match st.sessions.get_mut(&key) {
@@ -87,10 +80,7 @@ fn check_session(st: &mut State, node: i32, conn: u64, member: &str, epoch: i32,
 }
 
 fn leader_of(part: &Partition) -> LeaderIdAndEpoch {
-    LeaderIdAndEpoch {
-        leader_id: part.leader,
-        leader_epoch: part.leader_epoch,
-    }
+    LeaderIdAndEpoch { leader_id: part.leader, leader_epoch: part.leader_epoch }
 }
 
 fn endpoint(st: &State, node: i32) -> Option<NodeEndpoint> {
@@ -144,10 +134,7 @@ pub async fn fetch(shared: &Shared, node: i32, conn: u64, version: i16, r: &Shar
                 .unwrap_or_else(|| st.apply_acks(node, member, i, &p.acknowledgement_batches, false, "ShareFetch"));
             let e = parts.entry(i).or_insert_with(|| FetchPartitionResponse {
                 partition_index: i,
-                current_leader: LeaderIdAndEpoch {
-                    leader_id: -1,
-                    leader_epoch: -1,
-                },
+                current_leader: LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 },
                 ..Default::default()
             });
             e.acknowledge_error_code = c;
@@ -185,10 +172,7 @@ fn topic_responses(shared: &Shared, parts: BTreeMap<i32, FetchPartitionResponse>
     if parts.is_empty() {
         return Vec::new();
     }
-    vec![FetchTopicResponse {
-        topic_id: shared.lock().topic_id,
-        partitions: parts.into_values().collect(),
-    }]
+    vec![FetchTopicResponse { topic_id: shared.lock().topic_id, partitions: parts.into_values().collect() }]
 }
 
 /// One pass over the session's partitions: errors and acquired records. True if anything
@@ -210,10 +194,7 @@ fn gather(
     for p in session.parts.clone() {
         let blank = FetchPartitionResponse {
             partition_index: p,
-            current_leader: LeaderIdAndEpoch {
-                leader_id: -1,
-                leader_epoch: -1,
-            },
+            current_leader: LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 },
             ..Default::default()
         };
         let Some(part) = st.partition(p).cloned() else {
@@ -230,10 +211,7 @@ fn gather(
             let e = parts.entry(p).or_insert(blank);
             e.error_code = c;
             if let Some(l) = leader {
-                e.current_leader = LeaderIdAndEpoch {
-                    leader_id: l,
-                    leader_epoch: part.leader_epoch,
-                };
+                e.current_leader = LeaderIdAndEpoch { leader_id: l, leader_epoch: part.leader_epoch };
                 if let Some(ep) = endpoint(st, l) {
                     if !endpoints.contains(&ep) {
                         endpoints.push(ep);
@@ -266,11 +244,7 @@ pub fn build_records(part: &Partition, p: i32, got: &[(i64, i16)]) -> (Option<By
     for &(o, d) in got {
         match ranges.last_mut() {
             Some(r) if r.last_offset + 1 == o && r.delivery_count == d => r.last_offset = o,
-            _ => ranges.push(AcquiredRecords {
-                first_offset: o,
-                last_offset: o,
-                delivery_count: d,
-            }),
+            _ => ranges.push(AcquiredRecords { first_offset: o, last_offset: o, delivery_count: d }),
         }
     }
     let end = part.offsets.len() as i64;
@@ -390,13 +364,10 @@ pub fn acknowledge(shared: &Shared, node: i32, version: i16, r: &ShareAcknowledg
     let mut partitions = Vec::new();
     for p in r.topics.iter().flat_map(|t| &t.partitions) {
         let i = p.partition_index;
-        let c = fx
-            .ack_error(i)
-            .unwrap_or_else(|| st.apply_acks(node, member, i, &p.acknowledgement_batches, renew_ok, "ShareAcknowledge"));
-        let mut leader = LeaderIdAndEpoch {
-            leader_id: -1,
-            leader_epoch: -1,
-        };
+        let c = fx.ack_error(i).unwrap_or_else(|| {
+            st.apply_acks(node, member, i, &p.acknowledgement_batches, renew_ok, "ShareAcknowledge")
+        });
+        let mut leader = LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 };
         if c == code::NOT_LEADER_OR_FOLLOWER {
             if let Some(part) = st.partition(i) {
                 leader = leader_of(part);
@@ -418,10 +389,7 @@ pub fn acknowledge(shared: &Shared, node: i32, version: i16, r: &ShareAcknowledg
         st.drop_session(node, member);
     }
     if !partitions.is_empty() {
-        resp.responses = vec![AcknowledgeTopicResponse {
-            topic_id: st.topic_id,
-            partitions,
-        }];
+        resp.responses = vec![AcknowledgeTopicResponse { topic_id: st.topic_id, partitions }];
     }
     drop(st);
     reply_ack(shared, &resp, version)

@@ -122,14 +122,7 @@ impl State {
 
     pub fn record(&mut self, node: i32, conn: u64, version: i16, req: Req) -> usize {
         let seq = self.log.len();
-        self.log.push(Logged {
-            seq,
-            at: Instant::now(),
-            node,
-            conn,
-            version,
-            req,
-        });
+        self.log.push(Logged { seq, at: Instant::now(), node, conn, version, req });
         seq
     }
 
@@ -148,11 +141,7 @@ impl State {
             if other == conn {
                 self.violation(format!("two requests in flight on one session (same connection): {summary}"));
             } else {
-                self.overlaps.push(Overlap {
-                    other_conn: other,
-                    at: Instant::now(),
-                    summary,
-                });
+                self.overlaps.push(Overlap { other_conn: other, at: Instant::now(), summary });
             }
         }
     }
@@ -171,12 +160,8 @@ impl State {
         }
         self.record(node, conn, 0, Req::ConnClosed);
         self.in_flight.retain(|_, c| *c != conn);
-        let gone: Vec<(i32, String)> = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| s.conn == conn)
-            .map(|(k, _)| k.clone())
-            .collect();
+        let gone: Vec<(i32, String)> =
+            self.sessions.iter().filter(|(_, s)| s.conn == conn).map(|(k, _)| k.clone()).collect();
         for (n, m) in gone {
             self.drop_session(n, &m);
         }
@@ -279,7 +264,9 @@ impl State {
             .map(|(o, _)| *o)
             .collect();
         if !bad.is_empty() {
-            self.violation(format!("{what}: acks from {member} for records it does not hold: partition {p} offsets {bad:?}"));
+            self.violation(format!(
+                "{what}: acks from {member} for records it does not hold: partition {p} offsets {bad:?}"
+            ));
             return code::INVALID_RECORD_STATE;
         }
         let part = &mut self.parts[p as usize];

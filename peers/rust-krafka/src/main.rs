@@ -50,9 +50,12 @@ async fn run() -> Result<(), BoxError> {
     let start = Instant::now();
     let deadline = start + timeout;
     consumer.subscribe([get("topic")?]).await?;
-    let (mut got, mut bytes) = (0u64, 0u64);
+    let (mut got, mut bytes, mut first) = (0u64, 0u64, None);
     while got < n && Instant::now() < deadline {
         let recs = consumer.poll(Duration::from_millis(100)).await?;
+        if first.is_none() && !recs.is_empty() {
+            first = Some(start.elapsed().as_secs_f64());
+        }
         for r in &recs {
             bytes += (r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len())) as u64;
             if explicit {
@@ -63,7 +66,10 @@ async fn run() -> Result<(), BoxError> {
     }
     let results = consumer.commit().await?;
     let elapsed = start.elapsed().as_secs_f64();
-    println!("RESULT {{\"records\":{got},\"bytes\":{bytes},\"elapsed_s\":{elapsed:.4}}}");
+    println!(
+        "RESULT {{\"records\":{got},\"bytes\":{bytes},\"elapsed_s\":{elapsed:.4},\"first_s\":{:.4}}}",
+        first.unwrap_or(0.0)
+    );
     let _ = consumer.close().await;
     if let Some((tp, Err(e))) = results.iter().find(|(_, r)| r.is_err()) {
         return Err(format!("acknowledgement of {}-{} failed: {e}", tp.topic, tp.partition).into());

@@ -38,6 +38,7 @@ impl Driver {
         let mut ids: Vec<i32> = self.nodes.keys().copied().collect();
         ids.sort_unstable();
         let fetch_turn = self.record_limit_pick(&ids, now);
+        let urgent_nodes: std::collections::HashSet<i32> = self.commits.iter().flat_map(|w| w.nodes.iter().copied()).collect();
         for id in ids {
             let fetch_ok = match self.cfg.acquire_mode {
                 AcquireMode::BatchOptimized => self.may_prefetch(id),
@@ -50,6 +51,16 @@ impl Driver {
                 continue;
             }
             n.retry_at = None;
+            // Acks someone waits for (commit, close) or that no fetch can carry go now, by
+            // ShareAcknowledge: piggybacked on a long poll, their results would wait for it.
+            let urgent = urgent_nodes.contains(&id) || n.session.has_acks_outside_wanted();
+            if urgent && n.session.has_acks() && !(renew_ok && n.session.has_renew()) {
+                if let Some((req, sent)) = n.session.build_ack(&group, &member, false) {
+                    n.in_flight_acks = true;
+                    self.spawn_ack(id, req, sent);
+                    continue;
+                }
+            }
             if renew_ok && n.session.has_renew() {
                 if let Some((req, sent)) = n.session.build_ack(&group, &member, true) {
                     n.in_flight_acks = true;
@@ -185,7 +196,15 @@ impl Driver {
         }
         n.in_flight_acks = false;
         n.session.on_success(&sent);
-        n.backoff.reset();
+        // A response whose partitions all failed must not be answered by an immediate refetch:
+        // back off until metadata (or the broker) changes its mind.
+        let partition_errors = resp.responses.iter().flat_map(|t| &t.partitions).any(|p| p.error_code != 0);
+        if partition_errors {
+            let delay = n.backoff.next_delay();
+            n.retry_at = Some(now + delay);
+        } else {
+            n.backoff.reset();
+        }
         if resp.acquisition_lock_timeout_ms > 0 {
             self.shared
                 .acquisition_lock_timeout_ms

@@ -18,8 +18,12 @@ impl Driver {
         if self.need_metadata
             && !self.metadata_in_flight
             && !self.membership.subscription().is_empty()
+            && self.metadata_retry_at.is_none_or(|t| t <= now)
         {
             self.need_metadata = false;
+            // Refreshes back off while they keep being needed (an unknown topic, a partition
+            // with no leader), so a broken partition cannot turn into a metadata storm.
+            self.metadata_retry_at = Some(now + self.metadata_backoff.next_delay());
             self.metadata_in_flight = true;
             let cluster = self.cluster.clone();
             let topics: Vec<String> = self.membership.subscription().iter().cloned().collect();
@@ -139,6 +143,8 @@ impl Driver {
         });
         if missing {
             self.need_metadata = true;
+        } else {
+            self.metadata_backoff.reset();
         }
         for (id, n) in self.nodes.iter_mut() {
             n.session

@@ -155,6 +155,8 @@ pub(crate) struct Driver {
     heartbeat_in_flight: bool,
     metadata_in_flight: bool,
     need_metadata: bool,
+    metadata_backoff: Backoff,
+    metadata_retry_at: Option<Instant>,
     nodes: HashMap<i32, Node>,
     buffer: VecDeque<Fetched>,
     waiter: Option<PollWaiter>,
@@ -183,6 +185,8 @@ impl Driver {
             heartbeat_in_flight: false,
             metadata_in_flight: false,
             need_metadata: false,
+            metadata_backoff: Backoff::default(),
+            metadata_retry_at: None,
             nodes: HashMap::new(),
             buffer: VecDeque::new(),
             waiter: None,
@@ -247,6 +251,9 @@ impl Driver {
             if let Some(r) = n.retry_at {
                 t = t.min(r);
             }
+        }
+        if let Some(r) = self.metadata_retry_at.filter(|_| self.need_metadata) {
+            t = t.min(r);
         }
         if let Some(c) = &self.closing {
             t = t.min(c.deadline);

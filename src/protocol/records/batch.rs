@@ -57,17 +57,12 @@ impl RawBatch {
     pub(crate) fn last_offset(&self) -> Result<i64, CodecError> {
         let invalid = || CodecError::Invalid {
             what: "record batch last offset delta",
-            detail: format!(
-                "{} at base offset {}",
-                self.last_offset_delta, self.base_offset
-            ),
+            detail: format!("{} at base offset {}", self.last_offset_delta, self.base_offset),
         };
         if self.last_offset_delta < 0 {
             return Err(invalid());
         }
-        self.base_offset
-            .checked_add(i64::from(self.last_offset_delta))
-            .ok_or_else(invalid)
+        self.base_offset.checked_add(i64::from(self.last_offset_delta)).ok_or_else(invalid)
     }
 
     pub(crate) fn compression(&self) -> Result<Compression, CodecError> {
@@ -78,11 +73,7 @@ impl RawBatch {
         let stored = get_i32(&self.bytes, CRC_AT) as u32;
         let computed = crc32c::crc32c(&self.bytes[ATTRIBUTES_AT..]);
         if stored != computed {
-            return Err(CodecError::CrcMismatch {
-                base_offset: self.base_offset,
-                stored,
-                computed,
-            });
+            return Err(CodecError::CrcMismatch { base_offset: self.base_offset, stored, computed });
         }
         Ok(())
     }

@@ -29,13 +29,8 @@ pub enum Compression {
 
 impl Compression {
     /// Every codec, in attribute-id order.
-    pub const ALL: [Compression; 5] = [
-        Compression::None,
-        Compression::Gzip,
-        Compression::Snappy,
-        Compression::Lz4,
-        Compression::Zstd,
-    ];
+    pub const ALL: [Compression; 5] =
+        [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd];
 
     /// The codec id stored in bits 0-2 of the batch attributes.
     pub fn id(self) -> i16 {
@@ -62,13 +57,10 @@ impl Compression {
     /// The codec named by a batch's attributes.
     pub fn from_attributes(attributes: i16) -> Result<Self, CodecError> {
         let id = attributes & 0x07;
-        Compression::ALL
-            .into_iter()
-            .find(|c| c.id() == id)
-            .ok_or_else(|| CodecError::Invalid {
-                what: "record batch compression",
-                detail: format!("unknown codec id {id}"),
-            })
+        Compression::ALL.into_iter().find(|c| c.id() == id).ok_or_else(|| CodecError::Invalid {
+            what: "record batch compression",
+            detail: format!("unknown codec id {id}"),
+        })
     }
 }
 
@@ -108,10 +100,7 @@ impl From<Compression> for kafka_protocol::records::Compression {
 
 /// Maps a `kafka-protocol` codec error (an `anyhow::Error`, which this crate does not name).
 fn crate_error<E: fmt::Display>(what: &'static str) -> impl FnOnce(E) -> CodecError {
-    move |e| CodecError::Crate {
-        what,
-        detail: format!("{e:#}"),
-    }
+    move |e| CodecError::Crate { what, detail: format!("{e:#}") }
 }
 
 /// Decompresses a batch's records section. The output is one buffer, so the records decoded
@@ -120,29 +109,25 @@ pub(crate) fn decompress(codec: Compression, mut data: Bytes) -> Result<Bytes, C
     let src = &mut data;
     match codec {
         Compression::None => Ok(data),
-        Compression::Gzip => kp::Gzip::decompress(src, |out| Ok(std::mem::take(out)))
-            .map_err(crate_error("gzip records")),
+        Compression::Gzip => {
+            kp::Gzip::decompress(src, |out| Ok(std::mem::take(out))).map_err(crate_error("gzip records"))
+        }
         Compression::Snappy => {
             check_snappy_lengths(src)?;
-            kp::Snappy::decompress(src, |out| Ok(std::mem::take(out)))
-                .map_err(crate_error("snappy records"))
+            kp::Snappy::decompress(src, |out| Ok(std::mem::take(out))).map_err(crate_error("snappy records"))
         }
         Compression::Lz4 => {
             check_lz4_frame_complete(src)?;
-            kp::Lz4::decompress(src, |out| Ok(std::mem::take(out)))
-                .map_err(crate_error("lz4 records"))
+            kp::Lz4::decompress(src, |out| Ok(std::mem::take(out))).map_err(crate_error("lz4 records"))
         }
-        Compression::Zstd => kp::Zstd::decompress(src, |out| Ok(std::mem::take(out)))
-            .map_err(crate_error("zstd records")),
+        Compression::Zstd => {
+            kp::Zstd::decompress(src, |out| Ok(std::mem::take(out))).map_err(crate_error("zstd records"))
+        }
     }
 }
 
 /// Compresses `records` (uncompressed records section) onto the end of `out`.
-pub(crate) fn compress(
-    codec: Compression,
-    mut records: BytesMut,
-    out: &mut BytesMut,
-) -> Result<(), CodecError> {
+pub(crate) fn compress(codec: Compression, mut records: BytesMut, out: &mut BytesMut) -> Result<(), CodecError> {
     // The crate's compressors hand us their (empty) input buffer to fill: swapping ours in
     // avoids copying the records.
     let fill = |input: &mut BytesMut| {
@@ -155,9 +140,7 @@ pub(crate) fn compress(
             Ok(())
         }
         Compression::Gzip => kp::Gzip::compress(out, fill).map_err(crate_error("gzip records")),
-        Compression::Snappy => {
-            kp::Snappy::compress(out, fill).map_err(crate_error("snappy records"))
-        }
+        Compression::Snappy => kp::Snappy::compress(out, fill).map_err(crate_error("snappy records")),
         Compression::Lz4 => kp::Lz4::compress(out, fill).map_err(crate_error("lz4 records")),
         Compression::Zstd => kp::Zstd::compress(out, fill).map_err(crate_error("zstd records")),
     }
@@ -198,10 +181,7 @@ fn check_snappy_block(block: &[u8]) -> Result<(), CodecError> {
             if declared > block.len() as u64 * SNAPPY_MAX_EXPANSION {
                 return Err(CodecError::Invalid {
                     what: "snappy records",
-                    detail: format!(
-                        "block of {} bytes claims {declared} uncompressed bytes",
-                        block.len()
-                    ),
+                    detail: format!("block of {} bytes claims {declared} uncompressed bytes", block.len()),
                 });
             }
             break;
@@ -215,15 +195,10 @@ fn check_snappy_block(block: &[u8]) -> Result<(), CodecError> {
 /// the end mark (and the content checksum, if announced), as the Java client does.
 fn check_lz4_frame_complete(data: &[u8]) -> Result<(), CodecError> {
     const MAGIC: [u8; 4] = 0x184D_2204u32.to_le_bytes();
-    let truncated = || CodecError::Invalid {
-        what: "lz4 records",
-        detail: "frame truncated before its end mark".into(),
-    };
+    let truncated =
+        || CodecError::Invalid { what: "lz4 records", detail: "frame truncated before its end mark".into() };
     let Some((&flg, rest)) = data.strip_prefix(&MAGIC[..]).and_then(|r| r.split_first()) else {
-        return Err(CodecError::Invalid {
-            what: "lz4 records",
-            detail: "no lz4 frame magic".into(),
-        });
+        return Err(CodecError::Invalid { what: "lz4 records", detail: "no lz4 frame magic".into() });
     };
     let block_checksum = if flg & 0x10 != 0 { 4 } else { 0 };
     let content_checksum = if flg & 0x04 != 0 { 4 } else { 0 };
@@ -275,10 +250,7 @@ mod tests {
     fn snappy_length_bombs_are_refused() {
         // Raw snappy claiming 4 GiB from 6 bytes.
         let raw = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0x00]);
-        assert!(matches!(
-            decompress(Compression::Snappy, raw),
-            Err(CodecError::Invalid { .. })
-        ));
+        assert!(matches!(decompress(Compression::Snappy, raw), Err(CodecError::Invalid { .. })));
         let mut framed = XERIAL_HEADER.to_vec();
         framed.extend_from_slice(&6u32.to_be_bytes());
         framed.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0x00]);
@@ -292,10 +264,7 @@ mod tests {
         let frame = out.freeze();
         assert!(decompress(Compression::Lz4, frame.clone()).is_ok());
         for cut in 0..frame.len() {
-            assert!(
-                decompress(Compression::Lz4, frame.slice(..cut)).is_err(),
-                "{cut}"
-            );
+            assert!(decompress(Compression::Lz4, frame.slice(..cut)).is_err(), "{cut}");
         }
     }
 

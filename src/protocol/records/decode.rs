@@ -40,10 +40,7 @@ pub fn decode_batches(records: Bytes) -> Result<Vec<Record>, CodecError> {
 /// * Ranges may come in any order; where ranges overlap, the one with the lower
 ///   `first_offset` decides the delivery count. A range with `first_offset > last_offset` is an
 ///   error.
-pub fn decode_acquired(
-    records: Bytes,
-    acquired: &[AcquiredRange],
-) -> Result<AcquiredSet, CodecError> {
+pub fn decode_acquired(records: Bytes, acquired: &[AcquiredRange]) -> Result<AcquiredSet, CodecError> {
     let ranges = Ranges::new(acquired)?;
     let mut out = Vec::new();
     if !ranges.0.is_empty() {
@@ -53,11 +50,7 @@ pub fn decode_acquired(
             if batch.is_control() || !ranges.intersects(batch.base_offset, batch.last_offset()?) {
                 continue;
             }
-            decode_batch(
-                &batch,
-                |offset| ranges.delivery_count(offset, &mut hint),
-                &mut out,
-            )?;
+            decode_batch(&batch, |offset| ranges.delivery_count(offset, &mut hint), &mut out)?;
         }
     }
     // Brokers return batches in offset order, but the contract must not depend on it.
@@ -77,10 +70,7 @@ impl Ranges {
         if let Some(bad) = acquired.iter().find(|r| r.first_offset > r.last_offset) {
             return Err(CodecError::Invalid {
                 what: "acquired records range",
-                detail: format!(
-                    "first offset {} > last offset {}",
-                    bad.first_offset, bad.last_offset
-                ),
+                detail: format!("first offset {} > last offset {}", bad.first_offset, bad.last_offset),
             });
         }
         let mut sorted = acquired.to_vec();
@@ -119,10 +109,7 @@ impl Ranges {
             return Some(r.delivery_count);
         }
         *hint = self.first_ending_at_or_after(offset);
-        self.0
-            .get(*hint)
-            .filter(|r| hit(r))
-            .map(|r| r.delivery_count)
+        self.0.get(*hint).filter(|r| hit(r)).map(|r| r.delivery_count)
     }
 
     /// Acquired offsets not covered by `records` (sorted, unique, all acquired).
@@ -162,10 +149,7 @@ fn decode_batch(
     let data = decompress(batch.compression()?, batch.records_section())?;
     let count = usize::try_from(batch.record_count).map_err(|_| CodecError::Invalid {
         what: "record batch record count",
-        detail: format!(
-            "{} at base offset {}",
-            batch.record_count, batch.base_offset
-        ),
+        detail: format!("{} at base offset {}", batch.record_count, batch.base_offset),
     })?;
     out.reserve(count.min(data.len() / MIN_RECORD_LEN));
     let timestamp_type = if batch.attributes & ATTR_LOG_APPEND_TIME != 0 {
@@ -176,23 +160,18 @@ fn decode_batch(
     let mut reader = Reader::new(&data, 0);
     for _ in 0..count {
         let len = reader.varint("record length")?;
-        let len = usize::try_from(len).map_err(|_| CodecError::Invalid {
-            what: "record length",
-            detail: format!("negative length {len}"),
-        })?;
+        let len = usize::try_from(len)
+            .map_err(|_| CodecError::Invalid { what: "record length", detail: format!("negative length {len}") })?;
         let body = reader.take(len, "record")?;
         // A reader confined to this record: no field can run into the next one.
         let mut r = Reader::new(&data[..body.end], body.start);
         let _attributes = r.i8("record attributes")?;
         let timestamp_delta = r.varlong("record timestamp delta")?;
         let offset_delta = r.varint("record offset delta")?;
-        let offset = batch
-            .base_offset
-            .checked_add(i64::from(offset_delta))
-            .ok_or_else(|| CodecError::Invalid {
-                what: "record offset delta",
-                detail: format!("{offset_delta} overflows base offset {}", batch.base_offset),
-            })?;
+        let offset = batch.base_offset.checked_add(i64::from(offset_delta)).ok_or_else(|| CodecError::Invalid {
+            what: "record offset delta",
+            detail: format!("{offset_delta} overflows base offset {}", batch.base_offset),
+        })?;
         let Some(delivery_count) = select(offset) else {
             continue;
         };
@@ -203,10 +182,7 @@ fn decode_batch(
         if r.remaining() != 0 {
             return Err(CodecError::Invalid {
                 what: "record length",
-                detail: format!(
-                    "{} unread bytes in record at offset {offset}",
-                    r.remaining()
-                ),
+                detail: format!("{} unread bytes in record at offset {offset}", r.remaining()),
             });
         }
         out.push(Record {
@@ -228,24 +204,16 @@ fn decode_batch(
 
 fn read_headers(r: &mut Reader<'_>, data: &Bytes) -> Result<Vec<Header>, CodecError> {
     let count = r.varint("record header count")?;
-    let count = usize::try_from(count).map_err(|_| CodecError::Invalid {
-        what: "record header count",
-        detail: format!("negative count {count}"),
-    })?;
+    let count = usize::try_from(count)
+        .map_err(|_| CodecError::Invalid { what: "record header count", detail: format!("negative count {count}") })?;
     // Each header takes at least two bytes (two lengths).
     let mut headers = Vec::with_capacity(count.min(r.remaining() / 2));
     for _ in 0..count {
         let key = r
             .nullable_len("record header key")?
-            .ok_or_else(|| CodecError::Invalid {
-                what: "record header key",
-                detail: "null key".into(),
-            })?;
+            .ok_or_else(|| CodecError::Invalid { what: "record header key", detail: "null key".into() })?;
         let value = r.nullable_len("record header value")?;
-        headers.push(Header {
-            key: data.slice(key),
-            value: value.map(|v| data.slice(v)),
-        });
+        headers.push(Header { key: data.slice(key), value: value.map(|v| data.slice(v)) });
     }
     Ok(headers)
 }

@@ -50,12 +50,7 @@ impl BatchBuilder {
     pub fn with_capacity(bytes: usize) -> Self {
         let mut buf = BytesMut::with_capacity(HEADER_LEN + bytes);
         buf.resize(HEADER_LEN, 0);
-        BatchBuilder {
-            buf,
-            count: 0,
-            base_timestamp: 0,
-            max_timestamp: 0,
-        }
+        BatchBuilder { buf, count: 0, base_timestamp: 0, max_timestamp: 0 }
     }
 
     /// Number of records pushed.
@@ -132,18 +127,15 @@ impl BatchBuilder {
     /// batch is an error: brokers reject it.
     pub fn finish(self, compression: Compression) -> Result<Bytes, CodecError> {
         if self.count == 0 {
-            return Err(CodecError::Invalid {
-                what: "record batch",
-                detail: "no records".into(),
-            });
+            return Err(CodecError::Invalid { what: "record batch", detail: "no records".into() });
         }
         let mut buf = self.buf;
         if compression != Compression::None {
             let records = buf.split_off(HEADER_LEN);
             compress(compression, records, &mut buf)?;
         }
-        let batch_length = i32::try_from(buf.len() - LOG_OVERHEAD)
-            .map_err(|_| too_large("compressed record batch", buf.len()))?;
+        let batch_length =
+            i32::try_from(buf.len() - LOG_OVERHEAD).map_err(|_| too_large("compressed record batch", buf.len()))?;
 
         let mut header = &mut buf[..HEADER_LEN];
         header.put_i64(0); // base offset
@@ -171,8 +163,7 @@ impl BatchBuilder {
 
 /// The encoded size of a record without its length prefix.
 fn body_len(rec: &RecordInput, offset_delta: i32, ts_delta: i64) -> Result<usize, CodecError> {
-    let header_count = i32::try_from(rec.headers.len())
-        .map_err(|_| too_large("header count", rec.headers.len()))?;
+    let header_count = i32::try_from(rec.headers.len()).map_err(|_| too_large("header count", rec.headers.len()))?;
     let mut len = 1 // attributes
         + varlong_len(ts_delta)
         + varlong_len(offset_delta.into())
@@ -180,8 +171,8 @@ fn body_len(rec: &RecordInput, offset_delta: i32, ts_delta: i64) -> Result<usize
         + nullable_len(rec.value.as_deref(), "record value")?
         + varlong_len(header_count.into());
     for h in &rec.headers {
-        len += nullable_len(Some(&h.key), "record header key")?
-            + nullable_len(h.value.as_deref(), "record header value")?;
+        len +=
+            nullable_len(Some(&h.key), "record header key")? + nullable_len(h.value.as_deref(), "record header value")?;
     }
     if len > i32::MAX as usize {
         return Err(too_large("record", len));
@@ -209,8 +200,5 @@ fn put_nullable(out: &mut BytesMut, b: Option<&[u8]>) {
 }
 
 fn too_large(what: &'static str, len: usize) -> CodecError {
-    CodecError::Invalid {
-        what,
-        detail: format!("{len} bytes exceeds the protocol's i32 limit"),
-    }
+    CodecError::Invalid { what, detail: format!("{len} bytes exceeds the protocol's i32 limit") }
 }

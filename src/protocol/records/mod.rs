@@ -51,10 +51,7 @@ pub struct Header {
 impl Header {
     /// A header from a key and an optional value.
     pub fn new(key: impl Into<Bytes>, value: Option<Bytes>) -> Self {
-        Header {
-            key: key.into(),
-            value,
-        }
+        Header { key: key.into(), value }
     }
 
     /// The key as UTF-8, as the Java client would see it.

@@ -37,19 +37,13 @@ fn kp_batch(offsets: &[i64], control: bool) -> Vec<u8> {
         })
         .collect();
     let mut buf = BytesMut::new();
-    let options = kp::RecordEncodeOptions {
-        version: 2,
-        compression: kp::Compression::None,
-    };
+    let options = kp::RecordEncodeOptions { version: 2, compression: kp::Compression::None };
     kp::RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
     buf.to_vec()
 }
 
 fn offsets_and_counts(set: &AcquiredSet) -> Vec<(i64, i16)> {
-    set.records
-        .iter()
-        .map(|r| (r.offset, r.delivery_count))
-        .collect()
+    set.records.iter().map(|r| (r.offset, r.delivery_count)).collect()
 }
 
 #[test]
@@ -61,29 +55,11 @@ fn filters_by_range_and_reports_gaps() {
     let partial = batch_at(28, 5, Compression::None);
     data.extend_from_slice(&partial[..partial.len() / 2]);
 
-    let ranges = [
-        range(3, 5, 1),
-        range(8, 12, 2),
-        range(14, 19, 3),
-        range(26, 30, 4),
-    ];
+    let ranges = [range(3, 5, 1), range(8, 12, 2), range(14, 19, 3), range(26, 30, 4)];
     let set = decode_acquired(data.into(), &ranges).unwrap();
     assert_eq!(
         offsets_and_counts(&set),
-        [
-            (3, 1),
-            (4, 1),
-            (5, 1),
-            (8, 2),
-            (9, 2),
-            (10, 2),
-            (12, 2),
-            (15, 3),
-            (18, 3),
-            (19, 3),
-            (26, 4),
-            (27, 4)
-        ]
+        [(3, 1), (4, 1), (5, 1), (8, 2), (9, 2), (10, 2), (12, 2), (15, 3), (18, 3), (19, 3), (26, 4), (27, 4)]
     );
     assert_eq!(set.gaps, [(11, 11), (14, 14), (16, 17), (28, 30)]);
     let kp_record = &set.records[6];
@@ -110,10 +86,7 @@ fn batches_outside_the_ranges_are_not_read() {
     assert_eq!(set.gaps, [(5, 99)]);
     assert!(matches!(
         decode_acquired(data.into(), &[range(104, 104, 0)]),
-        Err(CodecError::CrcMismatch {
-            base_offset: 100,
-            ..
-        })
+        Err(CodecError::CrcMismatch { base_offset: 100, .. })
     ));
 }
 
@@ -122,8 +95,7 @@ fn adjacent_gaps_merge_and_missing_data_is_a_gap() {
     let set = decode_acquired(Bytes::new(), &[range(5, 9, 2), range(0, 4, 1)]).unwrap();
     assert_eq!((set.records.len(), set.gaps), (0, vec![(0, 9)]));
     let data = Bytes::from(batch_at(10, 3, Compression::None));
-    let set =
-        decode_acquired(data, &[range(8, 10, 1), range(11, 11, 2), range(13, 14, 3)]).unwrap();
+    let set = decode_acquired(data, &[range(8, 10, 1), range(11, 11, 2), range(13, 14, 3)]).unwrap();
     assert_eq!(offsets_and_counts(&set), [(10, 1), (11, 2)]);
     assert_eq!(set.gaps, [(8, 9), (13, 14)]);
 }
@@ -145,10 +117,7 @@ fn overlapping_unsorted_ranges_first_start_wins() {
 
 #[test]
 fn inverted_range_is_an_error() {
-    assert!(matches!(
-        decode_acquired(Bytes::new(), &[range(5, 4, 1)]),
-        Err(CodecError::Invalid { .. })
-    ));
+    assert!(matches!(decode_acquired(Bytes::new(), &[range(5, 4, 1)]), Err(CodecError::Invalid { .. })));
 }
 
 #[test]

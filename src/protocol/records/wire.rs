@@ -24,18 +24,10 @@ impl<'a> Reader<'a> {
     }
 
     /// Claims the next `len` bytes, returning their range.
-    pub(crate) fn take(
-        &mut self,
-        len: usize,
-        what: &'static str,
-    ) -> Result<std::ops::Range<usize>, CodecError> {
+    pub(crate) fn take(&mut self, len: usize, what: &'static str) -> Result<std::ops::Range<usize>, CodecError> {
         let remaining = self.remaining();
         if len > remaining {
-            return Err(CodecError::Truncated {
-                what,
-                needed: len - remaining,
-                remaining,
-            });
+            return Err(CodecError::Truncated { what, needed: len - remaining, remaining });
         }
         let start = self.pos;
         self.pos += len;
@@ -74,11 +66,7 @@ impl<'a> Reader<'a> {
         let mut value = 0u64;
         for i in 0..max_len {
             let Some(&b) = self.buf.get(self.pos) else {
-                return Err(CodecError::Truncated {
-                    what,
-                    needed: 1,
-                    remaining: 0,
-                });
+                return Err(CodecError::Truncated { what, needed: 1, remaining: 0 });
             };
             self.pos += 1;
             value |= u64::from(b & 0x7f) << (7 * i);
@@ -86,25 +74,16 @@ impl<'a> Reader<'a> {
                 return Ok(value);
             }
         }
-        Err(CodecError::Invalid {
-            what,
-            detail: format!("varint longer than {max_len} bytes"),
-        })
+        Err(CodecError::Invalid { what, detail: format!("varint longer than {max_len} bytes") })
     }
 
     /// A varint length that may be -1 (null). Longer than the rest of the buffer is an error,
     /// so no caller ever allocates or slices from an unchecked length.
     #[inline]
-    pub(crate) fn nullable_len(
-        &mut self,
-        what: &'static str,
-    ) -> Result<Option<std::ops::Range<usize>>, CodecError> {
+    pub(crate) fn nullable_len(&mut self, what: &'static str) -> Result<Option<std::ops::Range<usize>>, CodecError> {
         match self.varint(what)? {
             -1 => Ok(None),
-            len if len < -1 => Err(CodecError::Invalid {
-                what,
-                detail: format!("negative length {len}"),
-            }),
+            len if len < -1 => Err(CodecError::Invalid { what, detail: format!("negative length {len}") }),
             len => self.take(len as usize, what).map(Some),
         }
     }
@@ -149,18 +128,7 @@ mod tests {
 
     #[test]
     fn varints_round_trip_and_match_lengths() {
-        for v in [
-            0i64,
-            1,
-            -1,
-            63,
-            -64,
-            64,
-            300,
-            -300,
-            i32::MAX as i64,
-            i32::MIN as i64,
-        ] {
+        for v in [0i64, 1, -1, 63, -64, 64, 300, -300, i32::MAX as i64, i32::MIN as i64] {
             let mut out = Vec::new();
             put_varlong(&mut out, v);
             assert_eq!(out.len(), varlong_len(v), "{v}");

@@ -92,9 +92,10 @@ public final class ShareBench {
             long start = System.nanoTime();
             long deadline = start + timeoutMs * 1_000_000;
             c.subscribe(Collections.singletonList(req(a, "topic")));
-            long got = 0, bytes = 0;
+            long got = 0, bytes = 0, first = 0;
             while (got < n && System.nanoTime() < deadline) {
                 ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(100));
+                if (first == 0 && !recs.isEmpty()) first = System.nanoTime() - start;
                 for (ConsumerRecord<byte[], byte[]> r : recs) {
                     if (r.key() != null) bytes += r.key().length;
                     if (r.value() != null) bytes += r.value().length;
@@ -104,7 +105,8 @@ public final class ShareBench {
             }
             checkCommit(c.commitSync(Duration.ofSeconds(30)));
             double elapsed = (System.nanoTime() - start) / 1e9;
-            System.out.printf("RESULT {\"records\":%d,\"bytes\":%d,\"elapsed_s\":%.4f}%n", got, bytes, elapsed);
+            System.out.printf("RESULT {\"records\":%d,\"bytes\":%d,\"elapsed_s\":%.4f,\"first_s\":%.4f}%n",
+                got, bytes, elapsed, first / 1e9);
             c.close(Duration.ofSeconds(5));
             if (got < n) die("timed out with " + got + " of " + n + " records");
         }

@@ -1,0 +1,345 @@
+"""Writes the report of one scripts/bench-peers run: a Markdown file and an SVG chart.
+
+    report.py --run target/bench-peers/run-<id> --out BENCHMARKS.md [--chart FILE]
+
+Reads meta.json, results.jsonl and latency.jsonl of the run. Medians over the rounds, per
+client and per figure. The chart (records/s per client) is drawn here as plain SVG: no
+plotting dependency. scripts/bench/analysis.md, when present, is appended to a full run's
+report (the findings, written by hand: a run cannot write them itself).
+"""
+import argparse
+import html
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+# id -> (label, mode, family)
+CLIENTS = {
+    "ks-implicit": ("kafka-share", "implicit", "ours"),
+    "ks-explicit": ("kafka-share", "explicit, per-record ACCEPT", "ours"),
+    "ks-4": ("kafka-share, 4 consumers in 1 process", "implicit", "ours"),
+    "java-perf": ("Java ShareConsumerPerformance", "implicit", "java"),
+    "java-implicit": ("Java KafkaShareConsumer (peers/java)", "implicit", "java"),
+    "java-explicit": ("Java KafkaShareConsumer (peers/java)", "explicit, per-record ACCEPT", "java"),
+    "classic": ("Java ConsumerPerformance, classic group (ceiling)", "offsets, no acks", "classic"),
+    "krafka-implicit": ("krafka", "implicit", "other"),
+    "krafka-explicit": ("krafka", "explicit, per-record ACCEPT", "other"),
+    "franz-implicit": ("franz-go", "implicit", "other"),
+    "franz-explicit": ("franz-go", "explicit, per-record ACCEPT", "other"),
+    "python-implicit": ("confluent-kafka-python", "implicit", "other"),
+    "python-explicit": ("confluent-kafka-python", "explicit, per-record ACCEPT", "other"),
+}
+ORDER = list(CLIENTS)
+COLORS = {"ours": "#2b6cb0", "java": "#dd6b20", "classic": "#718096", "other": "#38a169"}
+
+
+def sh(cmd):
+    try:
+        out = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30)
+        return (out.stdout + out.stderr).strip()
+    except Exception as e:  # noqa: BLE001 - any failure is reported as text
+        return f"? ({e})"
+
+
+def read_jsonl(path):
+    if not os.path.exists(path):
+        return []
+    return [json.loads(l) for l in open(path) if l.strip()]
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def machine():
+    cpu = "?"
+    for l in open("/proc/cpuinfo"):
+        if l.startswith("model name"):
+            cpu = l.split(":", 1)[1].strip()
+            break
+    mem = "?"
+    for l in open("/proc/meminfo"):
+        if l.startswith("MemTotal"):
+            mem = f"{int(l.split()[1]) / 1024 / 1024:.1f} GiB"
+    return {
+        "nproc": sh("nproc"),
+        "cpu": cpu,
+        "mem": mem,
+        "kernel": platform.release(),
+    }
+
+
+def versions(meta):
+    v = {"Kafka broker (scripts/kafka, single node, KRaft)": meta.get("kafka", "?")}
+    cargo = open(os.path.join(REPO, "Cargo.toml")).read()
+    m = re.search(r'^version\s*=\s*"([^"]+)"', cargo, re.M)
+    v["kafka-share (this crate)"] = (m.group(1) if m else "?") + f" ({sh('cd ' + REPO + ' && git rev-parse --short HEAD')})"
+    v["rustc"] = sh("rustc --version")
+    v["Java (clients and tools run on)"] = sh("java -version 2>&1 | head -n 1")
+    v["Java kafka-clients / tools"] = meta.get("kafka", "?") + " (same as the broker)"
+    lock = os.path.join(REPO, "peers/rust-krafka/Cargo.lock")
+    kv = "?"
+    if os.path.exists(lock):
+        m = re.search(r'name = "krafka"\nversion = "([^"]+)"', open(lock).read())
+        kv = m.group(1) if m else "?"
+    v["krafka (crates.io)"] = kv
+    gomod = os.path.join(REPO, "peers/go/go.mod")
+    m = re.search(r"github.com/twmb/franz-go v(\S+)", open(gomod).read()) if os.path.exists(gomod) else None
+    v["franz-go (Go module proxy)"] = (m.group(1) if m else "?") + f", {sh('go version')}"
+    py = os.path.join(REPO, "target/bench-peers/venv/bin/python")
+    if os.path.exists(py):
+        v["confluent-kafka-python (PyPI)"] = sh(
+            py + " -c 'import confluent_kafka as c; print(c.version()[0], \"librdkafka\", c.libversion()[0])'"
+        )
+    return v
+
+
+def summarize(rows):
+    by = {}
+    for r in rows:
+        by.setdefault(r["client"], []).append(r)
+    out = {}
+    for c, rs in by.items():
+        ok = [r for r in rs if r.get("ok")]
+        s = {"runs": len(rs), "ok": len(ok), "errors": [r.get("error") for r in rs if not r.get("ok")]}
+        for k in ("rate", "mb_s", "elapsed_s", "first_s", "cpu_per_m", "rss_kb", "cpu_s"):
+            s[k] = median([r.get(k) for r in ok])
+        s["rates"] = [r.get("rate") for r in ok]
+        out[c] = s
+    return out
+
+
+def fmt(x, spec="{:,.0f}", none="–"):
+    return none if x is None else spec.format(x)
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return "–"
+    return f"{a / b:.2f}×"
+
+
+def java_ref(c):
+    return "java-explicit" if c.endswith("explicit") else "java-perf"
+
+
+def chart(summary, path, meta):
+    rows = [(c, summary[c]["rate"]) for c in ORDER if c in summary and summary[c]["rate"]]
+    failed = [c for c in ORDER if c in summary and not summary[c]["rate"]]
+    if not rows:
+        return False
+    top = max(r for _, r in rows)
+    left, width, bar, gap = 330, 420, 22, 8
+    height = 60 + (len(rows) + len(failed)) * (bar + gap) + 30
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 140}" height="{height}" '
+        f'font-family="sans-serif" font-size="13">',
+        '<rect width="100%" height="100%" fill="white"/>',
+        f'<text x="10" y="22" font-size="15" font-weight="bold">Records/s until the last record is '
+        f'acknowledged (median of {meta["rounds"]} round(s), {meta["records"]:,} records of {meta["size"]} B)</text>',
+    ]
+    y = 45
+    for c, r in rows:
+        label, mode, fam = CLIENTS[c]
+        w = max(1, r / top * width)
+        name = html.escape(f"{label} ({mode})" if fam != "classic" else label)
+        out.append(f'<text x="{left - 8}" y="{y + bar - 7}" text-anchor="end">{name}</text>')
+        out.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar}" fill="{COLORS[fam]}"/>')
+        out.append(f'<text x="{left + w + 6:.1f}" y="{y + bar - 7}">{r:,.0f}</text>')
+        y += bar + gap
+    for c in failed:
+        label, mode, _ = CLIENTS[c]
+        out.append(f'<text x="{left - 8}" y="{y + bar - 7}" text-anchor="end">{html.escape(label)} ({html.escape(mode)})</text>')
+        out.append(f'<text x="{left + 6}" y="{y + bar - 7}" fill="#c53030">did not run (see the table)</text>')
+        y += bar + gap
+    out.append(
+        f'<text x="10" y="{y + 18}" fill="#555">blue: kafka-share; orange: Java; green: other share-group '
+        f"clients; grey: classic consumer group (ceiling)</text>"
+    )
+    out.append("</svg>")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    open(path, "w").write("\n".join(out) + "\n")
+    return True
+
+
+def targets(s, lat):
+    lines = []
+
+    def rate(c):
+        return s.get(c, {}).get("rate")
+
+    def check(ok, text):
+        mark = "n/a" if ok is None else ("**met**" if ok else "**not met**")
+        lines.append(f"| {text} | {mark} |")
+
+    ours_i, ours_e = rate("ks-implicit"), rate("ks-explicit")
+    ji, je, cl = rate("java-perf"), rate("java-explicit"), rate("classic")
+
+    def ge(a, b, k=1.0):
+        return None if a is None or b is None else a >= k * b
+
+    check(ge(ours_i, ji, 1.5), f"implicit ≥ 1.5× Java ShareConsumerPerformance ({ratio(ours_i, ji)})")
+    check(ge(ours_e, je, 1.5), f"explicit ≥ 1.5× Java KafkaShareConsumer explicit ({ratio(ours_e, je)})")
+    others_i = [rate(c) for c in ("krafka-implicit", "franz-implicit", "python-implicit") if rate(c)]
+    others_e = [rate(c) for c in ("krafka-explicit", "franz-explicit", "python-explicit") if rate(c)]
+    check(ge(ours_i, max(others_i)) if others_i else None,
+          f"implicit ≥ best other client ({fmt(ours_i)} vs {fmt(max(others_i) if others_i else None)} records/s)")
+    check(ge(ours_e, max(others_e)) if others_e else None,
+          f"explicit ≥ best other client ({fmt(ours_e)} vs {fmt(max(others_e) if others_e else None)} records/s)")
+    best_ours = max([x for x in (ours_i, rate("ks-4")) if x] or [0]) or None
+    check(ge(best_ours, cl, 0.9), f"within 10% of the classic ceiling (best of ours: {ratio(best_ours, cl)} of it)")
+    ri, rj = s.get("ks-implicit", {}).get("rss_kb"), s.get("java-perf", {}).get("rss_kb")
+    check(None if ri is None or rj is None else ri < rj / 10,
+          f"peak RSS < 1/10 of Java's ({fmt(ri and ri / 1024, '{:.1f}')} MB vs {fmt(rj and rj / 1024, '{:.0f}')} MB)")
+    lo = {l["client"]: l for l in lat if l.get("ok")}
+    if "kafka-share" in lo and "java" in lo:
+        check(lo["kafka-share"]["p99_ms"] <= lo["java"]["p99_ms"],
+              f"p99 latency ≤ Java's ({lo['kafka-share']['p99_ms']} ms vs {lo['java']['p99_ms']} ms)")
+    else:
+        check(None, "p99 latency ≤ Java's (latency test not run)")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--run", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--chart")
+    a = ap.parse_args()
+    meta = json.load(open(os.path.join(a.run, "meta.json")))
+    rows = read_jsonl(os.path.join(a.run, "results.jsonl"))
+    lat = read_jsonl(os.path.join(a.run, "latency.jsonl"))
+    s = summarize(rows)
+    out_abs = os.path.abspath(a.out)
+    if a.chart:
+        chart_path = a.chart
+    elif out_abs == os.path.join(REPO, "BENCHMARKS.md"):
+        chart_path = os.path.join(REPO, "benches", "bench-peers.svg")
+    else:
+        chart_path = os.path.splitext(out_abs)[0] + ".svg"
+    have_chart = chart(s, chart_path, meta)
+    mach = machine()
+    md = []
+    w = md.append
+    smoke = " (smoke run)" if meta.get("smoke") else ""
+    w(f"# Benchmarks: kafka-share against the other share-group clients{smoke}\n")
+    w(
+        "Written by `scripts/bench-peers` "
+        f"(`--records {meta['records']} --size {meta['size']} --partitions {meta['partitions']} --rounds {meta['rounds']}`), "
+        f"run `{meta['run_id']}`, {meta['duration_s']} s. Do not edit by hand: run the script again "
+        "(the findings at the end come from `scripts/bench/analysis.md`).\n"
+    )
+    w("One broker, one topic, every client in its own fresh share group "
+      "(`share.auto.offset.reset=earliest`), one client at a time, interleaved over the rounds "
+      "(each round rotates the order). Figures are medians over the rounds.\n")
+    w("- **records/s, MB/s**: records (values of "
+      f"{meta['size']} B) divided by the time from just before `subscribe` (the client is already "
+      "created and connected) until the acknowledgement of the last record is confirmed by the broker "
+      "(`commit_sync` / `commitSync` / `FlushAcks` / `commit`). Includes joining the group (see *first record*).\n"
+      "  Exceptions, as Kafka's own tools measure: ShareConsumerPerformance stops its clock at the poll that "
+      "returns the last record (its final commitSync is not timed); ConsumerPerformance (classic group) times "
+      "from before subscribe to the last record, commits not included.\n"
+      "- **first record**: seconds from that start to the first record (mostly the group join; "
+      "for the classic consumer its rebalance time).\n"
+      "- **CPU s / M records**: user+sys CPU of the whole process (GNU time), start-up and JIT included, "
+      "per million records.\n"
+      "- **peak RSS**: maximum resident set of the process (GNU time). Java runs with `-Xmx512m`.\n"
+      "- **vs Java**: implicit rows against ShareConsumerPerformance, explicit rows against the Java "
+      "KafkaShareConsumer with per-record ACCEPT (peers/java). **vs classic**: against the classic "
+      "consumer group's ConsumerPerformance on the same topic.\n")
+    w(f"Topic: {meta['records']:,} records, {meta['partitions']} partitions, written by our producer "
+      f"(`batch.size=262144`, `linger.ms=10`, no compression): {meta.get('produce', '')}.\n")
+    w("## Throughput\n")
+    if have_chart:
+        rel = os.path.relpath(chart_path, os.path.dirname(out_abs))
+        w(f"![records/s per client]({rel})\n")
+    w("| client | mode | records/s | MB/s | vs Java | vs classic | first record (s) | CPU s / M records | peak RSS (MB) | runs ok |")
+    w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+    cl = s.get("classic", {}).get("rate")
+    for c in ORDER:
+        if c not in s:
+            continue
+        x = s[c]
+        label, mode, fam = CLIENTS[c]
+        name = f"**{label}**" if fam == "ours" else label
+        if x["rate"] is None:
+            err = (x["errors"] or ["?"])[0]
+            w(f"| {name} | {mode} | did not run: {md_escape(err)} | | | | | | | 0/{x['runs']} |")
+            continue
+        jr = s.get(java_ref(c), {}).get("rate") if fam != "java" and c != "classic" else None
+        w(
+            f"| {name} | {mode} | {fmt(x['rate'])} | {fmt(x['mb_s'], '{:.1f}')} | "
+            f"{ratio(x['rate'], jr) if jr else '–'} | {ratio(x['rate'], cl) if c != 'classic' else '1.00×'} | "
+            f"{fmt(x['first_s'], '{:.2f}')} | {fmt(x['cpu_per_m'], '{:.2f}')} | "
+            f"{fmt(x['rss_kb'] and x['rss_kb'] / 1024, '{:.1f}')} | {x['ok']}/{x['runs']} |"
+        )
+    w("")
+    errs = [(c, e) for c in ORDER if c in s for e in s[c]["errors"] if s[c]["rate"] is not None and e]
+    if errs:
+        w("Failed runs of clients that did run otherwise:\n")
+        for c, e in errs:
+            w(f"- {c}: {md_escape(e)}")
+        w("")
+    w("## Targets\n")
+    w("| target | result |")
+    w("|---|---|")
+    md.extend(targets(s, lat))
+    w("")
+    if lat:
+        w("## Latency\n")
+        w(f"A producer (ours, `linger.ms=0`) writes {meta.get('latency_rate', 5000):,} records/s for "
+          f"{meta.get('latency_seconds', 30)} s to a fresh {meta['partitions']}-partition topic while both "
+          "consumers poll, each in its own share group, acknowledging every record with ACCEPT (explicit "
+          "mode). Latency: the wall clock when `poll` returns minus the record's timestamp (set by the "
+          "producer at `send`; same machine, so same clock), over the records produced after the first 5 s "
+          "(join and JIT warm-up). Both consumers run at the same time on the same stream.\n")
+        w("| consumer | records | measured | p50 (ms) | p99 (ms) | max (ms) |")
+        w("|---|--:|--:|--:|--:|--:|")
+        for l in lat:
+            name = "**kafka-share**" if l["client"] == "kafka-share" else "Java KafkaShareConsumer"
+            if l.get("ok"):
+                w(f"| {name} | {l['records']:,} | {l['measured']:,} | {l['p50_ms']} | {l['p99_ms']} | {l['max_ms']} |")
+            else:
+                w(f"| {name} | did not run: {md_escape(l.get('error', '?'))} | | | | |")
+        w("")
+    w("## Machine and versions\n")
+    w(f"- {mach['nproc']} CPUs: {mach['cpu']}; {mach['mem']} memory; Linux {mach['kernel']}. "
+      "Shared with other engineers' builds and tests: load average "
+      f"{meta.get('load_before', '?')} before the run, {meta.get('load_after', '?')} after "
+      "(the per-run 1-minute load is in the raw results). Expect noise of ±20%.")
+    w(f"- Broker: `scripts/kafka up` at {meta['bootstrap']} (JVM heap 256-768 MB, G1).")
+    for k, v in versions(meta).items():
+        w(f"- {k}: {v}")
+    w("")
+    w("<details><summary>Every run</summary>\n")
+    w("| client | round | records/s | elapsed (s) | first (s) | CPU (s) | RSS (MB) | load | result |")
+    w("|---|--:|--:|--:|--:|--:|--:|--:|---|")
+    for r in sorted(rows, key=lambda r: (ORDER.index(r["client"]), r.get("round", 0))):
+        w(
+            f"| {r['client']} | {r.get('round', '')} | {fmt(r.get('rate'))} | {fmt(r.get('elapsed_s'), '{:.2f}')} | "
+            f"{fmt(r.get('first_s'), '{:.2f}')} | {fmt(r.get('cpu_s'), '{:.2f}')} | "
+            f"{fmt(r.get('rss_kb') and r['rss_kb'] / 1024, '{:.1f}')} | {fmt(r.get('load1'), '{:.1f}')} | "
+            f"{'ok' if r.get('ok') else md_escape(r.get('error', ''))} |"
+        )
+    w("\n</details>\n")
+    analysis = os.path.join(HERE, "analysis.md")
+    if not meta.get("smoke") and os.path.exists(analysis):
+        w(open(analysis).read().rstrip() + "\n")
+    os.makedirs(os.path.dirname(out_abs), exist_ok=True)
+    open(out_abs, "w").write("\n".join(md).rstrip() + "\n")
+
+
+def md_escape(s):
+    return (s or "").replace("|", "\\|").replace("\n", " ")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+//! The fake broker's own detectors, driven by hand over a raw connection: the fault tests
+//! only mean something if the fake really catches the protocol mistakes they look for.
+
+mod fake_broker;
+
+use std::time::Duration;
+
+use fake_broker::{FakeCluster, FakeConfig};
+use kafka_share::connection::{Connection, ConnectionConfig};
+use kafka_share::protocol::share::{
+    AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch, FetchPartition, FetchTopic, ShareAcknowledgeRequest,
+    ShareFetchRequest,
+};
+
+const TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(0x5ca1_ab1e_0000_4000_8000_0000_0000_0001);
+
+async fn connect(fake: &FakeCluster) -> Connection {
+    Connection::connect_tcp(&fake.bootstrap(), ConnectionConfig::default(), Duration::from_secs(2))
+        .await
+        .unwrap()
+}
+
+fn fetch(epoch: i32, wait_ms: i32, acks: Vec<AcknowledgementBatch>) -> ShareFetchRequest {
+    ShareFetchRequest {
+        group_id: "g".into(),
+        member_id: "m".into(),
+        share_session_epoch: epoch,
+        max_wait_ms: wait_ms,
+        min_bytes: 1,
+        max_records: 500,
+        batch_size: 500,
+        topics: vec![FetchTopic {
+            topic_id: TOPIC_ID,
+            partitions: vec![FetchPartition { partition_index: 0, acknowledgement_batches: acks }],
+        }],
+        ..Default::default()
+    }
+}
+
+fn ack(epoch: i32, first: i64, last: i64, kind: i8) -> ShareAcknowledgeRequest {
+    ShareAcknowledgeRequest {
+        group_id: "g".into(),
+        member_id: "m".into(),
+        share_session_epoch: epoch,
+        is_renew_ack: false,
+        topics: vec![AcknowledgeTopic {
+            topic_id: TOPIC_ID,
+            partitions: vec![AcknowledgePartition {
+                partition_index: 0,
+                acknowledgement_batches: vec![AcknowledgementBatch {
+                    first_offset: first,
+                    last_offset: last,
+                    acknowledge_types: vec![kind],
+                }],
+            }],
+        }],
+    }
+}
+
+fn batch(first: i64, last: i64, kind: i8) -> AcknowledgementBatch {
+    AcknowledgementBatch { first_offset: first, last_offset: last, acknowledge_types: vec![kind] }
+}
+
+#[tokio::test]
+async fn a_well_behaved_session_is_clean_and_delivers_records() {
+    let fake = FakeCluster::single(1, 3).await;
+    let conn = connect(&fake).await;
+    let r = conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    let p = &r.responses[0].partitions[0];
+    assert_eq!((p.acquired_records[0].first_offset, p.acquired_records[0].last_offset), (0, 2));
+    let recs = kafka_share::protocol::records::decode_batches(p.records.clone().unwrap()).unwrap();
+    assert_eq!(recs.iter().map(|r| r.offset).collect::<Vec<_>>(), vec![0, 1, 2]);
+    let r = conn.call(&fetch(1, 0, vec![batch(0, 2, 1)]), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].acknowledge_error_code, 0);
+    let mut close = ack(-1, 0, 0, 1);
+    close.topics.clear();
+    let r = conn.call(&close, 2).await.unwrap();
+    assert_eq!(r.error_code, 0);
+    assert_eq!(fake.done(0), vec![0, 1, 2]);
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn two_requests_in_flight_on_one_session_are_caught() {
+    let fake = FakeCluster::single(1, 0).await;
+    let conn = connect(&fake).await;
+    conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    let (first, second) = (fetch(1, 200, vec![]), fetch(2, 0, vec![]));
+    let (a, b) = tokio::join!(conn.call(&first, 2), conn.call(&second, 2));
+    a.unwrap();
+    b.unwrap();
+    let p = fake.problems();
+    assert!(p.iter().any(|m| m.contains("two requests in flight")), "{p:?}");
+}
+
+#[tokio::test]
+async fn epoch_skips_and_acks_on_epoch_0_are_caught() {
+    let fake = FakeCluster::single(1, 3).await;
+    let conn = connect(&fake).await;
+    let r = conn.call(&fetch(0, 0, vec![batch(0, 0, 1)]), 2).await.unwrap();
+    assert_eq!(r.error_code, 42, "acks on an epoch-0 fetch are INVALID_REQUEST");
+    conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    let r = conn.call(&fetch(5, 0, vec![]), 2).await.unwrap();
+    assert_eq!(r.error_code, 123);
+    let r = conn.call(&ack(0, 0, 0, 1), 2).await.unwrap();
+    assert_eq!(r.error_code, 123, "ShareAcknowledge at epoch 0");
+    let p = fake.problems().join("\n");
+    assert!(p.contains("epoch-0 request carrying acks") || p.contains("carrying acks"), "{p}");
+    assert!(p.contains("epoch 5"), "{p}");
+    assert!(p.contains("ShareAcknowledge at epoch 0"), "{p}");
+}
+
+#[tokio::test]
+async fn acks_for_records_not_held_and_bad_batches_are_caught() {
+    let fake = FakeCluster::start(FakeConfig::default().records(3)).await;
+    let conn = connect(&fake).await;
+    let mut open = fetch(0, 0, vec![]);
+    open.max_records = 1;
+    conn.call(&open, 2).await.unwrap(); // acquires offset 0 only
+    let r = conn.call(&ack(1, 1, 2, 1), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].error_code, 121);
+    let mut bad = ack(2, 0, 0, 1);
+    bad.topics[0].partitions[0].acknowledgement_batches[0].acknowledge_types = vec![1, 1];
+    let r = conn.call(&bad, 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].error_code, 42);
+    let r = conn.call(&ack(3, 0, 0, 4), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].error_code, 42, "Renew without IsRenewAck");
+    let p = fake.problems().join("\n");
+    assert!(p.contains("does not hold"), "{p}");
+    assert!(p.contains("invalid acknowledgement batches"), "{p}");
+    assert!(p.contains("acknowledge type 4"), "{p}");
+}
+
+#[tokio::test]
+async fn a_dropped_connection_releases_the_session_and_its_records() {
+    let fake = FakeCluster::single(1, 3).await;
+    let conn = connect(&fake).await;
+    conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    assert_eq!(fake.held().len(), 3);
+    conn.close(None);
+    drop(conn);
+    assert!(fake_broker::eventually(Duration::from_secs(2), || fake.held().is_empty()).await);
+    let conn = connect(&fake).await;
+    let r = conn.call(&fetch(1, 0, vec![]), 2).await.unwrap();
+    assert_eq!(r.error_code, 122, "the session went with the connection");
+    let r = conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].acquired_records[0].delivery_count, 2);
+}

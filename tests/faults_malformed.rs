@@ -1,0 +1,34 @@
+//! Fault injection: malformed answers to the non-share APIs (heartbeat, FindCoordinator).
+//! A response that does not decode poisons its connection; the consumer must redial and go on,
+//! as it does for ShareFetch, not give up for good.
+
+mod fake_broker;
+
+use std::time::Duration;
+
+use fake_broker::{poll_until, poll_while_not, Action, FakeCluster, Rule, FIND_COORDINATOR, HEARTBEAT};
+
+const T: Duration = Duration::from_secs(5);
+
+#[tokio::test]
+async fn undecodable_heartbeat_responses_do_not_stop_consumption() {
+    let fake = FakeCluster::single(1, 10).await;
+    fake.script(Rule::on(HEARTBEAT, Action::ShortBody).times(2));
+    let c = fake.consumer(fake.consumer_config("g").max_poll_records(5)).await;
+    let mut got = poll_until(&c, 10, T).await;
+    assert!(poll_while_not(&c, T, &mut got, || fake.done(0).len() == 10).await, "{}", fake.dump());
+    assert_eq!(got.len(), 10);
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+async fn undecodable_find_coordinator_response_does_not_stop_consumption() {
+    let fake = FakeCluster::single(1, 5).await;
+    fake.script(Rule::on(FIND_COORDINATOR, Action::ShortBody));
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    let mut got = poll_until(&c, 5, T).await;
+    assert!(poll_while_not(&c, T, &mut got, || fake.done(0).len() == 5).await, "{}", fake.dump());
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
