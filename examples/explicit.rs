@@ -63,12 +63,12 @@ async fn run() -> Result<(), BoxError> {
     // task, so keep it short). A failure usually means the record's lock had expired.
     let confirmed = Arc::new(AtomicUsize::new(0));
     let counter = confirmed.clone();
-    consumer.set_acknowledgement_commit_callback(Some(Arc::new(move |partition, offsets, result| match result {
+    consumer.set_acknowledgement_commit_callback(move |partition, offsets, result| match result {
         Ok(()) => {
             counter.fetch_add(offsets.len(), Ordering::Relaxed);
         }
         Err(e) => eprintln!("acknowledging {partition} offsets {offsets:?} failed: {e}"),
-    })))?;
+    })?;
 
     let start = Instant::now();
     let mut done = HashSet::new(); // (partition, offset) of records accepted or rejected
@@ -105,9 +105,8 @@ async fn run() -> Result<(), BoxError> {
             }
         }
         // Send this batch's acknowledgements now (without this they would go with the next
-        // poll). The request leaves when `commit_async` is called; the future it returns only
-        // carries the results, which the callback gets too, so we do not wait for it.
-        drop(consumer.commit_async());
+        // poll). The results reach the callback; we do not await the returned handle.
+        consumer.commit_async()?;
     }
 
     // Send anything still pending and wait for the answers, then leave the group.

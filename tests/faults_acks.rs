@@ -55,7 +55,7 @@ async fn commit_pressure_never_puts_two_requests_in_flight_on_one_session() {
             assert!(seen.insert((r.partition, r.offset)), "redelivered {}-{}", r.partition, r.offset);
             c.acknowledge(&r).unwrap();
             // Fire-and-forget commits while fetches are in flight.
-            drop(c.commit_async());
+            c.commit_async().unwrap();
         }
     }
     assert_eq!(seen.len(), 100, "{}", fake.dump());
@@ -100,7 +100,7 @@ async fn partly_failed_ack_round_reports_only_the_failed_partition_and_resends_n
     let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
     let c = fake.consumer(cfg).await;
     let (cb, seen) = fake_broker::ack_recorder();
-    c.set_acknowledgement_commit_callback(Some(cb)).unwrap();
+    c.set_acknowledgement_commit_callback(move |t, o, r| cb(t, o, r)).unwrap();
     let got = poll_all_at_once(&fake, &c, 10).await;
     fake.script(Rule::any(Action::AckError { partition: 1, code: code::INVALID_RECORD_STATE }).node(2).acks_for(1));
     for r in &got {

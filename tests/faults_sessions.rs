@@ -34,7 +34,7 @@ async fn session_not_found_fails_the_piggybacked_acks_and_reopens_at_epoch_0() {
     let fake = FakeCluster::single(1, 5).await;
     let c = fake.consumer(fake.consumer_config("g")).await;
     let (cb, seen) = ack_recorder();
-    c.set_acknowledgement_commit_callback(Some(cb)).unwrap();
+    c.set_acknowledgement_commit_callback(move |t, o, r| cb(t, o, r)).unwrap();
     let got = poll_until(&c, 5, T).await;
     assert_eq!(got.len(), 5);
     fake.script(Rule::on(SHARE_FETCH, Action::TopLevelError(code::SHARE_SESSION_NOT_FOUND)).with_acks());
@@ -107,7 +107,7 @@ async fn broker_losing_the_session_without_a_leader_change_reports_the_acks_as_f
     let fake = FakeCluster::single(1, 5).await;
     let c = fake.consumer(fake.consumer_config("g")).await;
     let (cb, seen) = ack_recorder();
-    c.set_acknowledgement_commit_callback(Some(cb)).unwrap();
+    c.set_acknowledgement_commit_callback(move |t, o, r| cb(t, o, r)).unwrap();
     let got = poll_until(&c, 5, T).await;
     assert_eq!(got.len(), 5);
     fake.drop_sessions(1); // a restart: nobody is told

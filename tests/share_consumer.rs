@@ -451,14 +451,14 @@ async fn commit_async_and_callback_report_per_partition() {
     let c = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, usize, bool)>::new()));
     let s2 = seen.clone();
-    c.set_acknowledgement_commit_callback(Some(std::sync::Arc::new(move |tp, offsets, r| {
+    c.set_acknowledgement_commit_callback(move |tp, offsets, r| {
         s2.lock().unwrap().push((tp.to_string(), offsets.len(), r.is_ok()));
-    })))
+    })
     .unwrap();
     c.subscribe([topic.clone()]).unwrap();
     let got = common::poll_until(&c, 20, Duration::from_secs(30), |r| c.acknowledge(r).unwrap()).await;
     assert_eq!(got.len(), 20);
-    let results = c.commit_async().await.unwrap();
+    let results = c.commit_async().unwrap().await.unwrap();
     assert!(results.values().all(|r| r.is_ok()), "{results:?}");
     let seen = seen.lock().unwrap().clone();
     let total: usize = seen.iter().map(|(_, n, _)| n).sum();

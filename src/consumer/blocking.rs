@@ -26,7 +26,7 @@ use std::time::Duration;
 use tokio::runtime::Runtime;
 
 use super::{
-    AckCallback, AcknowledgeType, CommitResults, ConsumerRecord, MetricsSnapshot,
+    AcknowledgeType, CommitResults, ConsumerRecord, MetricsSnapshot, TopicPartition,
     ShareConsumerConfig, WakeupHandle,
 };
 use crate::error::{Error, Result};
@@ -116,14 +116,20 @@ impl ShareConsumer {
 
     /// Sends pending acknowledgements without waiting; results go to the callback.
     pub fn commit_async(&self) -> Result<()> {
-        let fut = self.c()?.commit_async();
-        self.rt.spawn(fut);
-        Ok(())
+        self.c()?.commit_async().map(drop)
     }
 
     /// See [`super::ShareConsumer::set_acknowledgement_commit_callback`].
-    pub fn set_acknowledgement_commit_callback(&self, cb: Option<AckCallback>) -> Result<()> {
-        self.c()?.set_acknowledgement_commit_callback(cb)
+    pub fn set_acknowledgement_commit_callback<F>(&self, callback: F) -> Result<()>
+    where
+        F: Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync + 'static,
+    {
+        self.c()?.set_acknowledgement_commit_callback(callback)
+    }
+
+    /// See [`super::ShareConsumer::clear_acknowledgement_commit_callback`].
+    pub fn clear_acknowledgement_commit_callback(&self) -> Result<()> {
+        self.c()?.clear_acknowledgement_commit_callback()
     }
 
     /// See [`super::ShareConsumer::acquisition_lock_timeout`].

@@ -67,6 +67,8 @@ struct Local {
     /// Records handed out and not yet acknowledged-and-sent, by (topic, partition).
     held: HashMap<(String, i32), BTreeMap<i64, Held>>,
     subscription: BTreeSet<String>,
+    /// A subscription change the driver has not heard of yet (sent by the next poll).
+    subscription_pending: bool,
     closed: bool,
 }
 
@@ -165,8 +167,15 @@ impl ShareConsumer {
             return Err(Error::Closed);
         }
         local.subscription = topics.clone();
-        drop(local);
-        self.send(Command::Subscribe(topics.into_iter().collect()))
+        if topics.is_empty() {
+            // Unsubscribing leaves the group now.
+            local.subscription_pending = false;
+            drop(local);
+            return self.send(Command::Subscribe(Vec::new()));
+        }
+        // As in Java, the group is joined (or the new subscription sent) by the next poll.
+        local.subscription_pending = true;
+        Ok(())
     }
 
     /// Leaves the group (records held are released when the session closes).
@@ -198,6 +207,10 @@ impl ShareConsumer {
                 return Err(Error::InvalidState(
                     "not subscribed to any topic: call subscribe first".into(),
                 ));
+            }
+            if local.subscription_pending {
+                local.subscription_pending = false;
+                self.send(Command::Subscribe(local.subscription.iter().cloned().collect()))?;
             }
             if self.cfg.acknowledgement_mode == AcknowledgementMode::Explicit {
                 let pending: usize = local
@@ -335,16 +348,11 @@ impl ShareConsumer {
         }
     }
 
-    /// Like `commit_sync`, but returns at once; await the returned future for the results
-    /// (or ignore it and use the acknowledgement commit callback).
-    pub fn commit_async(&self) -> impl Future<Output = Result<CommitResults>> + Send + 'static {
-        let rx = self.start_commit();
-        async move {
-            match rx {
-                Ok(rx) => rx.await.map_err(|_| Error::Closed),
-                Err(e) => Err(e),
-            }
-        }
+    /// Like `commit_sync`, but returns at once: the acknowledgements leave now. Await the
+    /// returned handle for the per-partition results, or drop it and read them in the
+    /// acknowledgement commit callback (as with Java's `commitAsync`).
+    pub fn commit_async(&self) -> Result<CommitHandle> {
+        Ok(CommitHandle { rx: self.start_commit()? })
     }
 
     fn start_commit(&self) -> Result<oneshot::Receiver<CommitResults>> {
@@ -367,10 +375,19 @@ impl ShareConsumer {
         Ok(rx)
     }
 
-    /// Sets a callback told of every completed acknowledgement (partition, offsets, result),
-    /// from the background task: keep it short. `None` removes it.
-    pub fn set_acknowledgement_commit_callback(&self, cb: Option<AckCallback>) -> Result<()> {
-        self.send(Command::SetCallback(cb))
+    /// Sets the callback told of every completed acknowledgement (partition, offsets,
+    /// result), as Java's `setAcknowledgementCommitCallback`. It runs on the background task:
+    /// keep it short.
+    pub fn set_acknowledgement_commit_callback<F>(&self, callback: F) -> Result<()>
+    where
+        F: Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync + 'static,
+    {
+        self.send(Command::SetCallback(Some(std::sync::Arc::new(callback))))
+    }
+
+    /// Removes the acknowledgement commit callback.
+    pub fn clear_acknowledgement_commit_callback(&self) -> Result<()> {
+        self.send(Command::SetCallback(None))
     }
 
     /// The acquisition lock duration the broker reported (None before the first fetch).
@@ -466,6 +483,22 @@ fn flush_run(local: &mut Local, out: &[ConsumerRecord], run: BTreeMap<i64, Held>
         None => {
             local.held.insert(key, run);
         }
+    }
+}
+
+/// The results of a [`ShareConsumer::commit_async`]: await it (it is `IntoFuture`) for the
+/// per-partition results, or drop it; the acknowledgements were sent either way.
+#[derive(Debug)]
+pub struct CommitHandle {
+    rx: oneshot::Receiver<CommitResults>,
+}
+
+impl std::future::IntoFuture for CommitHandle {
+    type Output = Result<CommitResults>;
+    type IntoFuture = std::pin::Pin<Box<dyn Future<Output = Result<CommitResults>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.rx.await.map_err(|_| Error::Closed) })
     }
 }
 

@@ -334,8 +334,8 @@ impl<'a> Walk<'a> {
                         return Err(self.invalid(format!("{name}: array of {n} elements in {} bytes", self.left())));
                     }
                     match elem.fixed_width() {
-                        // n <= left, so this cannot overflow.
-                        Some(width) => self.skip(n * width, name)?,
+                        // Saturates only on 32-bit targets, and then is too long anyway.
+                        Some(width) => self.skip(n.saturating_mul(width), name)?,
                         None => {
                             for _ in 0..n {
                                 self.value(elem, name)?;

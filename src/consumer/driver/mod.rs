@@ -32,8 +32,64 @@ use crate::share::membership::{MemberState, Membership};
 use crate::share::session::{FetchParams, Sent, ShareSession};
 use crate::share::TopicIdPartition;
 
-/// Results of one commit (or one completed acknowledgement round), per partition.
-pub type CommitResults = HashMap<TopicPartition, Result<()>>;
+/// Results of one commit, per partition: `Ok(())`, or why the broker did not take the
+/// acknowledgements (e.g. INVALID_RECORD_STATE when the lock had expired). Derefs to the map.
+#[derive(Debug, Clone, Default)]
+pub struct CommitResults(HashMap<TopicPartition, Result<()>>);
+
+impl CommitResults {
+    /// Whether every partition succeeded.
+    pub fn is_ok(&self) -> bool {
+        self.0.values().all(|r| r.is_ok())
+    }
+
+    /// The first failure, if any (partitions in no particular order).
+    pub fn first_error(&self) -> Option<(&TopicPartition, &Error)> {
+        self.0.iter().find_map(|(tp, r)| r.as_ref().err().map(|e| (tp, e)))
+    }
+
+    /// `Ok(())` when every partition succeeded, else the first error.
+    pub fn into_result(self) -> Result<()> {
+        match self.first_error() {
+            Some((_, e)) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The per-partition map.
+    pub fn into_inner(self) -> HashMap<TopicPartition, Result<()>> {
+        self.0
+    }
+}
+
+impl IntoIterator for CommitResults {
+    type Item = (TopicPartition, Result<()>);
+    type IntoIter = std::collections::hash_map::IntoIter<TopicPartition, Result<()>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a CommitResults {
+    type Item = (&'a TopicPartition, &'a Result<()>);
+    type IntoIter = std::collections::hash_map::Iter<'a, TopicPartition, Result<()>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl std::ops::Deref for CommitResults {
+    type Target = HashMap<TopicPartition, Result<()>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for CommitResults {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
 
 /// A callback told of every completed acknowledgement: partition, offsets, outcome.
 pub type AckCallback = Arc<dyn Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync>;
@@ -280,7 +336,7 @@ impl Driver {
                 let failed = self.route_acks(acks);
                 let mut waiter = CommitWaiter {
                     nodes: HashSet::new(),
-                    results: HashMap::new(),
+                    results: CommitResults::default(),
                     reply,
                 };
                 self.report_local_failures(failed, Some(&mut waiter));

@@ -46,14 +46,7 @@ pub(super) const ALL: &[Schema] = &[
         fields: INCREMENTAL_ALTER_CONFIGS,
     },
     Schema { name: "DescribeClusterResponse", key: 60, min: 0, max: 2, flexible: 0, fields: DESCRIBE_CLUSTER },
-    Schema {
-        name: "ShareGroupHeartbeatResponse",
-        key: 76,
-        min: 1,
-        max: 1,
-        flexible: 0,
-        fields: SHARE_GROUP_HEARTBEAT,
-    },
+    Schema { name: "ShareGroupHeartbeatResponse", key: 76, min: 1, max: 1, flexible: 0, fields: SHARE_GROUP_HEARTBEAT },
     Schema { name: "ShareGroupDescribeResponse", key: 77, min: 1, max: 1, flexible: 0, fields: SHARE_GROUP_DESCRIBE },
     Schema {
         name: "DescribeShareGroupOffsetsResponse",
@@ -124,11 +117,8 @@ const FETCH: &[Field] = &[
     f("NodeEndpoints", Array(&Struct(NODE_ENDPOINT))).since(16).tag(0),
 ];
 
-const FETCH_TOPIC: &[Field] = &[
-    f("Topic", Str).until(12),
-    f("TopicId", Uuid).since(13),
-    f("Partitions", Array(&Struct(FETCH_PARTITION))),
-];
+const FETCH_TOPIC: &[Field] =
+    &[f("Topic", Str).until(12), f("TopicId", Uuid).since(13), f("Partitions", Array(&Struct(FETCH_PARTITION)))];
 
 const FETCH_PARTITION: &[Field] = &[
     f("PartitionIndex", I32),
@@ -209,14 +199,8 @@ const FIND_COORDINATOR: &[Field] = &[
     f("Coordinators", Array(&Struct(COORDINATOR))).since(4),
 ];
 
-const COORDINATOR: &[Field] = &[
-    f("Key", Str),
-    f("NodeId", I32),
-    f("Host", Str),
-    f("Port", I32),
-    f("ErrorCode", I16),
-    f("ErrorMessage", Str),
-];
+const COORDINATOR: &[Field] =
+    &[f("Key", Str), f("NodeId", I32), f("Host", Str), f("Port", I32), f("ErrorCode", I16), f("ErrorMessage", Str)];
 
 // ---- ListGroups (16) ----
 
@@ -263,13 +247,8 @@ const CREATABLE_TOPIC_RESULT: &[Field] = &[
     f("Configs", Array(&Struct(CREATABLE_TOPIC_CONFIGS))).since(5),
 ];
 
-const CREATABLE_TOPIC_CONFIGS: &[Field] = &[
-    f("Name", Str),
-    f("Value", Str),
-    f("ReadOnly", Bool),
-    f("ConfigSource", I8),
-    f("IsSensitive", Bool),
-];
+const CREATABLE_TOPIC_CONFIGS: &[Field] =
+    &[f("Name", Str), f("Value", Str), f("ReadOnly", Bool), f("ConfigSource", I8), f("IsSensitive", Bool)];
 
 // ---- DeleteTopics (20) ----
 
@@ -291,8 +270,7 @@ const INIT_PRODUCER_ID: &[Field] = &[
 
 // ---- DescribeConfigs (32) ----
 
-const DESCRIBE_CONFIGS: &[Field] =
-    &[f("ThrottleTimeMs", I32), f("Results", Array(&Struct(DESCRIBE_CONFIGS_RESULT)))];
+const DESCRIBE_CONFIGS: &[Field] = &[f("ThrottleTimeMs", I32), f("Results", Array(&Struct(DESCRIBE_CONFIGS_RESULT)))];
 
 const DESCRIBE_CONFIGS_RESULT: &[Field] = &[
     f("ErrorCode", I16),
@@ -431,7 +409,8 @@ const ALTER_SHARE_GROUP_OFFSETS: &[Field] = &[
 const ALTER_SHARE_OFFSETS_TOPIC: &[Field] =
     &[f("TopicName", Str), f("TopicId", Uuid), f("Partitions", Array(&Struct(ALTER_SHARE_OFFSETS_PARTITION)))];
 
-const ALTER_SHARE_OFFSETS_PARTITION: &[Field] = &[f("PartitionIndex", I32), f("ErrorCode", I16), f("ErrorMessage", Str)];
+const ALTER_SHARE_OFFSETS_PARTITION: &[Field] =
+    &[f("PartitionIndex", I32), f("ErrorCode", I16), f("ErrorMessage", Str)];
 
 // ---- DeleteShareGroupOffsets (92) ----
 
