@@ -100,9 +100,21 @@ impl Member {
             .with_member_id(StrBytes::from_string(self.member_id.clone()))
             .with_member_epoch(self.epoch)
             .with_subscribed_topic_names(subs);
-        let node = cluster.find_group_coordinator(&self.group).await.expect("coordinator");
-        let conn = cluster.broker(node, TrafficClass::Control).await.expect("connect");
-        let resp = cluster.send(&conn, &req, (1, 1)).await.expect("heartbeat");
+        // A freshly started broker may still be loading the group coordinator, or move it:
+        // retry those (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+        // NOT_COORDINATOR) as a real member would, for a bounded time.
+        let mut tries = 0;
+        let resp = loop {
+            let node = cluster.find_group_coordinator(&self.group).await.expect("coordinator");
+            let conn = cluster.broker(node, TrafficClass::Control).await.expect("connect");
+            let resp = cluster.send(&conn, &req, (1, 1)).await.expect("heartbeat");
+            if matches!(resp.error_code, 14..=16) && tries < 100 {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+            break resp;
+        };
         assert_eq!(resp.error_code, 0, "heartbeat: {:?}", resp.error_message);
         self.epoch = resp.member_epoch;
         if let Some(a) = resp.assignment {
