@@ -18,7 +18,7 @@ const RELEASE: i8 = 2;
 fn acks(types: impl Fn(i64, &mut StdRng) -> i8, gap_every: Option<i64>) -> Vec<(i64, i8)> {
     let mut rng = StdRng::seed_from_u64(932);
     let mut v: Vec<(i64, i8)> = (0..N)
-        .filter(|o| gap_every.map_or(true, |g| o % g != g - 1))
+        .filter(|o| gap_every.is_none_or(|g| o % g != g - 1))
         .map(|o| (1_000_000 + o, types(o, &mut rng)))
         .collect();
     v.shuffle(&mut rng);
