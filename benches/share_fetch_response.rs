@@ -21,7 +21,8 @@ const PARTITION_BYTES: usize = 256 << 10;
 fn partition_records(batch_bytes: usize) -> (Bytes, i64) {
     let mut out = Vec::with_capacity(PARTITION_BYTES + batch_bytes);
     let mut offset = 0i64;
-    while out.len() < PARTITION_BYTES {
+    // Whole batches up to ~PARTITION_BYTES: one 256 KiB batch, or sixteen 16 KiB ones.
+    while out.len() + batch_bytes / 2 < PARTITION_BYTES {
         let mut b = BatchBuilder::with_capacity(batch_bytes);
         while b.size_estimate() < batch_bytes - 128 {
             let rec = RecordInput {
@@ -81,7 +82,11 @@ fn decode_all(body: &Bytes) -> usize {
             let ranges: Vec<AcquiredRange> = p
                 .acquired_records
                 .iter()
-                .map(|a| AcquiredRange { first_offset: a.first_offset, last_offset: a.last_offset, delivery_count: a.delivery_count })
+                .map(|a| AcquiredRange {
+                    first_offset: a.first_offset,
+                    last_offset: a.last_offset,
+                    delivery_count: a.delivery_count,
+                })
                 .collect();
             let set = decode_acquired(p.records.unwrap_or_default(), &ranges).unwrap();
             n += set.records.len();

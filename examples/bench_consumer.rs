@@ -222,7 +222,8 @@ async fn consume(a: &Args) -> Result<(), BoxError> {
                 if recs.is_empty() {
                     continue;
                 }
-                let _ = first.compare_exchange(0, start.elapsed().as_nanos() as u64, Ordering::Relaxed, Ordering::Relaxed);
+                let _ =
+                    first.compare_exchange(0, start.elapsed().as_nanos() as u64, Ordering::Relaxed, Ordering::Relaxed);
                 let mut b = 0;
                 for r in &recs {
                     b += rec_bytes(r);

@@ -28,7 +28,7 @@ async fn share_session_fetch_and_acknowledge_over_the_wire() {
     let (topic_id, leader) = (t.id, t.partitions[0].leader);
 
     // Join: epoch 0 with a client-generated member id, until the broker assigns the partition.
-    let member_id = uuid::Uuid::new_v4().to_string();
+    let member_id = kafka_share::share::membership::new_member_id();
     let coordinator = cluster.find_group_coordinator(&group).await.unwrap();
     let coord = cluster
         .broker(coordinator, TrafficClass::Control)

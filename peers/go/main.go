@@ -1,8 +1,9 @@
 // The franz-go peer of scripts/bench-peers: a share consumer on github.com/twmb/franz-go/pkg/kgo
 // (kgo.ShareGroup), measured as examples/bench_consumer.rs is.
 //
-//	go build -o target/share-bench . && target/share-bench consume --bootstrap B --topic T \
-//	    --group G --records N [--mode implicit|explicit] [--timeout-s 300]
+//	go build -o ../../target/bench-peers/bin/franz-go-bench .   (scripts/bench-peers does it)
+//	franz-go-bench consume --bootstrap B --topic T --group G --records N
+//	    [--mode implicit|explicit] [--timeout-s 300]
 //
 // Times from just before the client is created (it subscribes on creation) until FlushAcks
 // confirms the last acknowledgement; prints RESULT {json}.

@@ -1,7 +1,7 @@
 """The confluent-kafka-python peer of scripts/bench-peers: confluent_kafka.ShareConsumer
 (librdkafka), measured as examples/bench_consumer.rs is.
 
-    .venv/bin/python share_bench.py consume --bootstrap B --topic T --group G --records N
+    target/bench-peers/venv/bin/python peers/python/share_bench.py consume --bootstrap B --topic T --group G --records N
         [--mode implicit|explicit] [--timeout-s 300]
 
 Times from just before subscribe (the consumer is already created) until commit_sync

@@ -81,7 +81,11 @@ def versions(meta):
     v = {"Kafka broker (scripts/kafka, single node, KRaft)": meta.get("kafka", "?")}
     cargo = open(os.path.join(REPO, "Cargo.toml")).read()
     m = re.search(r'^version\s*=\s*"([^"]+)"', cargo, re.M)
-    v["kafka-share (this crate)"] = (m.group(1) if m else "?") + f" ({sh('cd ' + REPO + ' && git rev-parse --short HEAD')})"
+    commit = meta.get("commit") or sh("cd " + REPO + " && git rev-parse --short HEAD")
+    dirty = meta.get("dirty", bool(sh("cd " + REPO + " && git status --porcelain -- src Cargo.toml")))
+    v["kafka-share (this crate)"] = (m.group(1) if m else "?") + (
+        f" (built from commit {commit}" + (" plus uncommitted changes in src/" if dirty else "") + ")"
+    )
     v["rustc"] = sh("rustc --version")
     v["Java (clients and tools run on)"] = sh("java -version 2>&1 | head -n 1")
     v["Java kafka-clients / tools"] = meta.get("kafka", "?") + " (same as the broker)"
@@ -97,7 +101,8 @@ def versions(meta):
     py = os.path.join(REPO, "target/bench-peers/venv/bin/python")
     if os.path.exists(py):
         v["confluent-kafka-python (PyPI)"] = sh(
-            py + " -c 'import confluent_kafka as c; print(c.version()[0], \"librdkafka\", c.libversion()[0])'"
+            py + " -c 'import confluent_kafka as c; print(c.version()[0] if isinstance(c.version(), tuple) else c.version(), "
+            "\"(librdkafka\", c.libversion()[0] + \")\")'"
         )
     return v
 
@@ -137,7 +142,14 @@ def chart(summary, path, meta):
     if not rows:
         return False
     top = max(r for _, r in rows)
-    left, width, bar, gap = 330, 420, 22, 8
+
+    def name_of(c):
+        label, mode, fam = CLIENTS[c]
+        return label if fam == "classic" else f"{label} ({mode})"
+
+    # ~7 px per character at 13 px sans-serif.
+    left = 20 + 7 * max(len(name_of(c)) for c in ORDER if c in summary)
+    width, bar, gap = 420, 22, 8
     height = 60 + (len(rows) + len(failed)) * (bar + gap) + 30
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 140}" height="{height}" '
@@ -150,14 +162,13 @@ def chart(summary, path, meta):
     for c, r in rows:
         label, mode, fam = CLIENTS[c]
         w = max(1, r / top * width)
-        name = html.escape(f"{label} ({mode})" if fam != "classic" else label)
+        name = html.escape(name_of(c))
         out.append(f'<text x="{left - 8}" y="{y + bar - 7}" text-anchor="end">{name}</text>')
         out.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar}" fill="{COLORS[fam]}"/>')
         out.append(f'<text x="{left + w + 6:.1f}" y="{y + bar - 7}">{r:,.0f}</text>')
         y += bar + gap
     for c in failed:
-        label, mode, _ = CLIENTS[c]
-        out.append(f'<text x="{left - 8}" y="{y + bar - 7}" text-anchor="end">{html.escape(label)} ({html.escape(mode)})</text>')
+        out.append(f'<text x="{left - 8}" y="{y + bar - 7}" text-anchor="end">{html.escape(name_of(c))}</text>')
         out.append(f'<text x="{left + 6}" y="{y + bar - 7}" fill="#c53030">did not run (see the table)</text>')
         y += bar + gap
     out.append(
@@ -296,17 +307,20 @@ def main():
     if lat:
         w("## Latency\n")
         w(f"A producer (ours, `linger.ms=0`) writes {meta.get('latency_rate', 5000):,} records/s for "
-          f"{meta.get('latency_seconds', 30)} s to a fresh {meta['partitions']}-partition topic while both "
-          "consumers poll, each in its own share group, acknowledging every record with ACCEPT (explicit "
+          f"{meta.get('latency_seconds', 30)} s to a fresh {meta['partitions']}-partition topic while one "
+          "consumer polls it in its own share group, acknowledging every record with ACCEPT (explicit "
           "mode). Latency: the wall clock when `poll` returns minus the record's timestamp (set by the "
           "producer at `send`; same machine, so same clock), over the records produced after the first 5 s "
-          "(join and JIT warm-up). Both consumers run at the same time on the same stream.\n")
-        w("| consumer | records | measured | p50 (ms) | p99 (ms) | max (ms) |")
-        w("|---|--:|--:|--:|--:|--:|")
+          "(join and JIT warm-up). One consumer at a time, each on its own fresh topic and stream.\n")
+        if meta.get("latency_run"):
+            w(f"Measured by `scripts/bench-peers --latency-only`, run `{meta['latency_run']}`, right after "
+              "the throughput rounds (its latency.jsonl copied into this run's results).\n")
+        w("| consumer | records | measured | p50 (ms) | p99 (ms) | max (ms) | load |")
+        w("|---|--:|--:|--:|--:|--:|--:|")
         for l in lat:
             name = "**kafka-share**" if l["client"] == "kafka-share" else "Java KafkaShareConsumer"
             if l.get("ok"):
-                w(f"| {name} | {l['records']:,} | {l['measured']:,} | {l['p50_ms']} | {l['p99_ms']} | {l['max_ms']} |")
+                w(f"| {name} | {l['records']:,} | {l['measured']:,} | {l['p50_ms']} | {l['p99_ms']} | {l['max_ms']} | {fmt(l.get('load1'), '{:.1f}')} |")
             else:
                 w(f"| {name} | did not run: {md_escape(l.get('error', '?'))} | | | | |")
         w("")

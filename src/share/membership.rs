@@ -107,7 +107,7 @@ impl Membership {
     pub fn new(group_id: impl Into<String>, rack_id: Option<String>) -> Self {
         Membership {
             group_id: group_id.into(),
-            member_id: Uuid::new_v4().to_string(),
+            member_id: new_member_id(),
             rack_id,
             epoch: JOIN_EPOCH,
             state: MemberState::Unsubscribed,
@@ -351,6 +351,35 @@ impl Membership {
             }
         }
     }
+}
+
+/// A fresh member id in Kafka's own UUID text form: URL-safe base64 of the 16 bytes, no
+/// padding (22 characters), as Java's `Uuid.randomUuid().toString()`. Kafka 4.1 brokers parse
+/// the member id of a ShareFetch with `Uuid.fromString` and fail the request (UNKNOWN_SERVER_ERROR)
+/// on the hyphenated form; like Java, ids starting with '-' are avoided.
+pub fn new_member_id() -> String {
+    loop {
+        let id = kafka_uuid_string(&Uuid::new_v4());
+        if !id.starts_with('-') {
+            return id;
+        }
+    }
+}
+
+/// Kafka's text form of a UUID (base64url, no padding).
+pub fn kafka_uuid_string(id: &Uuid) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = id.as_bytes();
+    let mut out = String::with_capacity(22);
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let chars = chunk.len() + 1; // 3 bytes -> 4 chars, 1 byte -> 2 chars (no padding)
+        for i in 0..chars {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
 }
 
 /// Codes after which the Java client gives up (surfaced to the user from poll).

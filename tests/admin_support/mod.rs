@@ -78,7 +78,7 @@ impl Member {
     pub async fn join(cluster: &Cluster, group: &str, topics: &[&str]) -> Member {
         let mut m = Member {
             group: group.to_string(),
-            member_id: Uuid::new_v4().to_string(),
+            member_id: kafka_share::share::membership::new_member_id(),
             epoch: 0,
             assignment: Vec::new(),
         };

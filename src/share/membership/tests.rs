@@ -42,7 +42,7 @@ fn joins_at_epoch_zero_with_subscription_then_heartbeats_at_interval() {
     m.subscribe(["b".to_string(), "a".to_string()], t0);
     let hb = m.poll_heartbeat(t0).expect("join heartbeat");
     assert_eq!(hb.member_epoch, 0);
-    assert_eq!(hb.member_id.len(), 36, "client-generated UUID member id");
+    assert_eq!(hb.member_id.len(), 22, "client-generated UUID member id, Kafka's base64 form");
     assert_eq!(hb.rack_id.as_deref(), Some("r1"));
     let names: Vec<_> = hb
         .subscribed_topic_names
@@ -185,4 +185,17 @@ fn transport_errors_retry_via_coordinator_lookup() {
     };
     assert_eq!(m.handle_error(e, t0), Outcome::FindCoordinator);
     assert!(m.is_active());
+}
+
+#[test]
+fn kafka_uuid_text_form_matches_java() {
+    // Java: new Uuid(0x0123456789abcdefL, 0xfedcba9876543210L).toString()
+    let id = Uuid::from_u128(0x0123456789abcdef_fedcba9876543210);
+    assert_eq!(kafka_uuid_string(&id), "ASNFZ4mrze_-3LqYdlQyEA");
+    assert_eq!(kafka_uuid_string(&Uuid::nil()), "AAAAAAAAAAAAAAAAAAAAAA");
+    for _ in 0..100 {
+        let m = new_member_id();
+        assert_eq!(m.len(), 22);
+        assert!(!m.starts_with('-'));
+    }
 }
