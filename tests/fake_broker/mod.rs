@@ -209,6 +209,10 @@ impl FakeCluster {
     pub async fn consumer(&self, cfg: ShareConsumerConfig) -> ShareConsumer {
         let c = ShareConsumer::connect(cfg).await.expect("connect to the fake cluster");
         c.subscribe([self.topic()]).expect("subscribe");
+        // As in Java, the group is joined by the first poll: make it now (it returns at once,
+        // long before anything could be fetched), so tests can wait for prefetched records.
+        let first = c.poll(Duration::ZERO).await.expect("first poll");
+        assert!(first.is_empty(), "nothing can be fetched before the member joined");
         c
     }
 
