@@ -10,6 +10,7 @@
 //!       [--timeout-s 300]
 //! cargo run --release --example bench_consumer -- latency --bootstrap B --topic T --group G
 //!       --records N [--warmup-ms 5000] [--timeout-s 120]
+//! cargo run --release --example bench_consumer -- cleanup --bootstrap B --topic T [--topic T2 ...]
 //! ```
 //!
 //! `consume` times from just before `subscribe` (the consumers are already connected) to
@@ -85,7 +86,7 @@ impl Args {
 async fn run() -> Result<(), BoxError> {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = raw.first() else {
-        return Err("usage: bench_consumer produce|group|consume|latency --bootstrap B ...".into());
+        return Err("usage: bench_consumer produce|group|consume|latency|cleanup --bootstrap B ...".into());
     };
     let args = Args::parse(&raw[1..])?;
     match cmd.as_str() {
@@ -93,7 +94,8 @@ async fn run() -> Result<(), BoxError> {
         "group" => group(&args).await,
         "consume" => consume(&args).await,
         "latency" => latency(&args).await,
-        other => Err(format!("unknown subcommand {other:?}: use produce, group, consume or latency").into()),
+        "cleanup" => cleanup(&args).await,
+        other => Err(format!("unknown subcommand {other:?}: use produce, group, consume, latency or cleanup").into()),
     }
 }
 
@@ -174,6 +176,18 @@ async fn group(a: &Args) -> Result<(), BoxError> {
     }
     for g in groups {
         admin.set_share_auto_offset_reset(g, "earliest").await?;
+    }
+    Ok(())
+}
+
+/// Deletes the benchmark's topics (they hold gigabytes on a broker other tests share).
+async fn cleanup(a: &Args) -> Result<(), BoxError> {
+    let admin = Admin::connect_to(a.req("bootstrap")?).await?;
+    let topics = a.all("topic");
+    for (t, r) in topics.iter().zip(admin.delete_topics(&topics).await?) {
+        if let Err(e) = r {
+            eprintln!("bench_consumer: deleting topic {t}: {e}");
+        }
     }
     Ok(())
 }

@@ -19,11 +19,7 @@ pub struct Backoff {
 impl Backoff {
     /// A backoff starting at `initial` and capped at `max`.
     pub fn new(initial: Duration, max: Duration) -> Self {
-        Backoff {
-            initial,
-            max: max.max(initial),
-            attempts: 0,
-        }
+        Backoff { initial, max: max.max(initial), attempts: 0 }
     }
 
     /// The delay before the next attempt; each call doubles the base delay.

@@ -103,10 +103,7 @@ pub struct Context {
 impl Context {
     /// A context naming only the API.
     pub fn api(api: &'static str) -> Self {
-        Context {
-            api: Some(api),
-            ..Default::default()
-        }
+        Context { api: Some(api), ..Default::default() }
     }
 
     /// Adds the broker.
@@ -270,9 +267,7 @@ impl Error {
     /// Whether trying the same operation again (after a backoff) can succeed.
     pub fn is_retriable(&self) -> bool {
         match self {
-            Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Timeout { .. } | Error::Malformed { .. } => {
-                true
-            }
+            Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Timeout { .. } | Error::Malformed { .. } => true,
             Error::Broker { code, .. } => code.is_retriable(),
             Error::UnknownTopic(_) => true,
             _ => false,
@@ -289,41 +284,23 @@ impl Error {
 
     /// Builds a broker error from a raw code; `None` when the code is 0.
     pub(crate) fn from_code(code: i16, message: Option<String>, context: Context) -> Option<Error> {
-        ErrorCode::from_code(code).map(|code| Error::Broker {
-            context,
-            code,
-            message,
-        })
+        ErrorCode::from_code(code).map(|code| Error::Broker { context, code, message })
     }
 
     pub(crate) fn config(key: impl Into<String>, message: impl Into<String>) -> Error {
-        Error::Config {
-            key: key.into(),
-            message: message.into(),
-        }
+        Error::Config { key: key.into(), message: message.into() }
     }
 
     pub(crate) fn io(addr: impl Into<String>, e: std::io::Error) -> Error {
-        Error::Io {
-            addr: addr.into(),
-            source: Arc::new(e),
-        }
+        Error::Io { addr: addr.into(), source: Arc::new(e) }
     }
 }
 
 /// Turns an error code from a response into a `Result`.
-pub(crate) fn check(
-    code: i16,
-    message: Option<String>,
-    context: impl FnOnce() -> Context,
-) -> Result<()> {
+pub(crate) fn check(code: i16, message: Option<String>, context: impl FnOnce() -> Context) -> Result<()> {
     match ErrorCode::from_code(code) {
         None => Ok(()),
-        Some(code) => Err(Error::Broker {
-            context: context(),
-            code,
-            message,
-        }),
+        Some(code) => Err(Error::Broker { context: context(), code, message }),
     }
 }
 
@@ -336,16 +313,11 @@ mod tests {
         let e = Error::from_code(
             121,
             Some("lock expired".into()),
-            Context::api("ShareAcknowledge")
-                .broker(2)
-                .partition("orders", 3),
+            Context::api("ShareAcknowledge").broker(2).partition("orders", 3),
         )
         .unwrap();
         let text = e.to_string();
-        assert!(
-            text.contains("ShareAcknowledge broker 2 orders-3"),
-            "{text}"
-        );
+        assert!(text.contains("ShareAcknowledge broker 2 orders-3"), "{text}");
         assert!(text.contains("InvalidRecordState (121)"), "{text}");
         assert_eq!(e.code(), Some(ErrorCode::INVALID_RECORD_STATE));
         assert!(!e.is_retriable());
@@ -355,11 +327,7 @@ mod tests {
     fn retriable_follows_kafka() {
         assert!(ErrorCode::NOT_LEADER_OR_FOLLOWER.is_retriable());
         assert!(!ErrorCode::FENCED_MEMBER_EPOCH.is_retriable());
-        assert!(Error::Timeout {
-            what: "x".into(),
-            after: Duration::from_secs(1)
-        }
-        .is_retriable());
+        assert!(Error::Timeout { what: "x".into(), after: Duration::from_secs(1) }.is_retriable());
         assert!(!Error::Wakeup.is_retriable());
     }
 

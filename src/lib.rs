@@ -24,13 +24,13 @@ pub mod admin;
 pub mod backoff;
 pub mod cluster;
 pub mod config;
-pub mod consumer;
 pub mod connection;
+pub mod consumer;
 pub mod error;
 pub mod producer;
 pub mod protocol;
 pub mod share;
 
+pub use consumer::{AcknowledgeType, ConsumerRecord, ShareConsumer, ShareConsumerConfig};
 pub use error::{Context, Error, ErrorCode, Result};
 pub use producer::{Producer, ProducerRecord, RecordMetadata};
-pub use consumer::{AcknowledgeType, ConsumerRecord, ShareConsumer, ShareConsumerConfig};

@@ -20,9 +20,7 @@ async fn implicit_mode_receives_everything_once() {
     let topic = common::new_topic(&admin, "implicit", 2).await;
     common::produce(&bs, &topic, 2, 200, "v").await;
     let group = common::new_group(&admin, "g-implicit", None).await;
-    let c = ShareConsumer::connect(common::consumer_config(&bs, &group))
-        .await
-        .unwrap();
+    let c = ShareConsumer::connect(common::consumer_config(&bs, &group)).await.unwrap();
     c.subscribe([topic.clone()]).unwrap();
     let got = common::poll_until(&c, 200, Duration::from_secs(30), |_| {}).await;
     let offsets: HashSet<(i32, i64)> = got.iter().map(|r| (r.partition, r.offset)).collect();
@@ -35,17 +33,10 @@ async fn implicit_mode_receives_everything_once() {
     let results = c.commit_sync(Duration::from_secs(10)).await.unwrap();
     assert!(results.values().all(|r| r.is_ok()), "{results:?}");
     assert!(c.acquisition_lock_timeout().is_some());
-    assert!(
-        c.metrics()
-            .get(FETCH_MANAGER, "records-consumed-total")
-            .unwrap()
-            >= 200.0
-    );
+    assert!(c.metrics().get(FETCH_MANAGER, "records-consumed-total").unwrap() >= 200.0);
     c.close(Duration::from_secs(10)).await.unwrap();
     // Nothing is left for a second consumer of the same group.
-    let c2 = ShareConsumer::connect(common::consumer_config(&bs, &group))
-        .await
-        .unwrap();
+    let c2 = ShareConsumer::connect(common::consumer_config(&bs, &group)).await.unwrap();
     c2.subscribe([topic.clone()]).unwrap();
     let again = common::poll_until(&c2, 1, Duration::from_secs(3), |_| {}).await;
     assert!(
@@ -79,10 +70,7 @@ async fn release_redelivers_with_higher_delivery_count_and_reject_never() {
     let res = c.commit_sync(Duration::from_secs(10)).await.unwrap();
     assert!(res.values().all(|r| r.is_ok()), "{res:?}");
     // Redelivered: exactly the released (even) offsets, with delivery count 2.
-    let second = common::poll_until(&c, 5, Duration::from_secs(30), |r| {
-        c.acknowledge(r).unwrap()
-    })
-    .await;
+    let second = common::poll_until(&c, 5, Duration::from_secs(30), |r| c.acknowledge(r).unwrap()).await;
     let mut offs: Vec<i64> = second.iter().map(|r| r.offset).collect();
     offs.sort();
     assert_eq!(offs, vec![0, 2, 4, 6, 8]);
@@ -92,12 +80,8 @@ async fn release_redelivers_with_higher_delivery_count_and_reject_never() {
         second.iter().map(|r| r.delivery_count).collect::<Vec<_>>()
     );
     c.commit_sync(Duration::from_secs(10)).await.unwrap();
-    let third =
-        common::poll_until(&c, 1, Duration::from_secs(3), |r| c.acknowledge(r).unwrap()).await;
-    assert!(
-        third.is_empty(),
-        "rejected and accepted records never come back"
-    );
+    let third = common::poll_until(&c, 1, Duration::from_secs(3), |r| c.acknowledge(r).unwrap()).await;
+    assert!(third.is_empty(), "rejected and accepted records never come back");
     c.close(Duration::from_secs(10)).await.unwrap();
 }
 
@@ -116,9 +100,7 @@ async fn explicit_mode_refuses_poll_with_unacknowledged_records() {
     assert!(matches!(e, Error::InvalidState(_)), "{e}");
     assert!(e.to_string().contains("not acknowledged"), "{e}");
     // Acknowledging something we do not hold is a clear error.
-    let e = c
-        .acknowledge_offset(&topic, 0, 999_999, AcknowledgeType::Accept)
-        .unwrap_err();
+    let e = c.acknowledge_offset(&topic, 0, 999_999, AcknowledgeType::Accept).unwrap_err();
     assert!(e.to_string().contains("not held"), "{e}");
     for r in &got {
         c.acknowledge(r).unwrap();
@@ -137,8 +119,7 @@ async fn ack_by_topic_partition_offset() {
     let c = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
     c.subscribe([topic.clone()]).unwrap();
     let got = common::poll_until(&c, 3, Duration::from_secs(30), |r| {
-        c.acknowledge_offset(&topic, r.partition, r.offset, AcknowledgeType::Reject)
-            .unwrap()
+        c.acknowledge_offset(&topic, r.partition, r.offset, AcknowledgeType::Reject).unwrap()
     })
     .await;
     assert_eq!(got.len(), 3);
@@ -166,10 +147,7 @@ async fn lock_expiry_redelivers_and_late_ack_reports_invalid_record_state() {
     c.subscribe([topic.clone()]).unwrap();
     let got = common::poll_until(&c, 3, Duration::from_secs(30), |_| {}).await;
     assert_eq!(got.len(), 3);
-    assert_eq!(
-        c.acquisition_lock_timeout(),
-        Some(Duration::from_millis(1500))
-    );
+    assert_eq!(c.acquisition_lock_timeout(), Some(Duration::from_millis(1500)));
     // The deadline shown is conservative: no later than now + lock.
     let dl = got[0].lock_deadline().unwrap();
     assert!(dl <= std::time::Instant::now() + Duration::from_millis(1500));
@@ -187,10 +165,7 @@ async fn lock_expiry_redelivers_and_late_ack_reports_invalid_record_state() {
         assert_eq!(e.code(), Some(ErrorCode::INVALID_RECORD_STATE), "{e}");
     }
     // And the records come back with delivery count 2.
-    let again = common::poll_until(&c, 3, Duration::from_secs(30), |r| {
-        c.acknowledge(r).unwrap()
-    })
-    .await;
+    let again = common::poll_until(&c, 3, Duration::from_secs(30), |r| c.acknowledge(r).unwrap()).await;
     assert_eq!(again.len(), 3);
     assert!(again.iter().all(|r| r.delivery_count >= 2));
     c.commit_sync(Duration::from_secs(10)).await.unwrap();
@@ -223,10 +198,7 @@ async fn renew_keeps_a_record_past_its_lock_or_fails_clearly() {
     }
     c.acknowledge(r).unwrap();
     let res = c.commit_sync(Duration::from_secs(10)).await.unwrap();
-    assert!(
-        res.values().all(|x| x.is_ok()),
-        "accept after renew: {res:?}"
-    );
+    assert!(res.values().all(|x| x.is_ok()), "accept after renew: {res:?}");
     c.close(Duration::from_secs(10)).await.unwrap();
 }
 
@@ -236,8 +208,7 @@ async fn record_limit_caps_each_poll() {
         // 4.1 has no record_limit: connect must say so.
         let admin = common::admin().await;
         let group = common::new_group(&admin, "g-rl", None).await;
-        let cfg = common::consumer_config(&common::bootstrap(), &group)
-            .acquire_mode(AcquireMode::RecordLimit);
+        let cfg = common::consumer_config(&common::bootstrap(), &group).acquire_mode(AcquireMode::RecordLimit);
         let e = ShareConsumer::connect(cfg).await.unwrap_err();
         assert!(e.to_string().contains("record_limit"), "{e}");
         return;
@@ -247,9 +218,7 @@ async fn record_limit_caps_each_poll() {
     let topic = common::new_topic(&admin, "rlimit", 1).await;
     common::produce(&bs, &topic, 1, 100, "v").await;
     let group = common::new_group(&admin, "g-rlimit", None).await;
-    let cfg = common::consumer_config(&bs, &group)
-        .acquire_mode(AcquireMode::RecordLimit)
-        .max_poll_records(7);
+    let cfg = common::consumer_config(&bs, &group).acquire_mode(AcquireMode::RecordLimit).max_poll_records(7);
     let c = ShareConsumer::connect(cfg).await.unwrap();
     c.subscribe([topic.clone()]).unwrap();
     let mut total = 0;
@@ -269,9 +238,7 @@ async fn wakeup_from_another_thread_ends_a_blocked_poll() {
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "wakeup", 1).await;
     let group = common::new_group(&admin, "g-wakeup", None).await;
-    let c = ShareConsumer::connect(common::consumer_config(&bs, &group))
-        .await
-        .unwrap();
+    let c = ShareConsumer::connect(common::consumer_config(&bs, &group)).await.unwrap();
     c.subscribe([topic.clone()]).unwrap();
     let w = c.wakeup_handle();
     let t = std::thread::spawn(move || {
@@ -304,35 +271,17 @@ async fn close_releases_held_records_at_once() {
     a.close(Duration::from_secs(10)).await.unwrap();
     let b = ShareConsumer::connect(explicit(&bs, &group)).await.unwrap();
     b.subscribe([topic.clone()]).unwrap();
-    let got = common::poll_until(&b, 20, Duration::from_secs(20), |r| {
-        b.acknowledge(r).unwrap()
-    })
-    .await;
+    let got = common::poll_until(&b, 20, Duration::from_secs(20), |r| b.acknowledge(r).unwrap()).await;
     assert_eq!(got.len(), 20, "all records available to the next member");
-    assert!(
-        start.elapsed() < Duration::from_secs(20),
-        "well before the 30 s lock"
-    );
-    let redelivered: Vec<_> = got
-        .iter()
-        .filter(|r| r.delivery_count >= 2)
-        .map(|r| r.offset)
-        .collect();
-    assert_eq!(
-        redelivered.len(),
-        held.len(),
-        "the released ones come back with count 2"
-    );
+    assert!(start.elapsed() < Duration::from_secs(20), "well before the 30 s lock");
+    let redelivered: Vec<_> = got.iter().filter(|r| r.delivery_count >= 2).map(|r| r.offset).collect();
+    assert_eq!(redelivered.len(), held.len(), "the released ones come back with count 2");
     b.commit_sync(Duration::from_secs(10)).await.unwrap();
     b.close(Duration::from_secs(10)).await.unwrap();
     // The first member left the group.
     let d = admin.describe_share_group(&group).await.unwrap();
     assert!(d.members.iter().all(|m| !m.client_id.is_empty()));
-    assert!(
-        d.members.len() <= 1,
-        "a left; only b may linger until its leave is processed: {:?}",
-        d.members.len()
-    );
+    assert!(d.members.len() <= 1, "a left; only b may linger until its leave is processed: {:?}", d.members.len());
 }
 
 #[tokio::test]
@@ -353,9 +302,7 @@ async fn many_consumers_one_partition_each_record_accepted_once() {
         let tx = tx.clone();
         let stop = stop.clone();
         handles.push(tokio::spawn(async move {
-            let c = ShareConsumer::connect(explicit(&bs, &group).max_poll_records(20))
-                .await
-                .unwrap();
+            let c = ShareConsumer::connect(explicit(&bs, &group).max_poll_records(20)).await.unwrap();
             c.subscribe([topic]).unwrap();
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let recs = c.poll(Duration::from_millis(300)).await.unwrap();
@@ -381,8 +328,7 @@ async fn many_consumers_one_partition_each_record_accepted_once() {
     let mut by_consumer = vec![0usize; consumers];
     let end = tokio::time::Instant::now() + Duration::from_secs(60);
     while seen.len() < n && tokio::time::Instant::now() < end {
-        if let Ok(Some((i, o))) = tokio::time::timeout(Duration::from_millis(500), rx.recv()).await
-        {
+        if let Ok(Some((i, o))) = tokio::time::timeout(Duration::from_millis(500), rx.recv()).await {
             assert!(seen.insert(o, i).is_none(), "offset {o} delivered twice");
             by_consumer[i] += 1;
         }

@@ -31,12 +31,7 @@ async fn run_members(
         let cfg = common::consumer_config(bs, group)
             .acknowledgement_mode(AcknowledgementMode::Explicit)
             .max_poll_records(10);
-        let (topic, tx, stop, sessions_seen) = (
-            topic.to_string(),
-            tx.clone(),
-            stop.clone(),
-            sessions_seen.clone(),
-        );
+        let (topic, tx, stop, sessions_seen) = (topic.to_string(), tx.clone(), stop.clone(), sessions_seen.clone());
         handles.push(tokio::spawn(async move {
             let c = ShareConsumer::connect(cfg).await.unwrap();
             c.subscribe([topic]).unwrap();
@@ -46,10 +41,7 @@ async fn run_members(
                     c.acknowledge(r).unwrap();
                     tx.send((i, r.partition, r.offset)).unwrap();
                 }
-                sessions_seen
-                    .lock()
-                    .unwrap()
-                    .extend(c.share_sessions().keys());
+                sessions_seen.lock().unwrap().extend(c.share_sessions().keys());
                 if !recs.is_empty() {
                     tokio::time::sleep(Duration::from_millis(30)).await;
                 }
@@ -66,9 +58,7 @@ async fn run_members(
     let mut per = vec![0usize; members];
     let end = tokio::time::Instant::now() + Duration::from_secs(90);
     while seen.len() < n && tokio::time::Instant::now() < end {
-        if let Ok(Some((i, p, o))) =
-            tokio::time::timeout(Duration::from_millis(500), rx.recv()).await
-        {
+        if let Ok(Some((i, p, o))) = tokio::time::timeout(Duration::from_millis(500), rx.recv()).await {
             assert!(seen.insert((p, o), i).is_none(), "{p}@{o} delivered twice");
             per[i] += 1;
         }
@@ -96,31 +86,16 @@ async fn eight_consumers_on_two_partitions_all_get_work() {
         use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
         let p = Producer::new(ProducerConfig::new(&bs2)).await.unwrap();
         for i in 0..n {
-            p.send_and_wait(
-                ProducerRecord::new(topic2.as_str(), format!("v{i}")).partition((i % 2) as i32),
-            )
-            .await
-            .unwrap();
+            p.send_and_wait(ProducerRecord::new(topic2.as_str(), format!("v{i}")).partition((i % 2) as i32))
+                .await
+                .unwrap();
         }
         p.close(Duration::from_secs(10)).await.unwrap();
     };
-    let (seen, per) = run_members(
-        Default::default(),
-        &bs,
-        &admin,
-        &group,
-        &topic,
-        8,
-        n,
-        produce,
-    )
-    .await;
+    let (seen, per) = run_members(Default::default(), &bs, &admin, &group, &topic, 8, n, produce).await;
     assert_eq!(seen.len(), n, "every record accepted exactly once");
     let busy = per.iter().filter(|&&c| c > 0).count();
-    assert!(
-        busy >= 6,
-        "more consumers than partitions, and (nearly) all get work: {per:?}"
-    );
+    assert!(busy >= 6, "more consumers than partitions, and (nearly) all get work: {per:?}");
 }
 
 #[tokio::test]
@@ -128,25 +103,12 @@ async fn three_brokers_one_session_each_all_records_once() {
     let bs = common::cluster_bootstrap();
     let admin = common::cluster_admin().await;
     let topic = common::unique("three");
-    let r = admin
-        .create_topics(&[NewTopic::new(&topic, 6).replication_factor(3)])
-        .await
-        .unwrap();
+    let r = admin.create_topics(&[NewTopic::new(&topic, 6).replication_factor(3)]).await.unwrap();
     r.into_iter().next().unwrap().unwrap();
-    admin
-        .cluster()
-        .refresh_metadata(std::slice::from_ref(&topic))
-        .await
-        .unwrap();
-    let leaders: BTreeSet<i32> = admin.cluster().metadata().topics[&topic]
-        .partitions
-        .iter()
-        .map(|p| p.leader)
-        .collect();
-    assert!(
-        leaders.len() >= 2,
-        "partitions led by different brokers: {leaders:?}"
-    );
+    admin.cluster().refresh_metadata(std::slice::from_ref(&topic)).await.unwrap();
+    let leaders: BTreeSet<i32> =
+        admin.cluster().metadata().topics[&topic].partitions.iter().map(|p| p.leader).collect();
+    assert!(leaders.len() >= 2, "partitions led by different brokers: {leaders:?}");
     let group = common::new_group(&admin, "g-three", None).await;
     let n = 600;
     let (bs2, topic2) = (bs.clone(), topic.clone());
@@ -155,14 +117,7 @@ async fn three_brokers_one_session_each_all_records_once() {
     let (seen, _) = run_members(sessions.clone(), &bs, &admin, &group, &topic, 2, n, produce).await;
     assert_eq!(seen.len(), n);
     let sessions = sessions.lock().unwrap().clone();
-    assert_eq!(
-        sessions, leaders,
-        "one share session per leader broker, none elsewhere"
-    );
+    assert_eq!(sessions, leaders, "one share session per leader broker, none elsewhere");
     let parts: BTreeSet<i32> = seen.keys().map(|(p, _)| *p).collect();
-    assert_eq!(
-        parts.len(),
-        6,
-        "records from every partition, hence from every leader"
-    );
+    assert_eq!(parts.len(), 6, "records from every partition, hence from every leader");
 }

@@ -8,9 +8,7 @@ use kafka_share::cluster::TrafficClass;
 async fn negotiates_versions_and_sees_share_feature() {
     let cluster = common::cluster().await;
     let conn = cluster.any_broker().await.unwrap();
-    conn.versions
-        .require_share_groups()
-        .expect("share.version must be enabled by scripts/kafka");
+    conn.versions.require_share_groups().expect("share.version must be enabled by scripts/kafka");
     let v = conn.versions.pick(78, 1, 2).unwrap();
     if common::broker_has_v2() {
         assert_eq!(v, 2, "ShareFetch v2 on 4.2+");
@@ -25,21 +23,14 @@ async fn metadata_maps_names_ids_and_leaders() {
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "meta", 3).await;
     let cluster = admin.cluster();
-    cluster
-        .refresh_metadata(std::slice::from_ref(&topic))
-        .await
-        .unwrap();
+    cluster.refresh_metadata(std::slice::from_ref(&topic)).await.unwrap();
     let md = cluster.metadata();
     let t = md.topics.get(&topic).expect("topic in metadata");
     assert_eq!(t.partitions.len(), 3);
     assert!(!t.id.is_nil());
     assert_eq!(md.topic_name(&t.id), Some(topic.as_str()));
     for p in &t.partitions {
-        assert!(
-            md.brokers.contains_key(&p.leader),
-            "leader {} known",
-            p.leader
-        );
+        assert!(md.brokers.contains_key(&p.leader), "leader {} known", p.leader);
     }
     // A connection per traffic class to the leader.
     let leader = t.partitions[0].leader;
@@ -53,24 +44,14 @@ async fn metadata_maps_names_ids_and_leaders() {
 #[tokio::test]
 async fn unknown_topic_is_an_error() {
     let cluster = common::cluster().await;
-    let e = cluster
-        .ensure_topics(&["no-such-topic-here".to_string()])
-        .await
-        .unwrap_err();
-    assert!(
-        e.to_string().contains("no-such-topic-here")
-            || e.to_string().contains("UnknownTopicOrPartition"),
-        "{e}"
-    );
+    let e = cluster.ensure_topics(&["no-such-topic-here".to_string()]).await.unwrap_err();
+    assert!(e.to_string().contains("no-such-topic-here") || e.to_string().contains("UnknownTopicOrPartition"), "{e}");
 }
 
 #[tokio::test]
 async fn finds_group_coordinator() {
     let cluster = common::cluster().await;
-    let node = cluster
-        .find_group_coordinator(&common::unique("g"))
-        .await
-        .unwrap();
+    let node = cluster.find_group_coordinator(&common::unique("g")).await.unwrap();
     assert!(cluster.metadata().brokers.contains_key(&node));
 }
 
@@ -80,8 +61,6 @@ async fn unreachable_bootstrap_is_a_clear_error() {
         connect_timeout: std::time::Duration::from_millis(500),
         ..kafka_share::cluster::ClusterConfig::new("127.0.0.1:1")
     };
-    let e = kafka_share::cluster::Cluster::connect(cfg)
-        .await
-        .unwrap_err();
+    let e = kafka_share::cluster::Cluster::connect(cfg).await.unwrap_err();
     assert!(e.to_string().contains("127.0.0.1:1"), "{e}");
 }

@@ -11,8 +11,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_share::cluster::TrafficClass;
 use kafka_share::protocol::records::{decode_acquired, AcquiredRange};
 use kafka_share::protocol::share::{
-    AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch, FetchPartition, FetchTopic,
-    ShareAcknowledgeRequest, ShareFetchRequest, ACK_ACCEPT,
+    AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch, FetchPartition, FetchTopic, ShareAcknowledgeRequest,
+    ShareFetchRequest, ACK_ACCEPT,
 };
 
 #[tokio::test]
@@ -30,10 +30,7 @@ async fn share_session_fetch_and_acknowledge_over_the_wire() {
     // Join: epoch 0 with a client-generated member id, until the broker assigns the partition.
     let member_id = kafka_share::share::membership::new_member_id();
     let coordinator = cluster.find_group_coordinator(&group).await.unwrap();
-    let coord = cluster
-        .broker(coordinator, TrafficClass::Control)
-        .await
-        .unwrap();
+    let coord = cluster.broker(coordinator, TrafficClass::Control).await.unwrap();
     let mut epoch = 0;
     let end = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -41,9 +38,7 @@ async fn share_session_fetch_and_acknowledge_over_the_wire() {
             .with_group_id(GroupId(StrBytes::from_string(group.clone())))
             .with_member_id(StrBytes::from_string(member_id.clone()))
             .with_member_epoch(epoch)
-            .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_string(
-                topic.clone(),
-            ))]));
+            .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_string(topic.clone()))]));
         let r = cluster.send(&coord, &hb, (1, 1)).await.unwrap();
         if matches!(r.error_code, 14 | 15) {
             // COORDINATOR_LOAD_IN_PROGRESS / NOT_AVAILABLE on a freshly started broker.
@@ -53,9 +48,7 @@ async fn share_session_fetch_and_acknowledge_over_the_wire() {
         }
         assert_eq!(r.error_code, 0, "{:?}", r.error_message);
         epoch = r.member_epoch;
-        if r.assignment
-            .is_some_and(|a| a.topic_partitions.iter().any(|tp| tp.topic_id == topic_id))
-        {
+        if r.assignment.is_some_and(|a| a.topic_partitions.iter().any(|tp| tp.topic_id == topic_id)) {
             break;
         }
         assert!(tokio::time::Instant::now() < end, "no assignment");
@@ -85,10 +78,7 @@ async fn share_session_fetch_and_acknowledge_over_the_wire() {
             topics: if session_epoch == 0 {
                 vec![FetchTopic {
                     topic_id,
-                    partitions: vec![FetchPartition {
-                        partition_index: 0,
-                        acknowledgement_batches: vec![],
-                    }],
+                    partitions: vec![FetchPartition { partition_index: 0, acknowledgement_batches: vec![] }],
                 }]
             } else {
                 vec![]
@@ -143,31 +133,19 @@ async fn share_session_fetch_and_acknowledge_over_the_wire() {
     };
     let resp = conn.conn.call(&ack, ack_v).await.unwrap();
     assert_eq!(resp.error_code, 0, "{:?}", resp.error_message);
-    assert!(resp
-        .responses
-        .iter()
-        .flat_map(|t| &t.partitions)
-        .all(|p| p.error_code == 0));
+    assert!(resp.responses.iter().flat_map(|t| &t.partitions).all(|p| p.error_code == 0));
     if ack_v >= 2 {
         assert!(resp.acquisition_lock_timeout_ms.unwrap_or(0) > 0);
     }
     session_epoch += 1;
 
     // A wrong epoch is refused by the broker (the session invariant we rely on).
-    let bad = ShareAcknowledgeRequest {
-        share_session_epoch: session_epoch + 5,
-        topics: vec![],
-        ..ack.clone()
-    };
+    let bad = ShareAcknowledgeRequest { share_session_epoch: session_epoch + 5, topics: vec![], ..ack.clone() };
     let resp = conn.conn.call(&bad, ack_v).await.unwrap();
     assert_eq!(resp.error_code, 123, "INVALID_SHARE_SESSION_EPOCH");
 
     // Close the session at epoch -1 and leave the group.
-    let close = ShareAcknowledgeRequest {
-        share_session_epoch: -1,
-        topics: vec![],
-        ..ack
-    };
+    let close = ShareAcknowledgeRequest { share_session_epoch: -1, topics: vec![], ..ack };
     let resp = conn.conn.call(&close, ack_v).await.unwrap();
     assert_eq!(resp.error_code, 0, "{:?}", resp.error_message);
     let leave = ShareGroupHeartbeatRequest::default()
@@ -178,15 +156,9 @@ async fn share_session_fetch_and_acknowledge_over_the_wire() {
     assert_eq!(r.error_code, 0);
 
     // All ten were accepted: another member of the group gets none of them.
-    let c = kafka_share::ShareConsumer::connect(common::consumer_config(&bs, &group))
-        .await
-        .unwrap();
+    let c = kafka_share::ShareConsumer::connect(common::consumer_config(&bs, &group)).await.unwrap();
     c.subscribe([topic.clone()]).unwrap();
     let again = common::poll_until(&c, 1, Duration::from_secs(3), |_| {}).await;
-    assert!(
-        again.is_empty(),
-        "accepted records came back: {:?}",
-        again.iter().map(|r| r.offset).collect::<Vec<_>>()
-    );
+    assert!(again.is_empty(), "accepted records came back: {:?}", again.iter().map(|r| r.offset).collect::<Vec<_>>());
     c.close(Duration::from_secs(10)).await.unwrap();
 }

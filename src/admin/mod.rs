@@ -33,9 +33,7 @@ pub struct Admin {
 impl Admin {
     /// Connects with the given cluster settings.
     pub async fn connect(config: ClusterConfig) -> Result<Admin> {
-        Ok(Admin {
-            cluster: Cluster::connect(config).await?,
-        })
+        Ok(Admin { cluster: Cluster::connect(config).await? })
     }
 
     /// Connects to `bootstrap` (host:port[,host:port]) with default settings.

@@ -26,12 +26,7 @@ pub struct NewTopic {
 impl NewTopic {
     /// A topic with `partitions` partitions and the broker's default replication.
     pub fn new(name: impl Into<String>, partitions: i32) -> Self {
-        NewTopic {
-            name: name.into(),
-            partitions,
-            replication_factor: -1,
-            configs: Vec::new(),
-        }
+        NewTopic { name: name.into(), partitions, replication_factor: -1, configs: Vec::new() }
     }
 
     /// Sets the replication factor.
@@ -52,29 +47,27 @@ impl Admin {
     /// error in the result (match on `ErrorCode::TOPIC_ALREADY_EXISTS` to ignore it).
     /// Waits until metadata shows every created topic with leaders.
     pub async fn create_topics(&self, topics: &[NewTopic]) -> Result<Vec<Result<()>>> {
-        let req = CreateTopicsRequest::default()
-            .with_timeout_ms(30_000)
-            .with_topics(
-                topics
-                    .iter()
-                    .map(|t| {
-                        CreatableTopic::default()
-                            .with_name(TopicName(StrBytes::from_string(t.name.clone())))
-                            .with_num_partitions(t.partitions)
-                            .with_replication_factor(t.replication_factor)
-                            .with_configs(
-                                t.configs
-                                    .iter()
-                                    .map(|(k, v)| {
-                                        CreatableTopicConfig::default()
-                                            .with_name(StrBytes::from_string(k.clone()))
-                                            .with_value(Some(StrBytes::from_string(v.clone())))
-                                    })
-                                    .collect(),
-                            )
-                    })
-                    .collect(),
-            );
+        let req = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(
+            topics
+                .iter()
+                .map(|t| {
+                    CreatableTopic::default()
+                        .with_name(TopicName(StrBytes::from_string(t.name.clone())))
+                        .with_num_partitions(t.partitions)
+                        .with_replication_factor(t.replication_factor)
+                        .with_configs(
+                            t.configs
+                                .iter()
+                                .map(|(k, v)| {
+                                    CreatableTopicConfig::default()
+                                        .with_name(StrBytes::from_string(k.clone()))
+                                        .with_value(Some(StrBytes::from_string(v.clone())))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        );
         let conn = self.cluster.any_broker().await?;
         let resp = self.cluster.send(&conn, &req, (2, 7)).await?;
         let mut out = Vec::with_capacity(topics.len());
@@ -82,17 +75,11 @@ impl Admin {
         for t in topics {
             let r = resp.topics.iter().find(|r| r.name.0.as_str() == t.name);
             out.push(match r {
-                None => Err(Error::InvalidState(format!(
-                    "CreateTopics response left out topic {}",
-                    t.name
-                ))),
+                None => Err(Error::InvalidState(format!("CreateTopics response left out topic {}", t.name))),
                 Some(r) => match Error::from_code(
                     r.error_code,
                     r.error_message.as_ref().map(|m| m.to_string()),
-                    Context {
-                        topic: Some(t.name.clone()),
-                        ..Context::api("CreateTopics")
-                    },
+                    Context { topic: Some(t.name.clone()), ..Context::api("CreateTopics") },
                 ) {
                     Some(e) => Err(e),
                     None => {
@@ -102,16 +89,13 @@ impl Admin {
                 },
             });
         }
-        self.wait_for_leaders(&created, Duration::from_secs(30))
-            .await?;
+        self.wait_for_leaders(&created, Duration::from_secs(30)).await?;
         Ok(out)
     }
 
     /// Creates one topic, treating "already exists" as success.
     pub async fn create_topic(&self, name: &str, partitions: i32) -> Result<()> {
-        let mut r = self
-            .create_topics(&[NewTopic::new(name, partitions)])
-            .await?;
+        let mut r = self.create_topics(&[NewTopic::new(name, partitions)]).await?;
         match r.pop() {
             Some(Err(e)) if e.code() == Some(ErrorCode::TOPIC_ALREADY_EXISTS) => Ok(()),
             Some(r) => r,
@@ -121,43 +105,27 @@ impl Admin {
 
     /// Deletes topics by name; one result per topic, in order.
     pub async fn delete_topics(&self, names: &[&str]) -> Result<Vec<Result<()>>> {
-        let req = DeleteTopicsRequest::default()
-            .with_timeout_ms(30_000)
-            .with_topics(
-                names
-                    .iter()
-                    .map(|n| {
-                        DeleteTopicState::default()
-                            .with_name(Some(TopicName(StrBytes::from_string(n.to_string()))))
-                    })
-                    .collect(),
-            );
+        let req = DeleteTopicsRequest::default().with_timeout_ms(30_000).with_topics(
+            names
+                .iter()
+                .map(|n| DeleteTopicState::default().with_name(Some(TopicName(StrBytes::from_string(n.to_string())))))
+                .collect(),
+        );
         // Versions 6+ name topics in DeleteTopicState (v0-5 use topic_names).
         let conn = self.cluster.any_broker().await?;
         let resp = self.cluster.send(&conn, &req, (6, 6)).await?;
         Ok(names
             .iter()
-            .map(|n| {
-                match resp
-                    .responses
-                    .iter()
-                    .find(|r| r.name.as_ref().map(|x| x.0.as_str()) == Some(*n))
-                {
-                    None => Err(Error::InvalidState(format!(
-                        "DeleteTopics response left out topic {n}"
-                    ))),
-                    Some(r) => match Error::from_code(
-                        r.error_code,
-                        r.error_message.as_ref().map(|m| m.to_string()),
-                        Context {
-                            topic: Some(n.to_string()),
-                            ..Context::api("DeleteTopics")
-                        },
-                    ) {
-                        Some(e) => Err(e),
-                        None => Ok(()),
-                    },
-                }
+            .map(|n| match resp.responses.iter().find(|r| r.name.as_ref().map(|x| x.0.as_str()) == Some(*n)) {
+                None => Err(Error::InvalidState(format!("DeleteTopics response left out topic {n}"))),
+                Some(r) => match Error::from_code(
+                    r.error_code,
+                    r.error_message.as_ref().map(|m| m.to_string()),
+                    Context { topic: Some(n.to_string()), ..Context::api("DeleteTopics") },
+                ) {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                },
             })
             .collect())
     }
@@ -174,9 +142,7 @@ impl Admin {
                 topics.iter().all(|t| {
                     m.topics
                         .get(t)
-                        .map(|ti| {
-                            !ti.partitions.is_empty() && ti.partitions.iter().all(|p| p.leader >= 0)
-                        })
+                        .map(|ti| !ti.partitions.is_empty() && ti.partitions.iter().all(|p| p.leader >= 0))
                         .unwrap_or(false)
                 })
             });
@@ -184,10 +150,7 @@ impl Admin {
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(Error::Timeout {
-                    what: format!("waiting for leaders of {topics:?}"),
-                    after: timeout,
-                });
+                return Err(Error::Timeout { what: format!("waiting for leaders of {topics:?}"), after: timeout });
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

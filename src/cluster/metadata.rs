@@ -103,14 +103,7 @@ impl Metadata {
                 .collect();
             partitions.sort_by_key(|p| p.partition);
             md.topic_names.insert(t.topic_id, name.clone());
-            md.topics.insert(
-                name.clone(),
-                TopicInfo {
-                    name,
-                    id: t.topic_id,
-                    partitions,
-                },
-            );
+            md.topics.insert(name.clone(), TopicInfo { name, id: t.topic_id, partitions });
         }
         (md, errors)
     }
@@ -135,12 +128,7 @@ impl Metadata {
 
     /// The leader of a partition, if known.
     pub fn leader(&self, topic: &str, partition: i32) -> Option<i32> {
-        let p = self
-            .topics
-            .get(topic)?
-            .partitions
-            .iter()
-            .find(|p| p.partition == partition)?;
+        let p = self.topics.get(topic)?.partitions.iter().find(|p| p.partition == partition)?;
         (p.leader >= 0).then_some(p.leader)
     }
 

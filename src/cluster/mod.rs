@@ -91,9 +91,7 @@ pub struct Cluster {
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cluster")
-            .field("bootstrap", &self.config.bootstrap_servers)
-            .finish()
+        f.debug_struct("Cluster").field("bootstrap", &self.config.bootstrap_servers).finish()
     }
 }
 
@@ -101,16 +99,10 @@ impl Cluster {
     /// Connects to the first bootstrap server that answers and loads broker metadata.
     pub async fn connect(config: ClusterConfig) -> Result<Arc<Cluster>> {
         if config.bootstrap_servers.is_empty() {
-            return Err(Error::config(
-                "bootstrap.servers",
-                "no servers given; set it to host:port[,host:port...]",
-            ));
+            return Err(Error::config("bootstrap.servers", "no servers given; set it to host:port[,host:port...]"));
         }
         let cluster = Arc::new(Cluster {
-            conn_config: ConnectionConfig {
-                client_id: config.client_id.clone(),
-                ..Default::default()
-            },
+            conn_config: ConnectionConfig { client_id: config.client_id.clone(), ..Default::default() },
             config,
             metadata: RwLock::new(Metadata::default()),
             pool: Pool::default(),
@@ -126,10 +118,7 @@ impl Cluster {
 
     /// A copy of the current metadata snapshot.
     pub fn metadata(&self) -> Metadata {
-        self.metadata
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.metadata.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Reads the snapshot under the lock without cloning it.
@@ -183,8 +172,7 @@ impl Cluster {
                 }
             }
         }
-        Err(last_err
-            .unwrap_or_else(|| Error::config("bootstrap.servers", "no broker could be reached")))
+        Err(last_err.unwrap_or_else(|| Error::config("bootstrap.servers", "no broker could be reached")))
     }
 
     /// A connection to broker `node_id` for `class`.
@@ -195,22 +183,11 @@ impl Cluster {
             None => {
                 self.refresh_metadata(&[]).await?;
                 self.with_metadata(|m| m.brokers.get(&node_id).map(|b| b.addr()))
-                    .ok_or_else(|| {
-                        Error::InvalidState(format!(
-                            "broker {node_id} is not in the cluster metadata"
-                        ))
-                    })?
+                    .ok_or_else(|| Error::InvalidState(format!("broker {node_id} is not in the cluster metadata")))?
             }
         };
         self.pool
-            .get(
-                node_id,
-                class,
-                &addr,
-                &self.conn_config,
-                self.config.connect_timeout,
-                self.config.request_timeout,
-            )
+            .get(node_id, class, &addr, &self.conn_config, self.config.connect_timeout, self.config.request_timeout)
             .await
     }
 
@@ -222,9 +199,7 @@ impl Cluster {
         versions: (i16, i16),
     ) -> Result<R::Response> {
         let v = conn.versions.pick(R::KEY, versions.0, versions.1)?;
-        conn.conn
-            .call_timeout(req, v, self.config.request_timeout)
-            .await
+        conn.conn.call_timeout(req, v, self.config.request_timeout).await
     }
 
     /// Refreshes metadata for `topics` (all brokers always; no topics when empty).
@@ -234,8 +209,7 @@ impl Cluster {
                 topics
                     .iter()
                     .map(|t| {
-                        MetadataRequestTopic::default()
-                            .with_name(Some(TopicName(StrBytes::from_string(t.clone()))))
+                        MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(t.clone()))))
                     })
                     .collect(),
             ))
@@ -252,36 +226,21 @@ impl Cluster {
             }
         };
         let (md, errors) = Metadata::from_response(&resp);
-        self.metadata
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .merge(md);
+        self.metadata.write().unwrap_or_else(|p| p.into_inner()).merge(md);
         Ok(errors)
     }
 
     /// Makes sure metadata knows `topics`; fails with UnknownTopic for any that do not exist.
     pub async fn ensure_topics(&self, topics: &[String]) -> Result<()> {
-        let missing: Vec<String> = self.with_metadata(|m| {
-            topics
-                .iter()
-                .filter(|t| !m.topics.contains_key(*t))
-                .cloned()
-                .collect()
-        });
+        let missing: Vec<String> =
+            self.with_metadata(|m| topics.iter().filter(|t| !m.topics.contains_key(*t)).cloned().collect());
         if missing.is_empty() {
             return Ok(());
         }
         let errors = self.refresh_metadata(&missing).await?;
         if let Some((t, code)) = errors.first() {
-            return Err(Error::from_code(
-                *code,
-                None,
-                Context {
-                    topic: Some(t.clone()),
-                    ..Context::api("Metadata")
-                },
-            )
-            .unwrap_or_else(|| Error::UnknownTopic(t.clone())));
+            return Err(Error::from_code(*code, None, Context { topic: Some(t.clone()), ..Context::api("Metadata") })
+                .unwrap_or_else(|| Error::UnknownTopic(t.clone())));
         }
         Ok(())
     }
@@ -307,33 +266,17 @@ impl Cluster {
             .with_key_type(0)
             .with_coordinator_keys(vec![StrBytes::from_string(group_id.to_string())]);
         let resp = self.send(&conn, &req, FIND_COORDINATOR_VERSIONS).await?;
-        check(
-            resp.error_code,
-            resp.error_message.as_ref().map(|m| m.to_string()),
-            || Context::api("FindCoordinator"),
-        )?;
-        let c = resp.coordinators.first().ok_or_else(|| {
-            Error::InvalidState("FindCoordinator answered with no coordinator".into())
-        })?;
-        check(
-            c.error_code,
-            c.error_message.as_ref().map(|m| m.to_string()),
-            || Context::api("FindCoordinator"),
-        )?;
+        check(resp.error_code, resp.error_message.as_ref().map(|m| m.to_string()), || Context::api("FindCoordinator"))?;
+        let c = resp
+            .coordinators
+            .first()
+            .ok_or_else(|| Error::InvalidState("FindCoordinator answered with no coordinator".into()))?;
+        check(c.error_code, c.error_message.as_ref().map(|m| m.to_string()), || Context::api("FindCoordinator"))?;
         // Make sure the pool can dial it even if metadata has not seen the broker yet.
         let known = self.with_metadata(|m| m.brokers.contains_key(&c.node_id.0));
         if !known {
-            let info = BrokerInfo {
-                node_id: c.node_id.0,
-                host: c.host.to_string(),
-                port: c.port,
-                rack: None,
-            };
-            self.metadata
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .brokers
-                .insert(info.node_id, info);
+            let info = BrokerInfo { node_id: c.node_id.0, host: c.host.to_string(), port: c.port, rack: None };
+            self.metadata.write().unwrap_or_else(|p| p.into_inner()).brokers.insert(info.node_id, info);
         }
         Ok(c.node_id.0)
     }

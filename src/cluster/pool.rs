@@ -47,16 +47,10 @@ pub async fn dial(
         .with_client_software_name(StrBytes::from_static_str("kafka-share"))
         .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
     let resp = conn.call_timeout(&req, 3, request_timeout).await?;
-    check(resp.error_code, None, || {
-        Context::api("ApiVersions").broker(node_id)
-    })?;
+    check(resp.error_code, None, || Context::api("ApiVersions").broker(node_id))?;
     let versions = ApiVersions::from_response(node_id, &resp);
     debug!(node_id, addr, "connected");
-    Ok(BrokerConnection {
-        node_id,
-        conn,
-        versions: Arc::new(versions),
-    })
+    Ok(BrokerConnection { node_id, conn, versions: Arc::new(versions) })
 }
 
 /// One slot per (node, class); the slot's async mutex makes concurrent callers share one dial.
@@ -113,10 +107,7 @@ impl Pool {
     pub fn close_node(&self, node_id: i32) {
         let slots: Vec<Slot> = {
             let s = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-            s.iter()
-                .filter(|((n, _), _)| *n == node_id)
-                .map(|(_, v)| v.clone())
-                .collect()
+            s.iter().filter(|((n, _), _)| *n == node_id).map(|(_, v)| v.clone()).collect()
         };
         for slot in slots {
             if let Ok(g) = slot.try_lock() {

@@ -20,16 +20,8 @@ impl ApiVersions {
     pub fn from_response(node_id: i32, r: &ApiVersionsResponse) -> Self {
         ApiVersions {
             node_id,
-            ranges: r
-                .api_keys
-                .iter()
-                .map(|k| (k.api_key, (k.min_version, k.max_version)))
-                .collect(),
-            features: r
-                .finalized_features
-                .iter()
-                .map(|f| (f.name.to_string(), f.max_version_level))
-                .collect(),
+            ranges: r.api_keys.iter().map(|k| (k.api_key, (k.min_version, k.max_version))).collect(),
+            features: r.finalized_features.iter().map(|f| (f.name.to_string(), f.max_version_level)).collect(),
         }
     }
 
@@ -103,15 +95,9 @@ mod tests {
         let v = ApiVersions::from_ranges(3, &[(78, 0, 0)], &[]);
         let e = v.pick(78, 1, 2).unwrap_err();
         let text = e.to_string();
-        assert!(
-            text.contains("broker 3 supports ShareFetch versions 0..=0"),
-            "{text}"
-        );
+        assert!(text.contains("broker 3 supports ShareFetch versions 0..=0"), "{text}");
         let e = v.pick(76, 1, 1).unwrap_err();
-        assert!(matches!(
-            e,
-            Error::UnsupportedVersion { broker_min: -1, .. }
-        ));
+        assert!(matches!(e, Error::UnsupportedVersion { broker_min: -1, .. }));
     }
 
     #[test]
@@ -119,10 +105,7 @@ mod tests {
         let v = ApiVersions::from_ranges(1, &[(78, 1, 2)], &[("share.version", 0)]);
         let e = v.require_share_groups().unwrap_err();
         assert!(e.to_string().contains("share.version"), "{e}");
-        assert!(
-            e.to_string().contains("upgrade --feature share.version=1"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("upgrade --feature share.version=1"), "{e}");
         let v = ApiVersions::from_ranges(1, &[(78, 1, 2)], &[("share.version", 1)]);
         assert!(v.require_share_groups().is_ok());
     }

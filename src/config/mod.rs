@@ -26,59 +26,25 @@ pub const COMMON_KEYS: &[&str] = &[
 
 /// Reads the settings shared by every client.
 pub fn cluster_config(p: &Properties, default_client_id: &str) -> Result<ClusterConfig> {
-    let bootstrap = p.get("bootstrap.servers").ok_or_else(|| {
-        Error::config(
-            "bootstrap.servers",
-            "missing: set it to host:port[,host:port...]",
-        )
-    })?;
+    let bootstrap = p
+        .get("bootstrap.servers")
+        .ok_or_else(|| Error::config("bootstrap.servers", "missing: set it to host:port[,host:port...]"))?;
     let mut c = ClusterConfig::new(bootstrap);
     if c.bootstrap_servers.is_empty() {
-        return Err(Error::config(
-            "bootstrap.servers",
-            "empty: set it to host:port[,host:port...]",
-        ));
+        return Err(Error::config("bootstrap.servers", "empty: set it to host:port[,host:port...]"));
     }
     for s in &c.bootstrap_servers {
-        let ok = s
-            .rsplit_once(':')
-            .map(|(h, port)| !h.is_empty() && port.parse::<u16>().is_ok())
-            .unwrap_or(false);
+        let ok = s.rsplit_once(':').map(|(h, port)| !h.is_empty() && port.parse::<u16>().is_ok()).unwrap_or(false);
         if !ok {
-            return Err(Error::config(
-                "bootstrap.servers",
-                format!("{s:?} is not host:port"),
-            ));
+            return Err(Error::config("bootstrap.servers", format!("{s:?} is not host:port")));
         }
     }
     c.client_id = p.string("client.id", default_client_id);
-    c.request_timeout = p.millis(
-        "request.timeout.ms",
-        Duration::from_secs(30),
-        1,
-        i32::MAX as i64,
-    )?;
-    c.connect_timeout = p.millis(
-        "socket.connection.setup.timeout.ms",
-        Duration::from_secs(10),
-        1,
-        i32::MAX as i64,
-    )?;
-    c.retry_backoff = p.millis(
-        "retry.backoff.ms",
-        Duration::from_millis(100),
-        0,
-        i32::MAX as i64,
-    )?;
-    c.retry_backoff_max = p.millis(
-        "retry.backoff.max.ms",
-        Duration::from_millis(1000),
-        0,
-        i32::MAX as i64,
-    )?;
-    let proto = p
-        .string("security.protocol", "PLAINTEXT")
-        .to_ascii_uppercase();
+    c.request_timeout = p.millis("request.timeout.ms", Duration::from_secs(30), 1, i32::MAX as i64)?;
+    c.connect_timeout = p.millis("socket.connection.setup.timeout.ms", Duration::from_secs(10), 1, i32::MAX as i64)?;
+    c.retry_backoff = p.millis("retry.backoff.ms", Duration::from_millis(100), 0, i32::MAX as i64)?;
+    c.retry_backoff_max = p.millis("retry.backoff.max.ms", Duration::from_millis(1000), 0, i32::MAX as i64)?;
+    let proto = p.string("security.protocol", "PLAINTEXT").to_ascii_uppercase();
     if proto != "PLAINTEXT" {
         return Err(Error::config(
             "security.protocol",
@@ -94,10 +60,7 @@ mod tests {
 
     #[test]
     fn reads_common_settings() {
-        let p = Properties::from_pairs([
-            ("bootstrap.servers", "127.0.0.1:19092, h:1"),
-            ("request.timeout.ms", "5000"),
-        ]);
+        let p = Properties::from_pairs([("bootstrap.servers", "127.0.0.1:19092, h:1"), ("request.timeout.ms", "5000")]);
         let c = cluster_config(&p, "x").unwrap();
         assert_eq!(c.bootstrap_servers, vec!["127.0.0.1:19092", "h:1"]);
         assert_eq!(c.request_timeout, Duration::from_secs(5));
@@ -108,19 +71,9 @@ mod tests {
     fn bad_bootstrap_and_security_are_explained() {
         let e = cluster_config(&Properties::new(), "x").unwrap_err();
         assert!(e.to_string().contains("bootstrap.servers"), "{e}");
-        let e = cluster_config(
-            &Properties::from_pairs([("bootstrap.servers", "nohost")]),
-            "x",
-        )
-        .unwrap_err();
+        let e = cluster_config(&Properties::from_pairs([("bootstrap.servers", "nohost")]), "x").unwrap_err();
         assert!(e.to_string().contains("not host:port"), "{e}");
-        let p = Properties::from_pairs([
-            ("bootstrap.servers", "a:1"),
-            ("security.protocol", "SASL_SSL"),
-        ]);
-        assert!(cluster_config(&p, "x")
-            .unwrap_err()
-            .to_string()
-            .contains("not supported yet"));
+        let p = Properties::from_pairs([("bootstrap.servers", "a:1"), ("security.protocol", "SASL_SSL")]);
+        assert!(cluster_config(&p, "x").unwrap_err().to_string().contains("not supported yet"));
     }
 }

@@ -22,9 +22,7 @@ impl Properties {
     }
 
     /// From (key, value) pairs.
-    pub fn from_pairs<K: Into<String>, V: Into<String>>(
-        pairs: impl IntoIterator<Item = (K, V)>,
-    ) -> Self {
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
         let mut p = Properties::new();
         for (k, v) in pairs {
             p.set(k, v);
@@ -49,10 +47,7 @@ impl Properties {
                 ));
             }
             let split = line.find(['=', ':']).ok_or_else(|| {
-                Error::config(
-                    format!("line {}", n + 1),
-                    format!("expected key=value, found {line:?}"),
-                )
+                Error::config(format!("line {}", n + 1), format!("expected key=value, found {line:?}"))
             })?;
             let (k, v) = line.split_at(split);
             p.set(k.trim(), v[1..].trim());
@@ -63,12 +58,8 @@ impl Properties {
     /// Reads a `.properties` file.
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::config(
-                path.display().to_string(),
-                format!("cannot read the properties file: {e}"),
-            )
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::config(path.display().to_string(), format!("cannot read the properties file: {e}")))?;
         Self::parse(&text)
     }
 
@@ -107,17 +98,12 @@ impl Properties {
         match self.get(key) {
             None => Ok(default),
             Some(v) => {
-                let n: i64 = v.trim().parse().map_err(|_| {
-                    Error::config(
-                        key,
-                        format!("{v:?} is not an integer (expected {min}..={max})"),
-                    )
-                })?;
+                let n: i64 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| Error::config(key, format!("{v:?} is not an integer (expected {min}..={max})")))?;
                 if n < min || n > max {
-                    return Err(Error::config(
-                        key,
-                        format!("{n} is out of range: allowed {min}..={max}"),
-                    ));
+                    return Err(Error::config(key, format!("{n} is out of range: allowed {min}..={max}")));
                 }
                 Ok(n)
             }
@@ -125,13 +111,7 @@ impl Properties {
     }
 
     /// A duration given in milliseconds, within `min_ms..=max_ms`.
-    pub fn millis(
-        &self,
-        key: &str,
-        default: Duration,
-        min_ms: i64,
-        max_ms: i64,
-    ) -> Result<Duration> {
+    pub fn millis(&self, key: &str, default: Duration, min_ms: i64, max_ms: i64) -> Result<Duration> {
         let ms = self.int(key, default.as_millis() as i64, min_ms, max_ms)?;
         Ok(Duration::from_millis(ms as u64))
     }
@@ -143,10 +123,7 @@ impl Properties {
             Some(v) => match v.trim().to_ascii_lowercase().as_str() {
                 "true" => Ok(true),
                 "false" => Ok(false),
-                _ => Err(Error::config(
-                    key,
-                    format!("{v:?} is not a boolean: use true or false"),
-                )),
+                _ => Err(Error::config(key, format!("{v:?} is not a boolean: use true or false"))),
             },
         }
     }
@@ -160,10 +137,7 @@ impl Properties {
                 if allowed.contains(&lv.as_str()) {
                     Ok(lv)
                 } else {
-                    Err(Error::config(
-                        key,
-                        format!("{v:?} is not allowed: use one of {}", allowed.join(", ")),
-                    ))
+                    Err(Error::config(key, format!("{v:?} is not allowed: use one of {}", allowed.join(", "))))
                 }
             }
         }
@@ -177,7 +151,9 @@ impl Properties {
             if !used.contains(k) && !known.contains(&k.as_str()) {
                 return Err(Error::config(
                     k.clone(),
-                    format!("unknown setting for a {client}; check the spelling against the Java client's config names"),
+                    format!(
+                        "unknown setting for a {client}; check the spelling against the Java client's config names"
+                    ),
                 ));
             }
         }
@@ -191,9 +167,7 @@ mod tests {
 
     #[test]
     fn parses_properties_text() {
-        let p =
-            Properties::parse("# c\n! c\n\nbootstrap.servers = a:1,b:2\nclient.id: me\nempty=\n")
-                .unwrap();
+        let p = Properties::parse("# c\n! c\n\nbootstrap.servers = a:1,b:2\nclient.id: me\nempty=\n").unwrap();
         assert_eq!(p.get("bootstrap.servers"), Some("a:1,b:2"));
         assert_eq!(p.get("client.id"), Some("me"));
         assert_eq!(p.get("empty"), Some(""));
@@ -203,31 +177,19 @@ mod tests {
 
     #[test]
     fn typed_getters_explain_bad_values() {
-        let p = Properties::from_pairs([
-            ("max.poll.records", "zero"),
-            ("x", "0"),
-            ("b", "yes"),
-            ("m", "EXPLICIT"),
-        ]);
-        let e = p
-            .int("max.poll.records", 500, 1, i32::MAX as i64)
-            .unwrap_err();
+        let p = Properties::from_pairs([("max.poll.records", "zero"), ("x", "0"), ("b", "yes"), ("m", "EXPLICIT")]);
+        let e = p.int("max.poll.records", 500, 1, i32::MAX as i64).unwrap_err();
         assert!(e.to_string().contains("max.poll.records"), "{e}");
         assert!(e.to_string().contains("not an integer"), "{e}");
         let e = p.int("x", 500, 1, 10).unwrap_err();
         assert!(e.to_string().contains("out of range"), "{e}");
         assert!(p.bool("b", false).is_err());
-        assert_eq!(
-            p.choice("m", "implicit", &["implicit", "explicit"])
-                .unwrap(),
-            "explicit"
-        );
+        assert_eq!(p.choice("m", "implicit", &["implicit", "explicit"]).unwrap(), "explicit");
     }
 
     #[test]
     fn unused_keys_are_refused() {
-        let p =
-            Properties::from_pairs([("bootstrap.servers", "a:1"), ("bootstrp.servers", "typo")]);
+        let p = Properties::from_pairs([("bootstrap.servers", "a:1"), ("bootstrp.servers", "typo")]);
         let _ = p.get("bootstrap.servers");
         let e = p.reject_unused("share consumer", &[]).unwrap_err();
         assert!(e.to_string().contains("bootstrp.servers"), "{e}");

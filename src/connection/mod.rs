@@ -61,9 +61,7 @@ pub struct Connection {
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection")
-            .field("addr", &self.shared.addr)
-            .finish()
+        f.debug_struct("Connection").field("addr", &self.shared.addr).finish()
     }
 }
 
@@ -78,10 +76,7 @@ pub struct ConnectionConfig {
 
 impl Default for ConnectionConfig {
     fn default() -> Self {
-        ConnectionConfig {
-            client_id: "kafka-share".into(),
-            max_frame: DEFAULT_MAX_FRAME,
-        }
+        ConnectionConfig { client_id: "kafka-share".into(), max_frame: DEFAULT_MAX_FRAME }
     }
 }
 
@@ -91,31 +86,18 @@ impl Connection {
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
-        let shared = Arc::new(Shared {
-            addr: addr.into(),
-            state: Mutex::new(task::State::default()),
-        });
+        let shared = Arc::new(Shared { addr: addr.into(), state: Mutex::new(task::State::default()) });
         let (tx, rx) = mpsc::channel(1024);
         task::start(stream, rx, shared.clone(), config);
         Connection { tx, shared }
     }
 
     /// Dials `addr` over TCP (with TCP_NODELAY) and spawns the connection.
-    pub async fn connect_tcp(
-        addr: &str,
-        config: ConnectionConfig,
-        timeout: Duration,
-    ) -> Result<Connection> {
-        let stream = match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await
-        {
+    pub async fn connect_tcp(addr: &str, config: ConnectionConfig, timeout: Duration) -> Result<Connection> {
+        let stream = match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Err(Error::io(addr, e)),
-            Err(_) => {
-                return Err(Error::Timeout {
-                    what: format!("connecting to {addr}"),
-                    after: timeout,
-                })
-            }
+            Err(_) => return Err(Error::Timeout { what: format!("connecting to {addr}"), after: timeout }),
         };
         stream.set_nodelay(true).map_err(|e| Error::io(addr, e))?;
         Ok(Connection::spawn(stream, addr, config))
@@ -141,24 +123,11 @@ impl Connection {
         let mut body = BytesMut::with_capacity(256);
         request
             .encode_body(version, &mut body)
-            .map_err(|source| Error::Codec {
-                context: Context::api(R::NAME),
-                source,
-            })?;
-        let frame = self
-            .call_raw(
-                R::KEY,
-                version,
-                R::request_header_version(version),
-                body.freeze(),
-            )
-            .await?;
+            .map_err(|source| Error::Codec { context: Context::api(R::NAME), source })?;
+        let frame = self.call_raw(R::KEY, version, R::request_header_version(version), body.freeze()).await?;
         let body = frame::strip_response_header(frame, R::response_header_version(version))
             .and_then(|b| R::decode_response(b, version))
-            .map_err(|source| Error::Malformed {
-                context: Context::api(R::NAME),
-                source,
-            });
+            .map_err(|source| Error::Malformed { context: Context::api(R::NAME), source });
         if let Err(e) = &body {
             // A response we cannot read means the stream may be out of step: poison it.
             self.close(Some(e.clone()));
@@ -178,10 +147,7 @@ impl Connection {
         match tokio::time::timeout(timeout, self.call(request, version)).await {
             Ok(r) => r,
             Err(_) => {
-                let e = Error::Timeout {
-                    what: format!("{} to {}", R::NAME, self.addr()),
-                    after: timeout,
-                };
+                let e = Error::Timeout { what: format!("{} to {}", R::NAME, self.addr()), after: timeout };
                 self.close(Some(e.clone()));
                 Err(e)
             }
@@ -190,24 +156,12 @@ impl Connection {
 
     /// Sends an already encoded body; returns the response frame after the length prefix
     /// (starting with the correlation id).
-    pub async fn call_raw(
-        &self,
-        api_key: i16,
-        api_version: i16,
-        header_version: i16,
-        body: Bytes,
-    ) -> Result<Bytes> {
+    pub async fn call_raw(&self, api_key: i16, api_version: i16, header_version: i16, body: Bytes) -> Result<Bytes> {
         if let Some(e) = self.shared.lock().poisoned.clone() {
             return Err(e);
         }
         let (reply, rx) = oneshot::channel();
-        let cmd = Command {
-            api_key,
-            api_version,
-            header_version,
-            body,
-            reply,
-        };
+        let cmd = Command { api_key, api_version, header_version, body, reply };
         if self.tx.send(cmd).await.is_err() {
             return Err(self.closed_error());
         }
@@ -222,10 +176,7 @@ impl Connection {
             .lock()
             .poisoned
             .clone()
-            .unwrap_or(Error::ConnectionClosed {
-                addr: self.shared.addr.clone(),
-                cause: None,
-            })
+            .unwrap_or(Error::ConnectionClosed { addr: self.shared.addr.clone(), cause: None })
     }
 }
 

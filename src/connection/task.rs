@@ -30,28 +30,14 @@ pub(super) struct State {
     pub(super) poisoned: Option<Error>,
 }
 
-pub(super) fn start<S>(
-    stream: S,
-    rx: mpsc::Receiver<Command>,
-    shared: Arc<Shared>,
-    config: ConnectionConfig,
-) where
+pub(super) fn start<S>(stream: S, rx: mpsc::Receiver<Command>, shared: Arc<Shared>, config: ConnectionConfig)
+where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (rd, wr) = tokio::io::split(stream);
-    let reader = tokio::spawn(read_loop(
-        BufReader::with_capacity(64 * 1024, rd),
-        shared.clone(),
-        config.max_frame,
-    ));
+    let reader = tokio::spawn(read_loop(BufReader::with_capacity(64 * 1024, rd), shared.clone(), config.max_frame));
     tokio::spawn(async move {
-        write_loop(
-            BufWriter::with_capacity(64 * 1024, wr),
-            rx,
-            shared.clone(),
-            config.client_id,
-        )
-        .await;
+        write_loop(BufWriter::with_capacity(64 * 1024, wr), rx, shared.clone(), config.client_id).await;
         // The handle is gone or the connection failed: stop reading too, and fail anything
         // still waiting (nothing can answer it any more).
         reader.abort();
@@ -62,14 +48,8 @@ pub(super) fn start<S>(
 /// Marks the connection failed and hands `cause` to every waiter.
 pub(super) fn poison(shared: &Shared, cause: Option<Error>) {
     let err = match cause {
-        Some(c) => Error::ConnectionClosed {
-            addr: shared.addr.clone(),
-            cause: Some(Arc::new(c)),
-        },
-        None => Error::ConnectionClosed {
-            addr: shared.addr.clone(),
-            cause: None,
-        },
+        Some(c) => Error::ConnectionClosed { addr: shared.addr.clone(), cause: Some(Arc::new(c)) },
+        None => Error::ConnectionClosed { addr: shared.addr.clone(), cause: None },
     };
     let drained: Vec<Pending> = {
         let mut st = shared.lock();
@@ -96,9 +76,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     let mut header = BytesMut::with_capacity(64);
     while let Some(mut cmd) = rx.recv().await {
         loop {
-            if let Err(e) =
-                write_one(&mut wr, &mut header, cmd, &shared, &client_id, &mut next_id).await
-            {
+            if let Err(e) = write_one(&mut wr, &mut header, cmd, &shared, &client_id, &mut next_id).await {
                 poison(&shared, Some(e));
                 return;
             }
@@ -130,17 +108,9 @@ async fn write_one<W: AsyncWrite + Unpin>(
     *next_id = next_id.wrapping_add(1) & i32::MAX;
     header.clear();
     header.put_i32(0); // length placeholder
-    frame::encode_request_header(
-        header,
-        cmd.api_key,
-        cmd.api_version,
-        cmd.header_version,
-        id,
-        client_id,
-    );
+    frame::encode_request_header(header, cmd.api_key, cmd.api_version, cmd.header_version, id, client_id);
     let len = header.len() - 4 + cmd.body.len();
-    let len = i32::try_from(len)
-        .map_err(|_| Error::InvalidArgument(format!("request of {len} bytes is too large")))?;
+    let len = i32::try_from(len).map_err(|_| Error::InvalidArgument(format!("request of {len} bytes is too large")))?;
     header[..4].copy_from_slice(&len.to_be_bytes());
     {
         let mut st = shared.lock();
@@ -148,29 +118,15 @@ async fn write_one<W: AsyncWrite + Unpin>(
             let _ = cmd.reply.send(Err(e.clone()));
             return Ok(());
         }
-        st.pending.insert(
-            id,
-            Pending {
-                api_key: cmd.api_key,
-                reply: cmd.reply,
-            },
-        );
+        st.pending.insert(id, Pending { api_key: cmd.api_key, reply: cmd.reply });
     }
     trace!(addr = %shared.addr, api = api_name(cmd.api_key), version = cmd.api_version, correlation_id = id, "send");
-    wr.write_all(header)
-        .await
-        .map_err(|e| Error::io(shared.addr.clone(), e))?;
-    wr.write_all(&cmd.body)
-        .await
-        .map_err(|e| Error::io(shared.addr.clone(), e))?;
+    wr.write_all(header).await.map_err(|e| Error::io(shared.addr.clone(), e))?;
+    wr.write_all(&cmd.body).await.map_err(|e| Error::io(shared.addr.clone(), e))?;
     Ok(())
 }
 
-async fn read_loop<R: AsyncRead + Unpin>(
-    mut rd: BufReader<R>,
-    shared: Arc<Shared>,
-    max_frame: usize,
-) {
+async fn read_loop<R: AsyncRead + Unpin>(mut rd: BufReader<R>, shared: Arc<Shared>, max_frame: usize) {
     let err = loop {
         match read_frame(&mut rd, &shared.addr, max_frame).await {
             Ok(frame) => {
@@ -184,18 +140,11 @@ async fn read_loop<R: AsyncRead + Unpin>(
     poison(&shared, Some(err));
 }
 
-async fn read_frame<R: AsyncRead + Unpin>(
-    rd: &mut R,
-    addr: &str,
-    max_frame: usize,
-) -> Result<Bytes> {
+async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, addr: &str, max_frame: usize) -> Result<Bytes> {
     let mut len = [0u8; 4];
     if let Err(e) = rd.read_exact(&mut len).await {
         return Err(if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            Error::ConnectionClosed {
-                addr: addr.to_string(),
-                cause: None,
-            }
+            Error::ConnectionClosed { addr: addr.to_string(), cause: None }
         } else {
             Error::io(addr, e)
         });
@@ -215,25 +164,17 @@ async fn read_frame<R: AsyncRead + Unpin>(
     while buf.len() < len {
         let want = len - buf.len();
         let mut limited = (&mut buf).limit(want);
-        let n = rd
-            .read_buf(&mut limited)
-            .await
-            .map_err(|e| Error::io(addr, e))?;
+        let n = rd.read_buf(&mut limited).await.map_err(|e| Error::io(addr, e))?;
         if n == 0 {
-            return Err(Error::ConnectionClosed {
-                addr: addr.to_string(),
-                cause: None,
-            });
+            return Err(Error::ConnectionClosed { addr: addr.to_string(), cause: None });
         }
     }
     Ok(buf.freeze())
 }
 
 fn dispatch(shared: &Shared, frame: Bytes) -> Result<()> {
-    let id = frame::peek_correlation_id(&frame).map_err(|source| Error::Codec {
-        context: Default::default(),
-        source,
-    })?;
+    let id =
+        frame::peek_correlation_id(&frame).map_err(|source| Error::Codec { context: Default::default(), source })?;
     let pending = shared.lock().pending.remove(&id);
     match pending {
         Some(p) => {
@@ -247,10 +188,7 @@ fn dispatch(shared: &Shared, frame: Bytes) -> Result<()> {
             context: Default::default(),
             source: CodecError::Invalid {
                 what: "correlation id",
-                detail: format!(
-                    "response with unknown correlation id {id} from {}",
-                    shared.addr
-                ),
+                detail: format!("response with unknown correlation id {id} from {}", shared.addr),
             },
         }),
     }

@@ -32,10 +32,7 @@ async fn write_response(s: &mut DuplexStream, id: i32, body: &[u8]) {
 
 fn pair() -> (Connection, DuplexStream) {
     let (a, b) = tokio::io::duplex(1 << 16);
-    (
-        Connection::spawn(a, "fake:1", ConnectionConfig::default()),
-        b,
-    )
+    (Connection::spawn(a, "fake:1", ConnectionConfig::default()), b)
 }
 
 #[tokio::test]
@@ -69,10 +66,7 @@ async fn garbage_length_poisons_every_waiter() {
     let e1 = r1.await.unwrap().unwrap_err();
     let e2 = r2.await.unwrap().unwrap_err();
     for e in [&e1, &e2] {
-        assert!(
-            matches!(e, Error::ConnectionClosed { cause: Some(_), .. }),
-            "{e}"
-        );
+        assert!(matches!(e, Error::ConnectionClosed { cause: Some(_), .. }), "{e}");
         assert!(e.to_string().contains("response frame length"), "{e}");
     }
     // Later requests fail at once with the same cause.
@@ -127,10 +121,7 @@ async fn cancelled_request_leaves_no_waiter_and_no_partial_frame() {
 async fn timeout_closes_connection() {
     let (conn, mut broker) = pair();
     let req = kafka_protocol::messages::ApiVersionsRequest::default();
-    let e = conn
-        .call_timeout(&req, 3, Duration::from_millis(50))
-        .await
-        .unwrap_err();
+    let e = conn.call_timeout(&req, 3, Duration::from_millis(50)).await.unwrap_err();
     assert!(matches!(e, Error::Timeout { .. }), "{e}");
     assert!(conn.is_closed());
     let _ = read_request(&mut broker).await;
@@ -157,9 +148,6 @@ async fn dropping_all_handles_closes_socket() {
     let (conn, mut broker) = pair();
     drop(conn);
     let mut buf = [0u8; 1];
-    let n = tokio::time::timeout(Duration::from_secs(2), broker.read(&mut buf))
-        .await
-        .unwrap()
-        .unwrap();
+    let n = tokio::time::timeout(Duration::from_secs(2), broker.read(&mut buf)).await.unwrap().unwrap();
     assert_eq!(n, 0);
 }

@@ -26,8 +26,7 @@ use std::time::Duration;
 use tokio::runtime::Runtime;
 
 use super::{
-    AcknowledgeType, CommitResults, ConsumerRecord, MetricsSnapshot, TopicPartition,
-    ShareConsumerConfig, WakeupHandle,
+    AcknowledgeType, CommitResults, ConsumerRecord, MetricsSnapshot, ShareConsumerConfig, TopicPartition, WakeupHandle,
 };
 use crate::error::{Error, Result};
 
@@ -49,10 +48,7 @@ impl ShareConsumer {
             .build()
             .map_err(|e| Error::io("runtime", e))?;
         let inner = rt.block_on(super::ShareConsumer::connect(cfg))?;
-        Ok(ShareConsumer {
-            inner: Some(inner),
-            rt,
-        })
+        Ok(ShareConsumer { inner: Some(inner), rt })
     }
 
     fn c(&self) -> Result<&super::ShareConsumer> {
@@ -75,10 +71,7 @@ impl ShareConsumer {
 
     /// See [`super::ShareConsumer::subscription`].
     pub fn subscription(&self) -> BTreeSet<String> {
-        self.inner
-            .as_ref()
-            .map(|c| c.subscription())
-            .unwrap_or_default()
+        self.inner.as_ref().map(|c| c.subscription()).unwrap_or_default()
     }
 
     /// See [`super::ShareConsumer::poll`].
@@ -98,13 +91,7 @@ impl ShareConsumer {
     }
 
     /// See [`super::ShareConsumer::acknowledge_offset`].
-    pub fn acknowledge_offset(
-        &self,
-        topic: &str,
-        partition: i32,
-        offset: i64,
-        t: AcknowledgeType,
-    ) -> Result<()> {
+    pub fn acknowledge_offset(&self, topic: &str, partition: i32, offset: i64, t: AcknowledgeType) -> Result<()> {
         self.c()?.acknowledge_offset(topic, partition, offset, t)
     }
 
@@ -134,9 +121,7 @@ impl ShareConsumer {
 
     /// See [`super::ShareConsumer::acquisition_lock_timeout`].
     pub fn acquisition_lock_timeout(&self) -> Option<Duration> {
-        self.inner
-            .as_ref()
-            .and_then(|c| c.acquisition_lock_timeout())
+        self.inner.as_ref().and_then(|c| c.acquisition_lock_timeout())
     }
 
     /// See [`super::ShareConsumer::metrics`].
@@ -146,10 +131,7 @@ impl ShareConsumer {
 
     /// A handle whose `wakeup()` ends a blocked poll from any thread.
     pub fn wakeup_handle(&self) -> WakeupHandle {
-        self.inner
-            .as_ref()
-            .map(|c| c.wakeup_handle())
-            .unwrap_or_default()
+        self.inner.as_ref().map(|c| c.wakeup_handle()).unwrap_or_default()
     }
 
     /// See [`super::ShareConsumer::close`].

@@ -111,19 +111,13 @@ impl ShareConsumerConfig {
     /// Checks the settings together; the error names the setting and what to use.
     pub fn validate(&self) -> Result<()> {
         if self.group_id.trim().is_empty() {
-            return Err(Error::config(
-                "group.id",
-                "required: share consumers always belong to a share group",
-            ));
+            return Err(Error::config("group.id", "required: share consumers always belong to a share group"));
         }
         if self.max_poll_records == 0 || self.max_poll_records > i32::MAX as usize {
             return Err(Error::config("max.poll.records", "must be at least 1"));
         }
         if self.fetch_max_bytes < 1 || self.fetch_min_bytes < 0 {
-            return Err(Error::config(
-                "fetch.max.bytes",
-                "fetch.max.bytes must be >= 1 and fetch.min.bytes >= 0",
-            ));
+            return Err(Error::config("fetch.max.bytes", "fetch.max.bytes must be >= 1 and fetch.min.bytes >= 0"));
         }
         if self.fetch_max_wait >= self.cluster.request_timeout {
             return Err(Error::config(
@@ -147,49 +141,27 @@ impl ShareConsumerConfig {
             }
         }
         let cluster = cluster_config(p, "kafka-share-consumer")?;
-        let group_id = p.get("group.id").map(str::to_string).ok_or_else(|| {
-            Error::config(
-                "group.id",
-                "missing: a share consumer needs the share group's id",
-            )
-        })?;
+        let group_id = p
+            .get("group.id")
+            .map(str::to_string)
+            .ok_or_else(|| Error::config("group.id", "missing: a share consumer needs the share group's id"))?;
         let mut c = ShareConsumerConfig::new("", group_id);
         c.cluster = cluster;
-        c.acknowledgement_mode = match p
-            .choice(
-                "share.acknowledgement.mode",
-                "implicit",
-                &["implicit", "explicit"],
-            )?
-            .as_str()
-        {
-            "explicit" => AcknowledgementMode::Explicit,
-            _ => AcknowledgementMode::Implicit,
-        };
-        c.acquire_mode = match p
-            .choice(
-                "share.acquire.mode",
-                "batch_optimized",
-                &["batch_optimized", "record_limit"],
-            )?
-            .as_str()
-        {
-            "record_limit" => AcquireMode::RecordLimit,
-            _ => AcquireMode::BatchOptimized,
-        };
+        c.acknowledgement_mode =
+            match p.choice("share.acknowledgement.mode", "implicit", &["implicit", "explicit"])?.as_str() {
+                "explicit" => AcknowledgementMode::Explicit,
+                _ => AcknowledgementMode::Implicit,
+            };
+        c.acquire_mode =
+            match p.choice("share.acquire.mode", "batch_optimized", &["batch_optimized", "record_limit"])?.as_str() {
+                "record_limit" => AcquireMode::RecordLimit,
+                _ => AcquireMode::BatchOptimized,
+            };
         c.max_poll_records = p.int("max.poll.records", 500, 1, i32::MAX as i64)? as usize;
-        c.fetch_max_wait = p.millis(
-            "fetch.max.wait.ms",
-            Duration::from_millis(500),
-            0,
-            i32::MAX as i64,
-        )?;
+        c.fetch_max_wait = p.millis("fetch.max.wait.ms", Duration::from_millis(500), 0, i32::MAX as i64)?;
         c.fetch_min_bytes = p.int("fetch.min.bytes", 1, 0, i32::MAX as i64)? as i32;
         c.fetch_max_bytes = p.int("fetch.max.bytes", 52_428_800, 1, i32::MAX as i64)? as i32;
-        c.client_rack = p
-            .get("client.rack")
-            .filter(|r| !r.is_empty())
-            .map(str::to_string);
+        c.client_rack = p.get("client.rack").filter(|r| !r.is_empty()).map(str::to_string);
         c.check_crcs = p.bool("check.crcs", true)?;
         for k in ["key.deserializer", "value.deserializer"] {
             if let Some(v) = p.get(k) {
@@ -288,10 +260,7 @@ mod tests {
             let mut p = base();
             p.set(k, "x");
             let e = ShareConsumerConfig::from_properties(&p).unwrap_err();
-            assert!(
-                matches!(&e, Error::Config { key, .. } if key == k),
-                "{k}: {e}"
-            );
+            assert!(matches!(&e, Error::Config { key, .. } if key == k), "{k}: {e}");
         }
     }
 
@@ -299,10 +268,7 @@ mod tests {
     fn unknown_keys_and_bad_values_are_refused() {
         let mut p = base();
         p.set("max.poll.record", "5");
-        assert!(ShareConsumerConfig::from_properties(&p)
-            .unwrap_err()
-            .to_string()
-            .contains("max.poll.record"));
+        assert!(ShareConsumerConfig::from_properties(&p).unwrap_err().to_string().contains("max.poll.record"));
         let mut p = base();
         p.set("share.acknowledgement.mode", "manual");
         let e = ShareConsumerConfig::from_properties(&p).unwrap_err();
@@ -311,10 +277,7 @@ mod tests {
         p.set("max.poll.records", "0");
         assert!(ShareConsumerConfig::from_properties(&p).is_err());
         let p = Properties::from_pairs([("bootstrap.servers", "a:1")]);
-        assert!(ShareConsumerConfig::from_properties(&p)
-            .unwrap_err()
-            .to_string()
-            .contains("group.id"));
+        assert!(ShareConsumerConfig::from_properties(&p).unwrap_err().to_string().contains("group.id"));
     }
 
     #[test]

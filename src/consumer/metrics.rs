@@ -103,37 +103,17 @@ impl Metrics {
         put(FETCH_MANAGER, "records-consumed-rate", consumed / elapsed);
         put(FETCH_MANAGER, "fetch-total", fetches);
         put(FETCH_MANAGER, "fetch-rate", fetches / elapsed);
-        put(
-            FETCH_MANAGER,
-            "fetch-latency-avg",
-            if fetches > 0.0 {
-                lat_total / fetches
-            } else {
-                0.0
-            },
-        );
+        put(FETCH_MANAGER, "fetch-latency-avg", if fetches > 0.0 { lat_total / fetches } else { 0.0 });
         put(FETCH_MANAGER, "fetch-latency-max", lat_max);
         put(FETCH_MANAGER, "acknowledgements-send-total", acks);
         put(FETCH_MANAGER, "acknowledgements-send-rate", acks / elapsed);
         put(FETCH_MANAGER, "acknowledgements-error-total", ack_err);
-        put(
-            FETCH_MANAGER,
-            "acknowledgements-error-rate",
-            ack_err / elapsed,
-        );
+        put(FETCH_MANAGER, "acknowledgements-error-rate", ack_err / elapsed);
         put(COORDINATOR, "heartbeat-total", hb);
         put(COORDINATOR, "heartbeat-rate", hb / elapsed);
-        put(
-            COORDINATOR,
-            "rebalance-total",
-            self.rebalances.load(Ordering::Relaxed) as f64,
-        );
+        put(COORDINATOR, "rebalance-total", self.rebalances.load(Ordering::Relaxed) as f64);
         put(CONSUMER, "last-poll-seconds-ago", last_poll_ago);
-        put(
-            CONSUMER,
-            "poll-total",
-            self.polls.load(Ordering::Relaxed) as f64,
-        );
+        put(CONSUMER, "poll-total", self.polls.load(Ordering::Relaxed) as f64);
         MetricsSnapshot { values: v }
     }
 }
@@ -147,10 +127,7 @@ pub struct MetricsSnapshot {
 impl MetricsSnapshot {
     /// One metric, e.g. `get(FETCH_MANAGER, "records-consumed-total")`.
     pub fn get(&self, group: &str, name: &str) -> Option<f64> {
-        self.values
-            .iter()
-            .find(|((g, n), _)| *g == group && *n == name)
-            .map(|(_, v)| *v)
+        self.values.iter().find(|((g, n), _)| *g == group && *n == name).map(|(_, v)| *v)
     }
 
     /// Every metric.
@@ -174,10 +151,7 @@ mod tests {
         assert_eq!(s.get(FETCH_MANAGER, "records-consumed-total"), Some(10.0));
         assert_eq!(s.get(FETCH_MANAGER, "fetch-latency-max"), Some(8.0));
         assert_eq!(s.get(FETCH_MANAGER, "fetch-latency-avg"), Some(6.0));
-        assert_eq!(
-            s.get(FETCH_MANAGER, "acknowledgements-error-total"),
-            Some(3.0)
-        );
+        assert_eq!(s.get(FETCH_MANAGER, "acknowledgements-error-total"), Some(3.0));
         assert_eq!(s.get(CONSUMER, "last-poll-seconds-ago"), Some(-1.0));
         m.record_poll();
         assert!(m.snapshot().get(CONSUMER, "last-poll-seconds-ago").unwrap() >= 0.0);

@@ -86,9 +86,7 @@ pub struct ShareConsumer {
 
 impl std::fmt::Debug for ShareConsumer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShareConsumer")
-            .field("group_id", &self.cfg.group_id)
-            .finish()
+        f.debug_struct("ShareConsumer").field("group_id", &self.cfg.group_id).finish()
     }
 }
 
@@ -100,18 +98,11 @@ impl ShareConsumer {
         let cluster = Cluster::connect(cfg.cluster.clone()).await?;
         let conn = cluster.any_broker().await?;
         conn.versions.require_share_groups()?;
-        conn.versions
-            .pick(crate::protocol::share::SHARE_FETCH_API_KEY, 1, 2)?;
+        conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 1, 2)?;
         conn.versions.pick(76, 1, 1)?;
-        let renew = conn
-            .versions
-            .pick(crate::protocol::share::SHARE_ACKNOWLEDGE_API_KEY, 2, 2)
-            .is_ok();
+        let renew = conn.versions.pick(crate::protocol::share::SHARE_ACKNOWLEDGE_API_KEY, 2, 2).is_ok();
         if cfg.acquire_mode == AcquireMode::RecordLimit
-            && conn
-                .versions
-                .pick(crate::protocol::share::SHARE_FETCH_API_KEY, 2, 2)
-                .is_err()
+            && conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 2, 2).is_err()
         {
             return Err(Error::config(
                 "share.acquire.mode",
@@ -125,13 +116,7 @@ impl ShareConsumer {
             sessions: Mutex::new(BTreeMap::new()),
         });
         let tx = Driver::spawn(cluster, cfg.clone(), shared.clone());
-        Ok(ShareConsumer {
-            tx,
-            shared,
-            cfg,
-            local: Mutex::new(Local::default()),
-            wakeup: WakeupHandle::default(),
-        })
+        Ok(ShareConsumer { tx, shared, cfg, local: Mutex::new(Local::default()), wakeup: WakeupHandle::default() })
     }
 
     /// Connects with Java-named properties (see [`ShareConsumerConfig::from_properties`]).
@@ -204,20 +189,14 @@ impl ShareConsumer {
                 return Err(Error::Closed);
             }
             if local.subscription.is_empty() {
-                return Err(Error::InvalidState(
-                    "not subscribed to any topic: call subscribe first".into(),
-                ));
+                return Err(Error::InvalidState("not subscribed to any topic: call subscribe first".into()));
             }
             if local.subscription_pending {
                 local.subscription_pending = false;
                 self.send(Command::Subscribe(local.subscription.iter().cloned().collect()))?;
             }
             if self.cfg.acknowledgement_mode == AcknowledgementMode::Explicit {
-                let pending: usize = local
-                    .held
-                    .values()
-                    .map(|m| m.values().filter(|h| h.ack.is_none()).count())
-                    .sum();
+                let pending: usize = local.held.values().map(|m| m.values().filter(|h| h.ack.is_none()).count()).sum();
                 if pending > 0 {
                     return Err(Error::InvalidState(format!(
                         "{pending} records of the last poll are not acknowledged; in explicit mode acknowledge every record (ACCEPT, RELEASE or REJECT) before polling again"
@@ -231,11 +210,7 @@ impl ShareConsumer {
             )
         };
         let (reply, mut rx) = oneshot::channel();
-        self.send(Command::Poll {
-            max: self.cfg.max_poll_records,
-            acks,
-            reply,
-        })?;
+        self.send(Command::Poll { max: self.cfg.max_poll_records, acks, reply })?;
         let mut woken = false;
         let result = tokio::select! {
             r = &mut rx => r.unwrap_or(Err(Error::Closed)),
@@ -271,20 +246,11 @@ impl ShareConsumer {
 
     /// Accepts a record (explicit mode), as Java's `acknowledge(record)`.
     pub fn acknowledge(&self, record: &ConsumerRecord) -> Result<()> {
-        self.acknowledge_offset(
-            record.topic(),
-            record.partition,
-            record.offset,
-            AcknowledgeType::Accept,
-        )
+        self.acknowledge_offset(record.topic(), record.partition, record.offset, AcknowledgeType::Accept)
     }
 
     /// Acknowledges a record with `ack_type` (explicit mode).
-    pub fn acknowledge_with(
-        &self,
-        record: &ConsumerRecord,
-        ack_type: AcknowledgeType,
-    ) -> Result<()> {
+    pub fn acknowledge_with(&self, record: &ConsumerRecord, ack_type: AcknowledgeType) -> Result<()> {
         self.acknowledge_offset(record.topic(), record.partition, record.offset, ack_type)
     }
 
@@ -302,9 +268,7 @@ impl ShareConsumer {
                 "acknowledge is for explicit mode; set share.acknowledgement.mode=explicit (implicit mode accepts every record on the next poll or commit)".into(),
             ));
         }
-        if ack_type == AcknowledgeType::Renew
-            && !self.shared.renew_supported.load(Ordering::Relaxed)
-        {
+        if ack_type == AcknowledgeType::Renew && !self.shared.renew_supported.load(Ordering::Relaxed) {
             return Err(Error::InvalidArgument(
                 "RENEW needs ShareAcknowledge v2 (Kafka 4.2+); this cluster speaks v1. Acknowledge within the lock instead, or raise share.record.lock.duration.ms".into(),
             ));
@@ -341,10 +305,7 @@ impl ShareConsumer {
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(_)) => Err(Error::Closed),
-            Err(_) => Err(Error::Timeout {
-                what: "commit_sync".into(),
-                after: timeout,
-            }),
+            Err(_) => Err(Error::Timeout { what: "commit_sync".into(), after: timeout }),
         }
     }
 
@@ -368,10 +329,7 @@ impl ShareConsumer {
             )
         };
         let (reply, rx) = oneshot::channel();
-        self.send(Command::Commit {
-            acks,
-            reply: Some(reply),
-        })?;
+        self.send(Command::Commit { acks, reply: Some(reply) })?;
         Ok(rx)
     }
 
@@ -392,21 +350,14 @@ impl ShareConsumer {
 
     /// The acquisition lock duration the broker reported (None before the first fetch).
     pub fn acquisition_lock_timeout(&self) -> Option<Duration> {
-        let ms = self
-            .shared
-            .acquisition_lock_timeout_ms
-            .load(Ordering::Relaxed);
+        let ms = self.shared.acquisition_lock_timeout_ms.load(Ordering::Relaxed);
         (ms >= 0).then(|| Duration::from_millis(ms as u64))
     }
 
     /// The open share sessions: broker node id -> the epoch the next request will carry.
     /// One session per broker this consumer fetches from.
     pub fn share_sessions(&self) -> BTreeMap<i32, i32> {
-        self.shared
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Metrics under the Java names.
@@ -438,18 +389,11 @@ impl ShareConsumer {
         };
         let (reply, rx) = oneshot::channel();
         let deadline = Instant::now() + timeout;
-        self.send(Command::Close {
-            acks,
-            deadline,
-            reply: Some(reply),
-        })?;
+        self.send(Command::Close { acks, deadline, reply: Some(reply) })?;
         match tokio::time::timeout(timeout + Duration::from_millis(100), rx).await {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Ok(()),
-            Err(_) => Err(Error::Timeout {
-                what: "close".into(),
-                after: timeout,
-            }),
+            Err(_) => Err(Error::Timeout { what: "close".into(), after: timeout }),
         }
     }
 }
@@ -466,11 +410,9 @@ impl Drop for ShareConsumer {
             "ShareConsumer dropped without close(): releasing its records in the background"
         );
         let acks = take_acks(&mut local, Some(AcknowledgeType::Release));
-        let _ = self.tx.send(Command::Close {
-            acks,
-            deadline: Instant::now() + Duration::from_secs(5),
-            reply: None,
-        });
+        let _ = self
+            .tx
+            .send(Command::Close { acks, deadline: Instant::now() + Duration::from_secs(5), reply: None });
     }
 }
 
@@ -504,9 +446,7 @@ impl std::future::IntoFuture for CommitHandle {
 
 /// The answer of a poll that gave up (timeout or wakeup): whatever the driver sent in the
 /// meantime is taken, never dropped.
-fn late(
-    rx: &mut oneshot::Receiver<Result<Vec<driver::Delivered>>>,
-) -> Result<Vec<driver::Delivered>> {
+fn late(rx: &mut oneshot::Receiver<Result<Vec<driver::Delivered>>>) -> Result<Vec<driver::Delivered>> {
     rx.close();
     match rx.try_recv() {
         Ok(r) => r,
@@ -523,13 +463,7 @@ fn take_acks(local: &mut Local, default: Option<AcknowledgeType>) -> Vec<AckEntr
             let Some(t) = h.ack.or(default) else {
                 return true;
             };
-            out.push(AckEntry {
-                tp: h.tp,
-                offset,
-                wire: t.wire(),
-                node: h.node,
-                generation: h.generation,
-            });
+            out.push(AckEntry { tp: h.tp, offset, wire: t.wire(), node: h.node, generation: h.generation });
             if t == AcknowledgeType::Renew {
                 h.ack = None;
                 true

@@ -20,10 +20,7 @@ pub struct TopicPartition {
 impl TopicPartition {
     /// A topic-partition.
     pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        TopicPartition {
-            topic: topic.into(),
-            partition,
-        }
+        TopicPartition { topic: topic.into(), partition }
     }
 }
 
@@ -85,15 +82,11 @@ impl ConsumerRecord {
 
     /// The value as UTF-8 text, if it is.
     pub fn value_str(&self) -> Option<&str> {
-        self.value
-            .as_deref()
-            .and_then(|v| std::str::from_utf8(v).ok())
+        self.value.as_deref().and_then(|v| std::str::from_utf8(v).ok())
     }
 
     /// The key as UTF-8 text, if it is.
     pub fn key_str(&self) -> Option<&str> {
-        self.key
-            .as_deref()
-            .and_then(|v| std::str::from_utf8(v).ok())
+        self.key.as_deref().and_then(|v| std::str::from_utf8(v).ok())
     }
 }

@@ -76,27 +76,17 @@ where
     }
 
     fn encode_body(&self, version: i16, buf: &mut BytesMut) -> Result<(), CodecError> {
-        Encodable::encode(self, buf, version).map_err(|e| CodecError::Crate {
-            what: Self::NAME,
-            detail: e.to_string(),
-        })
+        Encodable::encode(self, buf, version).map_err(|e| CodecError::Crate { what: Self::NAME, detail: e.to_string() })
     }
 
     fn decode_response(mut buf: Bytes, version: i16) -> Result<Self::Response, CodecError> {
         // The crate sizes arrays by the count on the wire before reading them: check the shape
         // first, so a hostile count is an error rather than an allocation abort.
         super::bounded::check(T::KEY, version, &buf)?;
-        let r = <T::Response as Decodable>::decode(&mut buf, version).map_err(|e| {
-            CodecError::Crate {
-                what: Self::NAME,
-                detail: e.to_string(),
-            }
-        })?;
+        let r = <T::Response as Decodable>::decode(&mut buf, version)
+            .map_err(|e| CodecError::Crate { what: Self::NAME, detail: e.to_string() })?;
         if buf.has_remaining() {
-            return Err(CodecError::TrailingBytes {
-                what: Self::NAME,
-                extra: buf.remaining(),
-            });
+            return Err(CodecError::TrailingBytes { what: Self::NAME, extra: buf.remaining() });
         }
         Ok(r)
     }

@@ -35,22 +35,14 @@ pub fn encode_request_header(
 pub fn peek_correlation_id(frame: &[u8]) -> Result<i32, CodecError> {
     match frame.get(..4) {
         Some(b) => Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]])),
-        None => Err(CodecError::Truncated {
-            what: "response header",
-            needed: 4,
-            remaining: frame.len(),
-        }),
+        None => Err(CodecError::Truncated { what: "response header", needed: 4, remaining: frame.len() }),
     }
 }
 
 /// Strips the response header (`header_version` 0 or 1) and returns the body.
 pub fn strip_response_header(mut frame: Bytes, header_version: i16) -> Result<Bytes, CodecError> {
     if frame.remaining() < 4 {
-        return Err(CodecError::Truncated {
-            what: "response header",
-            needed: 4,
-            remaining: frame.remaining(),
-        });
+        return Err(CodecError::Truncated { what: "response header", needed: 4, remaining: frame.remaining() });
     }
     frame.advance(4);
     if header_version >= 1 {
@@ -64,11 +56,7 @@ pub fn read_uvarint(buf: &mut Bytes, what: &'static str) -> Result<u32, CodecErr
     let mut value: u32 = 0;
     for i in 0..5 {
         if !buf.has_remaining() {
-            return Err(CodecError::Truncated {
-                what,
-                needed: 1,
-                remaining: 0,
-            });
+            return Err(CodecError::Truncated { what, needed: 1, remaining: 0 });
         }
         let b = buf.get_u8();
         value |= ((b & 0x7f) as u32) << (i * 7);
@@ -76,10 +64,7 @@ pub fn read_uvarint(buf: &mut Bytes, what: &'static str) -> Result<u32, CodecErr
             return Ok(value);
         }
     }
-    Err(CodecError::Invalid {
-        what,
-        detail: "unsigned varint longer than 5 bytes".into(),
-    })
+    Err(CodecError::Invalid { what, detail: "unsigned varint longer than 5 bytes".into() })
 }
 
 /// Skips a tagged-field section: a count, then (tag, size, bytes) for each.
@@ -89,11 +74,7 @@ pub fn skip_tagged_fields(buf: &mut Bytes, what: &'static str) -> Result<(), Cod
         let _tag = read_uvarint(buf, what)?;
         let size = read_uvarint(buf, what)? as usize;
         if buf.remaining() < size {
-            return Err(CodecError::Truncated {
-                what,
-                needed: size,
-                remaining: buf.remaining(),
-            });
+            return Err(CodecError::Truncated { what, needed: size, remaining: buf.remaining() });
         }
         buf.advance(size);
     }

@@ -105,18 +105,15 @@ impl PartitionAcks {
 
     /// Whether any pending ack is a Renew.
     pub fn has_renew(&self) -> bool {
-        self.by_offset
-            .values()
-            .any(|&t| t == AcknowledgeType::Renew.wire())
+        self.by_offset.values().any(|&t| t == AcknowledgeType::Renew.wire())
     }
 
     /// Takes out the acks of one kind: renews (`true`) or everything else (`false`). Renews
     /// travel in requests of their own (IsRenewAck), so they are split off before sending.
     pub fn split_renew(&mut self, renew: bool) -> PartitionAcks {
         let r = AcknowledgeType::Renew.wire();
-        let (taken, kept): (BTreeMap<_, _>, BTreeMap<_, _>) = std::mem::take(&mut self.by_offset)
-            .into_iter()
-            .partition(|&(_, t)| (t == r) == renew);
+        let (taken, kept): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            std::mem::take(&mut self.by_offset).into_iter().partition(|&(_, t)| (t == r) == renew);
         self.by_offset = kept;
         PartitionAcks { by_offset: taken }
     }
@@ -156,11 +153,7 @@ fn finish((first, last, mut types): (i64, i64, Vec<i8>)) -> AcknowledgementBatch
     if types.iter().all(|&t| t == types[0]) {
         types.truncate(1);
     }
-    AcknowledgementBatch {
-        first_offset: first,
-        last_offset: last,
-        acknowledge_types: types,
-    }
+    AcknowledgementBatch { first_offset: first, last_offset: last, acknowledge_types: types }
 }
 
 #[cfg(test)]
@@ -177,22 +170,8 @@ mod tests {
         a.add(12, 2);
         let b = a.to_batches();
         assert_eq!(b.len(), 2);
-        assert_eq!(
-            (
-                b[0].first_offset,
-                b[0].last_offset,
-                b[0].acknowledge_types.clone()
-            ),
-            (3, 5, vec![1])
-        );
-        assert_eq!(
-            (
-                b[1].first_offset,
-                b[1].last_offset,
-                b[1].acknowledge_types.clone()
-            ),
-            (10, 12, vec![1, 1, 2])
-        );
+        assert_eq!((b[0].first_offset, b[0].last_offset, b[0].acknowledge_types.clone()), (3, 5, vec![1]));
+        assert_eq!((b[1].first_offset, b[1].last_offset, b[1].acknowledge_types.clone()), (10, 12, vec![1, 1, 2]));
     }
 
     #[test]
@@ -209,15 +188,8 @@ mod tests {
 
     #[test]
     fn parses_java_names() {
-        assert_eq!(
-            "accept".parse::<AcknowledgeType>().unwrap(),
-            AcknowledgeType::Accept
-        );
-        assert!("ok"
-            .parse::<AcknowledgeType>()
-            .unwrap_err()
-            .to_string()
-            .contains("ACCEPT"));
+        assert_eq!("accept".parse::<AcknowledgeType>().unwrap(), AcknowledgeType::Accept);
+        assert!("ok".parse::<AcknowledgeType>().unwrap_err().to_string().contains("ACCEPT"));
     }
 
     proptest! {

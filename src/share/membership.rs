@@ -15,9 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::share_group_heartbeat_response::Assignment;
-use kafka_protocol::messages::{
-    GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
-};
+use kafka_protocol::messages::{GroupId, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
@@ -224,12 +222,7 @@ impl Membership {
         };
         let joining = epoch == JOIN_EPOCH;
         let names = if joining || self.send_subscription {
-            Some(
-                self.subscription
-                    .iter()
-                    .map(|t| TopicName(StrBytes::from_string(t.clone())))
-                    .collect(),
-            )
+            Some(self.subscription.iter().map(|t| TopicName(StrBytes::from_string(t.clone()))).collect())
         } else {
             None
         };
@@ -240,11 +233,7 @@ impl Membership {
                 .with_group_id(GroupId(StrBytes::from_string(self.group_id.clone())))
                 .with_member_id(StrBytes::from_string(self.member_id.clone()))
                 .with_member_epoch(epoch)
-                .with_rack_id(if joining {
-                    self.rack_id.clone().map(StrBytes::from_string)
-                } else {
-                    None
-                })
+                .with_rack_id(if joining { self.rack_id.clone().map(StrBytes::from_string) } else { None })
                 .with_subscribed_topic_names(if epoch == LEAVE_EPOCH { None } else { names }),
         )
     }
@@ -292,9 +281,7 @@ impl Membership {
         let mut next: BTreeMap<Uuid, BTreeSet<i32>> = BTreeMap::new();
         for tp in &a.topic_partitions {
             if !tp.partitions.is_empty() {
-                next.entry(tp.topic_id)
-                    .or_default()
-                    .extend(tp.partitions.iter().copied());
+                next.entry(tp.topic_id).or_default().extend(tp.partitions.iter().copied());
             }
         }
         if next == self.assignment {

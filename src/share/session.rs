@@ -21,8 +21,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::protocol::share::{
-    AcknowledgePartition, AcknowledgeTopic, FetchPartition, FetchTopic, ForgottenTopic,
-    ShareAcknowledgeRequest, ShareFetchRequest,
+    AcknowledgePartition, AcknowledgeTopic, FetchPartition, FetchTopic, ForgottenTopic, ShareAcknowledgeRequest,
+    ShareFetchRequest,
 };
 
 use super::acks::PartitionAcks;
@@ -186,20 +186,12 @@ impl ShareSession {
         let listed: BTreeSet<TopicIdPartition> = if epoch == OPEN_EPOCH {
             self.wanted.clone()
         } else {
-            self.wanted
-                .iter()
-                .filter(|tp| !self.known.contains(tp) || acks.contains_key(tp))
-                .copied()
-                .collect()
+            self.wanted.iter().filter(|tp| !self.known.contains(tp) || acks.contains_key(tp)).copied().collect()
         };
         let forgotten: Vec<TopicIdPartition> = if epoch == OPEN_EPOCH {
             Vec::new()
         } else {
-            self.known
-                .iter()
-                .filter(|tp| !self.wanted.contains(tp))
-                .copied()
-                .collect()
+            self.known.iter().filter(|tp| !self.wanted.contains(tp)).copied().collect()
         };
         let req = ShareFetchRequest {
             group_id: group_id.to_string(),
@@ -214,36 +206,18 @@ impl ShareSession {
             is_renew_ack: false,
             topics: group_topics(listed.iter().copied(), |tp| FetchPartition {
                 partition_index: tp.partition,
-                acknowledgement_batches: acks
-                    .get(&tp)
-                    .map(|a: &PartitionAcks| a.to_batches())
-                    .unwrap_or_default(),
+                acknowledgement_batches: acks.get(&tp).map(|a: &PartitionAcks| a.to_batches()).unwrap_or_default(),
             })
             .into_iter()
-            .map(|(topic_id, partitions)| FetchTopic {
-                topic_id,
-                partitions,
-            })
+            .map(|(topic_id, partitions)| FetchTopic { topic_id, partitions })
             .collect(),
             forgotten_topics_data: group_topics(forgotten.iter().copied(), |tp| tp.partition)
                 .into_iter()
-                .map(|(topic_id, partitions)| ForgottenTopic {
-                    topic_id,
-                    partitions,
-                })
+                .map(|(topic_id, partitions)| ForgottenTopic { topic_id, partitions })
                 .collect(),
         };
         self.in_flight = true;
-        Some((
-            req,
-            Sent {
-                epoch,
-                is_fetch: true,
-                acks,
-                generation: self.generation,
-                known_after: self.wanted.clone(),
-            },
-        ))
+        Some((req, Sent { epoch, is_fetch: true, acks, generation: self.generation, known_after: self.wanted.clone() }))
     }
 
     /// Builds a ShareAcknowledge for queued acks: renewals (`renew = true`, needs v2) or the
@@ -279,11 +253,7 @@ impl ShareSession {
     /// Builds the final ShareAcknowledge (epoch -1) carrying every queued non-renew ack. It
     /// closes the session and releases the rest of what the member holds on this broker.
     /// None when no session is open (nothing to close).
-    pub fn build_close(
-        &mut self,
-        group_id: &str,
-        member_id: &str,
-    ) -> Option<(ShareAcknowledgeRequest, Sent)> {
+    pub fn build_close(&mut self, group_id: &str, member_id: &str) -> Option<(ShareAcknowledgeRequest, Sent)> {
         if !self.is_open() || self.in_flight {
             return None;
         }
@@ -326,11 +296,7 @@ impl ShareSession {
             return;
         }
         self.known = sent.known_after.clone();
-        self.epoch = if self.epoch == i32::MAX {
-            1
-        } else {
-            self.epoch + 1
-        };
+        self.epoch = if self.epoch == i32::MAX { 1 } else { self.epoch + 1 };
     }
 
     /// The session is gone on the broker (session error, lost connection, or the request
@@ -374,10 +340,7 @@ fn ack_request(
             acknowledgement_batches: acks.get(&tp).map(|a| a.to_batches()).unwrap_or_default(),
         })
         .into_iter()
-        .map(|(topic_id, partitions)| AcknowledgeTopic {
-            topic_id,
-            partitions,
-        })
+        .map(|(topic_id, partitions)| AcknowledgeTopic { topic_id, partitions })
         .collect(),
     }
 }

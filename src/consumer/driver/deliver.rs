@@ -31,12 +31,7 @@ impl Driver {
             };
             let take = (w.max - out.len()).min(front.records.len());
             for record in front.records.drain(..take) {
-                out.push(Delivered {
-                    record,
-                    tp: front.tp,
-                    node: front.node,
-                    generation: front.generation,
-                });
+                out.push(Delivered { record, tp: front.tp, node: front.node, generation: front.generation });
             }
             if front.records.is_empty() {
                 self.buffer.pop_front();
@@ -69,16 +64,12 @@ impl Driver {
     fn drop_expired(&mut self, now: Instant) {
         let before: usize = self.buffer.iter().map(|f| f.records.len()).sum();
         for f in self.buffer.iter_mut() {
-            f.records
-                .retain(|r| r.lock_deadline.is_none_or(|d| d > now));
+            f.records.retain(|r| r.lock_deadline.is_none_or(|d| d > now));
         }
         self.buffer.retain(|f| !f.records.is_empty());
         let after: usize = self.buffer.iter().map(|f| f.records.len()).sum();
         if after < before {
-            tracing::debug!(
-                dropped = before - after,
-                "buffered records expired before any poll took them"
-            );
+            tracing::debug!(dropped = before - after, "buffered records expired before any poll took them");
         }
     }
 

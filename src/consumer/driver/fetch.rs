@@ -14,8 +14,8 @@ use crate::consumer::record::ConsumerRecord;
 use crate::error::{Context, Error, ErrorCode, Result};
 use crate::protocol::records::{decode_acquired, AcquiredRange};
 use crate::protocol::share::{
-    FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
-    ShareFetchRequest, ShareFetchResponse, ACK_RELEASE,
+    FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
+    ShareFetchResponse, ACK_RELEASE,
 };
 use crate::share::acks::GAP;
 use crate::share::session::Sent;
@@ -38,7 +38,8 @@ impl Driver {
         let mut ids: Vec<i32> = self.nodes.keys().copied().collect();
         ids.sort_unstable();
         let fetch_turn = self.record_limit_pick(&ids, now);
-        let urgent_nodes: std::collections::HashSet<i32> = self.commits.iter().flat_map(|w| w.nodes.iter().copied()).collect();
+        let urgent_nodes: std::collections::HashSet<i32> =
+            self.commits.iter().flat_map(|w| w.nodes.iter().copied()).collect();
         for id in ids {
             let fetch_ok = match self.cfg.acquire_mode {
                 AcquireMode::BatchOptimized => self.may_prefetch(id),
@@ -87,12 +88,7 @@ impl Driver {
         if self.fatal.is_some() || !self.membership.is_active() {
             return false;
         }
-        let buffered: usize = self
-            .buffer
-            .iter()
-            .filter(|f| f.node == id)
-            .map(|f| f.records.len())
-            .sum();
+        let buffered: usize = self.buffer.iter().filter(|f| f.node == id).map(|f| f.records.len()).sum();
         buffered < self.cfg.max_poll_records
     }
 
@@ -104,10 +100,7 @@ impl Driver {
             || !self.membership.is_active()
             || self.waiter.is_none()
             || !self.buffer.is_empty()
-            || self
-                .nodes
-                .values()
-                .any(|n| n.session.in_flight() && !n.session.wanted().is_empty())
+            || self.nodes.values().any(|n| n.session.in_flight() && !n.session.wanted().is_empty())
         {
             return None;
         }
@@ -115,9 +108,9 @@ impl Driver {
             .iter()
             .copied()
             .filter(|id| {
-                self.nodes.get(id).is_some_and(|n| {
-                    !n.session.wanted().is_empty() && n.retry_at.is_none_or(|t| t <= now)
-                })
+                self.nodes
+                    .get(id)
+                    .is_some_and(|n| !n.session.wanted().is_empty() && n.retry_at.is_none_or(|t| t <= now))
             })
             .collect();
         if eligible.is_empty() {
@@ -179,9 +172,9 @@ impl Driver {
     ) {
         let latency = now.saturating_duration_since(sent_at);
         self.shared.metrics.record_fetch(latency);
-        let resp = match result.and_then(|r| {
-            top_level(r.error_code, r.error_message.clone(), "ShareFetch", node).map(|_| r)
-        }) {
+        let resp = match result
+            .and_then(|r| top_level(r.error_code, r.error_message.clone(), "ShareFetch", node).map(|_| r))
+        {
             Ok(r) => r,
             Err(e) => return self.request_failed(node, sent, e, now),
         };
@@ -211,21 +204,13 @@ impl Driver {
                 .store(resp.acquisition_lock_timeout_ms as i64, Ordering::Relaxed);
         }
         self.learn_endpoints(&resp.node_endpoints);
-        let lock = Duration::from_millis(
-            self.shared
-                .acquisition_lock_timeout_ms
-                .load(Ordering::Relaxed)
-                .max(0) as u64,
-        );
+        let lock = Duration::from_millis(self.shared.acquisition_lock_timeout_ms.load(Ordering::Relaxed).max(0) as u64);
         let deadline = (lock > Duration::ZERO).then(|| sent_at + lock);
         let mut results: AckResults = BTreeMap::new();
         let mut moved = false;
         for t in resp.responses {
             for p in t.partitions {
-                let tp = TopicIdPartition {
-                    topic_id: t.topic_id,
-                    partition: p.partition_index,
-                };
+                let tp = TopicIdPartition { topic_id: t.topic_id, partition: p.partition_index };
                 if let Some(a) = sent.acks.get(&tp) {
                     let r = partition_result(
                         p.acknowledge_error_code,
@@ -240,9 +225,7 @@ impl Driver {
             }
         }
         for (tp, a) in &sent.acks {
-            results
-                .entry(*tp)
-                .or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
+            results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
         }
         self.complete_acks(Some(node), results);
         if moved {
@@ -273,9 +256,7 @@ impl Driver {
                 delivery_count: a.delivery_count,
             })
             .collect();
-        let topic: Arc<str> = self
-            .topic_name(&tp.topic_id)
-            .unwrap_or_else(|| Arc::from(tp.topic_id.to_string()));
+        let topic: Arc<str> = self.topic_name(&tp.topic_id).unwrap_or_else(|| Arc::from(tp.topic_id.to_string()));
         let Some(n) = self.nodes.get_mut(&node) else {
             return;
         };
@@ -289,9 +270,7 @@ impl Driver {
                 if set.records.is_empty() {
                     return;
                 }
-                self.shared
-                    .metrics
-                    .record_consumed(set.records.len() as u64);
+                self.shared.metrics.record_consumed(set.records.len() as u64);
                 let records: VecDeque<ConsumerRecord> = set
                     .records
                     .into_iter()
@@ -309,12 +288,7 @@ impl Driver {
                         lock_deadline: deadline,
                     })
                     .collect();
-                self.buffer.push_back(Fetched {
-                    tp,
-                    node,
-                    generation,
-                    records,
-                });
+                self.buffer.push_back(Fetched { tp, node, generation, records });
             }
             Err(e) => {
                 warn!(topic = %topic, partition = tp.partition, error = %e, "undecodable records released");
@@ -329,12 +303,7 @@ impl Driver {
 
     /// Handles a partition-level error; returns true when the partition moved to another
     /// leader (so the fetch sets must be recomputed).
-    fn partition_error(
-        &mut self,
-        tp: &TopicIdPartition,
-        p: &FetchPartitionResponse,
-        node: i32,
-    ) -> bool {
+    fn partition_error(&mut self, tp: &TopicIdPartition, p: &FetchPartitionResponse, node: i32) -> bool {
         match p.error_code {
             0 => false,
             c if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 || c == FENCED_LEADER_EPOCH => {
@@ -353,9 +322,7 @@ impl Driver {
                 debug!(%tp, node, leader = p.current_leader.leader_id, "partition moved");
                 true
             }
-            c if c == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0
-                || c == ErrorCode::UNKNOWN_TOPIC_ID.0 =>
-            {
+            c if c == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0 || c == ErrorCode::UNKNOWN_TOPIC_ID.0 => {
                 self.need_metadata = true;
                 false
             }
@@ -370,31 +337,18 @@ impl Driver {
         if endpoints.is_empty() {
             return;
         }
-        self.cluster
-            .learn_brokers(endpoints.iter().map(|e| BrokerInfo {
-                node_id: e.node_id,
-                host: e.host.clone(),
-                port: e.port,
-                rack: e.rack.clone(),
-            }));
+        self.cluster.learn_brokers(endpoints.iter().map(|e| BrokerInfo {
+            node_id: e.node_id,
+            host: e.host.clone(),
+            port: e.port,
+            rack: e.rack.clone(),
+        }));
     }
 
-    pub(super) fn on_ack(
-        &mut self,
-        node: i32,
-        sent: Sent,
-        result: Result<ShareAcknowledgeResponse>,
-        now: Instant,
-    ) {
-        let resp = match result.and_then(|r| {
-            top_level(
-                r.error_code,
-                r.error_message.clone(),
-                "ShareAcknowledge",
-                node,
-            )
-            .map(|_| r)
-        }) {
+    pub(super) fn on_ack(&mut self, node: i32, sent: Sent, result: Result<ShareAcknowledgeResponse>, now: Instant) {
+        let resp = match result
+            .and_then(|r| top_level(r.error_code, r.error_message.clone(), "ShareAcknowledge", node).map(|_| r))
+        {
             Ok(r) => r,
             Err(e) => return self.request_failed(node, sent, e, now),
         };
@@ -408,31 +362,19 @@ impl Driver {
         n.in_flight_acks = false;
         n.session.on_success(&sent);
         if let Some(ms) = resp.acquisition_lock_timeout_ms.filter(|ms| *ms > 0) {
-            self.shared
-                .acquisition_lock_timeout_ms
-                .store(ms as i64, Ordering::Relaxed);
+            self.shared.acquisition_lock_timeout_ms.store(ms as i64, Ordering::Relaxed);
         }
         self.learn_endpoints(&resp.node_endpoints);
         let mut results: AckResults = BTreeMap::new();
         let mut moved = false;
         for t in &resp.responses {
             for p in &t.partitions {
-                let tp = TopicIdPartition {
-                    topic_id: t.topic_id,
-                    partition: p.partition_index,
-                };
+                let tp = TopicIdPartition { topic_id: t.topic_id, partition: p.partition_index };
                 if let Some(a) = sent.acks.get(&tp) {
-                    let r = partition_result(
-                        p.error_code,
-                        p.error_message.clone(),
-                        node,
-                        "ShareAcknowledge",
-                    );
+                    let r = partition_result(p.error_code, p.error_message.clone(), node, "ShareAcknowledge");
                     results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
                 }
-                if p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0
-                    && p.current_leader.leader_id >= 0
-                {
+                if p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 && p.current_leader.leader_id >= 0 {
                     if let Some(name) = self.topic_name(&tp.topic_id) {
                         self.cluster.learn_leader(
                             &name,
@@ -446,9 +388,7 @@ impl Driver {
             }
         }
         for (tp, a) in &sent.acks {
-            results
-                .entry(*tp)
-                .or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
+            results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
         }
         self.complete_acks(Some(node), results);
         if moved {
@@ -477,10 +417,8 @@ impl Driver {
         if stale {
             return; // a reset already failed these acks and started over
         }
-        if matches!(
-            e,
-            Error::Config { .. } | Error::UnsupportedVersion { .. } | Error::FeatureDisabled { .. }
-        ) || e.code().is_some_and(is_fatal_share_error)
+        if matches!(e, Error::Config { .. } | Error::UnsupportedVersion { .. } | Error::FeatureDisabled { .. })
+            || e.code().is_some_and(is_fatal_share_error)
         {
             self.set_fatal(e.clone());
         }
@@ -519,12 +457,7 @@ fn top_level(code: i16, message: Option<String>, api: &'static str, node: i32) -
     }
 }
 
-fn partition_result(
-    code: i16,
-    message: Option<String>,
-    node: i32,
-    api: &'static str,
-) -> Result<()> {
+fn partition_result(code: i16, message: Option<String>, node: i32, api: &'static str) -> Result<()> {
     match Error::from_code(code, message, Context::api(api).broker(node)) {
         None => Ok(()),
         Some(e) => Err(e),

@@ -27,9 +27,8 @@ impl Driver {
             self.metadata_in_flight = true;
             let cluster = self.cluster.clone();
             let topics: Vec<String> = self.membership.subscription().iter().cloned().collect();
-            self.tasks.spawn(async move {
-                Event::Metadata(cluster.refresh_metadata(&topics).await.map(|_| ()))
-            });
+            self.tasks
+                .spawn(async move { Event::Metadata(cluster.refresh_metadata(&topics).await.map(|_| ())) });
         }
         if self.heartbeat_in_flight || self.membership.poll_timeout().is_none_or(|t| t > now) {
             return;
@@ -39,9 +38,7 @@ impl Driver {
                 self.finding_coordinator = true;
                 let cluster = self.cluster.clone();
                 let group = self.cfg.group_id.clone();
-                self.tasks.spawn(async move {
-                    Event::Coordinator(cluster.find_group_coordinator(&group).await)
-                });
+                self.tasks.spawn(async move { Event::Coordinator(cluster.find_group_coordinator(&group).await) });
             }
             return;
         };
@@ -79,31 +76,21 @@ impl Driver {
             Ok(resp) => self.membership.handle_response(&resp, now),
             Err(e) => self.membership.handle_error(e, now),
         };
-        self.shared
-            .metrics
-            .set_rebalances(self.membership.rebalances());
+        self.shared.metrics.set_rebalances(self.membership.rebalances());
         match outcome {
             Outcome::Ok | Outcome::Left => {}
             Outcome::AssignmentChanged => {
                 info!(
                     group = self.cfg.group_id,
                     epoch = self.membership.epoch(),
-                    partitions = self
-                        .membership
-                        .assignment()
-                        .values()
-                        .map(|p| p.len())
-                        .sum::<usize>(),
+                    partitions = self.membership.assignment().values().map(|p| p.len()).sum::<usize>(),
                     "assignment changed"
                 );
                 self.reconcile_assignment();
             }
             Outcome::FindCoordinator => self.coordinator = None,
             Outcome::Fenced => {
-                info!(
-                    group = self.cfg.group_id,
-                    "member fenced; rejoining with the same member id"
-                );
+                info!(group = self.cfg.group_id, "member fenced; rejoining with the same member id");
                 // The broker dropped what we held; our sessions' acks cannot succeed.
                 let ids: Vec<i32> = self.nodes.keys().copied().collect();
                 for id in ids {
@@ -131,10 +118,7 @@ impl Driver {
                             per_node
                                 .entry(leader)
                                 .or_default()
-                                .insert(TopicIdPartition {
-                                    topic_id: *topic_id,
-                                    partition: p,
-                                });
+                                .insert(TopicIdPartition { topic_id: *topic_id, partition: p });
                         }
                         None => missing = true,
                     }
@@ -147,28 +131,19 @@ impl Driver {
             self.metadata_backoff.reset();
         }
         for (id, n) in self.nodes.iter_mut() {
-            n.session
-                .set_wanted(per_node.remove(id).unwrap_or_default());
+            n.session.set_wanted(per_node.remove(id).unwrap_or_default());
         }
         for (id, wanted) in per_node {
             let mut session = ShareSession::new(id);
             session.set_wanted(wanted);
             self.nodes.insert(
                 id,
-                Node {
-                    session,
-                    backoff: self.cluster.config().backoff(),
-                    retry_at: None,
-                    in_flight_acks: false,
-                },
+                Node { session, backoff: self.cluster.config().backoff(), retry_at: None, in_flight_acks: false },
             );
         }
         // Records buffered for partitions we no longer fetch from their broker go back.
-        let wanted: HashMap<i32, BTreeSet<TopicIdPartition>> = self
-            .nodes
-            .iter()
-            .map(|(id, n)| (*id, n.session.wanted().clone()))
-            .collect();
+        let wanted: HashMap<i32, BTreeSet<TopicIdPartition>> =
+            self.nodes.iter().map(|(id, n)| (*id, n.session.wanted().clone())).collect();
         self.release_buffer(|f| !wanted.get(&f.node).is_some_and(|w| w.contains(&f.tp)));
     }
 }

@@ -115,38 +115,18 @@ pub(crate) struct Delivered {
 
 pub(crate) enum Command {
     Subscribe(Vec<String>),
-    Poll {
-        max: usize,
-        acks: Vec<AckEntry>,
-        reply: oneshot::Sender<Result<Vec<Delivered>>>,
-    },
-    Commit {
-        acks: Vec<AckEntry>,
-        reply: Option<oneshot::Sender<CommitResults>>,
-    },
+    Poll { max: usize, acks: Vec<AckEntry>, reply: oneshot::Sender<Result<Vec<Delivered>>> },
+    Commit { acks: Vec<AckEntry>, reply: Option<oneshot::Sender<CommitResults>> },
     SetCallback(Option<AckCallback>),
-    Close {
-        acks: Vec<AckEntry>,
-        deadline: Instant,
-        reply: Option<oneshot::Sender<Result<()>>>,
-    },
+    Close { acks: Vec<AckEntry>, deadline: Instant, reply: Option<oneshot::Sender<Result<()>>> },
 }
 
 /// A finished request.
 pub(crate) enum Event {
     Coordinator(Result<i32>),
     Heartbeat(Result<kafka_protocol::messages::ShareGroupHeartbeatResponse>),
-    Fetch {
-        node: i32,
-        sent: Sent,
-        sent_at: Instant,
-        result: Result<ShareFetchResponse>,
-    },
-    Ack {
-        node: i32,
-        sent: Sent,
-        result: Result<ShareAcknowledgeResponse>,
-    },
+    Fetch { node: i32, sent: Sent, sent_at: Instant, result: Result<ShareFetchResponse> },
+    Ack { node: i32, sent: Sent, result: Result<ShareAcknowledgeResponse> },
     Metadata(Result<()>),
 }
 
@@ -334,11 +314,7 @@ impl Driver {
             }
             Command::Commit { acks, reply } => {
                 let failed = self.route_acks(acks);
-                let mut waiter = CommitWaiter {
-                    nodes: HashSet::new(),
-                    results: CommitResults::default(),
-                    reply,
-                };
+                let mut waiter = CommitWaiter { nodes: HashSet::new(), results: CommitResults::default(), reply };
                 self.report_local_failures(failed, Some(&mut waiter));
                 for (id, n) in &self.nodes {
                     if n.session.has_acks() || n.in_flight_acks {
@@ -354,11 +330,7 @@ impl Driver {
                 }
             }
             Command::SetCallback(cb) => self.callback = cb,
-            Command::Close {
-                acks,
-                deadline,
-                reply,
-            } => self.start_close(acks, deadline, reply),
+            Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply),
         }
     }
 
@@ -366,12 +338,7 @@ impl Driver {
         match ev {
             Event::Coordinator(r) => self.on_coordinator(r),
             Event::Heartbeat(r) => self.on_heartbeat(r, now),
-            Event::Fetch {
-                node,
-                sent,
-                sent_at,
-                result,
-            } => self.on_fetch(node, sent, sent_at, result, now),
+            Event::Fetch { node, sent, sent_at, result } => self.on_fetch(node, sent, sent_at, result, now),
             Event::Ack { node, sent, result } => self.on_ack(node, sent, result, now),
             Event::Metadata(r) => {
                 self.metadata_in_flight = false;
@@ -396,11 +363,7 @@ impl Driver {
             .filter(|(_, n)| n.session.is_open())
             .map(|(id, n)| (*id, n.session.epoch()))
             .collect();
-        *self
-            .shared
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = open;
+        *self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()) = open;
     }
 
     fn fetch_params(&self) -> FetchParams {
@@ -425,21 +388,14 @@ impl Driver {
         let mut failed = Vec::new();
         for a in acks {
             match self.nodes.get_mut(&a.node) {
-                Some(n) if n.session.generation() == a.generation => {
-                    n.session.queue_ack(a.tp, a.offset, a.wire)
-                }
+                Some(n) if n.session.generation() == a.generation => n.session.queue_ack(a.tp, a.offset, a.wire),
                 _ => failed.push(a),
             }
         }
         failed
     }
 
-    fn start_close(
-        &mut self,
-        acks: Vec<AckEntry>,
-        deadline: Instant,
-        reply: Option<oneshot::Sender<Result<()>>>,
-    ) {
+    fn start_close(&mut self, acks: Vec<AckEntry>, deadline: Instant, reply: Option<oneshot::Sender<Result<()>>>) {
         if self.closing.is_some() {
             if let Some(r) = reply {
                 let _ = r.send(Ok(()));
@@ -453,11 +409,7 @@ impl Driver {
         if let Some(w) = self.waiter.take() {
             let _ = w.reply.send(Err(Error::Closed));
         }
-        self.closing = Some(Closing {
-            phase: ClosePhase::Draining,
-            deadline,
-            reply,
-        });
+        self.closing = Some(Closing { phase: ClosePhase::Draining, deadline, reply });
     }
 
     fn drive_close(&mut self, now: Instant) {
@@ -471,10 +423,7 @@ impl Driver {
             c.phase = ClosePhase::Leaving;
             self.membership = Membership::new(self.cfg.group_id.clone(), None); // stop heartbeating
             if let Some(r) = r {
-                let _ = r.send(Err(Error::Timeout {
-                    what: "close".into(),
-                    after: Duration::ZERO,
-                }));
+                let _ = r.send(Err(Error::Timeout { what: "close".into(), after: Duration::ZERO }));
             }
             return;
         }
@@ -517,8 +466,7 @@ impl Driver {
         if !matches!(c.phase, ClosePhase::Leaving) {
             return false;
         }
-        let leaving =
-            self.membership.is_active() || matches!(self.membership.state(), MemberState::Leaving);
+        let leaving = self.membership.is_active() || matches!(self.membership.state(), MemberState::Leaving);
         if (leaving || self.heartbeat_in_flight) && Instant::now() < c.deadline {
             return false;
         }
@@ -543,29 +491,19 @@ impl Driver {
     }
 
     fn topic_name(&self, id: &uuid::Uuid) -> Option<Arc<str>> {
-        self.cluster
-            .with_metadata(|m| m.topic_name(id).map(Arc::from))
+        self.cluster.with_metadata(|m| m.topic_name(id).map(Arc::from))
     }
 
     fn to_topic_partition(&self, tp: &TopicIdPartition) -> TopicPartition {
-        let name = self
-            .topic_name(&tp.topic_id)
-            .map(|s| s.to_string())
-            .unwrap_or_else(|| tp.topic_id.to_string());
+        let name = self.topic_name(&tp.topic_id).map(|s| s.to_string()).unwrap_or_else(|| tp.topic_id.to_string());
         TopicPartition::new(name, tp.partition)
     }
 
     /// Hands completed acknowledgement results to commit waiters, the callback and metrics.
-    fn complete_acks(
-        &mut self,
-        node: Option<i32>,
-        results: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>,
-    ) {
+    fn complete_acks(&mut self, node: Option<i32>, results: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>) {
         for (tp, (offsets, r)) in results {
             let name = self.to_topic_partition(&tp);
-            self.shared
-                .metrics
-                .record_acks(offsets.len() as u64, r.is_err());
+            self.shared.metrics.record_acks(offsets.len() as u64, r.is_err());
             if let Some(cb) = &self.callback {
                 cb(&name, &offsets, &r);
             }
@@ -587,15 +525,10 @@ impl Driver {
     fn settle_commits(&mut self) {
         let nodes = &self.nodes;
         for w in &mut self.commits {
-            w.nodes.retain(|id| {
-                nodes
-                    .get(id)
-                    .is_some_and(|n| n.session.has_acks() || n.in_flight_acks)
-            });
+            w.nodes.retain(|id| nodes.get(id).is_some_and(|n| n.session.has_acks() || n.in_flight_acks));
         }
-        let (done, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut self.commits)
-            .into_iter()
-            .partition(|w| w.nodes.is_empty());
+        let (done, pending): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.commits).into_iter().partition(|w| w.nodes.is_empty());
         self.commits = pending;
         for mut w in done {
             if let Some(r) = w.reply.take() {
@@ -611,11 +544,7 @@ impl Driver {
         let mut by_tp: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)> = BTreeMap::new();
         for a in failed {
             let e = session_gone(a.node);
-            by_tp
-                .entry(a.tp)
-                .or_insert_with(|| (Vec::new(), Err(e)))
-                .0
-                .push(a.offset);
+            by_tp.entry(a.tp).or_insert_with(|| (Vec::new(), Err(e))).0.push(a.offset);
         }
         if let Some(w) = waiter {
             for (tp, (_, r)) in &by_tp {

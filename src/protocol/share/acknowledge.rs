@@ -112,11 +112,7 @@ impl ShareAcknowledgeRequest {
             }
             let mut partitions = self.topics.iter().flat_map(|t| &t.partitions);
             if partitions.any(|p| has_renew(&p.acknowledgement_batches)) {
-                return Err(needs_v2(
-                    REQ,
-                    "ShareAcknowledge",
-                    "acknowledge type 4 (Renew)",
-                ));
+                return Err(needs_v2(REQ, "ShareAcknowledge", "acknowledge type 4 (Renew)"));
             }
         }
         put_string(buf, &self.group_id, "ShareAcknowledgeRequest.GroupId")?;
@@ -125,28 +121,18 @@ impl ShareAcknowledgeRequest {
         if version >= 2 {
             put_bool(buf, self.is_renew_ack);
         }
-        put_array(
-            buf,
-            &self.topics,
-            "ShareAcknowledgeRequest.Topics",
-            |buf, t| {
-                put_uuid(buf, &t.topic_id);
-                put_array(
-                    buf,
-                    &t.partitions,
-                    "AcknowledgeTopic.Partitions",
-                    |buf, p| {
-                        buf.put_i32(p.partition_index);
-                        let what = "AcknowledgePartition.AcknowledgementBatches";
-                        put_array(buf, &p.acknowledgement_batches, what, put_ack_batch)?;
-                        put_empty_tagged_fields(buf);
-                        Ok(())
-                    },
-                )?;
+        put_array(buf, &self.topics, "ShareAcknowledgeRequest.Topics", |buf, t| {
+            put_uuid(buf, &t.topic_id);
+            put_array(buf, &t.partitions, "AcknowledgeTopic.Partitions", |buf, p| {
+                buf.put_i32(p.partition_index);
+                let what = "AcknowledgePartition.AcknowledgementBatches";
+                put_array(buf, &p.acknowledgement_batches, what, put_ack_batch)?;
                 put_empty_tagged_fields(buf);
                 Ok(())
-            },
-        )?;
+            })?;
+            put_empty_tagged_fields(buf);
+            Ok(())
+        })?;
         put_empty_tagged_fields(buf);
         Ok(())
     }
@@ -172,16 +158,10 @@ impl ShareAcknowledgeRequest {
                     let what = "AcknowledgePartition.AcknowledgementBatches";
                     let acknowledgement_batches = get_array(buf, what, get_ack_batch)?;
                     skip_tagged_fields(buf, "AcknowledgePartition tagged fields")?;
-                    Ok(AcknowledgePartition {
-                        partition_index,
-                        acknowledgement_batches,
-                    })
+                    Ok(AcknowledgePartition { partition_index, acknowledgement_batches })
                 })?;
                 skip_tagged_fields(buf, "AcknowledgeTopic tagged fields")?;
-                Ok(AcknowledgeTopic {
-                    topic_id,
-                    partitions,
-                })
+                Ok(AcknowledgeTopic { topic_id, partitions })
             })?;
             skip_tagged_fields(buf, "ShareAcknowledgeRequest tagged fields")?;
             Ok(req)
@@ -201,10 +181,7 @@ impl ShareAcknowledgeResponse {
             let error_code = get_i16(buf, "ShareAcknowledgeResponse.ErrorCode")?;
             let error_message = get_nullable_string(buf, "ShareAcknowledgeResponse.ErrorMessage")?;
             let acquisition_lock_timeout_ms = if version >= 2 {
-                Some(get_i32(
-                    buf,
-                    "ShareAcknowledgeResponse.AcquisitionLockTimeoutMs",
-                )?)
+                Some(get_i32(buf, "ShareAcknowledgeResponse.AcquisitionLockTimeoutMs")?)
             } else {
                 None
             };
@@ -230,37 +207,21 @@ impl ShareAcknowledgeResponse {
         match (version >= 2, self.acquisition_lock_timeout_ms) {
             (true, t) => buf.put_i32(t.unwrap_or(0)),
             (false, None) => {}
-            (false, Some(_)) => {
-                return Err(needs_v2(
-                    RESP,
-                    "ShareAcknowledge",
-                    "AcquisitionLockTimeoutMs",
-                ))
-            }
+            (false, Some(_)) => return Err(needs_v2(RESP, "ShareAcknowledge", "AcquisitionLockTimeoutMs")),
         }
-        put_array(
-            buf,
-            &self.responses,
-            "ShareAcknowledgeResponse.Responses",
-            |buf, t| {
-                put_uuid(buf, &t.topic_id);
-                put_array(
-                    buf,
-                    &t.partitions,
-                    "AcknowledgeTopicResponse.Partitions",
-                    |buf, p| {
-                        buf.put_i32(p.partition_index);
-                        buf.put_i16(p.error_code);
-                        put_nullable_string(buf, p.error_message.as_deref(), "ErrorMessage")?;
-                        put_leader(buf, &p.current_leader);
-                        put_empty_tagged_fields(buf);
-                        Ok(())
-                    },
-                )?;
+        put_array(buf, &self.responses, "ShareAcknowledgeResponse.Responses", |buf, t| {
+            put_uuid(buf, &t.topic_id);
+            put_array(buf, &t.partitions, "AcknowledgeTopicResponse.Partitions", |buf, p| {
+                buf.put_i32(p.partition_index);
+                buf.put_i16(p.error_code);
+                put_nullable_string(buf, p.error_message.as_deref(), "ErrorMessage")?;
+                put_leader(buf, &p.current_leader);
                 put_empty_tagged_fields(buf);
                 Ok(())
-            },
-        )?;
+            })?;
+            put_empty_tagged_fields(buf);
+            Ok(())
+        })?;
         put_array(buf, &self.node_endpoints, "NodeEndpoints", put_node)?;
         put_empty_tagged_fields(buf);
         Ok(())
@@ -280,10 +241,7 @@ fn get_topic(buf: &mut Bytes) -> Result<AcknowledgeTopicResponse, CodecError> {
         Ok(p)
     })?;
     skip_tagged_fields(buf, "AcknowledgeTopicResponse tagged fields")?;
-    Ok(AcknowledgeTopicResponse {
-        topic_id,
-        partitions,
-    })
+    Ok(AcknowledgeTopicResponse { topic_id, partitions })
 }
 
 #[cfg(test)]

@@ -30,11 +30,7 @@ fn encode_resp(r: &ShareAcknowledgeResponse, version: i16) -> Result<Bytes, Code
 }
 
 fn batch(first: i64, last: i64, types: &[i8]) -> AcknowledgementBatch {
-    AcknowledgementBatch {
-        first_offset: first,
-        last_offset: last,
-        acknowledge_types: types.to_vec(),
-    }
+    AcknowledgementBatch { first_offset: first, last_offset: last, acknowledge_types: types.to_vec() }
 }
 
 fn sample_request() -> ShareAcknowledgeRequest {
@@ -46,16 +42,10 @@ fn sample_request() -> ShareAcknowledgeRequest {
         topics: vec![AcknowledgeTopic {
             topic_id: T1,
             partitions: vec![
-                AcknowledgePartition {
-                    partition_index: 0,
-                    acknowledgement_batches: vec![batch(0, 9, &[ACK_ACCEPT])],
-                },
+                AcknowledgePartition { partition_index: 0, acknowledgement_batches: vec![batch(0, 9, &[ACK_ACCEPT])] },
                 AcknowledgePartition {
                     partition_index: 5,
-                    acknowledgement_batches: vec![
-                        batch(20, 21, &[ACK_REJECT, ACK_RELEASE]),
-                        batch(30, 30, &[ACK_GAP]),
-                    ],
+                    acknowledgement_batches: vec![batch(20, 21, &[ACK_REJECT, ACK_RELEASE]), batch(30, 30, &[ACK_GAP])],
                 },
             ],
         }],
@@ -75,9 +65,7 @@ fn to_crate(r: &ShareAcknowledgeRequest) -> kreq::ShareAcknowledgeRequest {
                 .with_partition_index(p.partition_index)
                 .with_acknowledgement_batches(batches.collect())
         });
-        kreq::AcknowledgeTopic::default()
-            .with_topic_id(t.topic_id)
-            .with_partitions(parts.collect())
+        kreq::AcknowledgeTopic::default().with_topic_id(t.topic_id).with_partitions(parts.collect())
     });
     kreq::ShareAcknowledgeRequest::default()
         .with_group_id(Some(GroupId(s(&r.group_id))))
@@ -114,28 +102,17 @@ fn sample_response(lock: Option<i32>) -> ShareAcknowledgeResponse {
                     partition_index: 0,
                     error_code: 0,
                     error_message: None,
-                    current_leader: LeaderIdAndEpoch {
-                        leader_id: -1,
-                        leader_epoch: -1,
-                    },
+                    current_leader: LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 },
                 },
                 AcknowledgePartitionResponse {
                     partition_index: 5,
                     error_code: 6,
                     error_message: Some("moved".into()),
-                    current_leader: LeaderIdAndEpoch {
-                        leader_id: 2,
-                        leader_epoch: 11,
-                    },
+                    current_leader: LeaderIdAndEpoch { leader_id: 2, leader_epoch: 11 },
                 },
             ],
         }],
-        node_endpoints: vec![NodeEndpoint {
-            node_id: 2,
-            host: "broker-2".into(),
-            port: 9092,
-            rack: Some("r1".into()),
-        }],
+        node_endpoints: vec![NodeEndpoint { node_id: 2, host: "broker-2".into(), port: 9092, rack: Some("r1".into()) }],
     }
 }
 
@@ -253,10 +230,7 @@ fn v2_request_hand_written_bytes() {
         00                                      // request tagged fields
     ");
     assert_eq!(encode_req(&req, 2).unwrap(), expected);
-    assert_eq!(
-        ShareAcknowledgeRequest::decode(&mut expected.clone(), 2).unwrap(),
-        req
-    );
+    assert_eq!(ShareAcknowledgeRequest::decode(&mut expected.clone(), 2).unwrap(), req);
 }
 
 fn v2_response_bytes() -> Bytes {
@@ -295,18 +269,10 @@ fn v2_response_value() -> ShareAcknowledgeResponse {
                 partition_index: 1,
                 error_code: 6,
                 error_message: None,
-                current_leader: LeaderIdAndEpoch {
-                    leader_id: 3,
-                    leader_epoch: 8,
-                },
+                current_leader: LeaderIdAndEpoch { leader_id: 3, leader_epoch: 8 },
             }],
         }],
-        node_endpoints: vec![NodeEndpoint {
-            node_id: 3,
-            host: "b3".into(),
-            port: 9093,
-            rack: Some("r1".into()),
-        }],
+        node_endpoints: vec![NodeEndpoint { node_id: 3, host: "b3".into(), port: 9093, rack: Some("r1".into()) }],
         ..Default::default()
     }
 }
@@ -314,10 +280,7 @@ fn v2_response_value() -> ShareAcknowledgeResponse {
 #[test]
 fn v2_response_hand_written_bytes() {
     let mut buf = v2_response_bytes();
-    assert_eq!(
-        ShareAcknowledgeResponse::decode(&mut buf, 2).unwrap(),
-        v2_response_value()
-    );
+    assert_eq!(ShareAcknowledgeResponse::decode(&mut buf, 2).unwrap(), v2_response_value());
     assert!(buf.is_empty());
     // The same bytes read as v1 misplace every field after ErrorMessage and must not pass.
     assert!(ShareAcknowledgeResponse::decode(&mut v2_response_bytes(), 1).is_err());
@@ -341,10 +304,7 @@ fn round_trips_at_both_versions() {
         (ShareAcknowledgeResponse::default(), 1),
     ] {
         let mut bytes = encode_resp(&resp, v).unwrap();
-        assert_eq!(
-            ShareAcknowledgeResponse::decode(&mut bytes, v).unwrap(),
-            resp
-        );
+        assert_eq!(ShareAcknowledgeResponse::decode(&mut bytes, v).unwrap(), resp);
     }
 }
 
@@ -355,10 +315,7 @@ fn lock_timeout_is_v2_only() {
     let back = ShareAcknowledgeResponse::decode(&mut bytes, 2).unwrap();
     assert_eq!(back.acquisition_lock_timeout_ms, Some(0));
     // A value cannot be encoded at v1.
-    assert!(matches!(
-        encode_resp(&sample_response(Some(1)), 1),
-        Err(CodecError::Invalid { .. })
-    ));
+    assert!(matches!(encode_resp(&sample_response(Some(1)), 1), Err(CodecError::Invalid { .. })));
 }
 
 #[test]
@@ -368,10 +325,7 @@ fn every_prefix_of_a_response_is_truncated() {
         for cut in 0..full.len() {
             let mut prefix = full.slice(..cut);
             let err = ShareAcknowledgeResponse::decode(&mut prefix, v).unwrap_err();
-            assert!(
-                matches!(err, CodecError::Truncated { .. }),
-                "cut {cut}: {err:?}"
-            );
+            assert!(matches!(err, CodecError::Truncated { .. }), "cut {cut}: {err:?}");
             assert_eq!(prefix.len(), cut);
         }
     }
@@ -397,10 +351,7 @@ fn v1_refuses_v2_only_values() {
 #[test]
 fn unsupported_versions() {
     for v in [0, 3] {
-        assert!(matches!(
-            encode_req(&sample_request(), v),
-            Err(CodecError::UnsupportedVersion { .. })
-        ));
+        assert!(matches!(encode_req(&sample_request(), v), Err(CodecError::UnsupportedVersion { .. })));
         assert!(matches!(
             ShareAcknowledgeResponse::decode(&mut v2_response_bytes(), v),
             Err(CodecError::UnsupportedVersion { .. })

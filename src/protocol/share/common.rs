@@ -71,23 +71,16 @@ pub(crate) fn check_version(what: &'static str, version: i16) -> Result<(), Code
 pub(crate) fn needs_v2(what: &'static str, api: &str, field: &str) -> CodecError {
     CodecError::Invalid {
         what,
-        detail: format!(
-            "{field} needs {api} v2, but the broker lacks {api} v2 (only v1 was negotiated)"
-        ),
+        detail: format!("{field} needs {api} v2, but the broker lacks {api} v2 (only v1 was negotiated)"),
     }
 }
 
 /// Whether any batch acknowledges with [`ACK_RENEW`].
 pub(crate) fn has_renew(batches: &[AcknowledgementBatch]) -> bool {
-    batches
-        .iter()
-        .any(|b| b.acknowledge_types.contains(&ACK_RENEW))
+    batches.iter().any(|b| b.acknowledge_types.contains(&ACK_RENEW))
 }
 
-pub(crate) fn put_ack_batch(
-    buf: &mut BytesMut,
-    b: &AcknowledgementBatch,
-) -> Result<(), CodecError> {
+pub(crate) fn put_ack_batch(buf: &mut BytesMut, b: &AcknowledgementBatch) -> Result<(), CodecError> {
     buf.put_i64(b.first_offset);
     buf.put_i64(b.last_offset);
     put_array(buf, &b.acknowledge_types, "AcknowledgeTypes", |buf, t| {
@@ -102,9 +95,7 @@ pub(crate) fn get_ack_batch(buf: &mut Bytes) -> Result<AcknowledgementBatch, Cod
     let batch = AcknowledgementBatch {
         first_offset: get_i64(buf, "AcknowledgementBatch.FirstOffset")?,
         last_offset: get_i64(buf, "AcknowledgementBatch.LastOffset")?,
-        acknowledge_types: get_array(buf, "AcknowledgementBatch.AcknowledgeTypes", |b| {
-            get_i8(b, "AcknowledgeType")
-        })?,
+        acknowledge_types: get_array(buf, "AcknowledgementBatch.AcknowledgeTypes", |b| get_i8(b, "AcknowledgeType"))?,
     };
     skip_tagged_fields(buf, "AcknowledgementBatch tagged fields")?;
     Ok(batch)
@@ -158,10 +149,7 @@ pub(crate) fn decode_whole<T>(
     let mut cur = buf.clone();
     let value = decode(&mut cur)?;
     if !cur.is_empty() {
-        return Err(CodecError::TrailingBytes {
-            what,
-            extra: cur.len(),
-        });
+        return Err(CodecError::TrailingBytes { what, extra: cur.len() });
     }
     *buf = cur;
     Ok(value)

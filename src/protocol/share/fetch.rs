@@ -256,29 +256,18 @@ impl ShareFetchRequest {
                     let what = "FetchPartition.AcknowledgementBatches";
                     let acknowledgement_batches = get_array(buf, what, get_ack_batch)?;
                     skip_tagged_fields(buf, "FetchPartition tagged fields")?;
-                    Ok(FetchPartition {
-                        partition_index,
-                        acknowledgement_batches,
-                    })
+                    Ok(FetchPartition { partition_index, acknowledgement_batches })
                 })?;
                 skip_tagged_fields(buf, "FetchTopic tagged fields")?;
-                Ok(FetchTopic {
-                    topic_id,
-                    partitions,
-                })
+                Ok(FetchTopic { topic_id, partitions })
             })?;
-            req.forgotten_topics_data =
-                get_array(buf, "ShareFetchRequest.ForgottenTopicsData", |buf| {
-                    let topic_id = get_uuid(buf, "ForgottenTopic.TopicId")?;
-                    let partitions = get_array(buf, "ForgottenTopic.Partitions", |buf| {
-                        get_i32(buf, "ForgottenTopic.Partition")
-                    })?;
-                    skip_tagged_fields(buf, "ForgottenTopic tagged fields")?;
-                    Ok(ForgottenTopic {
-                        topic_id,
-                        partitions,
-                    })
-                })?;
+            req.forgotten_topics_data = get_array(buf, "ShareFetchRequest.ForgottenTopicsData", |buf| {
+                let topic_id = get_uuid(buf, "ForgottenTopic.TopicId")?;
+                let partitions =
+                    get_array(buf, "ForgottenTopic.Partitions", |buf| get_i32(buf, "ForgottenTopic.Partition"))?;
+                skip_tagged_fields(buf, "ForgottenTopic tagged fields")?;
+                Ok(ForgottenTopic { topic_id, partitions })
+            })?;
             skip_tagged_fields(buf, "ShareFetchRequest tagged fields")?;
             Ok(req)
         })
@@ -298,10 +287,7 @@ impl ShareFetchResponse {
                 throttle_time_ms: get_i32(buf, "ShareFetchResponse.ThrottleTimeMs")?,
                 error_code: get_i16(buf, "ShareFetchResponse.ErrorCode")?,
                 error_message: get_nullable_string(buf, "ShareFetchResponse.ErrorMessage")?,
-                acquisition_lock_timeout_ms: get_i32(
-                    buf,
-                    "ShareFetchResponse.AcquisitionLockTimeoutMs",
-                )?,
+                acquisition_lock_timeout_ms: get_i32(buf, "ShareFetchResponse.AcquisitionLockTimeoutMs")?,
                 responses: get_array(buf, "ShareFetchResponse.Responses", get_topic)?,
                 node_endpoints: get_array(buf, "ShareFetchResponse.NodeEndpoints", get_node)?,
             };
@@ -317,12 +303,7 @@ impl ShareFetchResponse {
         buf.put_i16(self.error_code);
         put_nullable_string(buf, self.error_message.as_deref(), "ErrorMessage")?;
         buf.put_i32(self.acquisition_lock_timeout_ms);
-        put_array(
-            buf,
-            &self.responses,
-            "ShareFetchResponse.Responses",
-            put_topic,
-        )?;
+        put_array(buf, &self.responses, "ShareFetchResponse.Responses", put_topic)?;
         put_array(buf, &self.node_endpoints, "NodeEndpoints", put_node)?;
         put_empty_tagged_fields(buf);
         Ok(())
@@ -333,10 +314,7 @@ fn get_topic(buf: &mut Bytes) -> Result<FetchTopicResponse, CodecError> {
     let topic_id = get_uuid(buf, "FetchTopicResponse.TopicId")?;
     let partitions = get_array(buf, "FetchTopicResponse.Partitions", get_partition)?;
     skip_tagged_fields(buf, "FetchTopicResponse tagged fields")?;
-    Ok(FetchTopicResponse {
-        topic_id,
-        partitions,
-    })
+    Ok(FetchTopicResponse { topic_id, partitions })
 }
 
 fn get_partition(buf: &mut Bytes) -> Result<FetchPartitionResponse, CodecError> {
@@ -345,10 +323,7 @@ fn get_partition(buf: &mut Bytes) -> Result<FetchPartitionResponse, CodecError> 
         error_code: get_i16(buf, "PartitionData.ErrorCode")?,
         error_message: get_nullable_string(buf, "PartitionData.ErrorMessage")?,
         acknowledge_error_code: get_i16(buf, "PartitionData.AcknowledgeErrorCode")?,
-        acknowledge_error_message: get_nullable_string(
-            buf,
-            "PartitionData.AcknowledgeErrorMessage",
-        )?,
+        acknowledge_error_message: get_nullable_string(buf, "PartitionData.AcknowledgeErrorMessage")?,
         current_leader: get_leader(buf)?,
         records: get_nullable_bytes(buf, "PartitionData.Records")?,
         acquired_records: get_array(buf, "PartitionData.AcquiredRecords", |buf| {
@@ -367,30 +342,25 @@ fn get_partition(buf: &mut Bytes) -> Result<FetchPartitionResponse, CodecError> 
 
 fn put_topic(buf: &mut BytesMut, t: &FetchTopicResponse) -> Result<(), CodecError> {
     put_uuid(buf, &t.topic_id);
-    put_array(
-        buf,
-        &t.partitions,
-        "FetchTopicResponse.Partitions",
-        |buf, p| {
-            buf.put_i32(p.partition_index);
-            buf.put_i16(p.error_code);
-            put_nullable_string(buf, p.error_message.as_deref(), "ErrorMessage")?;
-            buf.put_i16(p.acknowledge_error_code);
-            let what = "AcknowledgeErrorMessage";
-            put_nullable_string(buf, p.acknowledge_error_message.as_deref(), what)?;
-            put_leader(buf, &p.current_leader);
-            put_nullable_bytes(buf, p.records.as_ref(), "PartitionData.Records")?;
-            put_array(buf, &p.acquired_records, "AcquiredRecords", |buf, a| {
-                buf.put_i64(a.first_offset);
-                buf.put_i64(a.last_offset);
-                buf.put_i16(a.delivery_count);
-                put_empty_tagged_fields(buf);
-                Ok(())
-            })?;
+    put_array(buf, &t.partitions, "FetchTopicResponse.Partitions", |buf, p| {
+        buf.put_i32(p.partition_index);
+        buf.put_i16(p.error_code);
+        put_nullable_string(buf, p.error_message.as_deref(), "ErrorMessage")?;
+        buf.put_i16(p.acknowledge_error_code);
+        let what = "AcknowledgeErrorMessage";
+        put_nullable_string(buf, p.acknowledge_error_message.as_deref(), what)?;
+        put_leader(buf, &p.current_leader);
+        put_nullable_bytes(buf, p.records.as_ref(), "PartitionData.Records")?;
+        put_array(buf, &p.acquired_records, "AcquiredRecords", |buf, a| {
+            buf.put_i64(a.first_offset);
+            buf.put_i64(a.last_offset);
+            buf.put_i16(a.delivery_count);
             put_empty_tagged_fields(buf);
             Ok(())
-        },
-    )?;
+        })?;
+        put_empty_tagged_fields(buf);
+        Ok(())
+    })?;
     put_empty_tagged_fields(buf);
     Ok(())
 }

@@ -50,26 +50,16 @@ fn sample_request() -> ShareFetchRequest {
                         batch(13, 15, &[ACK_RELEASE, ACK_GAP, ACK_REJECT]),
                     ],
                 },
-                FetchPartition {
-                    partition_index: 4,
-                    acknowledgement_batches: vec![],
-                },
+                FetchPartition { partition_index: 4, acknowledgement_batches: vec![] },
             ],
         }],
-        forgotten_topics_data: vec![ForgottenTopic {
-            topic_id: T2,
-            partitions: vec![1, 2],
-        }],
+        forgotten_topics_data: vec![ForgottenTopic { topic_id: T2, partitions: vec![1, 2] }],
         ..Default::default()
     }
 }
 
 fn batch(first: i64, last: i64, types: &[i8]) -> AcknowledgementBatch {
-    AcknowledgementBatch {
-        first_offset: first,
-        last_offset: last,
-        acknowledge_types: types.to_vec(),
-    }
+    AcknowledgementBatch { first_offset: first, last_offset: last, acknowledge_types: types.to_vec() }
 }
 
 /// The same request as the crate's type, for the v1 byte-for-byte check.
@@ -86,15 +76,12 @@ fn to_crate(r: &ShareFetchRequest) -> kreq::ShareFetchRequest {
                 .with_partition_index(p.partition_index)
                 .with_acknowledgement_batches(batches.collect())
         });
-        kreq::FetchTopic::default()
-            .with_topic_id(t.topic_id)
-            .with_partitions(parts.collect())
+        kreq::FetchTopic::default().with_topic_id(t.topic_id).with_partitions(parts.collect())
     });
-    let forgotten = r.forgotten_topics_data.iter().map(|f| {
-        kreq::ForgottenTopic::default()
-            .with_topic_id(f.topic_id)
-            .with_partitions(f.partitions.clone())
-    });
+    let forgotten = r
+        .forgotten_topics_data
+        .iter()
+        .map(|f| kreq::ForgottenTopic::default().with_topic_id(f.topic_id).with_partitions(f.partitions.clone()));
     kreq::ShareFetchRequest::default()
         .with_group_id(Some(GroupId(s(&r.group_id))))
         .with_member_id(Some(s(&r.member_id)))
@@ -136,22 +123,11 @@ fn sample_response() -> ShareFetchResponse {
                     partition_index: 0,
                     acknowledge_error_code: 121,
                     acknowledge_error_message: Some("lock expired".into()),
-                    current_leader: LeaderIdAndEpoch {
-                        leader_id: 1,
-                        leader_epoch: 9,
-                    },
+                    current_leader: LeaderIdAndEpoch { leader_id: 1, leader_epoch: 9 },
                     records: Some(Bytes::from_static(b"\x00\x01record-bytes")),
                     acquired_records: vec![
-                        AcquiredRecords {
-                            first_offset: 100,
-                            last_offset: 149,
-                            delivery_count: 1,
-                        },
-                        AcquiredRecords {
-                            first_offset: 151,
-                            last_offset: 151,
-                            delivery_count: 3,
-                        },
+                        AcquiredRecords { first_offset: 100, last_offset: 149, delivery_count: 1 },
+                        AcquiredRecords { first_offset: 151, last_offset: 151, delivery_count: 3 },
                     ],
                     ..Default::default()
                 },
@@ -159,27 +135,14 @@ fn sample_response() -> ShareFetchResponse {
                     partition_index: 2,
                     error_code: 6,
                     error_message: Some("not leader".into()),
-                    current_leader: LeaderIdAndEpoch {
-                        leader_id: 3,
-                        leader_epoch: 4,
-                    },
+                    current_leader: LeaderIdAndEpoch { leader_id: 3, leader_epoch: 4 },
                     ..Default::default()
                 },
             ],
         }],
         node_endpoints: vec![
-            NodeEndpoint {
-                node_id: 3,
-                host: "broker-3".into(),
-                port: 9092,
-                rack: Some("rack-a".into()),
-            },
-            NodeEndpoint {
-                node_id: 4,
-                host: "broker-4".into(),
-                port: 9093,
-                rack: None,
-            },
+            NodeEndpoint { node_id: 3, host: "broker-3".into(), port: 9092, rack: Some("rack-a".into()) },
+            NodeEndpoint { node_id: 4, host: "broker-4".into(), port: 9093, rack: None },
         ],
     }
 }
@@ -316,10 +279,7 @@ fn v2_request_hand_written_bytes() {
                 acknowledgement_batches: vec![batch(100, 102, &[ACK_RENEW, ACK_ACCEPT, ACK_RENEW])],
             }],
         }],
-        forgotten_topics_data: vec![ForgottenTopic {
-            topic_id: T2,
-            partitions: vec![0, 7],
-        }],
+        forgotten_topics_data: vec![ForgottenTopic { topic_id: T2, partitions: vec![0, 7] }],
     };
     let expected = hex("
         03 67 31                                // GroupId: compact len 2+1, \"g1\"
@@ -350,10 +310,7 @@ fn v2_request_hand_written_bytes() {
         00                                      // request tagged fields
     ");
     assert_eq!(encode_req(&req, 2).unwrap(), expected);
-    assert_eq!(
-        ShareFetchRequest::decode(&mut expected.clone(), 2).unwrap(),
-        req
-    );
+    assert_eq!(ShareFetchRequest::decode(&mut expected.clone(), 2).unwrap(), req);
 }
 
 /// A v2 response with a moved partition (CurrentLeader + NodeEndpoints), records, and unknown
@@ -410,36 +367,21 @@ fn v2_response_value() -> ShareFetchResponse {
                     partition_index: 0,
                     error_code: 6,
                     error_message: Some("nl".into()),
-                    current_leader: LeaderIdAndEpoch {
-                        leader_id: 2,
-                        leader_epoch: 7,
-                    },
+                    current_leader: LeaderIdAndEpoch { leader_id: 2, leader_epoch: 7 },
                     ..Default::default()
                 },
                 FetchPartitionResponse {
                     partition_index: 1,
                     acknowledge_error_code: 121,
                     acknowledge_error_message: Some("bad".into()),
-                    current_leader: LeaderIdAndEpoch {
-                        leader_id: 1,
-                        leader_epoch: 5,
-                    },
+                    current_leader: LeaderIdAndEpoch { leader_id: 1, leader_epoch: 5 },
                     records: Some(Bytes::from_static(&[0xde, 0xad, 0xbe])),
-                    acquired_records: vec![AcquiredRecords {
-                        first_offset: 10,
-                        last_offset: 12,
-                        delivery_count: 1,
-                    }],
+                    acquired_records: vec![AcquiredRecords { first_offset: 10, last_offset: 12, delivery_count: 1 }],
                     ..Default::default()
                 },
             ],
         }],
-        node_endpoints: vec![NodeEndpoint {
-            node_id: 2,
-            host: "b2".into(),
-            port: 9092,
-            rack: None,
-        }],
+        node_endpoints: vec![NodeEndpoint { node_id: 2, host: "b2".into(), port: 9092, rack: None }],
         ..Default::default()
     }
 }
@@ -453,10 +395,7 @@ fn v2_response_hand_written_bytes() {
     assert_eq!(resp, v2_response_value());
     // Records are a slice of the input, not a copy.
     let records = resp.responses[0].partitions[1].records.as_ref().unwrap();
-    let start = input
-        .windows(3)
-        .position(|w| w == [0xde, 0xad, 0xbe])
-        .unwrap();
+    let start = input.windows(3).position(|w| w == [0xde, 0xad, 0xbe]).unwrap();
     assert_eq!(records.as_ptr(), input[start..].as_ptr());
 }
 
@@ -473,11 +412,7 @@ fn round_trips_at_both_versions() {
             assert!(bytes.is_empty());
         }
     }
-    for resp in [
-        sample_response(),
-        v2_response_value(),
-        ShareFetchResponse::default(),
-    ] {
+    for resp in [sample_response(), v2_response_value(), ShareFetchResponse::default()] {
         for v in [1, 2] {
             let mut bytes = encode_resp(&resp, v);
             assert_eq!(ShareFetchResponse::decode(&mut bytes, v).unwrap(), resp);
@@ -487,17 +422,11 @@ fn round_trips_at_both_versions() {
 
 #[test]
 fn every_prefix_of_a_response_is_truncated() {
-    for (full, v) in [
-        (v2_response_bytes(), 2),
-        (encode_resp(&sample_response(), 1), 1),
-    ] {
+    for (full, v) in [(v2_response_bytes(), 2), (encode_resp(&sample_response(), 1), 1)] {
         for cut in 0..full.len() {
             let mut prefix = full.slice(..cut);
             let err = ShareFetchResponse::decode(&mut prefix, v).unwrap_err();
-            assert!(
-                matches!(err, CodecError::Truncated { .. }),
-                "cut {cut}: {err:?}"
-            );
+            assert!(matches!(err, CodecError::Truncated { .. }), "cut {cut}: {err:?}");
             assert_eq!(prefix.len(), cut, "buffer left untouched on error");
         }
     }
@@ -508,10 +437,7 @@ fn every_prefix_of_a_request_is_truncated() {
     let full = encode_req(&sample_request(), 2).unwrap();
     for cut in 0..full.len() {
         let err = ShareFetchRequest::decode(&mut full.slice(..cut), 2).unwrap_err();
-        assert!(
-            matches!(err, CodecError::Truncated { .. }),
-            "cut {cut}: {err:?}"
-        );
+        assert!(matches!(err, CodecError::Truncated { .. }), "cut {cut}: {err:?}");
     }
 }
 
@@ -522,13 +448,7 @@ fn trailing_bytes_are_reported_and_buffer_kept() {
     let mut buf = with_extra.freeze();
     let before = buf.clone();
     let err = ShareFetchResponse::decode(&mut buf, 2).unwrap_err();
-    assert_eq!(
-        err,
-        CodecError::TrailingBytes {
-            what: "ShareFetchResponse",
-            extra: 2
-        }
-    );
+    assert_eq!(err, CodecError::TrailingBytes { what: "ShareFetchResponse", extra: 2 });
     assert_eq!(buf, before);
 }
 
@@ -554,15 +474,10 @@ fn v1_refuses_v2_only_values() {
 #[test]
 fn unsupported_versions() {
     for v in [0, 3, -1] {
-        let unsupported =
-            |e| matches!(e, CodecError::UnsupportedVersion { version, .. } if version == v);
+        let unsupported = |e| matches!(e, CodecError::UnsupportedVersion { version, .. } if version == v);
         assert!(unsupported(encode_req(&sample_request(), v).unwrap_err()));
         let mut buf = BytesMut::new();
-        assert!(unsupported(
-            sample_response().encode(v, &mut buf).unwrap_err()
-        ));
-        assert!(unsupported(
-            ShareFetchResponse::decode(&mut v2_response_bytes(), v).unwrap_err()
-        ));
+        assert!(unsupported(sample_response().encode(v, &mut buf).unwrap_err()));
+        assert!(unsupported(ShareFetchResponse::decode(&mut v2_response_bytes(), v).unwrap_err()));
     }
 }

@@ -17,16 +17,11 @@ fn decode_all(input: &[u8]) {
 }
 
 fn ack_batch() -> impl Strategy<Value = AcknowledgementBatch> {
-    (
-        any::<i64>(),
-        any::<i64>(),
-        prop::collection::vec(0i8..=4, 0..4),
-    )
-        .prop_map(|(f, l, t)| AcknowledgementBatch {
-            first_offset: f,
-            last_offset: l,
-            acknowledge_types: t,
-        })
+    (any::<i64>(), any::<i64>(), prop::collection::vec(0i8..=4, 0..4)).prop_map(|(f, l, t)| AcknowledgementBatch {
+        first_offset: f,
+        last_offset: l,
+        acknowledge_types: t,
+    })
 }
 
 fn uuid() -> impl Strategy<Value = Uuid> {
@@ -38,98 +33,63 @@ fn opt_string() -> impl Strategy<Value = Option<String>> {
 }
 
 fn fetch_request() -> impl Strategy<Value = ShareFetchRequest> {
-    let partition = (any::<i32>(), prop::collection::vec(ack_batch(), 0..3)).prop_map(|(i, b)| {
-        FetchPartition {
-            partition_index: i,
-            acknowledgement_batches: b,
-        }
-    });
-    let topic =
-        (uuid(), prop::collection::vec(partition, 0..3)).prop_map(|(topic_id, partitions)| {
-            FetchTopic {
-                topic_id,
-                partitions,
-            }
-        });
-    let forgotten =
-        (uuid(), prop::collection::vec(any::<i32>(), 0..3)).prop_map(|(topic_id, partitions)| {
-            ForgottenTopic {
-                topic_id,
-                partitions,
-            }
-        });
+    let partition = (any::<i32>(), prop::collection::vec(ack_batch(), 0..3))
+        .prop_map(|(i, b)| FetchPartition { partition_index: i, acknowledgement_batches: b });
+    let topic = (uuid(), prop::collection::vec(partition, 0..3))
+        .prop_map(|(topic_id, partitions)| FetchTopic { topic_id, partitions });
+    let forgotten = (uuid(), prop::collection::vec(any::<i32>(), 0..3))
+        .prop_map(|(topic_id, partitions)| ForgottenTopic { topic_id, partitions });
     (
         (".{0,12}", ".{0,36}", any::<[i32; 6]>()),
         (any::<i8>(), any::<bool>()),
         prop::collection::vec(topic, 0..3),
         prop::collection::vec(forgotten, 0..2),
     )
-        .prop_map(
-            |((g, m, n), (mode, renew), topics, forgotten)| ShareFetchRequest {
-                group_id: g,
-                member_id: m,
-                share_session_epoch: n[0],
-                max_wait_ms: n[1],
-                min_bytes: n[2],
-                max_bytes: n[3],
-                max_records: n[4],
-                batch_size: n[5],
-                share_acquire_mode: mode,
-                is_renew_ack: renew,
-                topics,
-                forgotten_topics_data: forgotten,
-            },
-        )
+        .prop_map(|((g, m, n), (mode, renew), topics, forgotten)| ShareFetchRequest {
+            group_id: g,
+            member_id: m,
+            share_session_epoch: n[0],
+            max_wait_ms: n[1],
+            min_bytes: n[2],
+            max_bytes: n[3],
+            max_records: n[4],
+            batch_size: n[5],
+            share_acquire_mode: mode,
+            is_renew_ack: renew,
+            topics,
+            forgotten_topics_data: forgotten,
+        })
 }
 
 fn fetch_response() -> impl Strategy<Value = ShareFetchResponse> {
-    let acquired =
-        (any::<i64>(), any::<i64>(), any::<i16>()).prop_map(|(f, l, d)| AcquiredRecords {
-            first_offset: f,
-            last_offset: l,
-            delivery_count: d,
-        });
+    let acquired = (any::<i64>(), any::<i64>(), any::<i16>()).prop_map(|(f, l, d)| AcquiredRecords {
+        first_offset: f,
+        last_offset: l,
+        delivery_count: d,
+    });
     let partition = (
-        (
-            any::<i32>(),
-            any::<i16>(),
-            opt_string(),
-            any::<i16>(),
-            opt_string(),
-        ),
+        (any::<i32>(), any::<i16>(), opt_string(), any::<i16>(), opt_string()),
         (any::<i32>(), any::<i32>()),
         prop::option::of(prop::collection::vec(any::<u8>(), 0..32)),
         prop::collection::vec(acquired, 0..3),
     )
-        .prop_map(
-            |((i, e, em, ae, aem), (lid, lep), rec, acq)| FetchPartitionResponse {
-                partition_index: i,
-                error_code: e,
-                error_message: em,
-                acknowledge_error_code: ae,
-                acknowledge_error_message: aem,
-                current_leader: LeaderIdAndEpoch {
-                    leader_id: lid,
-                    leader_epoch: lep,
-                },
-                records: rec.map(Bytes::from),
-                acquired_records: acq,
-            },
-        );
-    let topic =
-        (uuid(), prop::collection::vec(partition, 0..3)).prop_map(|(topic_id, partitions)| {
-            FetchTopicResponse {
-                topic_id,
-                partitions,
-            }
+        .prop_map(|((i, e, em, ae, aem), (lid, lep), rec, acq)| FetchPartitionResponse {
+            partition_index: i,
+            error_code: e,
+            error_message: em,
+            acknowledge_error_code: ae,
+            acknowledge_error_message: aem,
+            current_leader: LeaderIdAndEpoch { leader_id: lid, leader_epoch: lep },
+            records: rec.map(Bytes::from),
+            acquired_records: acq,
         });
-    let node = (any::<i32>(), ".{0,12}", any::<i32>(), opt_string()).prop_map(|(id, h, p, r)| {
-        NodeEndpoint {
-            node_id: id,
-            host: h,
-            port: p,
-            rack: r,
-        }
+    let topic = (uuid(), prop::collection::vec(partition, 0..3))
+        .prop_map(|(topic_id, partitions)| FetchTopicResponse { topic_id, partitions });
+    let node = (any::<i32>(), ".{0,12}", any::<i32>(), opt_string()).prop_map(|(id, h, p, r)| NodeEndpoint {
+        node_id: id,
+        host: h,
+        port: p,
+        rack: r,
     });
     (
         (any::<i32>(), any::<i16>(), opt_string(), any::<i32>()),

@@ -34,13 +34,11 @@ pub use acknowledge::{
     ShareAcknowledgeRequest, ShareAcknowledgeResponse,
 };
 pub use common::{
-    AcknowledgementBatch, LeaderIdAndEpoch, NodeEndpoint, ACK_ACCEPT, ACK_GAP, ACK_REJECT,
-    ACK_RELEASE, ACK_RENEW,
+    AcknowledgementBatch, LeaderIdAndEpoch, NodeEndpoint, ACK_ACCEPT, ACK_GAP, ACK_REJECT, ACK_RELEASE, ACK_RENEW,
 };
 pub use fetch::{
-    AcquiredRecords, FetchPartition, FetchPartitionResponse, FetchTopic, FetchTopicResponse,
-    ForgottenTopic, ShareFetchRequest, ShareFetchResponse, ACQUIRE_MODE_BATCH_OPTIMIZED,
-    ACQUIRE_MODE_RECORD_LIMIT,
+    AcquiredRecords, FetchPartition, FetchPartitionResponse, FetchTopic, FetchTopicResponse, ForgottenTopic,
+    ShareFetchRequest, ShareFetchResponse, ACQUIRE_MODE_BATCH_OPTIMIZED, ACQUIRE_MODE_RECORD_LIMIT,
 };
 
 /// API key of ShareFetch.

@@ -20,20 +20,13 @@ const MAX_STRING_LEN: usize = 0x7fff;
 /// Fails with `Truncated` unless `buf` holds at least `n` more bytes.
 fn ensure(buf: &Bytes, n: usize, what: &'static str) -> Result<(), CodecError> {
     if buf.remaining() < n {
-        return Err(CodecError::Truncated {
-            what,
-            needed: n - buf.remaining(),
-            remaining: buf.remaining(),
-        });
+        return Err(CodecError::Truncated { what, needed: n - buf.remaining(), remaining: buf.remaining() });
     }
     Ok(())
 }
 
 fn invalid(what: &'static str, detail: impl Into<String>) -> CodecError {
-    CodecError::Invalid {
-        what,
-        detail: detail.into(),
-    }
+    CodecError::Invalid { what, detail: detail.into() }
 }
 
 pub(crate) fn get_i8(buf: &mut Bytes, what: &'static str) -> Result<i8, CodecError> {
@@ -95,10 +88,7 @@ fn get_compact_len(buf: &mut Bytes, what: &'static str) -> Result<Option<usize>,
 
 fn get_str_body(buf: &mut Bytes, len: usize, what: &'static str) -> Result<String, CodecError> {
     if len > MAX_STRING_LEN {
-        return Err(invalid(
-            what,
-            format!("string length {len} exceeds {MAX_STRING_LEN}"),
-        ));
+        return Err(invalid(what, format!("string length {len} exceeds {MAX_STRING_LEN}")));
     }
     ensure(buf, len, what)?;
     let raw = buf.split_to(len);
@@ -114,10 +104,7 @@ pub(crate) fn get_string(buf: &mut Bytes, what: &'static str) -> Result<String, 
 }
 
 /// A nullable compact string.
-pub(crate) fn get_nullable_string(
-    buf: &mut Bytes,
-    what: &'static str,
-) -> Result<Option<String>, CodecError> {
+pub(crate) fn get_nullable_string(buf: &mut Bytes, what: &'static str) -> Result<Option<String>, CodecError> {
     match get_compact_len(buf, what)? {
         Some(len) => get_str_body(buf, len, what).map(Some),
         None => Ok(None),
@@ -125,10 +112,7 @@ pub(crate) fn get_nullable_string(
 }
 
 /// Nullable compact bytes (the `records` type). Zero-copy: the result shares `buf`'s storage.
-pub(crate) fn get_nullable_bytes(
-    buf: &mut Bytes,
-    what: &'static str,
-) -> Result<Option<Bytes>, CodecError> {
+pub(crate) fn get_nullable_bytes(buf: &mut Bytes, what: &'static str) -> Result<Option<Bytes>, CodecError> {
     match get_compact_len(buf, what)? {
         Some(len) => {
             ensure(buf, len, what)?;
@@ -147,8 +131,7 @@ pub(crate) fn get_array<T>(
     what: &'static str,
     mut item: impl FnMut(&mut Bytes) -> Result<T, CodecError>,
 ) -> Result<Vec<T>, CodecError> {
-    let len =
-        get_compact_len(buf, what)?.ok_or_else(|| invalid(what, "null in a non-nullable array"))?;
+    let len = get_compact_len(buf, what)?.ok_or_else(|| invalid(what, "null in a non-nullable array"))?;
     let mut out = Vec::with_capacity(len.min(buf.remaining()));
     for _ in 0..len {
         out.push(item(buf)?);
@@ -210,16 +193,9 @@ fn put_compact_len(buf: &mut BytesMut, len: usize, what: &'static str) -> Result
 }
 
 /// A non-nullable compact string.
-pub(crate) fn put_string(
-    buf: &mut BytesMut,
-    s: &str,
-    what: &'static str,
-) -> Result<(), CodecError> {
+pub(crate) fn put_string(buf: &mut BytesMut, s: &str, what: &'static str) -> Result<(), CodecError> {
     if s.len() > MAX_STRING_LEN {
-        return Err(invalid(
-            what,
-            format!("string of {} bytes exceeds {MAX_STRING_LEN}", s.len()),
-        ));
+        return Err(invalid(what, format!("string of {} bytes exceeds {MAX_STRING_LEN}", s.len())));
     }
     put_compact_len(buf, s.len(), what)?;
     buf.put_slice(s.as_bytes());
@@ -227,11 +203,7 @@ pub(crate) fn put_string(
 }
 
 /// A nullable compact string: `None` is written as length 0.
-pub(crate) fn put_nullable_string(
-    buf: &mut BytesMut,
-    s: Option<&str>,
-    what: &'static str,
-) -> Result<(), CodecError> {
+pub(crate) fn put_nullable_string(buf: &mut BytesMut, s: Option<&str>, what: &'static str) -> Result<(), CodecError> {
     match s {
         Some(s) => put_string(buf, s, what),
         None => {
@@ -242,11 +214,7 @@ pub(crate) fn put_nullable_string(
 }
 
 /// Nullable compact bytes: `None` is written as length 0.
-pub(crate) fn put_nullable_bytes(
-    buf: &mut BytesMut,
-    b: Option<&Bytes>,
-    what: &'static str,
-) -> Result<(), CodecError> {
+pub(crate) fn put_nullable_bytes(buf: &mut BytesMut, b: Option<&Bytes>, what: &'static str) -> Result<(), CodecError> {
     match b {
         Some(b) => {
             put_compact_len(buf, b.len(), what)?;
@@ -286,18 +254,7 @@ mod tests {
 
     #[test]
     fn uvarint_round_trips_at_every_width() {
-        for v in [
-            0,
-            1,
-            127,
-            128,
-            300,
-            16_383,
-            16_384,
-            2_097_151,
-            2_097_152,
-            u32::MAX,
-        ] {
+        for v in [0, 1, 127, 128, 300, 16_383, 16_384, 2_097_151, 2_097_152, u32::MAX] {
             let mut out = BytesMut::new();
             put_uvarint(&mut out, v);
             let mut b = out.freeze();
@@ -323,32 +280,19 @@ mod tests {
             get_uvarint(&mut bytes(&[0xff, 0xff, 0xff, 0xff, 0x1f]), "v"),
             Err(CodecError::Invalid { .. })
         ));
-        assert!(matches!(
-            get_uvarint(&mut bytes(&[0x80]), "v"),
-            Err(CodecError::Truncated { .. })
-        ));
+        assert!(matches!(get_uvarint(&mut bytes(&[0x80]), "v"), Err(CodecError::Truncated { .. })));
     }
 
     #[test]
     fn strings_nulls_and_bounds() {
         assert_eq!(get_nullable_string(&mut bytes(&[0]), "s").unwrap(), None);
-        assert!(matches!(
-            get_string(&mut bytes(&[0]), "s"),
-            Err(CodecError::Invalid { .. })
-        ));
+        assert!(matches!(get_string(&mut bytes(&[0]), "s"), Err(CodecError::Invalid { .. })));
         assert_eq!(get_string(&mut bytes(&[3, b'h', b'i']), "s").unwrap(), "hi");
         assert!(matches!(
             get_string(&mut bytes(&[4, b'h', b'i']), "s"),
-            Err(CodecError::Truncated {
-                needed: 1,
-                remaining: 2,
-                ..
-            })
+            Err(CodecError::Truncated { needed: 1, remaining: 2, .. })
         ));
-        assert!(matches!(
-            get_string(&mut bytes(&[3, 0xff, 0xfe]), "s"),
-            Err(CodecError::Invalid { .. })
-        ));
+        assert!(matches!(get_string(&mut bytes(&[3, 0xff, 0xfe]), "s"), Err(CodecError::Invalid { .. })));
         let mut long = BytesMut::new();
         assert!(put_string(&mut long, &"x".repeat(MAX_STRING_LEN + 1), "s").is_err());
     }

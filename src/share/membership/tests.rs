@@ -7,22 +7,14 @@ use uuid::Uuid;
 
 use super::*;
 
-fn ok(
-    epoch: i32,
-    interval_ms: i32,
-    assignment: Option<Vec<(Uuid, Vec<i32>)>>,
-) -> ShareGroupHeartbeatResponse {
+fn ok(epoch: i32, interval_ms: i32, assignment: Option<Vec<(Uuid, Vec<i32>)>>) -> ShareGroupHeartbeatResponse {
     ShareGroupHeartbeatResponse::default()
         .with_member_epoch(epoch)
         .with_heartbeat_interval_ms(interval_ms)
         .with_assignment(assignment.map(|a| {
             Assignment::default().with_topic_partitions(
                 a.into_iter()
-                    .map(|(id, p)| {
-                        TopicPartitions::default()
-                            .with_topic_id(id)
-                            .with_partitions(p)
-                    })
+                    .map(|(id, p)| TopicPartitions::default().with_topic_id(id).with_partitions(p))
                     .collect(),
             )
         }))
@@ -44,12 +36,7 @@ fn joins_at_epoch_zero_with_subscription_then_heartbeats_at_interval() {
     assert_eq!(hb.member_epoch, 0);
     assert_eq!(hb.member_id.len(), 22, "client-generated UUID member id, Kafka's base64 form");
     assert_eq!(hb.rack_id.as_deref(), Some("r1"));
-    let names: Vec<_> = hb
-        .subscribed_topic_names
-        .unwrap()
-        .iter()
-        .map(|n| n.0.to_string())
-        .collect();
+    let names: Vec<_> = hb.subscribed_topic_names.unwrap().iter().map(|n| n.0.to_string()).collect();
     assert_eq!(names, vec!["a", "b"]);
     assert!(m.poll_heartbeat(t0).is_none(), "one in flight at a time");
 
@@ -58,18 +45,12 @@ fn joins_at_epoch_zero_with_subscription_then_heartbeats_at_interval() {
     assert_eq!(out, Outcome::AssignmentChanged);
     assert_eq!(m.state(), &MemberState::Stable);
     assert_eq!(m.epoch(), 3);
-    assert_eq!(
-        m.assignment()[&tid].iter().copied().collect::<Vec<_>>(),
-        vec![0, 1]
-    );
+    assert_eq!(m.assignment()[&tid].iter().copied().collect::<Vec<_>>(), vec![0, 1]);
     assert_eq!(m.poll_timeout(), Some(t0 + Duration::from_millis(1000)));
     assert!(m.poll_heartbeat(t0 + Duration::from_millis(999)).is_none());
     let hb = m.poll_heartbeat(t0 + Duration::from_millis(1000)).unwrap();
     assert_eq!(hb.member_epoch, 3);
-    assert!(
-        hb.subscribed_topic_names.is_none(),
-        "unchanged subscription is null"
-    );
+    assert!(hb.subscribed_topic_names.is_none(), "unchanged subscription is null");
     assert!(hb.rack_id.is_none());
     // Null assignment = unchanged.
     assert_eq!(m.handle_response(&ok(3, 1000, None), t0), Outcome::Ok);
@@ -90,10 +71,7 @@ fn fenced_rejoins_with_same_member_id_and_drops_assignment() {
     let hb = m.poll_heartbeat(t0).unwrap();
     assert_eq!(hb.member_epoch, 0);
     assert_eq!(hb.member_id.to_string(), id);
-    assert!(
-        hb.subscribed_topic_names.is_some(),
-        "rejoin sends the subscription"
-    );
+    assert!(hb.subscribed_topic_names.is_some(), "rejoin sends the subscription");
     // UNKNOWN_MEMBER_ID does the same.
     assert_eq!(m.handle_response(&err(25), t0), Outcome::Fenced);
 }
@@ -108,11 +86,7 @@ fn coordinator_moves_are_followed_with_backoff() {
     let next = m.poll_timeout().unwrap();
     assert!(next > t0 && next <= t0 + Duration::from_millis(200));
     assert!(m.poll_heartbeat(next).is_some());
-    assert_eq!(
-        m.handle_response(&err(14), t0),
-        Outcome::Ok,
-        "load in progress: retry"
-    );
+    assert_eq!(m.handle_response(&err(14), t0), Outcome::Ok, "load in progress: retry");
     assert_eq!(m.state(), &MemberState::Joining);
 }
 
@@ -179,10 +153,7 @@ fn transport_errors_retry_via_coordinator_lookup() {
     let mut m = Membership::new("g", None);
     m.subscribe(["a".to_string()], t0);
     m.poll_heartbeat(t0).unwrap();
-    let e = Error::ConnectionClosed {
-        addr: "x".into(),
-        cause: None,
-    };
+    let e = Error::ConnectionClosed { addr: "x".into(), cause: None };
     assert_eq!(m.handle_error(e, t0), Outcome::FindCoordinator);
     assert!(m.is_active());
 }

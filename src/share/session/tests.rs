@@ -14,10 +14,7 @@ const P: FetchParams = FetchParams {
 };
 
 fn tp(id: Uuid, p: i32) -> TopicIdPartition {
-    TopicIdPartition {
-        topic_id: id,
-        partition: p,
-    }
+    TopicIdPartition { topic_id: id, partition: p }
 }
 
 #[test]
@@ -28,10 +25,7 @@ fn epochs_open_increment_and_list_only_changes() {
     let (req, sent) = s.build_fetch("g", "m", P).unwrap();
     assert_eq!(req.share_session_epoch, 0);
     assert_eq!(req.topics[0].partitions.len(), 2);
-    assert!(
-        s.build_fetch("g", "m", P).is_none(),
-        "one request in flight"
-    );
+    assert!(s.build_fetch("g", "m", P).is_none(), "one request in flight");
     s.on_success(&sent);
     assert_eq!(s.epoch(), 1);
 
@@ -46,16 +40,9 @@ fn epochs_open_increment_and_list_only_changes() {
     s.set_wanted(BTreeSet::from([tp(t, 1), tp(t, 2)]));
     let (req, sent) = s.build_fetch("g", "m", P).unwrap();
     assert_eq!(req.share_session_epoch, 2);
-    let parts: Vec<_> = req.topics[0]
-        .partitions
-        .iter()
-        .map(|p| p.partition_index)
-        .collect();
+    let parts: Vec<_> = req.topics[0].partitions.iter().map(|p| p.partition_index).collect();
     assert_eq!(parts, vec![1, 2]);
-    assert_eq!(
-        req.topics[0].partitions[0].acknowledgement_batches[0].first_offset,
-        7
-    );
+    assert_eq!(req.topics[0].partitions[0].acknowledgement_batches[0].first_offset, 7);
     assert_eq!(req.forgotten_topics_data[0].partitions, vec![0]);
     assert_eq!(sent.acks.len(), 1);
     assert!(!s.has_acks());
@@ -79,12 +66,7 @@ fn no_acks_on_epoch_zero_and_reset_fails_queued_acks() {
     s.queue_ack(tp(t, 0), 4, 1);
     let (req, _) = s.build_fetch("g", "m", P).unwrap();
     assert_eq!(req.share_session_epoch, 0);
-    assert!(
-        req.topics[0].partitions[0]
-            .acknowledgement_batches
-            .is_empty(),
-        "no acks at epoch 0"
-    );
+    assert!(req.topics[0].partitions[0].acknowledgement_batches.is_empty(), "no acks at epoch 0");
 }
 
 #[test]
@@ -116,18 +98,12 @@ fn renews_travel_alone_with_is_renew_ack() {
     s.queue_ack(tp(t, 0), 1, 4);
     s.queue_ack(tp(t, 0), 2, 1);
     let (req, sent) = s.build_fetch("g", "m", P).unwrap();
-    assert_eq!(
-        req.topics[0].partitions[0].acknowledgement_batches[0].acknowledge_types,
-        vec![1]
-    );
+    assert_eq!(req.topics[0].partitions[0].acknowledgement_batches[0].acknowledge_types, vec![1]);
     s.on_success(&sent);
     assert!(s.has_renew());
     let (ack, sent) = s.build_ack("g", "m", true).unwrap();
     assert!(ack.is_renew_ack);
-    assert_eq!(
-        ack.topics[0].partitions[0].acknowledgement_batches[0].acknowledge_types,
-        vec![4]
-    );
+    assert_eq!(ack.topics[0].partitions[0].acknowledgement_batches[0].acknowledge_types, vec![4]);
     s.on_success(&sent);
     assert!(!s.has_acks());
 }
@@ -136,10 +112,7 @@ fn renews_travel_alone_with_is_renew_ack() {
 fn close_uses_final_epoch_and_carries_acks() {
     let t = Uuid::new_v4();
     let mut s = ShareSession::new(1);
-    assert!(
-        s.build_close("g", "m").is_none(),
-        "nothing to close before open"
-    );
+    assert!(s.build_close("g", "m").is_none(), "nothing to close before open");
     s.set_wanted(BTreeSet::from([tp(t, 0)]));
     let (_, sent) = s.build_fetch("g", "m", P).unwrap();
     s.on_success(&sent);
@@ -171,9 +144,5 @@ fn stale_completion_after_reset_is_ignored() {
     let (_, sent) = s.build_fetch("g", "m", P).unwrap();
     s.reset();
     s.on_success(&sent);
-    assert_eq!(
-        s.epoch(),
-        0,
-        "a response from before the reset does not advance the new session"
-    );
+    assert_eq!(s.epoch(), 0, "a response from before the reset does not advance the new session");
 }
