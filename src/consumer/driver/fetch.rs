@@ -11,7 +11,7 @@ use super::{Driver, Event, Fetched};
 use crate::cluster::{BrokerInfo, TrafficClass};
 use crate::consumer::config::AcquireMode;
 use crate::consumer::record::ConsumerRecord;
-use crate::error::{Context, Error, ErrorCode, Result};
+use crate::error::{check, Context, Error, ErrorCode, Result};
 use crate::protocol::records::{decode_acquired, AcquiredRange};
 use crate::protocol::share::{
     FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
@@ -173,7 +173,7 @@ impl Driver {
         let latency = now.saturating_duration_since(sent_at);
         self.shared.metrics.record_fetch(latency);
         let resp = match result
-            .and_then(|r| top_level(r.error_code, r.error_message.clone(), "ShareFetch", node).map(|_| r))
+            .and_then(|r| code_result(r.error_code, r.error_message.clone(), "ShareFetch", node).map(|_| r))
         {
             Ok(r) => r,
             Err(e) => return self.request_failed(node, sent, e, now),
@@ -212,12 +212,8 @@ impl Driver {
             for p in t.partitions {
                 let tp = TopicIdPartition { topic_id: t.topic_id, partition: p.partition_index };
                 if let Some(a) = sent.acks.get(&tp) {
-                    let r = partition_result(
-                        p.acknowledge_error_code,
-                        p.acknowledge_error_message.clone(),
-                        node,
-                        "ShareFetch",
-                    );
+                    let r =
+                        code_result(p.acknowledge_error_code, p.acknowledge_error_message.clone(), "ShareFetch", node);
                     results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
                 }
                 moved |= self.partition_error(&tp, &p, node);
@@ -347,7 +343,7 @@ impl Driver {
 
     pub(super) fn on_ack(&mut self, node: i32, sent: Sent, result: Result<ShareAcknowledgeResponse>, now: Instant) {
         let resp = match result
-            .and_then(|r| top_level(r.error_code, r.error_message.clone(), "ShareAcknowledge", node).map(|_| r))
+            .and_then(|r| code_result(r.error_code, r.error_message.clone(), "ShareAcknowledge", node).map(|_| r))
         {
             Ok(r) => r,
             Err(e) => return self.request_failed(node, sent, e, now),
@@ -371,7 +367,7 @@ impl Driver {
             for p in &t.partitions {
                 let tp = TopicIdPartition { topic_id: t.topic_id, partition: p.partition_index };
                 if let Some(a) = sent.acks.get(&tp) {
-                    let r = partition_result(p.error_code, p.error_message.clone(), node, "ShareAcknowledge");
+                    let r = code_result(p.error_code, p.error_message.clone(), "ShareAcknowledge", node);
                     results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
                 }
                 if p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 && p.current_leader.leader_id >= 0 {
@@ -450,18 +446,9 @@ impl Driver {
     }
 }
 
-fn top_level(code: i16, message: Option<String>, api: &'static str, node: i32) -> Result<()> {
-    match Error::from_code(code, message, Context::api(api).broker(node)) {
-        None => Ok(()),
-        Some(e) => Err(e),
-    }
-}
-
-fn partition_result(code: i16, message: Option<String>, node: i32, api: &'static str) -> Result<()> {
-    match Error::from_code(code, message, Context::api(api).broker(node)) {
-        None => Ok(()),
-        Some(e) => Err(e),
-    }
+/// An error code from a share response as a `Result`, with the API and broker as context.
+fn code_result(code: i16, message: Option<String>, api: &'static str, node: i32) -> Result<()> {
+    check(code, message, || Context::api(api).broker(node))
 }
 
 /// Top-level share errors that retrying cannot fix.
