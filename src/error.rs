@@ -232,6 +232,16 @@ pub enum Error {
         hint: &'static str,
     },
 
+    /// The broker cannot do this operation (its version lacks it or gets it wrong); nothing
+    /// was changed. `needs` says what would make it work.
+    #[error("{what} is not possible on this broker: {needs}")]
+    Unsupported {
+        /// The operation, e.g. "altering share-group start offsets".
+        what: String,
+        /// What is needed instead, e.g. "Kafka 4.2+".
+        needs: &'static str,
+    },
+
     /// The operation did not finish in time.
     #[error("{what} timed out after {after:?}")]
     Timeout {

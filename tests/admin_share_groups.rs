@@ -75,16 +75,19 @@ async fn live_group_then_empty_group_lifecycle() {
     assert!(m.member_epoch > 0);
     assert!(d.group_epoch >= 1 && d.assignment_epoch >= 1);
     let offsets = admin.list_share_group_offsets(&group, Some(&[topic.as_str()])).await.unwrap();
-    assert!(offsets.lag_supported, "4.2+ reports lag");
+    // 4.2+ reports lag; 4.1 lacks DescribeShareGroupOffsets v1 and says why.
+    let has_lag = common::broker_has_v2();
+    assert_eq!(offsets.lag_supported, has_lag);
+    assert_eq!(offsets.lag_unavailable_reason().is_some(), !has_lag);
     for (tp, r) in &offsets.partitions {
         let o = r.as_ref().unwrap();
-        assert_eq!(o.lag, Some(0), "{tp}: everything was acknowledged");
+        assert_eq!(o.lag, has_lag.then_some(0), "{tp}: everything was acknowledged");
         assert!(o.leader_epoch.is_some());
     }
 
     // Every destructive operation is refused while the member is there, and changes nothing.
     let e = admin.alter_share_group_offsets(&group, &BTreeMap::from([(tp0.clone(), 0)])).await.unwrap_err();
-    assert!(is_non_empty(&e, &group), "{e:?}");
+    assert!(if has_lag { is_non_empty(&e, &group) } else { is_unsupported_alter(&e) }, "{e:?}");
     let e = admin.delete_share_group_offsets(&group, &[&topic]).await.unwrap_err();
     assert!(is_non_empty(&e, &group), "{e:?}");
     let e = admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap_err();
@@ -105,30 +108,16 @@ async fn live_group_then_empty_group_lifecycle() {
     assert_eq!(p, vec![(tp0.clone(), Some(consumed[&tp0]), 0, true), (tp1.clone(), Some(consumed[&tp1]), 0, true)]);
     wait_offsets(&admin, &group, &consumed).await; // a dry run changes nothing
 
-    let plan = admin.reset_share_group_offsets(&group, None, OffsetResetSpec::Earliest, true).await.unwrap();
-    assert!(plan.iter().all(|p| matches!(p.applied, Some(Ok(())))), "{plan:?}");
-    wait_offsets(&admin, &group, &BTreeMap::from([(tp0.clone(), 0), (tp1.clone(), 0)])).await;
-
-    let r = admin.alter_share_group_offsets(&group, &BTreeMap::from([(tp0.clone(), 4)])).await.unwrap();
-    assert!(r.iter().all(|(_, r)| r.is_ok()), "{r:?}");
-    wait_offsets(&admin, &group, &BTreeMap::from([(tp0.clone(), 4), (tp1.clone(), 0)])).await;
-
-    // Shift: 4-2 = 2; 0-2 clamps to the log start 0. Explicit offset beyond the end clamps to it.
-    let scope = [TopicSelection::parse(&topic).unwrap()];
-    admin
-        .reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::ShiftBy(-2), true)
-        .await
-        .unwrap();
-    wait_offsets(&admin, &group, &BTreeMap::from([(tp0.clone(), 2), (tp1.clone(), 0)])).await;
-    let one = [TopicSelection::parse(&format!("{topic}:1")).unwrap()];
-    let plan = admin
-        .reset_share_group_offsets(&group, Some(&one), OffsetResetSpec::Offset(1000), true)
-        .await
-        .unwrap();
-    assert_eq!(plan.len(), 1);
-    assert_eq!(plan[0].new, 7, "clamped to the log end");
-    admin.reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Latest, true).await.unwrap();
-    wait_offsets(&admin, &group, &BTreeMap::from([(tp0.clone(), 11), (tp1.clone(), 7)])).await;
+    if common::broker_has_v2() {
+        alter_and_reset_an_empty_group(&admin, &group, &topic).await;
+    } else {
+        // Kafka 4.1 brokers drop AlterShareGroupOffsets (fixed in 4.2): refused, nothing changes.
+        let e = admin.reset_share_group_offsets(&group, None, OffsetResetSpec::Earliest, true).await.unwrap_err();
+        assert!(is_unsupported_alter(&e), "{e:?}");
+        let e = admin.alter_share_group_offsets(&group, &BTreeMap::from([(tp0.clone(), 4)])).await.unwrap_err();
+        assert!(is_unsupported_alter(&e), "{e:?}");
+        wait_offsets(&admin, &group, &consumed).await;
+    }
 
     let r = admin.delete_share_group_offsets(&group, &[&topic]).await.unwrap();
     assert!(r[0].1.is_ok(), "{r:?}");
@@ -138,6 +127,40 @@ async fn live_group_then_empty_group_lifecycle() {
     let e = admin.describe_share_group(&group).await.unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::GROUP_ID_NOT_FOUND), "{e:?}");
     assert!(!admin.list_share_groups().await.unwrap().iter().any(|g| g.group_id == group));
+}
+
+/// The 4.2+ part of the lifecycle: reset, alter, shift and clamp on an empty group whose two
+/// partitions hold 11 and 7 records.
+async fn alter_and_reset_an_empty_group(admin: &kafka_share::admin::Admin, group: &str, topic: &str) {
+    let (tp0, tp1) = (TopicPartition::new(topic, 0), TopicPartition::new(topic, 1));
+    let plan = admin.reset_share_group_offsets(group, None, OffsetResetSpec::Earliest, true).await.unwrap();
+    assert!(plan.iter().all(|p| matches!(p.applied, Some(Ok(())))), "{plan:?}");
+    wait_offsets(admin, group, &BTreeMap::from([(tp0.clone(), 0), (tp1.clone(), 0)])).await;
+
+    let r = admin.alter_share_group_offsets(group, &BTreeMap::from([(tp0.clone(), 4)])).await.unwrap();
+    assert!(r.iter().all(|(_, r)| r.is_ok()), "{r:?}");
+    wait_offsets(admin, group, &BTreeMap::from([(tp0.clone(), 4), (tp1.clone(), 0)])).await;
+
+    // Shift: 4-2 = 2; 0-2 clamps to the log start 0. Explicit offset beyond the end clamps to it.
+    let scope = [TopicSelection::parse(topic).unwrap()];
+    admin
+        .reset_share_group_offsets(group, Some(&scope), OffsetResetSpec::ShiftBy(-2), true)
+        .await
+        .unwrap();
+    wait_offsets(admin, group, &BTreeMap::from([(tp0.clone(), 2), (tp1.clone(), 0)])).await;
+    let one = [TopicSelection::parse(&format!("{topic}:1")).unwrap()];
+    let plan = admin
+        .reset_share_group_offsets(group, Some(&one), OffsetResetSpec::Offset(1000), true)
+        .await
+        .unwrap();
+    assert_eq!(plan.len(), 1);
+    assert_eq!(plan[0].new, 7, "clamped to the log end");
+    admin.reset_share_group_offsets(group, Some(&scope), OffsetResetSpec::Latest, true).await.unwrap();
+    wait_offsets(admin, group, &BTreeMap::from([(tp0.clone(), 11), (tp1.clone(), 7)])).await;
+}
+
+fn is_unsupported_alter(e: &Error) -> bool {
+    matches!(e, Error::Unsupported { needs, .. } if needs.contains("fixed in Kafka 4.2"))
 }
 
 #[tokio::test]
@@ -151,25 +174,83 @@ async fn reset_to_datetime_and_unknown_groups() {
     produce(&cluster, &topic, 0, 5).await;
     let scope = [TopicSelection::parse(&topic).unwrap()];
     let ts = kafka_share::admin::parse_datetime("2010-01-01T00:00:00.000").unwrap();
-    // A group that does not exist yet can be given offsets before its first consumer.
-    let plan = admin
-        .reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Timestamp(ts), true)
+    // A group that does not exist yet can be given offsets before its first consumer (4.2+;
+    // Kafka 4.1 brokers drop the request, which is refused as Unsupported).
+    let dry = admin
+        .reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Timestamp(ts), false)
         .await
         .unwrap();
-    assert_eq!((plan[0].current, plan[0].new), (None, 5));
-    wait_offsets(&admin, &group, &BTreeMap::from([(TopicPartition::new(&topic, 0), 5)])).await;
+    assert_eq!((dry[0].current, dry[0].new, dry[0].applied.is_none()), (None, 5, true));
+    let executed = admin.reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Timestamp(ts), true).await;
+    let current = if common::broker_has_v2() {
+        assert!(matches!(executed.unwrap()[0].applied, Some(Ok(()))));
+        wait_offsets(&admin, &group, &BTreeMap::from([(TopicPartition::new(&topic, 0), 5)])).await;
+        Some(5)
+    } else {
+        assert!(is_unsupported_alter(&executed.unwrap_err()));
+        None
+    };
     // After the last record: latest.
     let future = admin_support::now_ms() + 3_600_000;
     let plan = admin
         .reset_share_group_offsets(&group, Some(&scope), OffsetResetSpec::Timestamp(future), false)
         .await
         .unwrap();
-    assert_eq!((plan[0].current, plan[0].new), (Some(5), 10));
+    assert_eq!((plan[0].current, plan[0].new), (current, 10));
 
     let missing = common::unique("adm-missing");
     let e = admin.describe_share_groups(&[&missing]).await.unwrap().pop().unwrap().unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::GROUP_ID_NOT_FOUND), "{e:?}");
     let e = admin.delete_share_groups(&[&missing]).await.unwrap().pop().unwrap().unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::GROUP_ID_NOT_FOUND), "{e:?}");
-    admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
+    if common::broker_has_v2() {
+        admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
+    }
+}
+
+/// The end-to-end check: records consumed and accepted, the group reset to earliest,
+/// and a new consumer in the same group really receives the old records again.
+#[tokio::test]
+async fn reset_to_earliest_redelivers_to_a_new_consumer() {
+    let admin = common::admin().await;
+    let bootstrap = common::bootstrap();
+    let topic = common::new_topic(&admin, "adm-redo", 1).await;
+    let group = common::new_group(&admin, "adm-redo-g", None).await;
+    common::produce(&bootstrap, &topic, 1, 5, "old").await;
+
+    let first = kafka_share::ShareConsumer::connect(common::consumer_config(&bootstrap, &group)).await.unwrap();
+    first.subscribe([topic.as_str()]).unwrap();
+    let got = common::poll_until(&first, 5, std::time::Duration::from_secs(30), |_| {}).await;
+    assert_eq!(got.len(), 5);
+    first.commit_sync(std::time::Duration::from_secs(10)).await.unwrap().into_result().unwrap();
+    first.close(std::time::Duration::from_secs(10)).await.unwrap();
+
+    // The member has left; the reset is refused only while members remain.
+    let mut plan = None;
+    for _ in 0..50 {
+        match admin.reset_share_group_offsets(&group, None, OffsetResetSpec::Earliest, true).await {
+            Ok(p) => {
+                plan = Some(p);
+                break;
+            }
+            Err(e) if !common::broker_has_v2() => {
+                assert!(is_unsupported_alter(&e), "{e:?}");
+                return;
+            }
+            Err(e) if e.to_string().contains("has active members") => {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await
+            }
+            Err(e) => panic!("reset: {e:?}"),
+        }
+    }
+    let plan = plan.expect("the group never became empty");
+    assert!(plan.iter().all(|p| p.new == 0 && matches!(p.applied, Some(Ok(())))), "{plan:?}");
+
+    let second = kafka_share::ShareConsumer::connect(common::consumer_config(&bootstrap, &group)).await.unwrap();
+    second.subscribe([topic.as_str()]).unwrap();
+    let again = common::poll_until(&second, 5, std::time::Duration::from_secs(30), |_| {}).await;
+    let values: Vec<String> = again.iter().map(|r| r.value_str().unwrap().to_string()).collect();
+    assert_eq!(values, (0..5).map(|i| format!("old-{i}")).collect::<Vec<_>>());
+    second.commit_sync(std::time::Duration::from_secs(10)).await.unwrap().into_result().unwrap();
+    second.close(std::time::Duration::from_secs(10)).await.unwrap();
 }

@@ -21,6 +21,8 @@ pub(crate) struct CoordinatorResponse<T> {
     pub version: i16,
     /// The response.
     pub response: T,
+    /// What the coordinator negotiated, to explain version-specific broker behaviour.
+    pub versions: std::sync::Arc<crate::cluster::ApiVersions>,
 }
 
 fn retriable_group_code(code: i16) -> Option<bool> {
@@ -59,7 +61,7 @@ impl Admin {
                 if group_code(&response) == crate::error::ErrorCode::UNSUPPORTED_VERSION.0 {
                     conn.versions.require_share_groups()?;
                 }
-                Ok::<_, Error>(CoordinatorResponse { node, version, response })
+                Ok::<_, Error>(CoordinatorResponse { node, version, response, versions: conn.versions.clone() })
             };
             let why = match attempt.await {
                 Ok(r) => match retriable_group_code(group_code(&r.response)) {

@@ -16,7 +16,8 @@ use kafka_protocol::messages::describe_share_group_offsets_request::{
     DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
 };
 use kafka_protocol::messages::{
-    AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest, GroupId, TopicName,
+    AlterShareGroupOffsetsRequest, ApiKey, DeleteShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest, GroupId,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -196,6 +197,17 @@ impl Admin {
                 .collect(),
         );
         let r = self.call_coordinator(group, &req, (0, 0), |r| r.error_code).await?;
+        // Kafka 4.1 brokers empty every AlterShareGroupOffsets request before the group
+        // coordinator sees it (fixed in 4.2) and answer "no error" for nothing. They are the
+        // brokers without DescribeShareGroupOffsets v1.
+        let before_4_2 = r.versions.range(ApiKey::DescribeShareGroupOffsets as i16).is_none_or(|(_, max)| max < 1);
+        if before_4_2 && r.response.error_code == 0 && r.response.responses.is_empty() {
+            return Err(Error::Unsupported {
+                what: format!("altering the start offsets of share group {group}"),
+                needs: "Kafka 4.1 brokers drop AlterShareGroupOffsets requests without applying them \
+                        (fixed in Kafka 4.2); upgrade the brokers to 4.2+",
+            });
+        }
         let resp = r.response;
         if resp.error_code == ErrorCode::NON_EMPTY_GROUP.0 {
             return Err(non_empty(group));
