@@ -153,6 +153,11 @@ impl ShareSession {
         self.is_open() && self.known.iter().any(|tp| !self.wanted.contains(tp))
     }
 
+    /// Whether the broker's view of the session is behind: partitions to add or to forget.
+    pub fn has_changes(&self) -> bool {
+        self.has_forgotten() || (self.is_open() && self.wanted.iter().any(|tp| !self.known.contains(tp)))
+    }
+
     /// Whether there is any reason to keep this session (something to fetch, ack or forget).
     pub fn is_idle(&self) -> bool {
         self.wanted.is_empty() && !self.has_acks() && !self.in_flight

@@ -33,10 +33,14 @@ impl Driver {
             for record in front.records.drain(..take) {
                 out.push(Delivered { record, tp: front.tp, node: front.node, generation: front.generation });
             }
+            if let Some(n) = self.nodes.get_mut(&front.node) {
+                n.pace.delivered(take);
+            }
             if front.records.is_empty() {
                 self.buffer.pop_front();
             }
         }
+        self.drain.record(out.len(), now);
         if let Err(Ok(back)) = w.reply.send(Ok(out)) {
             // The poll gave up at this very moment: keep the records for the next one.
             self.requeue(back);
@@ -45,6 +49,9 @@ impl Driver {
 
     fn requeue(&mut self, back: Vec<Delivered>) {
         for d in back.into_iter().rev() {
+            if let Some(n) = self.nodes.get_mut(&d.node) {
+                n.pace.settled(1);
+            }
             match self.buffer.front_mut() {
                 Some(f) if f.tp == d.tp && f.node == d.node && f.generation == d.generation => {
                     f.records.push_front(d.record)

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, warn};
 
-use super::{Driver, Event, Fetched};
+use super::pace::FetchPlan;
+use super::{Driver, Event, Fetched, Node};
 use crate::cluster::{BrokerInfo, TrafficClass};
 use crate::consumer::config::AcquireMode;
 use crate::consumer::record::ConsumerRecord;
@@ -33,18 +34,19 @@ impl Driver {
         }
         let group = self.cfg.group_id.clone();
         let member = self.membership.member_id().to_string();
-        let params = self.fetch_params();
         let renew_ok = self.shared.renew_supported.load(Ordering::Relaxed);
         let mut ids: Vec<i32> = self.nodes.keys().copied().collect();
         ids.sort_unstable();
         let fetch_turn = self.record_limit_pick(&ids, now);
         let urgent_nodes: std::collections::HashSet<i32> =
             self.commits.iter().flat_map(|w| w.nodes.iter().copied()).collect();
+        for n in self.nodes.values_mut() {
+            n.pace.note_acks(n.session.has_acks(), now);
+        }
         for id in ids {
-            let fetch_ok = match self.cfg.acquire_mode {
-                AcquireMode::BatchOptimized => self.may_prefetch(id),
-                AcquireMode::RecordLimit => fetch_turn == Some(id),
-            };
+            let plan = self.fetch_plan(id, fetch_turn, now);
+            let overdue = self.acks_overdue(id, now);
+            let params = self.fetch_params(plan == FetchPlan::NoWait, now);
             let Some(n) = self.nodes.get_mut(&id) else {
                 continue;
             };
@@ -55,41 +57,42 @@ impl Driver {
             // Acks someone waits for (commit, close) or that no fetch can carry go now, by
             // ShareAcknowledge: piggybacked on a long poll, their results would wait for it.
             let urgent = urgent_nodes.contains(&id) || n.session.has_acks_outside_wanted();
-            if urgent && n.session.has_acks() && !(renew_ok && n.session.has_renew()) {
-                if let Some((req, sent)) = n.session.build_ack(&group, &member, false) {
-                    n.in_flight_acks = true;
-                    self.spawn_ack(id, req, sent);
-                    continue;
-                }
+            let send_ack = |n: &mut Node, renew: bool| n.session.build_ack(&group, &member, renew);
+            let ack = if urgent && n.session.has_acks() && !(renew_ok && n.session.has_renew()) {
+                send_ack(n, false)
+            } else if renew_ok && n.session.has_renew() {
+                send_ack(n, true)
+            } else {
+                None
+            };
+            if let Some((req, sent)) = ack {
+                self.send_ack(id, req, sent);
+                continue;
             }
-            if renew_ok && n.session.has_renew() {
-                if let Some((req, sent)) = n.session.build_ack(&group, &member, true) {
-                    n.in_flight_acks = true;
-                    self.spawn_ack(id, req, sent);
-                    continue;
-                }
-            }
-            if fetch_ok {
+            if plan != FetchPlan::None {
                 if let Some((req, sent)) = n.session.build_fetch(&group, &member, params) {
                     n.in_flight_acks = !sent.acks.is_empty();
+                    n.pace.nowait_in_flight = plan == FetchPlan::NoWait;
+                    n.pace.parked = None;
                     self.spawn_fetch(id, req, sent);
                     continue;
                 }
             }
-            if let Some((req, sent)) = n.session.build_ack(&group, &member, false) {
-                n.in_flight_acks = true;
-                self.spawn_ack(id, req, sent);
+            // No fetch will carry the acks soon: after a short linger they go on their own.
+            if overdue {
+                if let Some((req, sent)) = send_ack(n, false) {
+                    self.send_ack(id, req, sent);
+                }
             }
         }
     }
 
-    /// batch_optimized: keep about one poll's worth of records buffered per broker.
-    fn may_prefetch(&self, id: i32) -> bool {
-        if self.fatal.is_some() || !self.membership.is_active() {
-            return false;
+    /// Sends a ShareAcknowledge built from the session of `id`.
+    fn send_ack(&mut self, id: i32, req: ShareAcknowledgeRequest, sent: Sent) {
+        if let Some(n) = self.nodes.get_mut(&id) {
+            n.in_flight_acks = true;
         }
-        let buffered: usize = self.buffer.iter().filter(|f| f.node == id).map(|f| f.records.len()).sum();
-        buffered < self.cfg.max_poll_records
+        self.spawn_ack(id, req, sent);
     }
 
     /// record_limit: no prefetch. Fetch only for a waiting poll with nothing buffered, from
@@ -208,6 +211,7 @@ impl Driver {
         let deadline = (lock > Duration::ZERO).then(|| sent_at + lock);
         let mut results: AckResults = BTreeMap::new();
         let mut moved = false;
+        let mut records = 0;
         for t in resp.responses {
             for p in t.partitions {
                 let tp = TopicIdPartition { topic_id: t.topic_id, partition: p.partition_index };
@@ -217,8 +221,11 @@ impl Driver {
                     results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
                 }
                 moved |= self.partition_error(&tp, &p, node);
-                self.take_records(node, sent.generation, tp, p, deadline);
+                records += self.take_records(node, sent.generation, tp, p, deadline);
             }
+        }
+        if let Some(n) = self.nodes.get_mut(&node) {
+            n.pace.fetched(records, now);
         }
         for (tp, a) in &sent.acks {
             results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
@@ -232,6 +239,7 @@ impl Driver {
     /// Turns one partition's acquired records into buffered records; gaps are acknowledged
     /// at once. Undecodable data is released (the broker's delivery limit then archives it,
     /// instead of redelivering it forever).
+    /// Returns how many records were buffered.
     fn take_records(
         &mut self,
         node: i32,
@@ -239,9 +247,9 @@ impl Driver {
         tp: TopicIdPartition,
         p: FetchPartitionResponse,
         deadline: Option<Instant>,
-    ) {
+    ) -> usize {
         if p.acquired_records.is_empty() {
-            return;
+            return 0;
         }
         let ranges: Vec<AcquiredRange> = p
             .acquired_records
@@ -254,7 +262,7 @@ impl Driver {
             .collect();
         let topic: Arc<str> = self.topic_name(&tp.topic_id).unwrap_or_else(|| Arc::from(tp.topic_id.to_string()));
         let Some(n) = self.nodes.get_mut(&node) else {
-            return;
+            return 0;
         };
         match decode_acquired(p.records.unwrap_or_default(), &ranges) {
             Ok(set) => {
@@ -264,9 +272,10 @@ impl Driver {
                     }
                 }
                 if set.records.is_empty() {
-                    return;
+                    return 0;
                 }
-                self.shared.metrics.record_consumed(set.records.len() as u64);
+                let count = set.records.len();
+                self.shared.metrics.record_consumed(count as u64);
                 let records: VecDeque<ConsumerRecord> = set
                     .records
                     .into_iter()
@@ -285,6 +294,7 @@ impl Driver {
                     })
                     .collect();
                 self.buffer.push_back(Fetched { tp, node, generation, records });
+                count
             }
             Err(e) => {
                 warn!(topic = %topic, partition = tp.partition, error = %e, "undecodable records released");
@@ -293,6 +303,7 @@ impl Driver {
                         n.session.queue_ack(tp, o, ACK_RELEASE);
                     }
                 }
+                0
             }
         }
     }
@@ -437,6 +448,7 @@ impl Driver {
             return;
         };
         let failed = n.session.reset();
+        n.pace.reset();
         self.buffer.retain(|f| f.node != node);
         let results: AckResults = failed
             .into_iter()

@@ -138,7 +138,13 @@ impl Driver {
             session.set_wanted(wanted);
             self.nodes.insert(
                 id,
-                Node { session, backoff: self.cluster.config().backoff(), retry_at: None, in_flight_acks: false },
+                Node {
+                    session,
+                    backoff: self.cluster.config().backoff(),
+                    retry_at: None,
+                    in_flight_acks: false,
+                    pace: Default::default(),
+                },
             );
         }
         // Records buffered for partitions we no longer fetch from their broker go back.

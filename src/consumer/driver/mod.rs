@@ -12,6 +12,7 @@
 mod deliver;
 mod fetch;
 mod group;
+mod pace;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -136,6 +137,7 @@ pub(crate) struct Node {
     pub backoff: Backoff,
     pub retry_at: Option<Instant>,
     pub in_flight_acks: bool,
+    pub pace: pace::Pace,
 }
 
 /// Records fetched from one partition, not yet handed out.
@@ -202,6 +204,7 @@ pub(crate) struct Driver {
     fatal: Option<Error>,
     closing: Option<Closing>,
     record_limit_turn: usize,
+    drain: pace::DrainRate,
 }
 
 impl Driver {
@@ -232,6 +235,7 @@ impl Driver {
             fatal: None,
             closing: None,
             record_limit_turn: 0,
+            drain: pace::DrainRate::default(),
         };
         // Every event of this consumer's driver carries its group and member id.
         let span = tracing::info_span!(
@@ -287,6 +291,9 @@ impl Driver {
             if let Some(r) = n.retry_at {
                 t = t.min(r);
             }
+        }
+        if let Some(a) = self.next_pace_deadline() {
+            t = t.min(a);
         }
         if let Some(r) = self.metadata_retry_at.filter(|_| self.need_metadata) {
             t = t.min(r);
@@ -366,13 +373,13 @@ impl Driver {
         *self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()) = open;
     }
 
-    fn fetch_params(&self) -> FetchParams {
+    fn fetch_params(&self, no_wait: bool, now: Instant) -> FetchParams {
         let max = self.cfg.max_poll_records.min(i32::MAX as usize) as i32;
         FetchParams {
-            max_wait_ms: self.cfg.fetch_max_wait.as_millis().min(i32::MAX as u128) as i32,
+            max_wait_ms: if no_wait { 0 } else { self.cfg.fetch_max_wait.as_millis().min(i32::MAX as u128) as i32 },
             min_bytes: self.cfg.fetch_min_bytes,
             max_bytes: self.cfg.fetch_max_bytes,
-            max_records: max,
+            max_records: self.fetch_max_records(now).min(i32::MAX as usize) as i32,
             batch_size: max,
             acquire_mode: match self.cfg.acquire_mode {
                 AcquireMode::BatchOptimized => 0,
@@ -388,7 +395,12 @@ impl Driver {
         let mut failed = Vec::new();
         for a in acks {
             match self.nodes.get_mut(&a.node) {
-                Some(n) if n.session.generation() == a.generation => n.session.queue_ack(a.tp, a.offset, a.wire),
+                Some(n) if n.session.generation() == a.generation => {
+                    if a.wire != crate::share::acks::AcknowledgeType::Renew.wire() {
+                        n.pace.settled(1);
+                    }
+                    n.session.queue_ack(a.tp, a.offset, a.wire)
+                }
                 _ => failed.push(a),
             }
         }

@@ -1,0 +1,283 @@
+//! When to send what on each share session: the pacing policy.
+//!
+//! Each session has at most one request in flight (a broker answers a connection's requests
+//! one at a time), so every request must earn its round trip:
+//! - Acks ride on the next ShareFetch. They go alone (ShareAcknowledge) only when someone
+//!   waits for them (commit, close), when no fetch can carry them (partition no longer
+//!   fetched here, renewals), or when they have waited [`ACK_LINGER`] because no fetch is due.
+//! - batch_optimized keeps a fetch under way while the application drains the buffer: the
+//!   next one leaves while less than about one response (or one poll) is buffered.
+//! - A fetch does not long-poll while the member holds records from that broker (buffered,
+//!   delivered and unacknowledged, or acks queued): the broker may have nothing more to give
+//!   until those are acknowledged (its per-partition cap on acquired records), and a parked
+//!   fetch would hold back the acks that free them. When such a no-wait fetch comes back
+//!   empty the session is *parked*: nothing more is sent until new acks arrive, a poll
+//!   waits on an empty buffer, or `fetch.max.wait.ms` passes (then one long poll), so a
+//!   member never spins.
+
+use std::time::{Duration, Instant};
+
+use super::Driver;
+use crate::consumer::config::AcquireMode;
+
+/// How long queued acks may wait for a fetch to carry them before they go on their own.
+pub(crate) const ACK_LINGER: Duration = Duration::from_millis(100);
+
+/// Per-session pacing state.
+#[derive(Debug, Default)]
+pub(crate) struct Pace {
+    /// Records handed to the application from this broker and not finally acknowledged.
+    pub outstanding: usize,
+    /// When the oldest ack still queued on the session was queued.
+    pub acks_since: Option<Instant>,
+    /// Records in the last response that had any: the prefetch target.
+    pub last_response: usize,
+    /// Since when the session is parked: its last no-wait fetch came back empty.
+    pub parked: Option<Instant>,
+    /// The fetch in flight was sent with max_wait 0.
+    pub nowait_in_flight: bool,
+}
+
+impl Pace {
+    /// Notes whether acks are queued: starts their linger, and un-parks the session (new
+    /// acks may free records the broker holds back for us).
+    pub fn note_acks(&mut self, queued: bool, now: Instant) {
+        if queued {
+            self.parked = None;
+            self.acks_since.get_or_insert(now);
+        } else {
+            self.acks_since = None;
+        }
+    }
+
+    /// Records handed to the application.
+    pub fn delivered(&mut self, n: usize) {
+        self.outstanding = self.outstanding.saturating_add(n);
+    }
+
+    /// Records finally acknowledged (or handed back).
+    pub fn settled(&mut self, n: usize) {
+        self.outstanding = self.outstanding.saturating_sub(n);
+    }
+
+    /// A fetch answered with `records` records.
+    pub fn fetched(&mut self, records: usize, now: Instant) {
+        if records > 0 {
+            self.last_response = records;
+        } else if self.nowait_in_flight {
+            self.parked = Some(now);
+        }
+        self.nowait_in_flight = false;
+    }
+
+    /// The session was reset: the broker released everything it had given us.
+    pub fn reset(&mut self) {
+        *self = Pace { last_response: self.last_response, ..Pace::default() };
+    }
+}
+
+/// Most records one batch_optimized fetch asks for, however fast the application is.
+pub(crate) const FETCH_RECORDS_CAP: usize = 10_000;
+
+/// How fast the application takes records: records handed out per second, smoothed over
+/// windows of [`DrainRate::WINDOW`].
+#[derive(Debug, Default)]
+pub(crate) struct DrainRate {
+    window_start: Option<Instant>,
+    count: usize,
+    per_sec: f64,
+}
+
+impl DrainRate {
+    const WINDOW: Duration = Duration::from_millis(200);
+
+    /// `n` records were handed to the application at `now`.
+    pub fn record(&mut self, n: usize, now: Instant) {
+        let start = *self.window_start.get_or_insert(now);
+        self.count += n;
+        let elapsed = now.saturating_duration_since(start);
+        if elapsed >= Self::WINDOW {
+            let rate = self.count as f64 / elapsed.as_secs_f64();
+            self.per_sec = if self.per_sec == 0.0 { rate } else { (self.per_sec + rate) / 2.0 };
+            self.window_start = Some(now);
+            self.count = 0;
+        }
+    }
+
+    /// Records per second; an application that stopped taking records slows it at once.
+    pub fn per_sec(&self, now: Instant) -> f64 {
+        match self.window_start {
+            Some(start) if now.saturating_duration_since(start) > Self::WINDOW => {
+                let elapsed = now.saturating_duration_since(start).as_secs_f64();
+                self.per_sec.min(self.count as f64 / elapsed)
+            }
+            _ => self.per_sec,
+        }
+    }
+}
+
+/// What a session may send now, besides urgent acks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FetchPlan {
+    /// No fetch now.
+    None,
+    /// A fetch that returns at once (max_wait 0).
+    NoWait,
+    /// A fetch that may wait `fetch.max.wait.ms` for records.
+    LongPoll,
+}
+
+impl Driver {
+    /// Whether the member holds records from broker `id`: buffered, delivered and not yet
+    /// acknowledged, or acknowledged but not sent.
+    fn holding(&self, id: i32, buffered: usize) -> bool {
+        buffered > 0 || self.nodes.get(&id).is_some_and(|n| n.pace.outstanding > 0 || n.session.has_acks())
+    }
+
+    pub(super) fn buffered_from(&self, id: i32) -> usize {
+        self.buffer.iter().filter(|f| f.node == id).map(|f| f.records.len()).sum()
+    }
+
+    /// batch_optimized: whether to fetch from broker `id` now, and how.
+    pub(super) fn batch_plan(&self, id: i32, now: Instant) -> FetchPlan {
+        let Some(n) = self.nodes.get(&id) else {
+            return FetchPlan::None;
+        };
+        if self.fatal.is_some() || !self.membership.is_active() {
+            return FetchPlan::None;
+        }
+        // The broker must hear of added and forgotten partitions whatever is buffered.
+        if n.session.has_changes() {
+            return FetchPlan::NoWait;
+        }
+        // Refill when about half a response is left: the next one arrives before the buffer
+        // runs dry, and each fetch carries the acks of many polls (every ack-carrying request
+        // costs the broker a share-state write).
+        let buffered = self.buffered_from(id);
+        let target = self.cfg.max_poll_records.max(n.pace.last_response / 2);
+        if buffered >= target {
+            return FetchPlan::None;
+        }
+        // Beyond one poll's worth, prefetch only while the buffer is fresh: records that sit
+        // past their lock would be dropped and redelivered with a higher delivery count.
+        if buffered >= self.cfg.max_poll_records && !self.buffer_fresh(id, now) {
+            return FetchPlan::None;
+        }
+        let holding = self.holding(id, buffered);
+        if let Some(since) = n.pace.parked {
+            // Nothing new since the broker said it had nothing: wait for acks (which un-park
+            // the session), or long-poll for a poll that finds nothing buffered, or after a
+            // while anyway (to learn of new records, moved leaders, a lost session).
+            let waiting = self.waiter.is_some() && self.buffer.is_empty();
+            return if waiting || now >= since + self.park_limit() { FetchPlan::LongPoll } else { FetchPlan::None };
+        }
+        if holding {
+            FetchPlan::NoWait
+        } else {
+            FetchPlan::LongPoll
+        }
+    }
+
+    /// Whether every record buffered from `id` has at least 3/4 of its lock left.
+    fn buffer_fresh(&self, id: i32, now: Instant) -> bool {
+        let lock = Duration::from_millis(
+            self.shared.acquisition_lock_timeout_ms.load(std::sync::atomic::Ordering::Relaxed).max(0) as u64,
+        );
+        self.buffer
+            .iter()
+            .filter(|f| f.node == id)
+            .filter_map(|f| f.records.front().and_then(|r| r.lock_deadline))
+            .all(|d| d.saturating_duration_since(now) >= lock * 3 / 4)
+    }
+
+    /// Whether the session's queued acks have waited long enough to go on their own.
+    /// record_limit sends them at once: they free the records the next fetch (from any
+    /// broker) may acquire, and the mode promises to hold no more than one poll's worth.
+    pub(super) fn acks_overdue(&self, id: i32, now: Instant) -> bool {
+        if self.cfg.acquire_mode == AcquireMode::RecordLimit {
+            return true;
+        }
+        self.nodes.get(&id).and_then(|n| n.pace.acks_since).is_some_and(|t| now >= t + ACK_LINGER)
+    }
+
+    /// How long a parked session stays quiet without a reason to fetch.
+    fn park_limit(&self) -> Duration {
+        self.cfg.fetch_max_wait.max(Duration::from_millis(100))
+    }
+
+    /// The next moment pacing wants the driver awake: queued acks become overdue, or a
+    /// parked session's quiet time ends.
+    pub(super) fn next_pace_deadline(&self) -> Option<Instant> {
+        let acks = self.nodes.values().filter_map(|n| n.pace.acks_since).min().map(|t| t + ACK_LINGER);
+        let parked = self.nodes.values().filter_map(|n| n.pace.parked).min().map(|t| t + self.park_limit());
+        acks.into_iter().chain(parked).min()
+    }
+
+    /// MaxRecords of the next fetch. record_limit: exactly `max.poll.records` (a hard cap).
+    /// batch_optimized: what the application takes in a quarter of the acquisition lock, at
+    /// least one poll's worth and at most [`FETCH_RECORDS_CAP`]. Bigger fetches mean fewer
+    /// round trips on the session's one-at-a-time connection (the broker's time per fetch
+    /// hardly depends on its size), but records must not wait past their lock.
+    pub(super) fn fetch_max_records(&self, now: Instant) -> usize {
+        let poll = self.cfg.max_poll_records.max(1);
+        if self.cfg.acquire_mode == AcquireMode::RecordLimit {
+            return poll;
+        }
+        let lock_ms = self.shared.acquisition_lock_timeout_ms.load(std::sync::atomic::Ordering::Relaxed).max(0);
+        let affordable = self.drain.per_sec(now) * (lock_ms as f64 / 1000.0) / 4.0;
+        (affordable as usize).clamp(poll, poll.max(FETCH_RECORDS_CAP))
+    }
+
+    /// The fetch plan for broker `id` under the configured acquire mode.
+    pub(super) fn fetch_plan(&self, id: i32, record_limit_turn: Option<i32>, now: Instant) -> FetchPlan {
+        match self.cfg.acquire_mode {
+            AcquireMode::BatchOptimized => self.batch_plan(id, now),
+            // record_limit fetches for a waiting poll only, so it may long-poll.
+            AcquireMode::RecordLimit if record_limit_turn == Some(id) => FetchPlan::LongPoll,
+            AcquireMode::RecordLimit => FetchPlan::None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drain_rate_follows_the_application_and_drops_when_it_stops() {
+        let t0 = Instant::now();
+        let mut d = DrainRate::default();
+        assert_eq!(d.per_sec(t0), 0.0);
+        for i in 0..=10 {
+            d.record(500, t0 + Duration::from_millis(50 * i)); // 10,000 records/s
+        }
+        let fast = d.per_sec(t0 + Duration::from_millis(500));
+        assert!((8_000.0..=14_000.0).contains(&fast), "{fast}");
+        // Ten seconds without a poll: the estimate falls at once, before any new window.
+        let idle = d.per_sec(t0 + Duration::from_secs(10));
+        assert!(idle < 1_000.0, "{idle}");
+    }
+
+    #[test]
+    fn pace_parks_only_after_an_empty_no_wait_fetch_and_acks_unpark_it() {
+        let now = Instant::now();
+        let mut p = Pace { nowait_in_flight: false, ..Pace::default() };
+        p.fetched(0, now);
+        assert!(p.parked.is_none(), "an empty long poll does not park");
+        p.nowait_in_flight = true;
+        p.fetched(0, now);
+        assert_eq!(p.parked, Some(now));
+        p.note_acks(true, now);
+        assert!(p.parked.is_none() && p.acks_since == Some(now));
+        p.nowait_in_flight = true;
+        p.fetched(1200, now);
+        assert_eq!((p.last_response, p.parked), (1200, None));
+        p.delivered(10);
+        p.settled(4);
+        assert_eq!(p.outstanding, 6);
+        p.settled(100);
+        assert_eq!(p.outstanding, 0);
+        p.reset();
+        assert_eq!((p.last_response, p.acks_since), (1200, None));
+    }
+}
