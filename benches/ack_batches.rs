@@ -1,6 +1,7 @@
-//! Building acknowledgement batches from 10,000 acks that arrive in random order
-//! (`kafka_share::share::acks::PartitionAcks`): what a consumer does when worker tasks
-//! acknowledge a poll's records in whatever order they finish.
+//! Building acknowledgement batches from 10,000 acks (`kafka_share::share::acks::PartitionAcks`):
+//! in random order, what a consumer does when worker tasks acknowledge a poll's records in
+//! whatever order they finish; and in offset order, the usual case (implicit mode, or one
+//! task acknowledging as it goes).
 //!
 //! Run with `cargo bench --bench ack_batches`.
 
@@ -16,12 +17,18 @@ const RELEASE: i8 = 2;
 
 /// (offset, wire type) pairs: offsets 1_000_000.. in a seeded random order.
 fn acks(types: impl Fn(i64, &mut StdRng) -> i8, gap_every: Option<i64>) -> Vec<(i64, i8)> {
+    let mut v = in_order(types, gap_every);
+    v.shuffle(&mut StdRng::seed_from_u64(1206));
+    v
+}
+
+/// The same pairs in offset order.
+fn in_order(types: impl Fn(i64, &mut StdRng) -> i8, gap_every: Option<i64>) -> Vec<(i64, i8)> {
     let mut rng = StdRng::seed_from_u64(932);
-    let mut v: Vec<(i64, i8)> = (0..N)
+    let v: Vec<(i64, i8)> = (0..N)
         .filter(|o| gap_every.is_none_or(|g| o % g != g - 1))
         .map(|o| (1_000_000 + o, types(o, &mut rng)))
         .collect();
-    v.shuffle(&mut rng);
     v
 }
 
@@ -33,6 +40,9 @@ fn bench(c: &mut Criterion) {
         ("mixed_10pct_release", acks(|_, r| if r.gen_ratio(1, 10) { RELEASE } else { ACCEPT }, None)),
         // Every 100th offset missing (another member holds it): 100 batches.
         ("accept_gaps_every_100", acks(|_, _| ACCEPT, Some(100))),
+        // In offset order: each ack extends the last run.
+        ("in_order_accept", in_order(|_, _| ACCEPT, None)),
+        ("in_order_mixed_10pct_release", in_order(|_, r| if r.gen_ratio(1, 10) { RELEASE } else { ACCEPT }, None)),
     ];
     let mut g = c.benchmark_group("ack_batches");
     g.throughput(Throughput::Elements(N as u64));

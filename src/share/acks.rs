@@ -6,6 +6,7 @@
 //! offset. That is the form the broker validates (KafkaApis.validateAcknowledgementBatches)
 //! and the one the Java client builds.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
@@ -29,7 +30,7 @@ pub enum AcknowledgeType {
 
 impl AcknowledgeType {
     /// The wire value (1 Accept, 2 Release, 3 Reject, 4 Renew).
-    pub fn wire(self) -> i8 {
+    pub const fn wire(self) -> i8 {
         match self {
             AcknowledgeType::Accept => 1,
             AcknowledgeType::Release => 2,
@@ -74,86 +75,263 @@ impl FromStr for AcknowledgeType {
 /// an aborted transaction's). Sent by the client itself, never by the user.
 pub const GAP: i8 = 0;
 
-/// Acks for one partition, waiting to be sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PartitionAcks {
-    by_offset: BTreeMap<i64, i8>,
+/// Wire value of a Renew: the one type that travels in requests of its own.
+const RENEW: i8 = AcknowledgeType::Renew.wire();
+
+/// How far from the end of the runs an out-of-order ack may still go into them (rather than
+/// become a stray): bounds the shifting it costs. Small in tests, so they take both ways.
+const NEAR_RUNS: usize = if cfg!(test) { 2 } else { 32 };
+
+/// Offsets `first..=last`, all acknowledged with one wire type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    first: i64,
+    last: i64,
+    ty: i8,
 }
+
+impl Run {
+    /// Number of offsets. Saturates: only `i64::MIN..=i64::MAX` (2^64 offsets) does not fit.
+    fn span(&self) -> u64 {
+        self.last.abs_diff(self.first).saturating_add(1)
+    }
+}
+
+/// Appends `run` to ascending runs, merging it into the last one when it continues it with
+/// the same type: runs built this way are maximal, so a set of acks has one form.
+fn append(runs: &mut Vec<Run>, run: Run) {
+    match runs.last_mut() {
+        Some(last) if last.ty == run.ty && last.last.checked_add(1) == Some(run.first) => last.last = run.last,
+        _ => runs.push(run),
+    }
+}
+
+/// Acks for one partition, waiting to be sent.
+///
+/// Acks mostly arrive in ascending order, often contiguous with one type, so they are kept as
+/// ascending runs that such an ack extends in O(1), where a map paid an insert per record. An
+/// ack a little out of order (a new offset among the last runs) still goes into the runs, for
+/// a short shift. Any other ack at or below the end of the runs, overwrites included, is a
+/// "stray": one map insert, overriding the runs at its offset. Acks in any order then cost
+/// what the map of offsets did, never a long shift or a run split. Counters keep `len`,
+/// `has_renew` and the usual `split_renew` free of scans.
+#[derive(Debug, Clone, Default)]
+pub struct PartitionAcks {
+    /// Ascending, non-overlapping, maximal (see [`append`]).
+    runs: Vec<Run>,
+    /// Acks added out of order: each at or below the end of `runs`, and winning over it.
+    strays: BTreeMap<i64, i8>,
+    /// Distinct offsets held (saturating, see [`Run::span`]).
+    len: u64,
+    /// How many of them are Renews (saturating likewise).
+    renews: u64,
+}
+
+// Equal when they hold the same acks, however they were added.
+impl PartialEq for PartitionAcks {
+    fn eq(&self, other: &Self) -> bool {
+        self.canonical() == other.canonical()
+    }
+}
+
+impl Eq for PartitionAcks {}
 
 impl PartitionAcks {
     /// Records (or overwrites) the ack of one offset with a wire type.
     pub fn add(&mut self, offset: i64, wire_type: i8) {
-        self.by_offset.insert(offset, wire_type);
+        self.add_range(offset, offset, wire_type);
     }
 
     /// Records an inclusive range of offsets with one type.
     pub fn add_range(&mut self, first: i64, last: i64, wire_type: i8) {
-        for o in first..=last {
-            self.by_offset.insert(o, wire_type);
+        if first > last {
+            return;
+        }
+        let run = Run { first, last, ty: wire_type };
+        match self.runs.last() {
+            // Past everything held (strays lie below the last run's end): the usual case.
+            None => self.push(run),
+            Some(tail) if first > tail.last => self.push(run),
+            Some(_) if first == last => self.add_below(first, wire_type),
+            // A range back over held offsets: rare, so simply rebuilt.
+            Some(_) => *self = self.overwritten(run),
         }
     }
 
     /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
-        self.by_offset.is_empty()
+        // Strays only exist below a run.
+        self.runs.is_empty()
     }
 
     /// Number of offsets.
     pub fn len(&self) -> usize {
-        self.by_offset.len()
+        usize::try_from(self.len).unwrap_or(usize::MAX)
     }
 
     /// Whether any pending ack is a Renew.
     pub fn has_renew(&self) -> bool {
-        self.by_offset.values().any(|&t| t == AcknowledgeType::Renew.wire())
+        self.renews > 0
     }
 
     /// Takes out the acks of one kind: renews (`true`) or everything else (`false`). Renews
     /// travel in requests of their own (IsRenewAck), so they are split off before sending.
     pub fn split_renew(&mut self, renew: bool) -> PartitionAcks {
-        let r = AcknowledgeType::Renew.wire();
-        let (taken, kept): (BTreeMap<_, _>, BTreeMap<_, _>) =
-            std::mem::take(&mut self.by_offset).into_iter().partition(|&(_, t)| (t == r) == renew);
-        self.by_offset = kept;
-        PartitionAcks { by_offset: taken }
+        // All of one kind (the usual case): nothing to sort out. A saturated `len` could
+        // equal `renews` without every offset being a Renew, hence the bound.
+        let all_renew = self.renews == self.len && self.len < u64::MAX;
+        if self.renews == 0 || all_renew {
+            return if all_renew == renew { std::mem::take(self) } else { PartitionAcks::default() };
+        }
+        let (mut taken, mut kept) = (PartitionAcks::default(), PartitionAcks::default());
+        for &run in self.canonical().iter() {
+            // Ascending still, so both sides come out canonical.
+            if (run.ty == RENEW) == renew {
+                taken.push(run)
+            } else {
+                kept.push(run)
+            }
+        }
+        *self = kept;
+        taken
     }
 
     /// The offsets and types, ascending.
     pub fn iter(&self) -> impl Iterator<Item = (i64, i8)> + '_ {
-        self.by_offset.iter().map(|(&o, &t)| (o, t))
+        self.canonical().into_owned().into_iter().flat_map(|r| (r.first..=r.last).map(move |o| (o, r.ty)))
     }
 
     /// Builds wire batches: contiguous offsets merged; a run of one type collapses to one
     /// element; a mixed run carries one type per offset.
     pub fn to_batches(&self) -> Vec<AcknowledgementBatch> {
-        let mut out: Vec<AcknowledgementBatch> = Vec::new();
-        let mut cur: Option<(i64, i64, Vec<i8>)> = None;
-        for (&offset, &t) in &self.by_offset {
-            match &mut cur {
-                Some((_, last, types)) if *last + 1 == offset => {
-                    *last = offset;
-                    types.push(t);
+        let runs = self.canonical();
+        let mut runs = runs.iter().copied().peekable();
+        let mut out = Vec::new();
+        while let Some(run) = runs.next() {
+            let mut batch = AcknowledgementBatch {
+                first_offset: run.first,
+                last_offset: run.last,
+                acknowledge_types: vec![run.ty],
+            };
+            // Touching runs differ in type (they are maximal), so a batch of several is mixed:
+            // one type per offset.
+            while let Some(next) = runs.next_if(|n| batch.last_offset.checked_add(1) == Some(n.first)) {
+                if batch.last_offset == run.last {
+                    batch.acknowledge_types = types(run).collect();
                 }
-                _ => {
-                    if let Some(done) = cur.take() {
-                        out.push(finish(done));
+                batch.acknowledge_types.extend(types(next));
+                batch.last_offset = next.last;
+            }
+            out.push(batch);
+        }
+        out
+    }
+
+    /// Appends a run past everything held.
+    fn push(&mut self, run: Run) {
+        append(&mut self.runs, run);
+        self.len = self.len.saturating_add(run.span());
+        if run.ty == RENEW {
+            self.renews = self.renews.saturating_add(run.span());
+        }
+    }
+
+    /// Records one offset at or below the end of the runs.
+    fn add_below(&mut self, offset: i64, ty: i8) {
+        // The first run ending at or after `offset` (the last run does, unless called amiss).
+        let i = self.runs.partition_point(|r| r.last < offset);
+        let Some(&next) = self.runs.get(i) else { return self.push(Run { first: offset, last: offset, ty }) };
+        let near = self.runs.len() - i <= NEAR_RUNS;
+        let old = if next.first > offset && near && !self.strays.contains_key(&offset) {
+            // A new offset just behind the end, as parallel workers produce: into the runs,
+            // at the cost of shifting a few of them. No overflow below: the run before ends
+            // below `offset`, and `next.first > offset`.
+            let joins_prev = i > 0 && self.runs[i - 1].ty == ty && self.runs[i - 1].last + 1 == offset;
+            let joins_next = next.ty == ty && next.first - 1 == offset;
+            match (joins_prev, joins_next) {
+                (true, true) => {
+                    self.runs[i - 1].last = next.last;
+                    self.runs.remove(i);
+                }
+                (true, false) => self.runs[i - 1].last = offset,
+                (false, true) => self.runs[i].first = offset,
+                (false, false) => self.runs.insert(i, Run { first: offset, last: offset, ty }),
+            }
+            None
+        } else {
+            // Anything else (an overwrite, or far back) is a stray: one map insert.
+            let held = Some(next.ty).filter(|_| next.first <= offset);
+            self.strays.insert(offset, ty).or(held)
+        };
+        if old.is_none() {
+            self.len = self.len.saturating_add(1);
+        }
+        if old == Some(RENEW) {
+            self.renews = self.renews.saturating_sub(1);
+        }
+        if ty == RENEW {
+            self.renews = self.renews.saturating_add(1);
+        }
+    }
+
+    /// The acks as ascending, maximal runs, strays folded in: one form per set of acks.
+    fn canonical(&self) -> Cow<'_, [Run]> {
+        if self.strays.is_empty() {
+            return Cow::Borrowed(&self.runs);
+        }
+        let mut out = Vec::with_capacity(self.runs.len() + self.strays.len());
+        let mut strays = self.strays.iter().map(|(&o, &ty)| Run { first: o, last: o, ty }).peekable();
+        for &run in &self.runs {
+            // The first offset of `run` not yet written; None past `i64::MAX`.
+            let mut rest = Some(run.first);
+            while let Some(stray) = strays.next_if(|s| s.first <= run.last) {
+                if let Some(from) = rest.filter(|&from| from <= stray.first) {
+                    if from < stray.first {
+                        append(&mut out, Run { first: from, last: stray.first - 1, ty: run.ty });
                     }
-                    cur = Some((offset, offset, vec![t]));
+                    rest = stray.first.checked_add(1);
                 }
+                append(&mut out, stray);
+            }
+            if let Some(from) = rest.filter(|&from| from <= run.last) {
+                append(&mut out, Run { first: from, ..run });
             }
         }
-        if let Some(done) = cur {
-            out.push(finish(done));
+        // None are left (all lie below the last run's end), but losing one would be worse.
+        for stray in strays {
+            append(&mut out, stray);
+        }
+        Cow::Owned(out)
+    }
+
+    /// These acks with the offsets of `new` set to its type.
+    fn overwritten(&self, new: Run) -> PartitionAcks {
+        let mut out = PartitionAcks::default();
+        let mut placed = false;
+        for &run in self.canonical().iter() {
+            // The part before `new` (`new.first > run.first`, so no overflow).
+            if run.first < new.first {
+                out.push(Run { last: run.last.min(new.first - 1), ..run });
+            }
+            // The part after it (`run.last > new.last`, so no overflow).
+            if run.last > new.last {
+                if !placed {
+                    out.push(new);
+                    placed = true;
+                }
+                out.push(Run { first: run.first.max(new.last + 1), ..run });
+            }
+        }
+        if !placed {
+            out.push(new);
         }
         out
     }
 }
 
-fn finish((first, last, mut types): (i64, i64, Vec<i8>)) -> AcknowledgementBatch {
-    if types.iter().all(|&t| t == types[0]) {
-        types.truncate(1);
-    }
-    AcknowledgementBatch { first_offset: first, last_offset: last, acknowledge_types: types }
+/// The type of each offset of a run. (A run too long to list could never be sent anyway.)
+fn types(run: Run) -> impl Iterator<Item = i8> {
+    std::iter::repeat_n(run.ty, usize::try_from(run.span()).unwrap_or(usize::MAX))
 }
 
 #[cfg(test)]
@@ -184,6 +362,87 @@ mod tests {
         assert_eq!(r.iter().collect::<Vec<_>>(), vec![(2, 4), (3, 4)]);
         assert_eq!(a.iter().collect::<Vec<_>>(), vec![(1, 1)]);
         assert!(!a.has_renew());
+    }
+
+    #[test]
+    fn extremes_do_not_overflow() {
+        let mut a = PartitionAcks::default();
+        a.add_range(i64::MAX - 2, i64::MAX, 1);
+        a.add(i64::MAX, 2); // overwrite at the very end
+        a.add_range(i64::MAX - 1, i64::MAX, 3);
+        a.add(i64::MIN, 4); // far below: a stray
+        a.add_range(i64::MIN, i64::MIN + 1, 4);
+        assert_eq!(a.len(), 5);
+        assert!(a.has_renew());
+        let b = a.to_batches();
+        assert_eq!(
+            (b[0].first_offset, b[0].last_offset, b[0].acknowledge_types.clone()),
+            (i64::MIN, i64::MIN + 1, vec![4])
+        );
+        assert_eq!(
+            (b[1].first_offset, b[1].last_offset, b[1].acknowledge_types.clone()),
+            (i64::MAX - 2, i64::MAX, vec![1, 3, 3])
+        );
+        let r = a.split_renew(true);
+        assert_eq!(r.len(), 2);
+        assert_eq!(a.len(), 3);
+        assert!(!a.has_renew());
+
+        // Every offset there is: the counters saturate, nothing else gives way.
+        let mut all = PartitionAcks::default();
+        all.add_range(i64::MIN, i64::MAX, 1);
+        all.add(0, 4);
+        assert_eq!(all.len(), usize::MAX);
+        assert!(all.has_renew());
+        assert_eq!(all.split_renew(true).to_batches().len(), 1);
+        assert_eq!(all.to_batches().len(), 2);
+    }
+
+    #[test]
+    fn split_without_renews_moves_or_leaves_everything() {
+        let mut a = PartitionAcks::default();
+        a.add_range(10, 20, 1);
+        a.add(5, 2);
+        let before = a.clone();
+        assert!(a.split_renew(true).is_empty());
+        assert_eq!(a, before, "nothing to take: left alone");
+        assert_eq!(a.split_renew(false), before);
+        assert!(a.is_empty());
+
+        let mut r = PartitionAcks::default();
+        r.add_range(1, 3, 4);
+        assert!(r.split_renew(false).is_empty());
+        assert_eq!(r.split_renew(true).len(), 3);
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn out_of_order_equals_in_order() {
+        let mut a = PartitionAcks::default();
+        let mut b = PartitionAcks::default();
+        for (o, t) in [(7, 1), (3, 1), (5, 2), (4, 1), (6, 1), (3, 1)] {
+            a.add(o, t);
+        }
+        for (o, t) in [(3, 1), (4, 1), (5, 2), (6, 1), (7, 1)] {
+            b.add(o, t);
+        }
+        assert_eq!(a, b);
+        assert_eq!(a.to_batches(), b.to_batches());
+        assert_eq!(a.len(), 5);
+    }
+
+    #[test]
+    fn stray_in_a_gap_is_overwritten_in_place() {
+        let mut a = PartitionAcks::default();
+        for o in [0, 2, 4, 6] {
+            a.add(o, 1);
+        }
+        a.add(1, 2); // far behind the end (in tests): a stray
+        a.add(5, 1); // joins the last runs, bringing offset 1 near the end
+        a.add(1, 4); // must replace the stray, not shadow it
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(0, 1), (1, 4), (2, 1), (4, 1), (5, 1), (6, 1)]);
+        assert_eq!(a.len(), 6);
+        assert!(a.has_renew());
     }
 
     #[test]
@@ -223,5 +482,112 @@ mod tests {
             }
             prop_assert_eq!(got, expect);
         }
+
+        /// Any mix of adds, range adds, splits and builds behaves exactly like the map of
+        /// offsets it replaced.
+        #[test]
+        fn matches_map_model(ops in proptest::collection::vec(op(), 0..120)) {
+            let mut a = PartitionAcks::default();
+            let mut model = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Add(o, t) => {
+                        a.add(o, t);
+                        model.insert(o, t);
+                    }
+                    Op::AddRange(first, last, t) => {
+                        a.add_range(first, last, t);
+                        for o in first..=last {
+                            model.insert(o, t);
+                        }
+                    }
+                    Op::Split(renew) => {
+                        let part = a.split_renew(renew);
+                        let (taken, kept): (BTreeMap<i64, i8>, BTreeMap<i64, i8>) =
+                            std::mem::take(&mut model).into_iter().partition(|&(_, t)| (t == RENEW) == renew);
+                        model = kept;
+                        check(&part, &taken)?;
+                    }
+                    Op::Build => prop_assert_eq!(a.to_batches(), reference_batches(&model)),
+                }
+                check(&a, &model)?;
+            }
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Add(i64, i8),
+        AddRange(i64, i64, i8),
+        Split(bool),
+        Build,
+    }
+
+    /// Offsets that collide often, including both ends of i64.
+    fn offset() -> impl Strategy<Value = i64> {
+        prop_oneof![6 => 0i64..40, 1 => (i64::MAX - 12)..=i64::MAX, 1 => i64::MIN..=(i64::MIN + 12)]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (offset(), 0i8..5).prop_map(|(o, t)| Op::Add(o, t)),
+            // Short ranges, now and then empty (first > last).
+            2 => (offset(), -2i64..8, 0i8..5).prop_map(|(o, d, t)| Op::AddRange(o, o.saturating_add(d), t)),
+            1 => any::<bool>().prop_map(Op::Split),
+            1 => Just(Op::Build),
+        ]
+    }
+
+    /// Everything observable agrees with the model, and the representation is sound.
+    fn check(a: &PartitionAcks, model: &BTreeMap<i64, i8>) -> Result<(), TestCaseError> {
+        prop_assert_eq!(a.iter().collect::<Vec<_>>(), model.iter().map(|(&o, &t)| (o, t)).collect::<Vec<_>>());
+        prop_assert_eq!(a.len(), model.len());
+        prop_assert_eq!(a.is_empty(), model.is_empty());
+        prop_assert_eq!(a.has_renew(), model.values().any(|&t| t == RENEW));
+        prop_assert_eq!(a.renews as usize, model.values().filter(|&&t| t == RENEW).count());
+        prop_assert_eq!(a.to_batches(), reference_batches(model));
+        // Same acks added in order: equal, whatever the history.
+        let mut fresh = PartitionAcks::default();
+        for (&o, &t) in model {
+            fresh.add(o, t);
+        }
+        prop_assert_eq!(a, &fresh);
+        prop_assert!(fresh.strays.is_empty());
+        // Runs ascending and maximal; strays below the last run's end.
+        for w in a.runs.windows(2) {
+            prop_assert!(w[0].first <= w[0].last && w[0].last < w[1].first);
+            prop_assert!(w[0].last + 1 < w[1].first || w[0].ty != w[1].ty, "runs not maximal: {:?}", w);
+        }
+        if let (Some(&top), Some(tail)) = (a.strays.keys().next_back(), a.runs.last()) {
+            prop_assert!(top <= tail.last);
+        }
+        Ok(())
+    }
+
+    /// The map-based implementation this one replaced, kept as the reference.
+    fn reference_batches(acks: &BTreeMap<i64, i8>) -> Vec<AcknowledgementBatch> {
+        let mut out: Vec<AcknowledgementBatch> = Vec::new();
+        let mut cur: Option<(i64, i64, Vec<i8>)> = None;
+        for (&offset, &t) in acks {
+            match &mut cur {
+                Some((_, last, types)) if last.checked_add(1) == Some(offset) => {
+                    *last = offset;
+                    types.push(t);
+                }
+                _ => {
+                    out.extend(cur.take().map(finish));
+                    cur = Some((offset, offset, vec![t]));
+                }
+            }
+        }
+        out.extend(cur.map(finish));
+        out
+    }
+
+    fn finish((first, last, mut types): (i64, i64, Vec<i8>)) -> AcknowledgementBatch {
+        if types.iter().all(|&t| t == types[0]) {
+            types.truncate(1);
+        }
+        AcknowledgementBatch { first_offset: first, last_offset: last, acknowledge_types: types }
     }
 }
