@@ -120,7 +120,7 @@ async fn write_one<W: AsyncWrite + Unpin>(
         }
         st.pending.insert(id, Pending { api_key: cmd.api_key, reply: cmd.reply });
     }
-    trace!(addr = %shared.addr, api = api_name(cmd.api_key), version = cmd.api_version, correlation_id = id, "send");
+    trace!(addr = %shared.addr, api = api_name(cmd.api_key), version = cmd.api_version, correlation_id = id, bytes = len, "send");
     wr.write_all(header).await.map_err(|e| Error::io(shared.addr.clone(), e))?;
     wr.write_all(&cmd.body).await.map_err(|e| Error::io(shared.addr.clone(), e))?;
     Ok(())
