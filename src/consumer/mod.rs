@@ -64,8 +64,9 @@ struct Held {
 
 #[derive(Debug, Default)]
 struct Local {
-    /// Records handed out and not yet acknowledged-and-sent, by (topic, partition).
-    held: HashMap<(String, i32), BTreeMap<i64, Held>>,
+    /// Records handed out and not yet acknowledged-and-sent, by topic, partition and offset.
+    /// Keyed by topic first so that `acknowledge` looks up a `&str` without allocating.
+    held: HashMap<String, HashMap<i32, BTreeMap<i64, Held>>>,
     subscription: BTreeSet<String>,
     /// A subscription change the driver has not heard of yet (sent by the next poll).
     subscription_pending: bool,
@@ -196,7 +197,12 @@ impl ShareConsumer {
                 self.send(Command::Subscribe(local.subscription.iter().cloned().collect()))?;
             }
             if self.cfg.acknowledgement_mode == AcknowledgementMode::Explicit {
-                let pending: usize = local.held.values().map(|m| m.values().filter(|h| h.ack.is_none()).count()).sum();
+                let pending: usize = local
+                    .held
+                    .values()
+                    .flat_map(|t| t.values())
+                    .map(|m| m.values().filter(|h| h.ack.is_none()).count())
+                    .sum();
                 if pending > 0 {
                     return Err(Error::InvalidState(format!(
                         "{pending} records of the last poll are not acknowledged; in explicit mode acknowledge every record (ACCEPT, RELEASE or REJECT) before polling again"
@@ -279,7 +285,8 @@ impl ShareConsumer {
         }
         let held = local
             .held
-            .get_mut(&(topic.to_string(), partition))
+            .get_mut(topic)
+            .and_then(|t| t.get_mut(&partition))
             .and_then(|m| m.get_mut(&offset))
             .ok_or_else(|| {
                 Error::InvalidArgument(format!(
@@ -419,11 +426,14 @@ impl Drop for ShareConsumer {
 /// Adds one partition's run of newly delivered records (the last ones in `out`) to `held`.
 fn flush_run(local: &mut Local, out: &[ConsumerRecord], run: BTreeMap<i64, Held>) {
     let Some(last) = out.last() else { return };
-    let key = (last.topic().to_string(), last.partition);
-    match local.held.get_mut(&key) {
+    let topic = match local.held.get_mut(last.topic()) {
+        Some(t) => t,
+        None => local.held.entry(last.topic().to_string()).or_default(),
+    };
+    match topic.get_mut(&last.partition) {
         Some(m) => m.extend(run),
         None => {
-            local.held.insert(key, run);
+            topic.insert(last.partition, run);
         }
     }
 }
@@ -458,7 +468,7 @@ fn late(rx: &mut oneshot::Receiver<Result<Vec<driver::Delivered>>>) -> Result<Ve
 /// `default` (implicit accept, release on close) or stay held. Renewed records stay held.
 fn take_acks(local: &mut Local, default: Option<AcknowledgeType>) -> Vec<AckEntry> {
     let mut out = Vec::new();
-    for m in local.held.values_mut() {
+    for m in local.held.values_mut().flat_map(|t| t.values_mut()) {
         m.retain(|&offset, h| {
             let Some(t) = h.ack.or(default) else {
                 return true;
@@ -472,6 +482,9 @@ fn take_acks(local: &mut Local, default: Option<AcknowledgeType>) -> Vec<AckEntr
             }
         });
     }
-    local.held.retain(|_, m| !m.is_empty());
+    for t in local.held.values_mut() {
+        t.retain(|_, m| !m.is_empty());
+    }
+    local.held.retain(|_, t| !t.is_empty());
     out
 }
