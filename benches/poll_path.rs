@@ -8,7 +8,7 @@
 //! Run with `cargo bench --bench poll_path`.
 
 #[path = "../tests/fake_broker/mod.rs"]
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 mod fake_broker;
 
 use std::time::{Duration, Instant};
