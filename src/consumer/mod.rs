@@ -21,6 +21,7 @@
 
 mod config;
 mod driver;
+mod held;
 mod metrics;
 mod record;
 mod stream;
@@ -28,9 +29,9 @@ mod wakeup;
 
 pub mod blocking;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -47,30 +48,24 @@ pub use crate::share::acks::AcknowledgeType;
 use crate::cluster::Cluster;
 use crate::config::Properties;
 use crate::error::{Error, Result};
-use crate::share::TopicIdPartition;
-use driver::{AckEntry, Command, Driver, Shared};
+use driver::{Command, Driver, Shared};
+use held::*;
 
 /// Default `close` timeout, as Java's (30 s).
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A record this consumer holds: where it came from and how it was acknowledged.
-#[derive(Debug, Clone, Copy)]
-struct Held {
-    tp: TopicIdPartition,
-    node: i32,
-    generation: u64,
-    ack: Option<AcknowledgeType>,
-}
+/// Tells consumers apart, so that a record can tell whether it is held by this one.
+static NEXT_CONSUMER_ID: AtomicU64 = AtomicU64::new(1);
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Local {
-    /// Records handed out and not yet acknowledged-and-sent, by topic, partition and offset.
-    /// Keyed by topic first so that `acknowledge` looks up a `&str` without allocating.
-    held: HashMap<String, HashMap<i32, BTreeMap<i64, Held>>>,
+    /// The batches of the polls whose records are not all acknowledged-and-sent yet, oldest
+    /// first (see [`PollBatch`]). Usually none or one: a poll or commit takes every ack, and a
+    /// batch goes once all of its records are finally acknowledged.
+    held: Vec<Arc<PollBatch>>,
     subscription: BTreeSet<String>,
     /// A subscription change the driver has not heard of yet (sent by the next poll).
     subscription_pending: bool,
-    closed: bool,
 }
 
 /// A share-group consumer, like Java's `KafkaShareConsumer`.
@@ -81,7 +76,11 @@ pub struct ShareConsumer {
     tx: mpsc::UnboundedSender<Command>,
     shared: Arc<Shared>,
     cfg: ShareConsumerConfig,
+    /// Tags this consumer's poll batches (see [`PollBatch`]).
+    id: u64,
     local: Mutex<Local>,
+    /// Set (under the `local` lock) by `close` and drop; read without it by `acknowledge`.
+    closed: AtomicBool,
     wakeup: WakeupHandle,
 }
 
@@ -117,7 +116,19 @@ impl ShareConsumer {
             sessions: Mutex::new(BTreeMap::new()),
         });
         let tx = Driver::spawn(cluster, cfg.clone(), shared.clone());
-        Ok(ShareConsumer { tx, shared, cfg, local: Mutex::new(Local::default()), wakeup: WakeupHandle::default() })
+        Ok(ShareConsumer::new(tx, shared, cfg))
+    }
+
+    fn new(tx: mpsc::UnboundedSender<Command>, shared: Arc<Shared>, cfg: ShareConsumerConfig) -> ShareConsumer {
+        ShareConsumer {
+            tx,
+            shared,
+            cfg,
+            id: NEXT_CONSUMER_ID.fetch_add(1, Ordering::Relaxed),
+            local: Mutex::new(Local::default()),
+            closed: AtomicBool::new(false),
+            wakeup: WakeupHandle::default(),
+        }
     }
 
     /// Connects with Java-named properties (see [`ShareConsumerConfig::from_properties`]).
@@ -149,7 +160,7 @@ impl ShareConsumer {
             return Err(Error::InvalidArgument(format!("topic name {t:?} is empty")));
         }
         let mut local = self.lock();
-        if local.closed {
+        if self.is_closed() {
             return Err(Error::Closed);
         }
         local.subscription = topics.clone();
@@ -186,7 +197,7 @@ impl ShareConsumer {
         }
         let acks = {
             let mut local = self.lock();
-            if local.closed {
+            if self.is_closed() {
                 return Err(Error::Closed);
             }
             if local.subscription.is_empty() {
@@ -197,23 +208,14 @@ impl ShareConsumer {
                 self.send(Command::Subscribe(local.subscription.iter().cloned().collect()))?;
             }
             if self.cfg.acknowledgement_mode == AcknowledgementMode::Explicit {
-                let pending: usize = local
-                    .held
-                    .values()
-                    .flat_map(|t| t.values())
-                    .map(|m| m.values().filter(|h| h.ack.is_none()).count())
-                    .sum();
+                let pending: usize = local.held.iter().map(|b| b.unacknowledged()).sum();
                 if pending > 0 {
                     return Err(Error::InvalidState(format!(
                         "{pending} records of the last poll are not acknowledged; in explicit mode acknowledge every record (ACCEPT, RELEASE or REJECT) before polling again"
                     )));
                 }
             }
-            take_acks(
-                &mut local,
-                Some(AcknowledgeType::Accept)
-                    .filter(|_| self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit),
-            )
+            take_acks(&mut local, self.unacknowledged_on_poll())
         };
         let (reply, mut rx) = oneshot::channel();
         self.send(Command::Poll { max: self.cfg.max_poll_records, acks, reply })?;
@@ -228,36 +230,33 @@ impl ShareConsumer {
             self.wakeup.take();
             return Err(Error::Wakeup);
         }
-        let mut local = self.lock();
-        let mut out = Vec::with_capacity(delivered.len());
-        // Records come in runs of one partition: look its map up once per run, not per record.
-        let mut run: Option<(TopicIdPartition, BTreeMap<i64, Held>)> = None;
-        for d in delivered {
-            if run.as_ref().is_none_or(|(tp, _)| *tp != d.tp) {
-                if let Some((_, m)) = run.take() {
-                    flush_run(&mut local, &out, m);
-                }
-                run = Some((d.tp, BTreeMap::new()));
-            }
-            if let Some((_, m)) = run.as_mut() {
-                m.insert(d.record.offset, Held { tp: d.tp, node: d.node, generation: d.generation, ack: None });
-            }
-            out.push(d.record);
-        }
-        if let Some((_, m)) = run.take() {
-            flush_run(&mut local, &out, m);
-        }
-        Ok(out)
+        Ok(hold(&mut self.lock(), self.id, delivered))
     }
 
     /// Accepts a record (explicit mode), as Java's `acknowledge(record)`.
     pub fn acknowledge(&self, record: &ConsumerRecord) -> Result<()> {
-        self.acknowledge_offset(record.topic(), record.partition, record.offset, AcknowledgeType::Accept)
+        self.acknowledge_with(record, AcknowledgeType::Accept)
     }
 
     /// Acknowledges a record with `ack_type` (explicit mode).
     pub fn acknowledge_with(&self, record: &ConsumerRecord, ack_type: AcknowledgeType) -> Result<()> {
-        self.acknowledge_offset(record.topic(), record.partition, record.offset, ack_type)
+        self.check_acknowledge(ack_type)?;
+        // The fast path: one compare-and-swap on the record's slot in its poll batch, no lock.
+        // It decides only while the slot is live (held, not yet taken for sending): then that
+        // slot is the one this consumer holds for the record's offset (an older delivery of
+        // the same offset is superseded, see `supersede`). Anything else (a record of another
+        // consumer, one already sent or delivered again since) is looked up by its
+        // coordinates, exactly as `acknowledge_offset` does.
+        if let Some(slot) = record.ack_slot.as_ref().filter(|s| s.batch.owner == self.id) {
+            match slot.batch.set(slot.index, ack_type) {
+                Set::Done => return Ok(()),
+                Set::Already(prev) => {
+                    return Err(already_acknowledged(record.topic(), record.partition, record.offset, prev))
+                }
+                Set::NotHeld => {}
+            }
+        }
+        self.acknowledge_held(record.topic(), record.partition, record.offset, ack_type)
     }
 
     /// Acknowledges by topic, partition and offset (explicit mode), e.g. for a record that
@@ -269,6 +268,12 @@ impl ShareConsumer {
         offset: i64,
         ack_type: AcknowledgeType,
     ) -> Result<()> {
+        self.check_acknowledge(ack_type)?;
+        self.acknowledge_held(topic, partition, offset, ack_type)
+    }
+
+    /// The checks every acknowledgement passes first: mode, RENEW support, closed.
+    fn check_acknowledge(&self, ack_type: AcknowledgeType) -> Result<()> {
         if self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit {
             return Err(Error::InvalidState(
                 "acknowledge is for explicit mode; set share.acknowledgement.mode=explicit (implicit mode accepts every record on the next poll or commit)".into(),
@@ -279,28 +284,40 @@ impl ShareConsumer {
                 "RENEW needs ShareAcknowledge v2 (Kafka 4.2+); this cluster speaks v1. Acknowledge within the lock instead, or raise share.record.lock.duration.ms".into(),
             ));
         }
-        let mut local = self.lock();
-        if local.closed {
+        if self.is_closed() {
             return Err(Error::Closed);
         }
-        let held = local
-            .held
-            .get_mut(topic)
-            .and_then(|t| t.get_mut(&partition))
-            .and_then(|m| m.get_mut(&offset))
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "{topic}-{partition} offset {offset} is not held by this consumer (never delivered to it, or already acknowledged and sent)"
-                ))
-            })?;
-        match held.ack {
-            Some(prev) if prev.is_final() && prev != ack_type => Err(Error::InvalidState(format!(
-                "{topic}-{partition} offset {offset} was already acknowledged as {prev}"
+        Ok(())
+    }
+
+    /// Acknowledges the record this consumer holds at these coordinates, if any. The slow
+    /// path: under the lock (so no slot is taken or superseded meanwhile), a scan of the held
+    /// batches (few: usually the last poll's).
+    fn acknowledge_held(&self, topic: &str, partition: i32, offset: i64, ack_type: AcknowledgeType) -> Result<()> {
+        let local = self.lock();
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        let set = local.held.iter().rev().find_map(|b| b.find(topic, partition, offset).map(|i| b.set(i, ack_type)));
+        match set {
+            Some(Set::Done) => Ok(()),
+            Some(Set::Already(prev)) => Err(already_acknowledged(topic, partition, offset, prev)),
+            // (`find` found a live slot, and under the lock it stays live: NotHeld cannot be.)
+            None | Some(Set::NotHeld) => Err(Error::InvalidArgument(format!(
+                "{topic}-{partition} offset {offset} is not held by this consumer (never delivered to it, or already acknowledged and sent)"
             ))),
-            _ => {
-                held.ack = Some(ack_type);
-                Ok(())
-            }
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// What a poll or commit does with the records not acknowledged.
+    fn unacknowledged_on_poll(&self) -> Unacked {
+        match self.cfg.acknowledgement_mode {
+            AcknowledgementMode::Implicit => Unacked::Accept,
+            AcknowledgementMode::Explicit => Unacked::Keep,
         }
     }
 
@@ -326,14 +343,10 @@ impl ShareConsumer {
     fn start_commit(&self) -> Result<oneshot::Receiver<CommitResults>> {
         let acks = {
             let mut local = self.lock();
-            if local.closed {
+            if self.is_closed() {
                 return Err(Error::Closed);
             }
-            take_acks(
-                &mut local,
-                Some(AcknowledgeType::Accept)
-                    .filter(|_| self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit),
-            )
+            take_acks(&mut local, self.unacknowledged_on_poll())
         };
         let (reply, rx) = oneshot::channel();
         self.send(Command::Commit { acks, reply: Some(reply) })?;
@@ -388,11 +401,11 @@ impl ShareConsumer {
     pub async fn close(&self, timeout: Duration) -> Result<()> {
         let acks = {
             let mut local = self.lock();
-            if local.closed {
+            if self.is_closed() {
                 return Ok(());
             }
-            local.closed = true;
-            take_acks(&mut local, Some(AcknowledgeType::Release))
+            self.closed.store(true, Ordering::Release);
+            take_acks(&mut local, Unacked::ReleaseAll)
         };
         let (reply, rx) = oneshot::channel();
         let deadline = Instant::now() + timeout;
@@ -408,33 +421,18 @@ impl ShareConsumer {
 impl Drop for ShareConsumer {
     fn drop(&mut self) {
         let mut local = self.local.lock().unwrap_or_else(|p| p.into_inner());
-        if local.closed {
+        if self.is_closed() {
             return;
         }
-        local.closed = true;
+        self.closed.store(true, Ordering::Release);
         tracing::warn!(
             group = self.cfg.group_id,
             "ShareConsumer dropped without close(): releasing its records in the background"
         );
-        let acks = take_acks(&mut local, Some(AcknowledgeType::Release));
+        let acks = take_acks(&mut local, Unacked::ReleaseAll);
         let _ = self
             .tx
             .send(Command::Close { acks, deadline: Instant::now() + Duration::from_secs(5), reply: None });
-    }
-}
-
-/// Adds one partition's run of newly delivered records (the last ones in `out`) to `held`.
-fn flush_run(local: &mut Local, out: &[ConsumerRecord], run: BTreeMap<i64, Held>) {
-    let Some(last) = out.last() else { return };
-    let topic = match local.held.get_mut(last.topic()) {
-        Some(t) => t,
-        None => local.held.entry(last.topic().to_string()).or_default(),
-    };
-    match topic.get_mut(&last.partition) {
-        Some(m) => m.extend(run),
-        None => {
-            topic.insert(last.partition, run);
-        }
     }
 }
 
@@ -462,29 +460,4 @@ fn late(rx: &mut oneshot::Receiver<Result<Vec<driver::Delivered>>>) -> Result<Ve
         Ok(r) => r,
         Err(_) => Ok(Vec::new()),
     }
-}
-
-/// Takes every acknowledged record out of the held set as ack entries. Unacknowledged ones get
-/// `default` (implicit accept, release on close) or stay held. Renewed records stay held.
-fn take_acks(local: &mut Local, default: Option<AcknowledgeType>) -> Vec<AckEntry> {
-    let mut out = Vec::new();
-    for m in local.held.values_mut().flat_map(|t| t.values_mut()) {
-        m.retain(|&offset, h| {
-            let Some(t) = h.ack.or(default) else {
-                return true;
-            };
-            out.push(AckEntry { tp: h.tp, offset, wire: t.wire(), node: h.node, generation: h.generation });
-            if t == AcknowledgeType::Renew {
-                h.ack = None;
-                true
-            } else {
-                false
-            }
-        });
-    }
-    for t in local.held.values_mut() {
-        t.retain(|_, m| !m.is_empty());
-    }
-    local.held.retain(|_, t| !t.is_empty());
-    out
 }

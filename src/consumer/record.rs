@@ -31,7 +31,7 @@ impl fmt::Display for TopicPartition {
 }
 
 /// One record delivered to this consumer, held under an acquisition lock until acknowledged.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConsumerRecord {
     pub(crate) topic: Arc<str>,
     /// Partition index.
@@ -56,6 +56,29 @@ pub struct ConsumerRecord {
     /// A conservative local deadline for the acquisition lock: computed from the moment the
     /// fetch request was *sent*, since the broker's clock started before the response arrived.
     pub(crate) lock_deadline: Option<Instant>,
+    /// Where `acknowledge` records this record's acknowledgement: its slot in the batch of
+    /// the poll that handed it out (set by that poll; None before). Clones share it.
+    pub(crate) ack_slot: Option<super::AckSlot>,
+}
+
+// By hand, to leave out `ack_slot` (it would print its whole poll batch); otherwise what
+// `#[derive(Debug)]` printed.
+impl fmt::Debug for ConsumerRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConsumerRecord")
+            .field("topic", &self.topic)
+            .field("partition", &self.partition)
+            .field("offset", &self.offset)
+            .field("timestamp", &self.timestamp)
+            .field("timestamp_type", &self.timestamp_type)
+            .field("key", &self.key)
+            .field("value", &self.value)
+            .field("headers", &self.headers)
+            .field("delivery_count", &self.delivery_count)
+            .field("leader_epoch", &self.leader_epoch)
+            .field("lock_deadline", &self.lock_deadline)
+            .finish()
+    }
 }
 
 impl ConsumerRecord {

@@ -99,6 +99,7 @@ mod tests {
             delivery_count: 1,
             leader_epoch: None,
             lock_deadline: None,
+            ack_slot: None,
         }
     }
 

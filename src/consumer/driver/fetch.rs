@@ -291,6 +291,7 @@ impl Driver {
                         delivery_count: r.delivery_count,
                         leader_epoch: (r.leader_epoch >= 0).then_some(r.leader_epoch),
                         lock_deadline: deadline,
+                        ack_slot: None,
                     })
                     .collect();
                 self.buffer.push_back(Fetched { tp, node, generation, records });

@@ -1,0 +1,535 @@
+//! The held set: what this consumer handed out and has not acknowledged-and-sent yet.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use super::driver::{AckEntry, Delivered};
+use super::{AcknowledgeType, ConsumerRecord, Local};
+use crate::error::Error;
+use crate::share::TopicIdPartition;
+
+// ---------------------------------------------------------------------------------------------
+// The held set: what this consumer handed out and has not acknowledged-and-sent yet.
+//
+// Each poll's records form one `PollBatch`, shared (`Arc`) by those records: per record its
+// offset and one atomic ack slot, and per run of records of one partition (they come in runs)
+// the routing tag the acks need (partition, broker, session generation). A record points at
+// its slot (`ConsumerRecord::ack_slot`), so `acknowledge(&record)` is one compare-and-swap:
+// no lock, no hashing, no allocation, where a map by topic, partition and offset cost a
+// lookup per acknowledgement and an insert and a removal per record.
+//
+// The consumer keeps its live batches in `Local::held`, oldest first; `take_acks` walks them
+// (in poll order, runs ascending: the order `PartitionAcks` appends fastest) and drops a
+// batch once all of its records are finally acknowledged. A batch outlives that while
+// records point at it, but its slots then read SENT: nothing can acknowledge through it.
+//
+// The old map's semantics are kept: one record held per (topic, partition, offset), the
+// newest delivery. When an offset still held comes again (the lock expired after a RENEW,
+// say), the older slot is marked SUPERSEDED and acknowledging through it goes to the newer
+// one by coordinates (see `supersede`), as the map's overwrite did.
+// ---------------------------------------------------------------------------------------------
+
+/// Slot state: delivered, not acknowledged. (1 to 4, the wire values of [`AcknowledgeType`],
+/// mean acknowledged that way and not yet taken for sending.)
+pub(super) const UNACKED: u8 = 0;
+/// Slot state: acknowledged as RENEW, not yet taken (after which it is UNACKED again).
+pub(super) const RENEW: u8 = AcknowledgeType::Renew.wire() as u8;
+/// Slot state: acknowledged and taken for sending (or released on close): no longer held.
+pub(super) const SENT: u8 = 8;
+/// Slot state: delivered again since, in a later slot, which is the one held now.
+pub(super) const SUPERSEDED: u8 = 9;
+
+/// The acknowledgement a slot state records, if it records one.
+pub(super) fn acked_as(state: u8) -> Option<AcknowledgeType> {
+    [AcknowledgeType::Accept, AcknowledgeType::Release, AcknowledgeType::Reject, AcknowledgeType::Renew]
+        .into_iter()
+        .find(|t| t.wire() as u8 == state)
+}
+
+/// Whether a slot state is a record still held: unacknowledged, or acknowledged and not sent.
+pub(super) fn is_live(state: u8) -> bool {
+    state <= RENEW
+}
+
+/// The records of one poll, with their ack slots (see the comment above).
+pub(crate) struct PollBatch {
+    /// The consumer that delivered them: a record of another consumer is not held by this one,
+    /// whatever its slot says.
+    pub(super) owner: u64,
+    pub(super) runs: Vec<Run>,
+    /// Per record, in delivery order: its offset (ascending within a run).
+    pub(super) offsets: Vec<i64>,
+    /// Per record: UNACKED, an acknowledge type's wire value, SENT or SUPERSEDED.
+    pub(super) slots: Vec<AtomicU8>,
+}
+
+/// Consecutive records of a batch from one partition, broker and session generation, with
+/// ascending offsets (so an offset is found by binary search).
+pub(super) struct Run {
+    pub(super) topic: Arc<str>,
+    pub(super) partition: i32,
+    pub(super) tp: TopicIdPartition,
+    pub(super) node: i32,
+    pub(super) generation: u64,
+    /// Indexes of the records, `start..end`.
+    pub(super) start: usize,
+    pub(super) end: usize,
+}
+
+/// A record's acknowledgement slot: its batch and its index there.
+#[derive(Clone)]
+pub(crate) struct AckSlot {
+    pub(super) batch: Arc<PollBatch>,
+    pub(super) index: usize,
+}
+
+/// What setting a slot did.
+#[derive(Debug, PartialEq)]
+pub(super) enum Set {
+    Done,
+    /// Finally acknowledged already, otherwise (acknowledging again the same way is Done).
+    Already(AcknowledgeType),
+    /// Not live: sent, or superseded.
+    NotHeld,
+}
+
+/// What `take_acks` does with records not acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Unacked {
+    /// Keep them held (explicit mode).
+    Keep,
+    /// Accept them (implicit mode).
+    Accept,
+    /// Release them, and let go of every record (close): renewed ones are sent their RENEW
+    /// and are not held any more either (the session closes right after, releasing them).
+    ReleaseAll,
+}
+
+impl PollBatch {
+    pub(super) fn new(owner: u64, delivered: &[Delivered]) -> PollBatch {
+        let mut runs: Vec<Run> = Vec::new();
+        let mut offsets: Vec<i64> = Vec::with_capacity(delivered.len());
+        for (i, d) in delivered.iter().enumerate() {
+            let r = &d.record;
+            let continues = runs.last().is_some_and(|run| {
+                run.tp == d.tp
+                    && run.node == d.node
+                    && run.generation == d.generation
+                    && run.partition == r.partition
+                    && (Arc::ptr_eq(&run.topic, &r.topic) || run.topic == r.topic)
+                    && offsets.last().is_some_and(|&last| last < r.offset)
+            });
+            if !continues {
+                runs.push(Run {
+                    topic: r.topic.clone(),
+                    partition: r.partition,
+                    tp: d.tp,
+                    node: d.node,
+                    generation: d.generation,
+                    start: i,
+                    end: i,
+                });
+            }
+            if let Some(run) = runs.last_mut() {
+                run.end = i + 1;
+            }
+            offsets.push(r.offset);
+        }
+        let slots = delivered.iter().map(|_| AtomicU8::new(UNACKED)).collect();
+        PollBatch { owner, runs, offsets, slots }
+    }
+
+    /// Acknowledges record `index` with `ack`, unless it is finally acknowledged otherwise or
+    /// not held. A compare-and-swap, so that it races safely with other acknowledgements
+    /// and with `take` (which swaps the slot to SENT or back to UNACKED under the lock).
+    pub(super) fn set(&self, index: usize, ack: AcknowledgeType) -> Set {
+        let slot = &self.slots[index];
+        let mut state = slot.load(Ordering::Acquire);
+        loop {
+            match acked_as(state) {
+                None if state == UNACKED => {}
+                Some(AcknowledgeType::Renew) => {}
+                Some(prev) if prev == ack => return Set::Done,
+                Some(prev) => return Set::Already(prev),
+                None => return Set::NotHeld,
+            }
+            match slot.compare_exchange_weak(state, ack.wire() as u8, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Set::Done,
+                Err(now) => state = now,
+            }
+        }
+    }
+
+    /// The index of the live slot of this offset, if this batch has it.
+    pub(super) fn find(&self, topic: &str, partition: i32, offset: i64) -> Option<usize> {
+        self.runs.iter().filter(|r| r.partition == partition && &*r.topic == topic).find_map(|r| {
+            let i = r.start + self.offsets[r.start..r.end].binary_search(&offset).ok()?;
+            is_live(self.slots[i].load(Ordering::Acquire)).then_some(i)
+        })
+    }
+
+    /// How many records are not acknowledged at all (RENEW counts as acknowledged, as before).
+    pub(super) fn unacknowledged(&self) -> usize {
+        self.slots.iter().filter(|s| s.load(Ordering::Acquire) == UNACKED).count()
+    }
+
+    /// Takes the acknowledgements out of the slots as ack entries (see `take_acks`); returns
+    /// whether the batch still holds records.
+    pub(super) fn take(&self, unacked: Unacked, out: &mut Vec<AckEntry>) -> bool {
+        let mut held = false;
+        for run in &self.runs {
+            for i in run.start..run.end {
+                let slot = &self.slots[i];
+                let mut state = slot.load(Ordering::Acquire);
+                loop {
+                    let (wire, next) = match (state, unacked) {
+                        (SENT | SUPERSEDED, _) => break,
+                        (UNACKED, Unacked::Keep) => {
+                            held = true;
+                            break;
+                        }
+                        (UNACKED, Unacked::Accept) => (AcknowledgeType::Accept.wire(), SENT),
+                        (UNACKED, Unacked::ReleaseAll) => (AcknowledgeType::Release.wire(), SENT),
+                        // A renewal leaves the record held, unacknowledged again.
+                        (RENEW, Unacked::Keep | Unacked::Accept) => (RENEW as i8, UNACKED),
+                        (acked, _) => (acked as i8, SENT),
+                    };
+                    // An acknowledgement may land between the load and here: then look again.
+                    match slot.compare_exchange_weak(state, next, Ordering::AcqRel, Ordering::Acquire) {
+                        Ok(_) => {
+                            out.push(AckEntry {
+                                tp: run.tp,
+                                offset: self.offsets[i],
+                                wire,
+                                node: run.node,
+                                generation: run.generation,
+                            });
+                            held |= next == UNACKED;
+                            break;
+                        }
+                        Err(now) => state = now,
+                    }
+                }
+            }
+        }
+        held
+    }
+}
+
+/// Holds a poll's records: makes their batch, points each record at its slot. Called with the
+/// lock held (as `take_acks`, `supersede` and the slow acknowledge path).
+pub(super) fn hold(local: &mut Local, owner: u64, delivered: Vec<Delivered>) -> Vec<ConsumerRecord> {
+    if delivered.is_empty() {
+        return Vec::new();
+    }
+    let batch = Arc::new(PollBatch::new(owner, &delivered));
+    supersede(&local.held, &batch);
+    let out = delivered
+        .into_iter()
+        .enumerate()
+        .map(|(index, d)| ConsumerRecord { ack_slot: Some(AckSlot { batch: batch.clone(), index }), ..d.record })
+        .collect();
+    local.held.push(batch);
+    out
+}
+
+/// Marks SUPERSEDED the live slots, in `held` or earlier in `new`, of offsets that `new`
+/// delivers (again): the newer delivery is the one held, as when a map by offset overwrote
+/// the entry. It happens only when a lock expired while the record was still held, so the
+/// work is in finding that nothing overlaps: runs are grouped by partition (a sort of the
+/// runs, not of the records), and only runs of one partition with overlapping offsets are
+/// looked into.
+pub(super) fn supersede(held: &[Arc<PollBatch>], new: &PollBatch) {
+    if held.is_empty() && new.runs.len() < 2 {
+        return;
+    }
+    let batch = |pos: usize| held.get(pos).map_or(new, |b| &**b);
+    let newest = held.len();
+    // (partition, topic, batch position, run index): sorted, older runs come first in a group.
+    let mut runs: Vec<(i32, &str, usize, usize)> = (0..=newest)
+        .flat_map(|pos| batch(pos).runs.iter().enumerate().map(move |(i, r)| (r.partition, &*r.topic, pos, i)))
+        .collect();
+    runs.sort_unstable();
+    for group in runs.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        for (j, &(_, _, pos, i)) in group.iter().enumerate() {
+            if pos != newest {
+                continue;
+            }
+            let newer = &new.runs[i];
+            let newer_offsets = &new.offsets[newer.start..newer.end];
+            let (first, last) = (newer_offsets[0], newer_offsets[newer_offsets.len() - 1]);
+            for &(_, _, old_pos, old_i) in &group[..j] {
+                let old = batch(old_pos);
+                let run = &old.runs[old_i];
+                if old.offsets[run.start] > last || old.offsets[run.end - 1] < first {
+                    continue;
+                }
+                for k in run.start..run.end {
+                    let slot = &old.slots[k];
+                    if is_live(slot.load(Ordering::Acquire)) && newer_offsets.binary_search(&old.offsets[k]).is_ok() {
+                        // Under the lock a live slot can only change to another live state
+                        // (an acknowledgement), which the old map's overwrite lost as well.
+                        slot.store(SUPERSEDED, Ordering::Release);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Takes every acknowledged record out of the held set as ack entries. Unacknowledged ones get
+/// accepted or released (`unacked`), or stay held. Renewed records stay held (but on close).
+pub(super) fn take_acks(local: &mut Local, unacked: Unacked) -> Vec<AckEntry> {
+    let mut out = Vec::new();
+    local.held.retain(|b| b.take(unacked, &mut out));
+    out
+}
+
+pub(super) fn already_acknowledged(topic: &str, partition: i32, offset: i64, prev: AcknowledgeType) -> Error {
+    Error::InvalidState(format!("{topic}-{partition} offset {offset} was already acknowledged as {prev}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::*;
+    use super::*;
+
+    fn consumer(mode: AcknowledgementMode) -> (ShareConsumer, mpsc::UnboundedReceiver<Command>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            metrics: metrics::Metrics::new(),
+            acquisition_lock_timeout_ms: AtomicI64::new(-1),
+            renew_supported: AtomicBool::new(true),
+            sessions: Mutex::new(BTreeMap::new()),
+        });
+        let cfg = ShareConsumerConfig::new("127.0.0.1:9092", "g").acknowledgement_mode(mode);
+        (ShareConsumer::new(tx, shared, cfg), rx)
+    }
+
+    fn tp(partition: i32) -> TopicIdPartition {
+        TopicIdPartition { topic_id: uuid::Uuid::from_u128(7), partition }
+    }
+
+    /// Records of topic "t" as a poll hands them out: (partition, offset), from node 1.
+    fn deliver(c: &ShareConsumer, records: &[(i32, i64)]) -> Vec<ConsumerRecord> {
+        let topic: Arc<str> = Arc::from("t");
+        let delivered = records
+            .iter()
+            .map(|&(partition, offset)| Delivered {
+                record: ConsumerRecord {
+                    topic: topic.clone(),
+                    partition,
+                    offset,
+                    timestamp: 0,
+                    timestamp_type: TimestampType::CreateTime,
+                    key: None,
+                    value: None,
+                    headers: Vec::new(),
+                    delivery_count: 1,
+                    leader_epoch: None,
+                    lock_deadline: None,
+                    ack_slot: None,
+                },
+                tp: tp(partition),
+                node: 1,
+                generation: 0,
+            })
+            .collect();
+        hold(&mut c.lock(), c.id, delivered)
+    }
+
+    fn take(c: &ShareConsumer, unacked: Unacked) -> Vec<(i32, i64, i8)> {
+        take_acks(&mut c.lock(), unacked).iter().map(|a| (a.tp.partition, a.offset, a.wire)).collect()
+    }
+
+    fn pending(c: &ShareConsumer) -> usize {
+        c.lock().held.iter().map(|b| b.unacknowledged()).sum()
+    }
+
+    const ACCEPT: i8 = AcknowledgeType::Accept.wire();
+    const RELEASE: i8 = AcknowledgeType::Release.wire();
+    const REJECT: i8 = AcknowledgeType::Reject.wire();
+    const RENEW_WIRE: i8 = AcknowledgeType::Renew.wire();
+
+    #[test]
+    fn acks_are_taken_in_delivery_order_and_then_no_longer_held() {
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        let recs = deliver(&c, &[(0, 5), (0, 6), (1, 3), (0, 7)]);
+        assert_eq!(pending(&c), 4);
+        c.acknowledge(&recs[1]).unwrap();
+        c.acknowledge_with(&recs[2], AcknowledgeType::Reject).unwrap();
+        c.acknowledge_offset("t", 0, 7, AcknowledgeType::Release).unwrap();
+        assert_eq!(pending(&c), 1);
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 6, ACCEPT), (1, 3, REJECT), (0, 7, RELEASE)]);
+        assert_eq!(c.lock().held.len(), 1, "offset 5 is still held");
+        let e = c.acknowledge(&recs[1]).unwrap_err();
+        assert!(e.to_string().contains("t-0 offset 6 is not held by this consumer"), "{e}");
+        let e = c.acknowledge_offset("t", 1, 3, AcknowledgeType::Accept).unwrap_err();
+        assert!(e.to_string().contains("not held"), "{e}");
+        c.acknowledge(&recs[0].clone()).unwrap();
+        assert_eq!(pending(&c), 0);
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 5, ACCEPT)]);
+        assert!(c.lock().held.is_empty(), "the batch goes once everything in it is sent");
+        assert!(take(&c, Unacked::Keep).is_empty());
+    }
+
+    #[test]
+    fn a_final_acknowledgement_stands_until_sent() {
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        let recs = deliver(&c, &[(0, 1)]);
+        c.acknowledge(&recs[0]).unwrap();
+        c.acknowledge(&recs[0]).unwrap(); // the same again is fine
+        let e = c.acknowledge_with(&recs[0], AcknowledgeType::Release).unwrap_err();
+        assert!(matches!(&e, Error::InvalidState(m) if m == "t-0 offset 1 was already acknowledged as ACCEPT"), "{e}");
+        let e = c.acknowledge_offset("t", 0, 1, AcknowledgeType::Renew).unwrap_err();
+        assert!(e.to_string().contains("already acknowledged as ACCEPT"), "{e}");
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, ACCEPT)]);
+    }
+
+    #[test]
+    fn a_renewed_record_stays_held_and_unacknowledged() {
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        let recs = deliver(&c, &[(0, 1), (0, 2)]);
+        c.acknowledge_with(&recs[0], AcknowledgeType::Renew).unwrap();
+        c.acknowledge(&recs[1]).unwrap();
+        assert_eq!(pending(&c), 0, "a renewal counts as acknowledged until it is sent");
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, RENEW_WIRE), (0, 2, ACCEPT)]);
+        assert_eq!(pending(&c), 1);
+        // Renew then a final type (a renewal can always be overridden).
+        c.acknowledge_with(&recs[0], AcknowledgeType::Renew).unwrap();
+        c.acknowledge_with(&recs[0], AcknowledgeType::Reject).unwrap();
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, REJECT)]);
+        assert!(c.lock().held.is_empty());
+    }
+
+    #[test]
+    fn implicit_mode_accepts_everything_and_refuses_acknowledge() {
+        let (c, _rx) = consumer(AcknowledgementMode::Implicit);
+        let recs = deliver(&c, &[(0, 1), (2, 9)]);
+        assert!(matches!(c.acknowledge(&recs[0]), Err(Error::InvalidState(_))));
+        assert!(matches!(c.acknowledge_offset("t", 0, 1, AcknowledgeType::Accept), Err(Error::InvalidState(_))));
+        assert_eq!(take(&c, c.unacknowledged_on_poll()), vec![(0, 1, ACCEPT), (2, 9, ACCEPT)]);
+        assert!(c.lock().held.is_empty());
+    }
+
+    #[test]
+    fn renew_needs_broker_support() {
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        c.shared.renew_supported.store(false, Ordering::Relaxed);
+        let recs = deliver(&c, &[(0, 1)]);
+        assert!(matches!(c.acknowledge_with(&recs[0], AcknowledgeType::Renew), Err(Error::InvalidArgument(_))));
+        c.acknowledge(&recs[0]).unwrap();
+    }
+
+    #[test]
+    fn close_releases_the_rest_and_then_acknowledge_says_closed() {
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        let recs = deliver(&c, &[(0, 1), (0, 2), (0, 3)]);
+        c.acknowledge_with(&recs[0], AcknowledgeType::Renew).unwrap();
+        c.acknowledge(&recs[2]).unwrap();
+        let acks = {
+            let mut local = c.lock();
+            c.closed.store(true, Ordering::Release);
+            take_acks(&mut local, Unacked::ReleaseAll)
+        };
+        let acks: Vec<_> = acks.iter().map(|a| (a.offset, a.wire)).collect();
+        assert_eq!(acks, vec![(1, RENEW_WIRE), (2, RELEASE), (3, ACCEPT)]);
+        assert!(c.lock().held.is_empty());
+        assert!(matches!(c.acknowledge(&recs[1]), Err(Error::Closed)));
+        assert!(matches!(c.acknowledge_offset("t", 0, 1, AcknowledgeType::Accept), Err(Error::Closed)));
+    }
+
+    #[test]
+    fn a_record_of_another_consumer_is_not_held_by_this_one() {
+        let (a, _rxa) = consumer(AcknowledgementMode::Explicit);
+        let (b, _rxb) = consumer(AcknowledgementMode::Explicit);
+        let from_a = deliver(&a, &[(0, 1), (0, 2)]);
+        let e = b.acknowledge(&from_a[0]).unwrap_err();
+        assert!(e.to_string().contains("not held by this consumer"), "{e}");
+        assert_eq!(pending(&a), 2, "a's slots are untouched");
+        // As before, by its coordinates: when b holds the same offset, that is what it acks.
+        let _from_b = deliver(&b, &[(0, 2)]);
+        b.acknowledge(&from_a[1]).unwrap();
+        assert_eq!(pending(&b), 0);
+        assert_eq!(pending(&a), 2);
+        // And a record without a slot (built by hand) goes by its coordinates too.
+        let mut bare = from_a[0].clone();
+        bare.ack_slot = None;
+        a.acknowledge(&bare).unwrap();
+        assert_eq!(pending(&a), 1);
+    }
+
+    #[test]
+    fn a_record_delivered_again_while_held_is_held_once_by_its_newest_delivery() {
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        let first = deliver(&c, &[(0, 1), (0, 2), (1, 1)]);
+        c.acknowledge_with(&first[0], AcknowledgeType::Renew).unwrap();
+        c.acknowledge(&first[1]).unwrap();
+        c.acknowledge_with(&first[2], AcknowledgeType::Renew).unwrap();
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, RENEW_WIRE), (0, 2, ACCEPT), (1, 1, RENEW_WIRE)]);
+        // The lock of t-0@1 expired all the same: it comes again, along with new offsets.
+        let second = deliver(&c, &[(0, 0), (0, 1), (0, 3)]);
+        assert_eq!(pending(&c), 4, "t-0@1 counts once, t-1@1 is still held");
+        // Through the old record, the acknowledgement goes to the newest delivery.
+        c.acknowledge(&first[0]).unwrap();
+        let e = c.acknowledge_with(&second[1], AcknowledgeType::Release).unwrap_err();
+        assert!(e.to_string().contains("already acknowledged as ACCEPT"), "{e}");
+        c.acknowledge(&second[0]).unwrap();
+        c.acknowledge(&second[2]).unwrap();
+        c.acknowledge(&first[2]).unwrap();
+        assert_eq!(pending(&c), 0);
+        assert_eq!(take(&c, Unacked::Keep), vec![(1, 1, ACCEPT), (0, 0, ACCEPT), (0, 1, ACCEPT), (0, 3, ACCEPT)]);
+        assert!(c.lock().held.is_empty());
+    }
+
+    #[test]
+    fn runs_split_where_offsets_do_not_ascend() {
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        // The same offset twice in one poll: the later delivery is the one held.
+        let recs = deliver(&c, &[(0, 4), (0, 5), (0, 5), (0, 6)]);
+        assert_eq!(c.lock().held[0].runs.len(), 2);
+        assert_eq!(pending(&c), 3);
+        c.acknowledge_offset("t", 0, 5, AcknowledgeType::Reject).unwrap();
+        let e = c.acknowledge(&recs[1]).unwrap_err();
+        assert!(e.to_string().contains("already acknowledged as REJECT"), "{e}");
+        c.acknowledge(&recs[0]).unwrap();
+        c.acknowledge(&recs[3]).unwrap();
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 4, ACCEPT), (0, 5, REJECT), (0, 6, ACCEPT)]);
+    }
+
+    #[test]
+    fn acknowledgements_racing_with_takes_are_each_sent_once() {
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        let records: Vec<(i32, i64)> = (0..4).flat_map(|p| (0..2_000).map(move |o| (p, o))).collect();
+        let recs = deliver(&c, &records);
+        let mut sent = Vec::new();
+        std::thread::scope(|s| {
+            for chunk in recs.chunks(recs.len() / 4) {
+                let c = &c;
+                s.spawn(move || {
+                    for r in chunk {
+                        c.acknowledge(r).unwrap();
+                    }
+                });
+            }
+            while sent.len() < records.len() {
+                sent.extend(take(&c, Unacked::Keep));
+                std::thread::yield_now();
+            }
+        });
+        assert!(sent.iter().all(|a| a.2 == ACCEPT));
+        let mut got: Vec<(i32, i64)> = sent.iter().map(|a| (a.0, a.1)).collect();
+        got.sort_unstable();
+        assert_eq!(got, records, "each record exactly once");
+        assert!(c.lock().held.is_empty());
+    }
+
+    #[test]
+    fn debug_leaves_the_slot_out() {
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        let recs = deliver(&c, &[(0, 1)]);
+        let s = format!("{:?}", recs[0]);
+        assert!(s.starts_with("ConsumerRecord { topic: \"t\", partition: 0, offset: 1,"), "{s}");
+        assert!(s.ends_with("lock_deadline: None }"), "{s}");
+    }
+}
