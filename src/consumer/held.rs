@@ -316,20 +316,7 @@ mod tests {
         let delivered = records
             .iter()
             .map(|&(partition, offset)| Delivered {
-                record: ConsumerRecord {
-                    topic: topic.clone(),
-                    partition,
-                    offset,
-                    timestamp: 0,
-                    timestamp_type: TimestampType::CreateTime,
-                    key: None,
-                    value: None,
-                    headers: Vec::new(),
-                    delivery_count: 1,
-                    leader_epoch: None,
-                    lock_deadline: None,
-                    ack_slot: None,
-                },
+                record: ConsumerRecord::for_test(topic.clone(), partition, offset),
                 tp: tp(partition),
                 node: 1,
                 generation: 0,

@@ -82,6 +82,25 @@ impl fmt::Debug for ConsumerRecord {
 }
 
 impl ConsumerRecord {
+    /// A bare record for unit tests: no key, value or headers, first delivery.
+    #[cfg(test)]
+    pub(crate) fn for_test(topic: Arc<str>, partition: i32, offset: i64) -> ConsumerRecord {
+        ConsumerRecord {
+            topic,
+            partition,
+            offset,
+            timestamp: 0,
+            timestamp_type: TimestampType::CreateTime,
+            key: None,
+            value: None,
+            headers: Vec::new(),
+            delivery_count: 1,
+            leader_epoch: None,
+            lock_deadline: None,
+            ack_slot: None,
+        }
+    }
+
     /// Topic name.
     pub fn topic(&self) -> &str {
         &self.topic

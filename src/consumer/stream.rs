@@ -84,23 +84,9 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::consumer::TimestampType;
 
     fn rec(offset: i64) -> ConsumerRecord {
-        ConsumerRecord {
-            topic: Arc::from("t"),
-            partition: 0,
-            offset,
-            timestamp: 0,
-            timestamp_type: TimestampType::CreateTime,
-            key: None,
-            value: None,
-            headers: Vec::new(),
-            delivery_count: 1,
-            leader_epoch: None,
-            lock_deadline: None,
-            ack_slot: None,
-        }
+        ConsumerRecord::for_test(Arc::from("t"), 0, offset)
     }
 
     /// A poll function that answers from a script and counts its calls; once the script is
