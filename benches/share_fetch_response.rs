@@ -79,15 +79,7 @@ fn decode_all(body: &Bytes) -> usize {
     let mut n = 0;
     for t in resp.responses {
         for p in t.partitions {
-            let ranges: Vec<AcquiredRange> = p
-                .acquired_records
-                .iter()
-                .map(|a| AcquiredRange {
-                    first_offset: a.first_offset,
-                    last_offset: a.last_offset,
-                    delivery_count: a.delivery_count,
-                })
-                .collect();
+            let ranges: Vec<AcquiredRange> = p.acquired_records.iter().map(|&a| AcquiredRange::from(a)).collect();
             let set = decode_acquired(p.records.unwrap_or_default(), &ranges).unwrap();
             n += set.records.len();
             black_box(set);

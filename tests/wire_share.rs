@@ -91,15 +91,7 @@ async fn share_session_fetch_and_acknowledge_over_the_wire() {
         for tr in resp.responses {
             for p in tr.partitions {
                 assert_eq!(p.error_code, 0, "{:?}", p.error_message);
-                let ranges: Vec<AcquiredRange> = p
-                    .acquired_records
-                    .iter()
-                    .map(|a| AcquiredRange {
-                        first_offset: a.first_offset,
-                        last_offset: a.last_offset,
-                        delivery_count: a.delivery_count,
-                    })
-                    .collect();
+                let ranges: Vec<AcquiredRange> = p.acquired_records.iter().map(|&a| AcquiredRange::from(a)).collect();
                 if !ranges.is_empty() {
                     let set = decode_acquired(p.records.unwrap_or_default(), &ranges).unwrap();
                     records.extend(set.records);

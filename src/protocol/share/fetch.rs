@@ -171,6 +171,17 @@ pub struct AcquiredRecords {
     pub delivery_count: i16,
 }
 
+/// The form [`decode_acquired`](crate::protocol::records::decode_acquired) takes.
+impl From<AcquiredRecords> for crate::protocol::records::AcquiredRange {
+    fn from(a: AcquiredRecords) -> Self {
+        crate::protocol::records::AcquiredRange {
+            first_offset: a.first_offset,
+            last_offset: a.last_offset,
+            delivery_count: a.delivery_count,
+        }
+    }
+}
+
 impl ShareFetchRequest {
     /// Encodes the body at `version` (1 or 2) onto `buf`.
     ///
