@@ -44,15 +44,17 @@ impl Driver {
             n.pace.note_acks(n.session.has_acks(), now);
         }
         for id in ids {
+            // A session with a request in flight (the usual case) has nothing to decide.
+            let busy = self.nodes.get(&id).is_none_or(|n| n.session.in_flight() || n.retry_at.is_some_and(|t| t > now));
+            if busy {
+                continue;
+            }
             let plan = self.fetch_plan(id, fetch_turn, now);
             let overdue = self.acks_overdue(id, now);
             let params = self.fetch_params(plan == FetchPlan::NoWait, now);
             let Some(n) = self.nodes.get_mut(&id) else {
                 continue;
             };
-            if n.session.in_flight() || n.retry_at.is_some_and(|t| t > now) {
-                continue;
-            }
             n.retry_at = None;
             // Acks someone waits for (commit, close) or that no fetch can carry go now, by
             // ShareAcknowledge: piggybacked on a long poll, their results would wait for it.
@@ -251,15 +253,7 @@ impl Driver {
         if p.acquired_records.is_empty() {
             return 0;
         }
-        let ranges: Vec<AcquiredRange> = p
-            .acquired_records
-            .iter()
-            .map(|a| AcquiredRange {
-                first_offset: a.first_offset,
-                last_offset: a.last_offset,
-                delivery_count: a.delivery_count,
-            })
-            .collect();
+        let ranges: Vec<AcquiredRange> = p.acquired_records.iter().map(|&a| AcquiredRange::from(a)).collect();
         let topic: Arc<str> = self.topic_name(&tp.topic_id).unwrap_or_else(|| Arc::from(tp.topic_id.to_string()));
         let Some(n) = self.nodes.get_mut(&node) else {
             return 0;
