@@ -271,6 +271,28 @@ pub enum Error {
     /// Metadata did not know a topic (by name or id) after a refresh.
     #[error("unknown topic {0}")]
     UnknownTopic(String),
+
+    /// An acknowledgement for a delivery whose acquisition lock expired: nothing was sent
+    /// for it. When `redelivered`, the broker has since delivered the record again (with a
+    /// higher delivery count) and the acknowledgement would have landed on that newer
+    /// delivery; acknowledge the newer one when it is processed. The broker's own answer to
+    /// a late acknowledgement is INVALID_RECORD_STATE, and [`Error::code`] says the same.
+    #[error(
+        "{topic}-{partition} offset {offset}: the acquisition lock of delivery {delivery_count} expired{}; this acknowledgement was not applied",
+        if *redelivered { " and the record was delivered again" } else { "" }
+    )]
+    LockExpired {
+        /// The record's topic.
+        topic: String,
+        /// The record's partition.
+        partition: i32,
+        /// The record's offset.
+        offset: i64,
+        /// The delivery count of the delivery that was acknowledged.
+        delivery_count: i16,
+        /// Whether the record was delivered again since.
+        redelivered: bool,
+    },
 }
 
 impl Error {
@@ -288,6 +310,7 @@ impl Error {
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
             Error::Broker { code, .. } => Some(*code),
+            Error::LockExpired { .. } => Some(ErrorCode::INVALID_RECORD_STATE),
             _ => None,
         }
     }

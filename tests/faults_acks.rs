@@ -131,10 +131,20 @@ async fn revoked_partition_is_forgotten_and_its_acks_go_by_share_acknowledge() {
     let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
     let c = fake.consumer(cfg).await;
     let got = poll_all_at_once(&fake, &c, 10).await;
+    let heartbeat_epoch = |log: &[fake_broker::Logged]| {
+        log.iter()
+            .filter_map(|l| match l.req {
+                fake_broker::Req::Heartbeat { epoch, .. } => Some(epoch),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let before = heartbeat_epoch(&fake.log());
     fake.set_assignment(vec![0]);
-    fake.wait_for("partition 1 in ForgottenTopicsData", T, |log| log.iter().any(|l| l.forgotten() == vec![1]))
-        .await;
-    let forgot_at = fake.log().iter().find(|l| l.forgotten() == vec![1]).unwrap().seq;
+    // The member learns the new assignment (its next heartbeat carries the new epoch).
+    fake.wait_for("a heartbeat at the new member epoch", T, |log| heartbeat_epoch(log) > before).await;
+    let revoked_at = fake.log().last().map(|l| l.seq).unwrap_or(0);
     for r in &got {
         c.acknowledge(r).unwrap();
     }
@@ -142,7 +152,14 @@ async fn revoked_partition_is_forgotten_and_its_acks_go_by_share_acknowledge() {
     assert!(results.values().all(|r| r.is_ok()), "{results:?}");
     assert_eq!(fake.done(1), vec![0, 1, 2, 3, 4], "{}", fake.dump());
     assert_eq!(fake.done(0), vec![0, 1, 2, 3, 4]);
+    // The broker hears of the revoked partition with the next fetch, which a poll asks for
+    // (a member whose application is not polling sends no fetch: it would acquire records).
+    let mut more = Vec::new();
+    poll_while_not(&c, T, &mut more, || fake.log().iter().any(|l| l.forgotten() == vec![1])).await;
+    assert!(more.is_empty(), "nothing more was produced");
     let log = fake.log();
+    assert!(log.iter().any(|l| l.forgotten() == vec![1]), "partition 1 in ForgottenTopicsData:\n{}", fake.dump());
+    let forgot_at = revoked_at;
     for l in log.iter().filter(|l| l.seq > forgot_at) {
         assert!(
             !(l.is_fetch() && l.listed().contains(&1)),

@@ -5,8 +5,8 @@ mod fake_broker;
 use std::time::Duration;
 
 use fake_broker::{
-    ack_recorder, code, eventually, poll_all_at_once, poll_until, poll_while_not, Action, FakeCluster, FakeConfig,
-    Logged, Rule, HEARTBEAT, SHARE_FETCH,
+    ack_recorder, code, poll_all_at_once, poll_until, poll_while_not, Action, FakeCluster, FakeConfig, Logged, Rule,
+    HEARTBEAT, SHARE_FETCH,
 };
 use kafka_share::consumer::{AcknowledgementMode, TopicPartition};
 use kafka_share::{ErrorCode, ShareConsumerConfig};
@@ -44,12 +44,12 @@ async fn session_not_found_fails_the_piggybacked_acks_and_reopens_at_epoch_0() {
     let outcome = seen.lock().unwrap().iter().find(|o| o.result.is_err()).cloned().unwrap();
     assert_eq!(outcome.offsets, vec![0, 1, 2, 3, 4]);
     assert_eq!(outcome.result.unwrap_err().code(), Some(ErrorCode::SHARE_SESSION_NOT_FOUND));
+    // The broker released the records with the session: they come back and get accepted.
+    assert!(poll_while_not(&c, T, &mut again, || fake.done(0).len() == 5).await, "{}", fake.dump());
     let (failed_req, next) = after_first_acks(&fake).await;
     assert!(failed_req.epoch().unwrap() > 0);
     assert_eq!(next.epoch(), Some(0), "reopen at epoch 0: {}", next.summary());
     assert!(next.acks().is_empty(), "no acks on the reopening request: {}", next.summary());
-    // The broker released the records with the session: they come back and get accepted.
-    assert!(poll_while_not(&c, T, &mut again, || fake.done(0).len() == 5).await, "{}", fake.dump());
     assert!(again.iter().all(|r| r.delivery_count() == 2), "redelivered");
     c.close(T).await.unwrap();
     fake.assert_clean();
@@ -67,6 +67,8 @@ async fn invalid_session_epoch_fails_the_commit_and_reopens_at_epoch_0() {
     let results = c.commit_sync(T).await.unwrap();
     let r = &results[&TopicPartition::new(fake.topic(), 0)];
     assert_eq!(r.as_ref().unwrap_err().code(), Some(ErrorCode::INVALID_SHARE_SESSION_EPOCH), "{results:?}");
+    // The next poll makes the member fetch again, on a new session.
+    assert!(c.poll(Duration::ZERO).await.unwrap().is_empty());
     let (_, next) = after_first_acks(&fake).await;
     assert_eq!(next.epoch(), Some(0), "{}", next.summary());
     assert!(next.acks().is_empty());
@@ -124,23 +126,25 @@ async fn broker_losing_the_session_without_a_leader_change_reports_the_acks_as_f
 
 #[tokio::test]
 async fn acks_for_records_of_a_reset_session_fail_locally_and_are_never_sent() {
-    let fake = FakeCluster::single(1, 5).await;
+    let fake = FakeCluster::single(2, 5).await;
     let c = fake.consumer(explicit(fake.consumer_config("g"))).await;
-    let got = poll_all_at_once(&fake, &c, 5).await;
-    // The next (empty) fetch loses its connection: the session is gone on both sides.
-    fake.script(Rule::on(SHARE_FETCH, Action::DropConnection));
-    fake.wait_for("the session reopened", T, |log| {
-        log.iter().filter(|l| l.is_fetch() && l.epoch() == Some(0)).count() >= 2
-    })
-    .await;
-    for r in &got {
+    let got = poll_all_at_once(&fake, &c, 10).await;
+    // Partition 1's acknowledgements lose the connection: the session is gone on both sides,
+    // and with it the locks of partition 0's records, which the application still holds.
+    fake.script(Rule::any(Action::DropConnection).acks_for(1));
+    for r in got.iter().filter(|r| r.partition == 1) {
+        c.acknowledge(r).unwrap();
+    }
+    let results = c.commit_sync(T).await.unwrap();
+    assert!(results[&TopicPartition::new(fake.topic(), 1)].is_err(), "{results:?}");
+    for r in got.iter().filter(|r| r.partition == 0) {
         c.acknowledge(r).unwrap();
     }
     let results = c.commit_sync(T).await.unwrap();
     let r = &results[&TopicPartition::new(fake.topic(), 0)];
     assert_eq!(r.as_ref().unwrap_err().code(), Some(ErrorCode::SHARE_SESSION_NOT_FOUND), "{results:?}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(fake.acks_sent().iter().all(|(_, _, a)| a.kind != 1), "stale acks sent:\n{}", fake.dump());
+    // The commit completed without sending them: nothing of partition 0 was ever sent.
+    assert!(fake.acks_sent().iter().all(|(_, _, a)| a.partition != 0), "stale acks sent:\n{}", fake.dump());
     c.close(T).await.unwrap();
     fake.assert_clean();
 }
@@ -197,10 +201,6 @@ async fn leader_change_with_other_partitions_on_the_old_leader_does_not_strand_a
     let c = fake.consumer(explicit(fake.consumer_config("g"))).await;
     let got = poll_all_at_once(&fake, &c, 10).await;
     fake.move_leader(0, 2);
-    fake.wait_for("partition 0 fetched from node 2", T, |log| {
-        log.iter().any(|l| l.node == 2 && l.is_fetch() && l.listed().contains(&0))
-    })
-    .await;
     for r in &got {
         c.acknowledge(r).unwrap();
     }
@@ -214,6 +214,13 @@ async fn leader_change_with_other_partitions_on_the_old_leader_does_not_strand_a
     assert!(results[&TopicPartition::new(&topic, 1)].is_ok(), "{results:?}");
     assert!(results[&TopicPartition::new(&topic, 0)].is_err(), "{results:?}");
     assert!(fake.acks_sent().iter().all(|(n, _, a)| a.partition == 1 || *n == 1), "old acks went to the new leader");
+    // Polling on, the member fetches partition 0 from its new leader.
+    let mut more = Vec::new();
+    let moved = || fake.log().iter().any(|l| l.node == 2 && l.is_fetch() && l.listed().contains(&0));
+    assert!(poll_while_not(&c, T, &mut more, moved).await, "partition 0 fetched from node 2:\n{}", fake.dump());
+    for r in &more {
+        c.acknowledge(r).unwrap();
+    }
     c.close(T).await.unwrap();
     fake.assert_clean();
 }
@@ -230,6 +237,8 @@ async fn share_acknowledge_timeout_fails_the_acks_and_reopens_at_epoch_0() {
     }
     let results = c.commit_sync(T).await.unwrap();
     assert!(results[&TopicPartition::new(fake.topic(), 0)].is_err(), "{results:?}");
+    // The next poll makes the member fetch again, on a new session.
+    assert!(c.poll(Duration::ZERO).await.unwrap().is_empty());
     let (slow, next) = after_first_acks(&fake).await;
     assert_eq!(next.epoch(), Some(0), "{}", next.summary());
     assert!(next.acks().is_empty());
@@ -248,13 +257,19 @@ async fn fenced_member_fails_held_acks_locally_and_rejoins() {
         log.iter().filter(|l| matches!(l.req, fake_broker::Req::Heartbeat { epoch: 0, .. })).count() >= 2
     })
     .await;
-    assert!(eventually(T, || fake.count(|l| l.is_fetch() && l.epoch() == Some(0)) >= 2).await, "{}", fake.dump());
     for r in &got {
         c.acknowledge(r).unwrap();
     }
     let results = c.commit_sync(T).await.unwrap();
     assert!(results[&TopicPartition::new(fake.topic(), 0)].is_err(), "{results:?}");
     assert!(fake.acks_sent().iter().all(|(_, _, a)| a.kind != 1), "stale acks sent:\n{}", fake.dump());
+    // The next poll fetches on a new session (epoch 0) and gets the records again.
+    let again = poll_until(&c, 5, T).await;
+    assert_eq!(again.len(), 5, "{}", fake.dump());
+    assert!(fake.count(|l| l.is_fetch() && l.epoch() == Some(0)) >= 2, "{}", fake.dump());
+    for r in &again {
+        c.acknowledge(r).unwrap();
+    }
     c.close(T).await.unwrap();
     fake.assert_clean();
 }

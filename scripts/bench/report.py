@@ -25,6 +25,8 @@ CLIENTS = {
     "ks-implicit": ("kafka-share", "implicit", "ours"),
     "ks-explicit": ("kafka-share", "explicit, per-record ACCEPT", "ours"),
     "ks-4": ("kafka-share, 4 consumers in 1 process", "implicit", "ours"),
+    "base-implicit": ("kafka-share at the --baseline revision", "implicit", "ours"),
+    "base-explicit": ("kafka-share at the --baseline revision", "explicit, per-record ACCEPT", "ours"),
     "java-perf": ("Java ShareConsumerPerformance", "implicit", "java"),
     "java-implicit": ("Java KafkaShareConsumer (peers/java)", "implicit", "java"),
     "java-explicit": ("Java KafkaShareConsumer (peers/java)", "explicit, per-record ACCEPT", "java"),

@@ -59,6 +59,9 @@ pub(crate) struct PollBatch {
     pub(super) runs: Vec<Run>,
     /// Per record, in delivery order: its offset (ascending within a run).
     pub(super) offsets: Vec<i64>,
+    /// Per record: its delivery count, which names the delivery an acknowledgement is for
+    /// (the driver refuses one for a delivery the broker has since superseded).
+    pub(super) delivery_counts: Vec<i16>,
     /// Per record: UNACKED, an acknowledge type's wire value, SENT or SUPERSEDED.
     pub(super) slots: Vec<AtomicU8>,
 }
@@ -89,8 +92,11 @@ pub(super) enum Set {
     Done,
     /// Finally acknowledged already, otherwise (acknowledging again the same way is Done).
     Already(AcknowledgeType),
-    /// Not live: sent, or superseded.
+    /// Not live: sent.
     NotHeld,
+    /// The record was delivered again since (its lock had expired): this delivery can no
+    /// longer be acknowledged; the newer one can.
+    Superseded,
 }
 
 /// What `take_acks` does with records not acknowledged.
@@ -136,7 +142,8 @@ impl PollBatch {
             offsets.push(r.offset);
         }
         let slots = delivered.iter().map(|_| AtomicU8::new(UNACKED)).collect();
-        PollBatch { owner, runs, offsets, slots }
+        let delivery_counts = delivered.iter().map(|d| d.record.delivery_count).collect();
+        PollBatch { owner, runs, offsets, delivery_counts, slots }
     }
 
     /// Acknowledges record `index` with `ack`, unless it is finally acknowledged otherwise or
@@ -151,6 +158,7 @@ impl PollBatch {
                 Some(AcknowledgeType::Renew) => {}
                 Some(prev) if prev == ack => return Set::Done,
                 Some(prev) => return Set::Already(prev),
+                None if state == SUPERSEDED => return Set::Superseded,
                 None => return Set::NotHeld,
             }
             match slot.compare_exchange_weak(state, ack.wire() as u8, Ordering::AcqRel, Ordering::Acquire) {
@@ -200,6 +208,7 @@ impl PollBatch {
                             out.push(AckEntry {
                                 tp: run.tp,
                                 offset: self.offsets[i],
+                                delivery_count: self.delivery_counts[i],
                                 wire,
                                 node: run.node,
                                 generation: run.generation,
@@ -283,6 +292,17 @@ pub(super) fn take_acks(local: &mut Local, unacked: Unacked) -> Vec<AckEntry> {
     let mut out = Vec::new();
     local.held.retain(|b| b.take(unacked, &mut out));
     out
+}
+
+/// The error for acknowledging a delivery whose lock expired and that was delivered again.
+pub(super) fn superseded(record: &ConsumerRecord) -> Error {
+    Error::LockExpired {
+        topic: record.topic().to_string(),
+        partition: record.partition,
+        offset: record.offset,
+        delivery_count: record.delivery_count,
+        redelivered: true,
+    }
 }
 
 pub(super) fn already_acknowledged(topic: &str, partition: i32, offset: i64, prev: AcknowledgeType) -> Error {
@@ -457,8 +477,12 @@ mod tests {
         // The lock of t-0@1 expired all the same: it comes again, along with new offsets.
         let second = deliver(&c, &[(0, 0), (0, 1), (0, 3)]);
         assert_eq!(pending(&c), 4, "t-0@1 counts once, t-1@1 is still held");
-        // Through the old record, the acknowledgement goes to the newest delivery.
-        c.acknowledge(&first[0]).unwrap();
+        // Through the old record, the acknowledgement is refused: it would land on the newer
+        // delivery, which the application has not processed.
+        let e = c.acknowledge(&first[0]).unwrap_err();
+        assert!(matches!(e, Error::LockExpired { offset: 1, redelivered: true, .. }), "{e}");
+        assert_eq!(e.code(), Some(crate::error::ErrorCode::INVALID_RECORD_STATE));
+        c.acknowledge(&second[1]).unwrap();
         let e = c.acknowledge_with(&second[1], AcknowledgeType::Release).unwrap_err();
         assert!(e.to_string().contains("already acknowledged as ACCEPT"), "{e}");
         c.acknowledge(&second[0]).unwrap();
@@ -478,7 +502,7 @@ mod tests {
         assert_eq!(pending(&c), 3);
         c.acknowledge_offset("t", 0, 5, AcknowledgeType::Reject).unwrap();
         let e = c.acknowledge(&recs[1]).unwrap_err();
-        assert!(e.to_string().contains("already acknowledged as REJECT"), "{e}");
+        assert!(matches!(e, Error::LockExpired { offset: 5, .. }), "the earlier delivery is superseded: {e}");
         c.acknowledge(&recs[0]).unwrap();
         c.acknowledge(&recs[3]).unwrap();
         assert_eq!(take(&c, Unacked::Keep), vec![(0, 4, ACCEPT), (0, 5, REJECT), (0, 6, ACCEPT)]);

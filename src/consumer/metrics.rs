@@ -29,6 +29,7 @@ pub(crate) struct Metrics {
     rebalances: AtomicU64,
     last_poll_ns: AtomicU64,
     polls: AtomicU64,
+    released_unseen: AtomicU64,
 }
 
 impl Metrics {
@@ -45,6 +46,7 @@ impl Metrics {
             rebalances: AtomicU64::new(0),
             last_poll_ns: AtomicU64::new(u64::MAX),
             polls: AtomicU64::new(0),
+            released_unseen: AtomicU64::new(0),
         }
     }
 
@@ -64,6 +66,11 @@ impl Metrics {
         if failed {
             self.ack_errors.fetch_add(n, Ordering::Relaxed);
         }
+    }
+
+    /// Buffered records given back to the group because the application stopped polling.
+    pub(crate) fn record_released_unseen(&self, n: u64) {
+        self.released_unseen.fetch_add(n, Ordering::Relaxed);
     }
 
     pub(crate) fn record_heartbeat(&self) {
@@ -109,6 +116,9 @@ impl Metrics {
         put(FETCH_MANAGER, "acknowledgements-send-rate", acks / elapsed);
         put(FETCH_MANAGER, "acknowledgements-error-total", ack_err);
         put(FETCH_MANAGER, "acknowledgements-error-rate", ack_err / elapsed);
+        // Not a Java metric: records fetched ahead that went back to the group unseen because
+        // the application stopped polling (see the consumer's pacing).
+        put(FETCH_MANAGER, "records-released-unseen-total", self.released_unseen.load(Ordering::Relaxed) as f64);
         put(COORDINATOR, "heartbeat-total", hb);
         put(COORDINATOR, "heartbeat-rate", hb / elapsed);
         put(COORDINATOR, "rebalance-total", self.rebalances.load(Ordering::Relaxed) as f64);

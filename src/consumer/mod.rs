@@ -218,7 +218,13 @@ impl ShareConsumer {
             take_acks(&mut local, self.unacknowledged_on_poll())
         };
         let (reply, mut rx) = oneshot::channel();
-        self.send(Command::Poll { max: self.cfg.max_poll_records, acks, reply })?;
+        let wait = !timeout.is_zero();
+        self.send(Command::Poll { max: self.cfg.max_poll_records, wait, acks, reply })?;
+        if !wait {
+            // The driver answers at once with what is buffered: no race with a timer.
+            let delivered = rx.await.unwrap_or(Err(Error::Closed))?;
+            return Ok(hold(&mut self.lock(), self.id, delivered));
+        }
         let mut woken = false;
         let result = tokio::select! {
             r = &mut rx => r.unwrap_or(Err(Error::Closed)),
@@ -243,16 +249,18 @@ impl ShareConsumer {
         self.check_acknowledge(ack_type)?;
         // The fast path: one compare-and-swap on the record's slot in its poll batch, no lock.
         // It decides only while the slot is live (held, not yet taken for sending): then that
-        // slot is the one this consumer holds for the record's offset (an older delivery of
-        // the same offset is superseded, see `supersede`). Anything else (a record of another
-        // consumer, one already sent or delivered again since) is looked up by its
-        // coordinates, exactly as `acknowledge_offset` does.
+        // slot is the one this consumer holds for the record's offset. A delivery superseded
+        // by a newer one of the same offset (its lock expired, the broker delivered it again)
+        // is refused: the acknowledgement would land on the newer delivery, which the
+        // application has not processed. Anything else (a record of another consumer, one
+        // already sent) is looked up by its coordinates, exactly as `acknowledge_offset` does.
         if let Some(slot) = record.ack_slot.as_ref().filter(|s| s.batch.owner == self.id) {
             match slot.batch.set(slot.index, ack_type) {
                 Set::Done => return Ok(()),
                 Set::Already(prev) => {
                     return Err(already_acknowledged(record.topic(), record.partition, record.offset, prev))
                 }
+                Set::Superseded => return Err(superseded(record)),
                 Set::NotHeld => {}
             }
         }
@@ -302,8 +310,9 @@ impl ShareConsumer {
         match set {
             Some(Set::Done) => Ok(()),
             Some(Set::Already(prev)) => Err(already_acknowledged(topic, partition, offset, prev)),
-            // (`find` found a live slot, and under the lock it stays live: NotHeld cannot be.)
-            None | Some(Set::NotHeld) => Err(Error::InvalidArgument(format!(
+            // (`find` found a live slot, and under the lock it stays live: NotHeld and
+            // Superseded cannot be.)
+            None | Some(Set::NotHeld | Set::Superseded) => Err(Error::InvalidArgument(format!(
                 "{topic}-{partition} offset {offset} is not held by this consumer (never delivered to it, or already acknowledged and sent)"
             ))),
         }

@@ -5,6 +5,7 @@
 
 pub mod acks;
 pub mod membership;
+pub mod redeliveries;
 pub mod session;
 
 use std::fmt;

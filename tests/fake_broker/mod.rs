@@ -209,10 +209,12 @@ impl FakeCluster {
     pub async fn consumer(&self, cfg: ShareConsumerConfig) -> ShareConsumer {
         let c = ShareConsumer::connect(cfg).await.expect("connect to the fake cluster");
         c.subscribe([self.topic()]).expect("subscribe");
-        // As in Java, the group is joined by the first poll: make it now (it returns at once,
-        // long before anything could be fetched), so tests can wait for prefetched records.
+        // As in Java, the group is joined by the first poll: make it now. A zero-timeout
+        // poll answers at once with what is buffered, and nothing is before the member joined.
+        // It also asks each broker for one fetch (a poll that found nothing buffered), so
+        // tests can wait for those records with `poll_all_at_once`.
         let first = c.poll(Duration::ZERO).await.expect("first poll");
-        assert!(first.is_empty(), "nothing can be fetched before the member joined");
+        assert!(first.is_empty(), "nothing is buffered before the member joined");
         c
     }
 
@@ -405,17 +407,27 @@ pub async fn poll_while_not(
     true
 }
 
-/// Waits until every offset the fake handed out is buffered by the consumer, then takes them
-/// all in one poll (explicit mode cannot poll again before acknowledging).
+/// Records the consumer has buffered since it started (its records-consumed-total metric).
+pub fn buffered_total(c: &ShareConsumer) -> usize {
+    c.metrics().get(kafka_share::consumer::FETCH_MANAGER, "records-consumed-total").unwrap_or(0.0) as usize
+}
+
+/// Makes the consumer fetch `n` records and takes them all in one poll (explicit mode cannot
+/// poll again before acknowledging): a zero-timeout poll that finds nothing buffered asks
+/// every broker for one fetch; once `n` more records are buffered (from however many
+/// brokers), one zero-timeout poll returns them all. No timing assumed: it waits for each
+/// condition.
 pub async fn poll_all_at_once(fake: &FakeCluster, c: &ShareConsumer, n: usize) -> Vec<ConsumerRecord> {
-    fake.wait_held(n).await;
-    // The acquired records may still be on their way from the socket to the buffer.
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while out.is_empty() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        out = c.poll(Duration::from_millis(200)).await.expect("poll");
+    let start = buffered_total(c);
+    let first = c.poll(Duration::ZERO).await.expect("poll");
+    if !first.is_empty() {
+        assert_eq!(first.len(), n, "records were already buffered:\n{}", fake.dump());
+        return first;
     }
+    if !eventually(Duration::from_secs(10), || buffered_total(c) >= start + n).await {
+        panic!("{} records buffered, waited for {n}; log:\n{}", buffered_total(c) - start, fake.dump());
+    }
+    let out = c.poll(Duration::ZERO).await.expect("poll");
     assert_eq!(out.len(), n, "one poll should return everything buffered:\n{}", fake.dump());
     out
 }

@@ -41,6 +41,8 @@ impl Driver {
             }
         }
         self.drain.record(out.len(), now);
+        // The application has these now: its idle time counts from here.
+        self.activity.last_poll = Some(now);
         if let Err(Ok(back)) = w.reply.send(Ok(out)) {
             // The poll gave up at this very moment: keep the records for the next one.
             self.requeue(back);
@@ -90,10 +92,11 @@ impl Driver {
                 continue;
             }
             if let Some(n) = self.nodes.get_mut(&f.node) {
-                if n.session.generation() == f.generation {
+                if n.session.generation() == f.generation && !f.records.is_empty() {
                     for r in &f.records {
                         n.session.queue_ack(f.tp, r.offset, ACK_RELEASE);
                     }
+                    n.pace.releases_queued = true;
                 }
             }
         }

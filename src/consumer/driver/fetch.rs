@@ -40,6 +40,7 @@ impl Driver {
         let fetch_turn = self.record_limit_pick(&ids, now);
         let urgent_nodes: std::collections::HashSet<i32> =
             self.commits.iter().flat_map(|w| w.nodes.iter().copied()).collect();
+        let waiting = self.waiter.is_some();
         for n in self.nodes.values_mut() {
             n.pace.note_acks(n.session.has_acks(), now);
         }
@@ -58,7 +59,11 @@ impl Driver {
             n.retry_at = None;
             // Acks someone waits for (commit, close) or that no fetch can carry go now, by
             // ShareAcknowledge: piggybacked on a long poll, their results would wait for it.
-            let urgent = urgent_nodes.contains(&id) || n.session.has_acks_outside_wanted();
+            // RELEASEs too, unless a poll waits (its fetch carries them): released records
+            // are for the other members, now.
+            let urgent = urgent_nodes.contains(&id)
+                || n.session.has_acks_outside_wanted()
+                || (n.pace.releases_queued && !waiting);
             let send_ack = |n: &mut Node, renew: bool| n.session.build_ack(&group, &member, renew);
             let ack = if urgent && n.session.has_acks() && !(renew_ok && n.session.has_renew()) {
                 send_ack(n, false)
@@ -68,6 +73,7 @@ impl Driver {
                 None
             };
             if let Some((req, sent)) = ack {
+                n.pace.releases_queued &= n.session.has_acks();
                 self.send_ack(id, req, sent);
                 continue;
             }
@@ -76,6 +82,11 @@ impl Driver {
                     n.in_flight_acks = !sent.acks.is_empty();
                     n.pace.nowait_in_flight = plan == FetchPlan::NoWait;
                     n.pace.parked = None;
+                    n.pace.releases_queued &= n.session.has_acks();
+                    if !waiting && !n.pace.demand {
+                        n.pace.refill = false; // the one refill of the last poll
+                    }
+                    n.pace.demand = false;
                     self.spawn_fetch(id, req, sent);
                     continue;
                 }
@@ -83,6 +94,7 @@ impl Driver {
             // No fetch will carry the acks soon: after a short linger they go on their own.
             if overdue {
                 if let Some((req, sent)) = send_ack(n, false) {
+                    n.pace.releases_queued &= n.session.has_acks();
                     self.send_ack(id, req, sent);
                 }
             }
@@ -103,7 +115,7 @@ impl Driver {
         if self.cfg.acquire_mode != AcquireMode::RecordLimit
             || self.fatal.is_some()
             || !self.membership.is_active()
-            || self.waiter.is_none()
+            || !self.wants_records(now)
             || !self.buffer.is_empty()
             || self.nodes.values().any(|n| n.session.in_flight() && !n.session.wanted().is_empty())
         {
@@ -122,6 +134,10 @@ impl Driver {
             return None;
         }
         self.record_limit_turn = self.record_limit_turn.wrapping_add(1);
+        // One fetch serves the poll (record_limit holds no more than one poll's worth).
+        for n in self.nodes.values_mut() {
+            n.pace.demand = false;
+        }
         Some(eligible[self.record_limit_turn % eligible.len()])
     }
 
@@ -223,11 +239,12 @@ impl Driver {
                     results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
                 }
                 moved |= self.partition_error(&tp, &p, node);
-                records += self.take_records(node, sent.generation, tp, p, deadline);
+                records += self.take_records(node, sent.generation, tp, p, deadline, now);
             }
         }
         if let Some(n) = self.nodes.get_mut(&node) {
             n.pace.fetched(records, now);
+            n.redeliveries.expire(now, lock);
         }
         for (tp, a) in &sent.acks {
             results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
@@ -249,6 +266,7 @@ impl Driver {
         tp: TopicIdPartition,
         p: FetchPartitionResponse,
         deadline: Option<Instant>,
+        now: Instant,
     ) -> usize {
         if p.acquired_records.is_empty() {
             return 0;
@@ -258,6 +276,9 @@ impl Driver {
         let Some(n) = self.nodes.get_mut(&node) else {
             return 0;
         };
+        for r in &ranges {
+            n.redeliveries.acquired(tp, r.first_offset, r.last_offset, r.delivery_count, now);
+        }
         match decode_acquired(p.records.unwrap_or_default(), &ranges) {
             Ok(set) => {
                 for (first, last) in set.gaps {
@@ -444,6 +465,7 @@ impl Driver {
         };
         let failed = n.session.reset();
         n.pace.reset();
+        n.redeliveries.clear();
         self.buffer.retain(|f| f.node != node);
         let results: AckResults = failed
             .into_iter()

@@ -133,6 +133,7 @@ impl Driver {
         for (id, n) in self.nodes.iter_mut() {
             n.session.set_wanted(per_node.remove(id).unwrap_or_default());
         }
+        let demand = self.fresh_demand(std::time::Instant::now());
         for (id, wanted) in per_node {
             let mut session = ShareSession::new(id);
             session.set_wanted(wanted);
@@ -143,7 +144,8 @@ impl Driver {
                     backoff: self.cluster.config().backoff(),
                     retry_at: None,
                     in_flight_acks: false,
-                    pace: Default::default(),
+                    pace: super::pace::Pace { demand, ..Default::default() },
+                    redeliveries: Default::default(),
                 },
             );
         }

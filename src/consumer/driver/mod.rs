@@ -100,6 +100,8 @@ pub type AckCallback = Arc<dyn Fn(&TopicPartition, &[i64], &Result<()>) + Send +
 pub(crate) struct AckEntry {
     pub tp: TopicIdPartition,
     pub offset: i64,
+    /// The delivery acknowledged (see `share::redeliveries`).
+    pub delivery_count: i16,
     pub wire: i8,
     pub node: i32,
     pub generation: u64,
@@ -116,10 +118,24 @@ pub(crate) struct Delivered {
 
 pub(crate) enum Command {
     Subscribe(Vec<String>),
-    Poll { max: usize, acks: Vec<AckEntry>, reply: oneshot::Sender<Result<Vec<Delivered>>> },
-    Commit { acks: Vec<AckEntry>, reply: Option<oneshot::Sender<CommitResults>> },
+    /// A poll. `wait: false` (a zero timeout) is answered at once with what is buffered,
+    /// so `poll(Duration::ZERO)` returns buffered records every time, deterministically.
+    Poll {
+        max: usize,
+        wait: bool,
+        acks: Vec<AckEntry>,
+        reply: oneshot::Sender<Result<Vec<Delivered>>>,
+    },
+    Commit {
+        acks: Vec<AckEntry>,
+        reply: Option<oneshot::Sender<CommitResults>>,
+    },
     SetCallback(Option<AckCallback>),
-    Close { acks: Vec<AckEntry>, deadline: Instant, reply: Option<oneshot::Sender<Result<()>>> },
+    Close {
+        acks: Vec<AckEntry>,
+        deadline: Instant,
+        reply: Option<oneshot::Sender<Result<()>>>,
+    },
 }
 
 /// A finished request.
@@ -138,6 +154,8 @@ pub(crate) struct Node {
     pub retry_at: Option<Instant>,
     pub in_flight_acks: bool,
     pub pace: pace::Pace,
+    /// Offsets this session acquired again, so late acks of older deliveries are refused.
+    pub redeliveries: crate::share::redeliveries::Redeliveries,
 }
 
 /// Records fetched from one partition, not yet handed out.
@@ -205,6 +223,7 @@ pub(crate) struct Driver {
     closing: Option<Closing>,
     record_limit_turn: usize,
     drain: pace::DrainRate,
+    activity: pace::Activity,
 }
 
 impl Driver {
@@ -236,6 +255,7 @@ impl Driver {
             closing: None,
             record_limit_turn: 0,
             drain: pace::DrainRate::default(),
+            activity: pace::Activity::default(),
         };
         // Every event of this consumer's driver carries its group and member id.
         let span = tracing::info_span!(
@@ -313,11 +333,21 @@ impl Driver {
                     self.reconcile_assignment();
                 }
             }
-            Command::Poll { max, acks, reply } => {
+            Command::Poll { max, wait, acks, reply } => {
+                // First the poll (it grants each broker a refill), then its acks (a RELEASE
+                // among them withdraws its broker's).
+                self.note_poll(now);
                 let failed = self.route_acks(acks);
                 self.report_local_failures(failed, None);
                 self.shared.metrics.record_poll();
                 self.waiter = Some(PollWaiter { max, reply });
+                if !wait {
+                    // Answer now, with whatever is buffered (perhaps nothing).
+                    self.try_deliver(now);
+                    if let Some(w) = self.waiter.take() {
+                        let _ = w.reply.send(self.fatal.clone().map_or(Ok(Vec::new()), Err));
+                    }
+                }
             }
             Command::Commit { acks, reply } => {
                 let failed = self.route_acks(acks);
@@ -361,8 +391,11 @@ impl Driver {
     /// Sends whatever the state machines want sent now.
     fn drive(&mut self, now: Instant) {
         self.drive_group(now);
-        self.drive_nodes(now);
+        // A poll answered from the buffer first: the fetch plan then sees whether a poll
+        // still waits for records (only then may a fetch acquire without a refill).
         self.try_deliver(now);
+        self.release_if_idle(now);
+        self.drive_nodes(now);
         self.drive_close(now);
         let open: BTreeMap<i32, i32> = self
             .nodes
@@ -388,20 +421,47 @@ impl Driver {
         }
     }
 
-    /// Queues acks on the sessions that delivered their records; returns those whose session
-    /// was reset since (their records were released by the broker: sending would only earn
-    /// INVALID_RECORD_STATE).
-    fn route_acks(&mut self, acks: Vec<AckEntry>) -> Vec<AckEntry> {
+    /// Queues acks on the sessions that delivered their records; returns, with the reason,
+    /// those that must not be sent: their session was reset since (the broker released the
+    /// records: sending would only earn INVALID_RECORD_STATE), or the session holds a newer
+    /// delivery of the offset (the ack would land on a delivery nobody processed).
+    fn route_acks(&mut self, acks: Vec<AckEntry>) -> Vec<(AckEntry, Error)> {
         let mut failed = Vec::new();
+        let renew = crate::share::acks::AcknowledgeType::Renew.wire();
         for a in acks {
             match self.nodes.get_mut(&a.node) {
                 Some(n) if n.session.generation() == a.generation => {
+                    if let Err(newer) = n.redeliveries.check(a.tp, a.offset, a.delivery_count) {
+                        debug!(tp = %a.tp, offset = a.offset, acked = a.delivery_count, newer, "ack of a superseded delivery refused");
+                        let tp = self.to_topic_partition(&a.tp);
+                        let e = Error::LockExpired {
+                            topic: tp.topic,
+                            partition: tp.partition,
+                            offset: a.offset,
+                            delivery_count: a.delivery_count,
+                            redelivered: true,
+                        };
+                        failed.push((a, e));
+                        continue;
+                    }
+                    if a.wire != renew {
+                        n.redeliveries.settled(a.tp, a.offset);
+                    }
                     if a.wire != crate::share::acks::AcknowledgeType::Renew.wire() {
                         n.pace.settled(1);
                     }
+                    if a.wire == crate::share::acks::AcknowledgeType::Release.wire() {
+                        // Released records are for the other members: no refill from this
+                        // broker until the application polls again.
+                        n.pace.refill = false;
+                        n.pace.releases_queued = true;
+                    }
                     n.session.queue_ack(a.tp, a.offset, a.wire)
                 }
-                _ => failed.push(a),
+                _ => {
+                    let e = session_gone(a.node);
+                    failed.push((a, e));
+                }
             }
         }
         failed
@@ -549,13 +609,12 @@ impl Driver {
         }
     }
 
-    fn report_local_failures(&mut self, failed: Vec<AckEntry>, waiter: Option<&mut CommitWaiter>) {
+    fn report_local_failures(&mut self, failed: Vec<(AckEntry, Error)>, waiter: Option<&mut CommitWaiter>) {
         if failed.is_empty() {
             return;
         }
         let mut by_tp: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)> = BTreeMap::new();
-        for a in failed {
-            let e = session_gone(a.node);
+        for (a, e) in failed {
             by_tp.entry(a.tp).or_insert_with(|| (Vec::new(), Err(e))).0.push(a.offset);
         }
         if let Some(w) = waiter {

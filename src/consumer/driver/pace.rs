@@ -15,6 +15,14 @@
 //!   empty the session is *parked*: nothing more is sent until new acks arrive, a poll
 //!   waits on an empty buffer, or `fetch.max.wait.ms` passes (then one long poll), so a
 //!   member never spins.
+//! - Records are acquired only for an application that is taking them (see
+//!   [`Activity`]): a fetch that may acquire records leaves while a poll waits, or as the one
+//!   refill a poll allows per broker, and only while the buffer holds less than the
+//!   application takes in [`PREFETCH_HORIZON`]. A member whose application stops polling
+//!   acquires nothing more, and what it had buffered goes back to the group after a quarter
+//!   of the lock (RELEASE, at once by ShareAcknowledge) instead of lapsing in the
+//!   buffer: a lapsed lock costs the record a delivery attempt that no application made,
+//!   and holds it from members that are polling.
 
 use std::time::{Duration, Instant};
 
@@ -37,6 +45,17 @@ pub(crate) struct Pace {
     pub parked: Option<Instant>,
     /// The fetch in flight was sent with max_wait 0.
     pub nowait_in_flight: bool,
+    /// The one fetch a poll allows without a poll waiting (the refill that serves the next
+    /// poll): granted by each poll, taken by such a fetch, and withdrawn by a RELEASE (the
+    /// released records must go to other members, not back to this idle one).
+    pub refill: bool,
+    /// RELEASE acks are queued: they go at once by ShareAcknowledge unless a poll waits
+    /// (then the fetch for it carries them).
+    pub releases_queued: bool,
+    /// A poll found nothing buffered and this broker has not fetched since: it owes that
+    /// poll a fetch even if the poll gave up meanwhile (a `poll(Duration::ZERO)` loop must
+    /// get records too), as long as the application has not gone idle.
+    pub demand: bool,
 }
 
 impl Pace {
@@ -73,12 +92,36 @@ impl Pace {
 
     /// The session was reset: the broker released everything it had given us.
     pub fn reset(&mut self) {
-        *self = Pace { last_response: self.last_response, ..Pace::default() };
+        *self = Pace { last_response: self.last_response, refill: self.refill, demand: self.demand, ..Pace::default() };
     }
 }
 
 /// Most records one batch_optimized fetch asks for, however fast the application is.
 pub(crate) const FETCH_RECORDS_CAP: usize = 10_000;
+
+/// How far ahead of the application records are acquired: the buffer holds no more than it
+/// takes in this time (or a quarter of the lock, if shorter), beyond what one waiting poll
+/// asks for. At 650k records/s that is far above the fetch cap (the benchmarks lose nothing);
+/// a slow application gets no prefetch at all, so a faster member of the group takes the
+/// records it could not process in time.
+pub(crate) const PREFETCH_HORIZON: Duration = Duration::from_millis(250);
+
+/// Until the broker has said how long its locks last: no poll for this long and none
+/// waiting means the application has stopped taking records. Once the lock is known, a
+/// quarter of it: the prefetch horizon keeps the buffer to what a polling application takes
+/// far sooner, so only an application that stopped leaves records there that long, and
+/// three quarters of their lock are still left for another member.
+pub(crate) const IDLE_AFTER: Duration = Duration::from_secs(1);
+
+/// When the application last came for records: the driver's view of whether anyone is
+/// taking what it acquires.
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    /// When a poll last arrived, or last left with records (a poll waiting counts as now).
+    pub last_poll: Option<Instant>,
+    /// When a poll last found nothing buffered (see [`Pace::demand`]).
+    pub demand_at: Option<Instant>,
+}
 
 /// How fast the application takes records: records handed out per second, smoothed over
 /// windows of [`DrainRate::WINDOW`].
@@ -147,6 +190,12 @@ impl Driver {
         if self.fatal.is_some() || !self.membership.is_active() {
             return FetchPlan::None;
         }
+        // Every fetch may acquire records: only for a poll that waits (or gave up waiting),
+        // or as the refill of an application that is taking records and has room ahead.
+        let owed = self.waiter.is_some() || self.owes_fetch(id, now);
+        if !owed && !self.may_refill(id, now) {
+            return FetchPlan::None;
+        }
         // The broker must hear of added and forgotten partitions whatever is buffered.
         if n.session.has_changes() {
             return FetchPlan::NoWait;
@@ -170,7 +219,7 @@ impl Driver {
             // Nothing new since the broker said it had nothing: wait for acks (which un-park
             // the session), or long-poll for a poll that finds nothing buffered, or after a
             // while anyway (to learn of new records, moved leaders, a lost session).
-            let waiting = self.waiter.is_some() && self.buffer.is_empty();
+            let waiting = owed && self.buffer.is_empty();
             return if waiting || now >= since + self.park_limit() { FetchPlan::LongPoll } else { FetchPlan::None };
         }
         if holding {
@@ -180,11 +229,103 @@ impl Driver {
         }
     }
 
+    /// The lock duration the broker reported (zero before it said).
+    pub(super) fn lock_duration(&self) -> Duration {
+        Duration::from_millis(
+            self.shared.acquisition_lock_timeout_ms.load(std::sync::atomic::Ordering::Relaxed).max(0) as u64
+        )
+    }
+
+    /// Takes `limit`, or a quarter of the lock when that is shorter (and known).
+    fn within_lock(&self, limit: Duration) -> Duration {
+        let lock = self.lock_duration();
+        if lock.is_zero() {
+            limit
+        } else {
+            limit.min(lock / 4)
+        }
+    }
+
+    /// Whether a fetch without a waiting poll may go to broker `id`: the application took
+    /// records lately (its last poll granted the refill and it has not gone idle), and the
+    /// buffer plus that fetch stay within what it takes in the prefetch horizon.
+    fn may_refill(&self, id: i32, now: Instant) -> bool {
+        if !self.nodes.get(&id).is_some_and(|n| n.pace.refill) || self.app_idle(now) {
+            return false;
+        }
+        let horizon = self.within_lock(PREFETCH_HORIZON).as_secs_f64();
+        let room = self.drain.per_sec(now) * horizon;
+        let buffered: usize = self.buffer.iter().map(|f| f.records.len()).sum();
+        (buffered + self.fetch_max_records(now)) as f64 <= room
+    }
+
+    /// Whether broker `id` owes a poll that found nothing buffered a fetch.
+    pub(super) fn owes_fetch(&self, id: i32, now: Instant) -> bool {
+        self.nodes.get(&id).is_some_and(|n| n.pace.demand) && !self.app_idle(now)
+    }
+
+    /// Whether a poll wants records now: one waits, or one found nothing buffered lately.
+    pub(super) fn wants_records(&self, now: Instant) -> bool {
+        self.waiter.is_some() || self.nodes.keys().any(|&id| self.owes_fetch(id, now))
+    }
+
+    /// Whether a broker that joins the fetch plan now owes the last poll a fetch.
+    pub(super) fn fresh_demand(&self, now: Instant) -> bool {
+        self.activity.demand_at.is_some_and(|t| now < t + self.idle_after())
+    }
+
+    /// Whether the application has stopped taking records: no poll waits and none came for
+    /// a quarter of the lock ([`IDLE_AFTER`] before the lock is known).
+    pub(super) fn app_idle(&self, now: Instant) -> bool {
+        self.waiter.is_none() && self.activity.last_poll.is_none_or(|t| now >= t + self.idle_after())
+    }
+
+    fn idle_after(&self) -> Duration {
+        let lock = self.lock_duration();
+        if lock.is_zero() {
+            IDLE_AFTER
+        } else {
+            lock / 4
+        }
+    }
+
+    /// When buffered records go back to the group if no poll comes first.
+    fn idle_deadline(&self) -> Option<Instant> {
+        if self.waiter.is_some() || self.buffer.is_empty() {
+            return None;
+        }
+        self.activity.last_poll.map(|t| t + self.idle_after())
+    }
+
+    /// A poll arrived (or left with records) at `now`: the application is taking records,
+    /// and each broker may send one refill for its next poll.
+    pub(super) fn note_poll(&mut self, now: Instant) {
+        self.activity.last_poll = Some(now);
+        let empty = self.buffer.is_empty();
+        if empty {
+            self.activity.demand_at = Some(now);
+        }
+        for n in self.nodes.values_mut() {
+            n.pace.refill = true;
+            n.pace.demand |= empty;
+        }
+    }
+
+    /// Releases what is buffered once the application has stopped polling, so other members
+    /// get those records now rather than after their locks lapse here.
+    pub(super) fn release_if_idle(&mut self, now: Instant) {
+        if self.buffer.is_empty() || !self.app_idle(now) {
+            return;
+        }
+        let released: usize = self.buffer.iter().map(|f| f.records.len()).sum();
+        tracing::debug!(released, "application stopped polling: buffered records released to the group");
+        self.shared.metrics.record_released_unseen(released as u64);
+        self.release_buffer(|_| true);
+    }
+
     /// Whether every record buffered from `id` has at least 3/4 of its lock left.
     fn buffer_fresh(&self, id: i32, now: Instant) -> bool {
-        let lock = Duration::from_millis(
-            self.shared.acquisition_lock_timeout_ms.load(std::sync::atomic::Ordering::Relaxed).max(0) as u64,
-        );
+        let lock = self.lock_duration();
         self.buffer
             .iter()
             .filter(|f| f.node == id)
@@ -212,21 +353,21 @@ impl Driver {
     pub(super) fn next_pace_deadline(&self) -> Option<Instant> {
         let acks = self.nodes.values().filter_map(|n| n.pace.acks_since).min().map(|t| t + ACK_LINGER);
         let parked = self.nodes.values().filter_map(|n| n.pace.parked).min().map(|t| t + self.park_limit());
-        acks.into_iter().chain(parked).min()
+        acks.into_iter().chain(parked).chain(self.idle_deadline()).min()
     }
 
     /// MaxRecords of the next fetch. record_limit: exactly `max.poll.records` (a hard cap).
-    /// batch_optimized: what the application takes in a quarter of the acquisition lock, at
-    /// least one poll's worth and at most [`FETCH_RECORDS_CAP`]. Bigger fetches mean fewer
-    /// round trips on the session's one-at-a-time connection (the broker's time per fetch
-    /// hardly depends on its size), but records must not wait past their lock.
+    /// batch_optimized: what the application takes in the prefetch horizon (or a quarter of
+    /// the lock, if shorter), at least one poll's worth and at most [`FETCH_RECORDS_CAP`].
+    /// Bigger fetches mean fewer round trips on the session's one-at-a-time connection (the
+    /// broker's time per fetch hardly depends on its size), but records must not wait for an
+    /// application that takes them slowly: other members could process them meanwhile.
     pub(super) fn fetch_max_records(&self, now: Instant) -> usize {
         let poll = self.cfg.max_poll_records.max(1);
         if self.cfg.acquire_mode == AcquireMode::RecordLimit {
             return poll;
         }
-        let lock_ms = self.shared.acquisition_lock_timeout_ms.load(std::sync::atomic::Ordering::Relaxed).max(0);
-        let affordable = self.drain.per_sec(now) * (lock_ms as f64 / 1000.0) / 4.0;
+        let affordable = self.drain.per_sec(now) * self.within_lock(PREFETCH_HORIZON).as_secs_f64();
         (affordable as usize).clamp(poll, poll.max(FETCH_RECORDS_CAP))
     }
 

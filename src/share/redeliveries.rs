@@ -1,0 +1,119 @@
+//! Which delivery of an offset a share session holds now, so that a late acknowledgement of
+//! an older delivery is refused instead of landing on the newer one.
+//!
+//! The broker knows a record by offset only. Say the application holds offset 7 from its
+//! first delivery, works past the lock, and meanwhile this member acquires offset 7 again
+//! (delivery count 3, say, into the buffer). Acknowledging the first delivery would then be
+//! accepted by the broker, as if the application had processed delivery 3. So each
+//! acknowledgement carries the delivery count of the record it is for, and is sent only when
+//! that is the delivery the session holds.
+//!
+//! Cheap on the hot path: a first delivery (count 1) needs no entry, since any later delivery
+//! of the same offset has a higher count and is the one recorded. Only acquisitions with a
+//! count above 1 are recorded, and entries go when acknowledged, when the session resets, and
+//! when they are older than the lock (their acknowledgements fail at the broker anyway).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::TopicIdPartition;
+
+/// The deliveries with a count above 1 acquired on one share session (one generation).
+#[derive(Debug, Default)]
+pub struct Redeliveries {
+    held: HashMap<(TopicIdPartition, i64), (i16, Instant)>,
+}
+
+impl Redeliveries {
+    /// Offsets `first..=last` of `tp` were acquired at `now` with `delivery_count`.
+    pub fn acquired(&mut self, tp: TopicIdPartition, first: i64, last: i64, delivery_count: i16, now: Instant) {
+        if delivery_count <= 1 || last < first {
+            return;
+        }
+        for offset in first..=last {
+            self.held.insert((tp, offset), (delivery_count, now));
+        }
+    }
+
+    /// Whether an acknowledgement for delivery `delivery_count` of this offset may be sent:
+    /// `Err(newer)` when the session holds a later delivery of it.
+    pub fn check(&self, tp: TopicIdPartition, offset: i64, delivery_count: i16) -> Result<(), i16> {
+        match self.held.get(&(tp, offset)) {
+            Some(&(held, _)) if held != delivery_count => Err(held),
+            _ => Ok(()),
+        }
+    }
+
+    /// The offset was finally acknowledged (or released): forget it.
+    pub fn settled(&mut self, tp: TopicIdPartition, offset: i64) {
+        if !self.held.is_empty() {
+            self.held.remove(&(tp, offset));
+        }
+    }
+
+    /// Forgets acquisitions older than `lock`: their locks have lapsed, so the broker refuses
+    /// acknowledgements for them whichever delivery they name.
+    pub fn expire(&mut self, now: Instant, lock: Duration) {
+        if !self.held.is_empty() && !lock.is_zero() {
+            self.held.retain(|_, (_, at)| now.saturating_duration_since(*at) < lock);
+        }
+    }
+
+    /// The session was reset: every delivery of it is gone.
+    pub fn clear(&mut self) {
+        self.held.clear();
+    }
+
+    /// How many offsets are recorded.
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp() -> TopicIdPartition {
+        TopicIdPartition { topic_id: uuid::Uuid::from_u128(7), partition: 0 }
+    }
+
+    #[test]
+    fn a_first_delivery_needs_no_entry_and_passes() {
+        let mut r = Redeliveries::default();
+        r.acquired(tp(), 0, 99, 1, Instant::now());
+        assert!(r.is_empty());
+        assert_eq!(r.check(tp(), 5, 1), Ok(()));
+    }
+
+    #[test]
+    fn an_older_delivery_is_refused_once_the_offset_came_again() {
+        let t0 = Instant::now();
+        let mut r = Redeliveries::default();
+        r.acquired(tp(), 5, 6, 3, t0);
+        assert_eq!(r.check(tp(), 5, 1), Err(3), "delivery 1 was superseded by delivery 3");
+        assert_eq!(r.check(tp(), 5, 2), Err(3));
+        assert_eq!(r.check(tp(), 5, 3), Ok(()), "the held delivery may be acknowledged");
+        assert_eq!(r.check(tp(), 7, 1), Ok(()), "other offsets are not concerned");
+        r.settled(tp(), 5);
+        assert_eq!(r.check(tp(), 5, 1), Ok(()));
+        assert_eq!(r.len(), 1);
+    }
+
+    #[test]
+    fn entries_older_than_the_lock_and_a_reset_forget_everything() {
+        let t0 = Instant::now();
+        let mut r = Redeliveries::default();
+        r.acquired(tp(), 0, 0, 2, t0);
+        r.acquired(tp(), 1, 1, 2, t0 + Duration::from_secs(20));
+        r.expire(t0 + Duration::from_secs(31), Duration::from_secs(30));
+        assert_eq!(r.len(), 1, "only the acquisition within the lock stays");
+        r.clear();
+        assert!(r.is_empty());
+    }
+}
