@@ -74,6 +74,8 @@ pub(super) struct Run {
     pub(super) tp: TopicIdPartition,
     pub(super) node: i32,
     pub(super) generation: u64,
+    /// The conservative end of the records' acquisition lock (they came in one response).
+    pub(super) lock_deadline: Option<std::time::Instant>,
     /// Indexes of the records, `start..end`.
     pub(super) start: usize,
     pub(super) end: usize,
@@ -122,6 +124,7 @@ impl PollBatch {
                     && run.node == d.node
                     && run.generation == d.generation
                     && run.partition == r.partition
+                    && run.lock_deadline == r.lock_deadline
                     && (Arc::ptr_eq(&run.topic, &r.topic) || run.topic == r.topic)
                     && offsets.last().is_some_and(|&last| last < r.offset)
             });
@@ -132,6 +135,7 @@ impl PollBatch {
                     tp: d.tp,
                     node: d.node,
                     generation: d.generation,
+                    lock_deadline: r.lock_deadline,
                     start: i,
                     end: i,
                 });
@@ -209,6 +213,7 @@ impl PollBatch {
                                 tp: run.tp,
                                 offset: self.offsets[i],
                                 delivery_count: self.delivery_counts[i],
+                                lock_deadline: run.lock_deadline,
                                 wire,
                                 node: run.node,
                                 generation: run.generation,

@@ -12,6 +12,11 @@
 //! of the same offset has a higher count and is the one recorded. Only acquisitions with a
 //! count above 1 are recorded, and entries go when acknowledged, when the session resets, and
 //! when they are older than the lock (their acknowledgements fail at the broker anyway).
+//!
+//! It also keeps how far RENEWs extended locks, since the deadline a record carries is that
+//! of its delivery: an acknowledgement is refused locally once the lock it relies on has
+//! surely lapsed, because a broker may take a late one without complaint (when the group's
+//! start offset has already moved past the record).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -22,6 +27,8 @@ use super::TopicIdPartition;
 #[derive(Debug, Default)]
 pub struct Redeliveries {
     held: HashMap<(TopicIdPartition, i64), (i16, Instant)>,
+    /// Offsets renewed, and until when their lock lasts at the latest (conservative).
+    renewed: HashMap<(TopicIdPartition, i64), Instant>,
 }
 
 impl Redeliveries {
@@ -49,6 +56,24 @@ impl Redeliveries {
         if !self.held.is_empty() {
             self.held.remove(&(tp, offset));
         }
+        if !self.renewed.is_empty() {
+            self.renewed.remove(&(tp, offset));
+        }
+    }
+
+    /// A RENEW of this offset was sent: its lock lasts until `until` (conservative).
+    pub fn renewed(&mut self, tp: TopicIdPartition, offset: i64, until: Instant) {
+        self.renewed.insert((tp, offset), until);
+    }
+
+    /// When the lock of this offset ends at the latest: its delivery's `deadline`, or later
+    /// if it was renewed since. None when unknown.
+    pub fn lock_until(&self, tp: TopicIdPartition, offset: i64, deadline: Option<Instant>) -> Option<Instant> {
+        match (deadline, self.renewed.get(&(tp, offset))) {
+            (Some(d), Some(&r)) => Some(d.max(r)),
+            (d, None) => d,
+            (None, Some(&r)) => Some(r),
+        }
     }
 
     /// Forgets acquisitions older than `lock`: their locks have lapsed, so the broker refuses
@@ -57,11 +82,15 @@ impl Redeliveries {
         if !self.held.is_empty() && !lock.is_zero() {
             self.held.retain(|_, (_, at)| now.saturating_duration_since(*at) < lock);
         }
+        if !self.renewed.is_empty() {
+            self.renewed.retain(|_, until| *until > now);
+        }
     }
 
     /// The session was reset: every delivery of it is gone.
     pub fn clear(&mut self) {
         self.held.clear();
+        self.renewed.clear();
     }
 
     /// How many offsets are recorded.
@@ -115,5 +144,21 @@ mod tests {
         assert_eq!(r.len(), 1, "only the acquisition within the lock stays");
         r.clear();
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn a_renewal_extends_the_deadline_an_acknowledgement_may_rely_on() {
+        let t0 = Instant::now();
+        let mut r = Redeliveries::default();
+        let delivered = Some(t0 + Duration::from_secs(30));
+        assert_eq!(r.lock_until(tp(), 3, delivered), delivered);
+        r.renewed(tp(), 3, t0 + Duration::from_secs(50));
+        assert_eq!(r.lock_until(tp(), 3, delivered), Some(t0 + Duration::from_secs(50)));
+        assert_eq!(r.lock_until(tp(), 4, delivered), delivered, "other offsets keep their deadline");
+        r.expire(t0 + Duration::from_secs(51), Duration::from_secs(30));
+        assert_eq!(r.lock_until(tp(), 3, delivered), delivered, "a lapsed renewal is forgotten");
+        r.renewed(tp(), 3, t0 + Duration::from_secs(80));
+        r.settled(tp(), 3);
+        assert_eq!(r.lock_until(tp(), 3, None), None);
     }
 }

@@ -102,6 +102,8 @@ pub(crate) struct AckEntry {
     pub offset: i64,
     /// The delivery acknowledged (see `share::redeliveries`).
     pub delivery_count: i16,
+    /// When that delivery's lock ends at the latest (conservative), unless it was renewed.
+    pub lock_deadline: Option<Instant>,
     pub wire: i8,
     pub node: i32,
     pub generation: u64,
@@ -337,7 +339,7 @@ impl Driver {
                 // First the poll (it grants each broker a refill), then its acks (a RELEASE
                 // among them withdraws its broker's).
                 self.note_poll(now);
-                let failed = self.route_acks(acks);
+                let failed = self.route_acks(acks, now);
                 self.report_local_failures(failed, None);
                 self.shared.metrics.record_poll();
                 self.waiter = Some(PollWaiter { max, reply });
@@ -350,7 +352,7 @@ impl Driver {
                 }
             }
             Command::Commit { acks, reply } => {
-                let failed = self.route_acks(acks);
+                let failed = self.route_acks(acks, now);
                 let mut waiter = CommitWaiter { nodes: HashSet::new(), results: CommitResults::default(), reply };
                 self.report_local_failures(failed, Some(&mut waiter));
                 for (id, n) in &self.nodes {
@@ -425,26 +427,35 @@ impl Driver {
     /// those that must not be sent: their session was reset since (the broker released the
     /// records: sending would only earn INVALID_RECORD_STATE), or the session holds a newer
     /// delivery of the offset (the ack would land on a delivery nobody processed).
-    fn route_acks(&mut self, acks: Vec<AckEntry>) -> Vec<(AckEntry, Error)> {
+    fn route_acks(&mut self, acks: Vec<AckEntry>, now: Instant) -> Vec<(AckEntry, Error)> {
         let mut failed = Vec::new();
         let renew = crate::share::acks::AcknowledgeType::Renew.wire();
+        let lock = self.lock_duration();
         for a in acks {
             match self.nodes.get_mut(&a.node) {
                 Some(n) if n.session.generation() == a.generation => {
-                    if let Err(newer) = n.redeliveries.check(a.tp, a.offset, a.delivery_count) {
-                        debug!(tp = %a.tp, offset = a.offset, acked = a.delivery_count, newer, "ack of a superseded delivery refused");
+                    // A delivery whose lock has lapsed cannot be acknowledged: the broker may
+                    // have handed the record to someone else, delivered it to us again, or
+                    // (once the group moved past it) take the acknowledgement without a word.
+                    let superseded = n.redeliveries.check(a.tp, a.offset, a.delivery_count).is_err();
+                    let deadline = n.redeliveries.lock_until(a.tp, a.offset, a.lock_deadline);
+                    if superseded || deadline.is_some_and(|d| now >= d) {
+                        debug!(tp = %a.tp, offset = a.offset, delivery = a.delivery_count, superseded, "ack of a lapsed delivery refused");
                         let tp = self.to_topic_partition(&a.tp);
                         let e = Error::LockExpired {
                             topic: tp.topic,
                             partition: tp.partition,
                             offset: a.offset,
                             delivery_count: a.delivery_count,
-                            redelivered: true,
+                            redelivered: superseded,
                         };
                         failed.push((a, e));
                         continue;
                     }
-                    if a.wire != renew {
+                    if a.wire == renew {
+                        // Renewed from when the broker takes it, no earlier than now.
+                        n.redeliveries.renewed(a.tp, a.offset, now + lock);
+                    } else {
                         n.redeliveries.settled(a.tp, a.offset);
                     }
                     if a.wire != crate::share::acks::AcknowledgeType::Renew.wire() {
@@ -474,7 +485,7 @@ impl Driver {
             }
             return;
         }
-        let failed = self.route_acks(acks);
+        let failed = self.route_acks(acks, Instant::now());
         self.report_local_failures(failed, None);
         // Whatever was fetched but never handed out goes back to the broker now.
         self.release_buffer(|_| true);
