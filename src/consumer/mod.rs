@@ -5,9 +5,14 @@
 //!   a background driver task; the first [`poll`](ShareConsumer::poll) after
 //!   [`subscribe`](ShareConsumer::subscribe) joins the group.
 //! - The driver heartbeats at the interval the broker sets, keeps one share session per
-//!   leader broker, and (in `batch_optimized` mode) prefetches about one poll's worth of
-//!   records per broker. In `record_limit` mode it fetches only for a waiting poll and never
-//!   more than `max.poll.records`.
+//!   leader broker, and acquires records only while the application takes them: for a poll,
+//!   plus (in `batch_optimized` mode) one refill per poll, no more than the application takes
+//!   in about 250 ms. In `record_limit` mode it fetches only for a poll and never more than
+//!   `max.poll.records`. When the application stops polling, the consumer fetches nothing and
+//!   gives what it had buffered back to the group after a quarter of the acquisition lock, so
+//!   other members get those records without a wasted delivery attempt.
+//! - `poll(Duration::ZERO)` returns what is buffered at once (perhaps nothing) and asks for a
+//!   fetch; a later poll gets its records.
 //! - Acknowledgements are recorded locally and sent with the next poll (piggybacked on the
 //!   next ShareFetch to the broker that delivered the records), or at once by
 //!   [`commit_sync`](ShareConsumer::commit_sync) / [`commit_async`](ShareConsumer::commit_async).
@@ -15,7 +20,9 @@
 //! # Delivery semantics
 //! At least once. A record is held under an acquisition lock from the moment the broker
 //! hands it out; if it is not acknowledged before the lock expires, it is delivered again
-//! (to any member) with a higher delivery count. `close` releases what was not acknowledged,
+//! (to any member) with a higher delivery count. Acknowledging a delivery whose lock has
+//! lapsed fails with [`Error::LockExpired`] (per partition in the commit results), never
+//! applies to a newer delivery of the same record. `close` releases what was not acknowledged,
 //! in both modes (as the Java client does): call `commit_sync` first to accept the last
 //! poll's records in implicit mode.
 
