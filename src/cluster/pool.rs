@@ -122,6 +122,9 @@ impl Pool {
 impl Error {
     /// Whether the error means the connection is gone (so a redial may help).
     pub fn is_connection_error(&self) -> bool {
-        matches!(self, Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Malformed { .. })
+        matches!(
+            self,
+            Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Malformed { .. } | Error::OutcomeUnknown { .. }
+        )
     }
 }
