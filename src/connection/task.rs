@@ -59,8 +59,11 @@ where
 /// took whole (the broker may have applied it), as is to the others (it cannot have).
 pub(super) fn poison(shared: &Shared, cause: Option<Error>) {
     let err = match cause {
+        // End of stream is a cause-less ConnectionClosed already: "closed: closed" says nothing.
+        None | Some(Error::ConnectionClosed { cause: None, .. }) => {
+            Error::ConnectionClosed { addr: shared.addr.clone(), cause: None }
+        }
         Some(c) => Error::ConnectionClosed { addr: shared.addr.clone(), cause: Some(Arc::new(c)) },
-        None => Error::ConnectionClosed { addr: shared.addr.clone(), cause: None },
     };
     let (drained, sent): (Vec<Pending>, u64) = {
         let mut st = shared.lock();
