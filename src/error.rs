@@ -172,6 +172,25 @@ pub enum Error {
         cause: Option<Arc<Error>>,
     },
 
+    /// The request was written in full, then its answer was lost: the connection failed or
+    /// the answer did not come in time. The broker **may have applied it**, or not; nothing
+    /// here can tell which. Requests that never left whole stay [`Error::ConnectionClosed`]
+    /// or [`Error::Timeout`]: the broker cannot have applied those.
+    ///
+    /// Retriable in the sense of [`Error::is_retriable`] (a new connection may succeed), but
+    /// only operations that are safe to apply twice should be retried blindly. The share
+    /// consumer never resends acknowledgements: it reports them with this error, per
+    /// partition; records the broker did not take are delivered again.
+    #[error("{api} to {addr}: outcome unknown, the broker may have applied it (the request was sent, then {cause})")]
+    OutcomeUnknown {
+        /// The API of the request, e.g. "ShareAcknowledge".
+        api: &'static str,
+        /// host:port of the broker.
+        addr: String,
+        /// Why no answer came: [`Error::ConnectionClosed`] or [`Error::Timeout`].
+        cause: Arc<Error>,
+    },
+
     /// A broker's response could not be decoded (malformed, truncated). The connection it
     /// came on was closed; a retry on a new connection may succeed.
     #[error("{context}: malformed response: {source}")]
@@ -297,13 +316,27 @@ pub enum Error {
 
 impl Error {
     /// Whether trying the same operation again (after a backoff) can succeed.
+    ///
+    /// For [`Error::OutcomeUnknown`] this is true, as for any lost connection, but the first
+    /// attempt may have taken effect: check [`Error::is_outcome_unknown`] before retrying an
+    /// operation that must not be applied twice.
     pub fn is_retriable(&self) -> bool {
         match self {
-            Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Timeout { .. } | Error::Malformed { .. } => true,
+            Error::Io { .. }
+            | Error::ConnectionClosed { .. }
+            | Error::Timeout { .. }
+            | Error::Malformed { .. }
+            | Error::OutcomeUnknown { .. } => true,
             Error::Broker { code, .. } => code.is_retriable(),
             Error::UnknownTopic(_) => true,
             _ => false,
         }
+    }
+
+    /// Whether the request was sent whole and its answer lost, so the broker may have
+    /// applied it ([`Error::OutcomeUnknown`]).
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, Error::OutcomeUnknown { .. })
     }
 
     /// The broker error code, if this is a broker error.

@@ -127,10 +127,15 @@ impl Cluster {
     }
 
     /// A connection to any broker (the bootstrap list first time, then known brokers).
+    ///
+    /// Brokers whose last dial or request failed go last, oldest failure first: a dead broker
+    /// stays in the metadata until the controller fences it (~9 s), and trying it first would
+    /// make every metadata refresh and coordinator lookup wait for it (the connect or request
+    /// timeout when it does not refuse connections) before asking a live one.
     pub async fn any_broker(&self) -> Result<BrokerConnection> {
         let known: Vec<BrokerInfo> = self.with_metadata(|m| {
             let mut b: Vec<_> = m.brokers.values().cloned().collect();
-            b.sort_by_key(|b| b.node_id);
+            b.sort_by_key(|b| (self.pool.failing_since(b.node_id), b.node_id));
             b
         });
         let mut last_err = None;
@@ -199,7 +204,13 @@ impl Cluster {
         versions: (i16, i16),
     ) -> Result<R::Response> {
         let v = conn.versions.pick(R::KEY, versions.0, versions.1)?;
-        conn.conn.call_timeout(req, v, self.config.request_timeout).await
+        let r = conn.conn.call_timeout(req, v, self.config.request_timeout).await;
+        if let Err(e) = &r {
+            if e.is_connection_error() || matches!(e, Error::Timeout { .. }) {
+                self.pool.note_failure(conn.node_id);
+            }
+        }
+        r
     }
 
     /// Refreshes metadata for `topics` (all brokers always; no topics when empty).

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ApiVersionsRequest;
 use kafka_protocol::protocol::StrBytes;
@@ -60,6 +60,8 @@ type Slot = Arc<tokio::sync::Mutex<Option<BrokerConnection>>>;
 #[derive(Default)]
 pub struct Pool {
     slots: Mutex<HashMap<(i32, TrafficClass), Slot>>,
+    /// Brokers whose last dial or request failed, and when: "any broker" tries them last.
+    failed: Mutex<HashMap<i32, Instant>>,
 }
 
 impl Pool {
@@ -83,9 +85,33 @@ impl Pool {
                 return Ok(c.clone());
             }
         }
-        let c = dial(node_id, addr, config, connect_timeout, request_timeout).await?;
-        *guard = Some(c.clone());
-        Ok(c)
+        match dial(node_id, addr, config, connect_timeout, request_timeout).await {
+            Ok(c) => {
+                self.note_success(node_id);
+                *guard = Some(c.clone());
+                Ok(c)
+            }
+            Err(e) => {
+                self.note_failure(node_id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Notes that broker `node_id` could not be reached (dial or request failed).
+    pub fn note_failure(&self, node_id: i32) {
+        if node_id >= 0 {
+            self.failed.lock().unwrap_or_else(|p| p.into_inner()).insert(node_id, Instant::now());
+        }
+    }
+
+    fn note_success(&self, node_id: i32) {
+        self.failed.lock().unwrap_or_else(|p| p.into_inner()).remove(&node_id);
+    }
+
+    /// Since when broker `node_id` has been failing, if its last dial or request failed.
+    pub fn failing_since(&self, node_id: i32) -> Option<Instant> {
+        self.failed.lock().unwrap_or_else(|p| p.into_inner()).get(&node_id).copied()
     }
 
     /// Closes every connection (their waiters get ConnectionClosed).
@@ -122,6 +148,9 @@ impl Pool {
 impl Error {
     /// Whether the error means the connection is gone (so a redial may help).
     pub fn is_connection_error(&self) -> bool {
-        matches!(self, Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Malformed { .. })
+        matches!(
+            self,
+            Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Malformed { .. } | Error::OutcomeUnknown { .. }
+        )
     }
 }

@@ -16,7 +16,13 @@
 //! - A waiter whose caller gave up is removed when its response arrives (or skipped before it
 //!   is written), so no waiter leaks.
 //! - The first framing, decode-of-header or IO error *poisons* the connection: every waiter,
-//!   and every later request, gets that same error. The cluster layer then dials anew.
+//!   and every later request, gets that same error, and the socket closes. The cluster layer
+//!   then dials anew.
+//! - A waiter learns whether its request could have reached the broker: if the socket took
+//!   the whole frame before the connection failed, the error is [`Error::OutcomeUnknown`]
+//!   (the broker may have applied it); otherwise it is the plain connection error (it cannot
+//!   have: a broker ignores a partial frame). Bytes are counted as the socket takes them,
+//!   under the lock that poisons, and nothing is written after the poison.
 //!
 //! The stream type is generic (`AsyncRead + AsyncWrite`), so TLS and SASL wrap the TCP stream
 //! before it gets here, with no change to this module.
@@ -28,7 +34,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::error::{Context, Error, Result};
 use crate::protocol::api::ApiRequest;
@@ -49,6 +55,8 @@ struct Command {
 struct Shared {
     addr: String,
     state: Mutex<task::State>,
+    /// Signalled when the connection is poisoned: the writer stops and the socket closes.
+    closed: Notify,
 }
 
 /// A handle to one broker connection. Clone it freely; the connection closes when the last
@@ -86,7 +94,8 @@ impl Connection {
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
-        let shared = Arc::new(Shared { addr: addr.into(), state: Mutex::new(task::State::default()) });
+        let shared =
+            Arc::new(Shared { addr: addr.into(), state: Mutex::new(task::State::default()), closed: Notify::new() });
         let (tx, rx) = mpsc::channel(1024);
         task::start(stream, rx, shared.clone(), config);
         Connection { tx, shared }
@@ -120,11 +129,22 @@ impl Connection {
 
     /// Sends `request` at `version` and waits for its decoded response.
     pub async fn call<R: ApiRequest>(&self, request: &R, version: i16) -> Result<R::Response> {
+        let rx = self.send_request(request, version).await?;
+        let frame = self.answer(rx).await?;
+        self.decode::<R>(frame, version)
+    }
+
+    /// Encodes `request` and queues it for the writer; the receiver gets the response frame.
+    async fn send_request<R: ApiRequest>(&self, request: &R, version: i16) -> Result<oneshot::Receiver<Result<Bytes>>> {
         let mut body = BytesMut::with_capacity(256);
         request
             .encode_body(version, &mut body)
             .map_err(|source| Error::Codec { context: Context::api(R::NAME), source })?;
-        let frame = self.call_raw(R::KEY, version, R::request_header_version(version), body.freeze()).await?;
+        self.enqueue(R::KEY, version, R::request_header_version(version), body.freeze()).await
+    }
+
+    /// Decodes a response frame of `R`; a frame we cannot read poisons the connection.
+    fn decode<R: ApiRequest>(&self, frame: Bytes, version: i16) -> Result<R::Response> {
         let body = frame::strip_response_header(frame, R::response_header_version(version))
             .and_then(|b| R::decode_response(b, version))
             .map_err(|source| Error::Malformed { context: Context::api(R::NAME), source });
@@ -138,25 +158,55 @@ impl Connection {
     /// Like [`call`](Self::call), but gives up after `timeout`. A timed-out connection is
     /// closed, as the Java client does: the broker is not answering, and a late response must
     /// not be matched to anything.
+    ///
+    /// The error is [`Error::OutcomeUnknown`] (with the timeout as its cause) when the request
+    /// was written whole before the time ran out, [`Error::Timeout`] when it never was.
     pub async fn call_timeout<R: ApiRequest>(
         &self,
         request: &R,
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response> {
-        match tokio::time::timeout(timeout, self.call(request, version)).await {
-            Ok(r) => r,
+        let deadline = tokio::time::Instant::now() + timeout;
+        let timed_out = || Error::Timeout { what: format!("{} to {}", R::NAME, self.addr()), after: timeout };
+        let mut rx = match tokio::time::timeout_at(deadline, self.send_request(request, version)).await {
+            Ok(rx) => rx?,
+            Err(_) => return Err(timed_out()), // the writer's queue was full: nothing sent
+        };
+        let frame = match tokio::time::timeout_at(deadline, &mut rx).await {
+            Ok(r) => r.unwrap_or_else(|_| Err(self.closed_error()))?,
             Err(_) => {
-                let e = Error::Timeout { what: format!("{} to {}", R::NAME, self.addr()), after: timeout };
+                // Closing hands every registered waiter, ours included, its outcome at once:
+                // written whole (unknown outcome) or not. Still queued means never written.
+                let e = timed_out();
                 self.close(Some(e.clone()));
-                Err(e)
+                return Err(match rx.try_recv() {
+                    Ok(Err(Error::OutcomeUnknown { api, addr, .. })) => {
+                        Error::OutcomeUnknown { api, addr, cause: Arc::new(e) }
+                    }
+                    Ok(Ok(frame)) => return self.decode::<R>(frame, version), // answered just in time
+                    _ => e,
+                });
             }
-        }
+        };
+        self.decode::<R>(frame, version)
     }
 
     /// Sends an already encoded body; returns the response frame after the length prefix
     /// (starting with the correlation id).
     pub async fn call_raw(&self, api_key: i16, api_version: i16, header_version: i16, body: Bytes) -> Result<Bytes> {
+        let rx = self.enqueue(api_key, api_version, header_version, body).await?;
+        self.answer(rx).await
+    }
+
+    /// Queues one request for the writer task.
+    async fn enqueue(
+        &self,
+        api_key: i16,
+        api_version: i16,
+        header_version: i16,
+        body: Bytes,
+    ) -> Result<oneshot::Receiver<Result<Bytes>>> {
         if let Some(e) = self.shared.lock().poisoned.clone() {
             return Err(e);
         }
@@ -165,6 +215,11 @@ impl Connection {
         if self.tx.send(cmd).await.is_err() {
             return Err(self.closed_error());
         }
+        Ok(rx)
+    }
+
+    /// Waits for the answer to a queued request.
+    async fn answer(&self, rx: oneshot::Receiver<Result<Bytes>>) -> Result<Bytes> {
         match rx.await {
             Ok(r) => r,
             Err(_) => Err(self.closed_error()),

@@ -1,7 +1,9 @@
 //! The reader and writer tasks behind a [`Connection`](super::Connection).
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
@@ -19,15 +21,21 @@ pub const DEFAULT_MAX_FRAME: usize = 256 * 1024 * 1024;
 /// One in-flight request.
 pub(super) struct Pending {
     api_key: i16,
+    /// Byte position (in the connection's outgoing stream) just past this request's frame:
+    /// once the socket took that many bytes, the broker may act on it.
+    end: u64,
     reply: oneshot::Sender<Result<Bytes>>,
 }
 
-/// The waiter table and the poison flag, under one lock so that no waiter can be registered
-/// after the reader drained the table on failure.
+/// The waiter table, the poison flag and the count of bytes the socket took, under one lock:
+/// no waiter can be registered after the table was drained on failure, and no byte reaches
+/// the socket after that (so "was it written?" has one answer per waiter).
 #[derive(Default)]
 pub(super) struct State {
     pub(super) pending: HashMap<i32, Pending>,
     pub(super) poisoned: Option<Error>,
+    /// Bytes of the outgoing stream the socket accepted.
+    sent: u64,
 }
 
 pub(super) fn start<S>(stream: S, rx: mpsc::Receiver<Command>, shared: Arc<Shared>, config: ConnectionConfig)
@@ -36,6 +44,7 @@ where
 {
     let (rd, wr) = tokio::io::split(stream);
     let reader = tokio::spawn(read_loop(BufReader::with_capacity(64 * 1024, rd), shared.clone(), config.max_frame));
+    let wr = Counted { inner: wr, shared: shared.clone() };
     tokio::spawn(async move {
         write_loop(BufWriter::with_capacity(64 * 1024, wr), rx, shared.clone(), config.client_id).await;
         // The handle is gone or the connection failed: stop reading too, and fail anything
@@ -45,24 +54,66 @@ where
     });
 }
 
-/// Marks the connection failed and hands `cause` to every waiter.
+/// Marks the connection failed, stops the writer (nothing more reaches the socket), and hands
+/// `cause` to every waiter: as [`Error::OutcomeUnknown`] to those whose request the socket
+/// took whole (the broker may have applied it), as is to the others (it cannot have).
 pub(super) fn poison(shared: &Shared, cause: Option<Error>) {
     let err = match cause {
+        // End of stream is a cause-less ConnectionClosed already: "closed: closed" says nothing.
+        None | Some(Error::ConnectionClosed { cause: None, .. }) => {
+            Error::ConnectionClosed { addr: shared.addr.clone(), cause: None }
+        }
         Some(c) => Error::ConnectionClosed { addr: shared.addr.clone(), cause: Some(Arc::new(c)) },
-        None => Error::ConnectionClosed { addr: shared.addr.clone(), cause: None },
     };
-    let drained: Vec<Pending> = {
+    let (drained, sent): (Vec<Pending>, u64) = {
         let mut st = shared.lock();
         if st.poisoned.is_none() {
             st.poisoned = Some(err.clone());
         }
-        st.pending.drain().map(|(_, p)| p).collect()
+        (st.pending.drain().map(|(_, p)| p).collect(), st.sent)
     };
+    shared.closed.notify_one();
     if !drained.is_empty() {
         debug!(addr = %shared.addr, waiters = drained.len(), error = %err, "connection failed");
     }
+    let cause = Arc::new(err.clone());
     for p in drained {
-        let _ = p.reply.send(Err(err.clone()));
+        let e = if p.end <= sent {
+            Error::OutcomeUnknown { api: api_name(p.api_key), addr: shared.addr.clone(), cause: cause.clone() }
+        } else {
+            err.clone()
+        };
+        let _ = p.reply.send(Err(e));
+    }
+}
+
+/// The write half, counting the bytes the socket takes (under the state lock, so a poison
+/// sees an exact count) and refusing to write once the connection is poisoned.
+struct Counted<W> {
+    inner: W,
+    shared: Arc<Shared>,
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for Counted<W> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let mut st = this.shared.lock();
+        if st.poisoned.is_some() {
+            return Poll::Ready(Err(std::io::Error::new(std::io::ErrorKind::BrokenPipe, "connection closed")));
+        }
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &r {
+            st.sent += *n as u64;
+        }
+        r
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
 
@@ -72,40 +123,70 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     shared: Arc<Shared>,
     client_id: String,
 ) {
-    let mut next_id: i32 = 0;
-    let mut header = BytesMut::with_capacity(64);
-    while let Some(mut cmd) = rx.recv().await {
-        loop {
-            if let Err(e) = write_one(&mut wr, &mut header, cmd, &shared, &client_id, &mut next_id).await {
-                poison(&shared, Some(e));
-                return;
-            }
-            // Pipelining: write everything already queued before paying for a flush.
-            match rx.try_recv() {
-                Ok(c) => cmd = c,
-                Err(_) => break,
-            }
-        }
-        if let Err(e) = wr.flush().await {
-            poison(&shared, Some(Error::io(shared.addr.clone(), e)));
+    let mut out = Outgoing { next_id: 0, queued: 0, header: BytesMut::with_capacity(64) };
+    loop {
+        // A poisoned connection stops here, even while a write waits on a full socket: the
+        // socket closes (the broker drops our share sessions) instead of lingering until
+        // every handle is gone.
+        let cmd = tokio::select! {
+            cmd = rx.recv() => match cmd {
+                Some(c) => c,
+                None => return,
+            },
+            _ = shared.closed.notified() => return,
+        };
+        let batch = write_batch(&mut wr, &mut rx, cmd, &shared, &client_id, &mut out);
+        let result = tokio::select! {
+            r = batch => r,
+            _ = shared.closed.notified() => return,
+        };
+        if let Err(e) = result {
+            poison(&shared, Some(e));
             return;
         }
     }
 }
 
+/// The writer's running numbers.
+struct Outgoing {
+    next_id: i32,
+    /// Bytes handed to the buffered writer so far (the end of the last frame).
+    queued: u64,
+    header: BytesMut,
+}
+
+/// Writes `cmd` and everything already queued behind it, then flushes once (pipelining).
+async fn write_batch<W: AsyncWrite + Unpin>(
+    wr: &mut BufWriter<W>,
+    rx: &mut mpsc::Receiver<Command>,
+    mut cmd: Command,
+    shared: &Shared,
+    client_id: &str,
+    out: &mut Outgoing,
+) -> Result<()> {
+    loop {
+        write_one(wr, cmd, shared, client_id, out).await?;
+        match rx.try_recv() {
+            Ok(c) => cmd = c,
+            Err(_) => break,
+        }
+    }
+    wr.flush().await.map_err(|e| Error::io(shared.addr.clone(), e))
+}
+
 async fn write_one<W: AsyncWrite + Unpin>(
     wr: &mut BufWriter<W>,
-    header: &mut BytesMut,
     cmd: Command,
     shared: &Shared,
     client_id: &str,
-    next_id: &mut i32,
+    out: &mut Outgoing,
 ) -> Result<()> {
     if cmd.reply.is_closed() {
         return Ok(()); // the caller gave up before we wrote anything: send nothing
     }
-    let id = *next_id;
-    *next_id = next_id.wrapping_add(1) & i32::MAX;
+    let id = out.next_id;
+    out.next_id = out.next_id.wrapping_add(1) & i32::MAX;
+    let header = &mut out.header;
     header.clear();
     header.put_i32(0); // length placeholder
     frame::encode_request_header(header, cmd.api_key, cmd.api_version, cmd.header_version, id, client_id);
@@ -118,7 +199,8 @@ async fn write_one<W: AsyncWrite + Unpin>(
             let _ = cmd.reply.send(Err(e.clone()));
             return Ok(());
         }
-        st.pending.insert(id, Pending { api_key: cmd.api_key, reply: cmd.reply });
+        out.queued += 4 + len as u64;
+        st.pending.insert(id, Pending { api_key: cmd.api_key, end: out.queued, reply: cmd.reply });
     }
     trace!(addr = %shared.addr, api = api_name(cmd.api_key), version = cmd.api_version, correlation_id = id, bytes = len, "send");
     wr.write_all(header).await.map_err(|e| Error::io(shared.addr.clone(), e))?;

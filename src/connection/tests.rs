@@ -66,7 +66,9 @@ async fn garbage_length_poisons_every_waiter() {
     let e1 = r1.await.unwrap().unwrap_err();
     let e2 = r2.await.unwrap().unwrap_err();
     for e in [&e1, &e2] {
-        assert!(matches!(e, Error::ConnectionClosed { cause: Some(_), .. }), "{e}");
+        // Both were written whole before the garbage came: the broker may have applied them.
+        let Error::OutcomeUnknown { cause, .. } = e else { panic!("{e}") };
+        assert!(matches!(&**cause, Error::ConnectionClosed { cause: Some(_), .. }), "{e}");
         assert!(e.to_string().contains("response frame length"), "{e}");
     }
     // Later requests fail at once with the same cause.
@@ -94,6 +96,76 @@ async fn peer_close_fails_waiters() {
     read_request(&mut broker).await.unwrap();
     drop(broker);
     let e = r.await.unwrap().unwrap_err();
+    assert!(matches!(e, Error::OutcomeUnknown { .. }), "{e}");
+}
+
+#[tokio::test]
+async fn written_request_whose_answer_is_lost_has_an_unknown_outcome() {
+    let (conn, mut broker) = pair();
+    let c = conn.clone();
+    let r = tokio::spawn(async move { c.call_raw(79, 2, 2, Bytes::from_static(b"acks")).await });
+    // The broker read the whole request (and may have applied it), then died.
+    let (key, _, body) = read_request(&mut broker).await.unwrap();
+    assert_eq!((key, &body[..]), (79, &b"acks"[..]));
+    drop(broker);
+    let e = r.await.unwrap().unwrap_err();
+    let Error::OutcomeUnknown { api, addr, cause } = &e else { panic!("{e}") };
+    assert_eq!((*api, addr.as_str()), ("ShareAcknowledge", "fake:1"));
+    assert!(matches!(&**cause, Error::ConnectionClosed { .. }), "{e}");
+    assert!(e.is_outcome_unknown() && e.is_retriable() && e.is_connection_error());
+    assert!(e.to_string().contains("may have applied it"), "{e}");
+}
+
+#[tokio::test]
+async fn request_not_written_whole_is_a_plain_connection_error() {
+    // A pipe of 64 bytes: the second request cannot be written before the broker reads.
+    let (a, mut broker) = tokio::io::duplex(64);
+    let conn = Connection::spawn(a, "fake:1", ConnectionConfig::default());
+    let c1 = conn.clone();
+    let first = tokio::spawn(async move { c1.call_raw(79, 2, 2, Bytes::from_static(b"small")).await });
+    let (_, _, body) = read_request(&mut broker).await.unwrap();
+    assert_eq!(&body[..], b"small");
+    let c2 = conn.clone();
+    let big = tokio::spawn(async move { c2.call_raw(79, 2, 2, Bytes::from(vec![7u8; 4096])).await });
+    // The broker takes the first 100 bytes of the big one, then dies in the middle of it.
+    let mut part = [0u8; 100];
+    broker.read_exact(&mut part).await.unwrap();
+    drop(broker);
+    let e1 = first.await.unwrap().unwrap_err();
+    let e2 = big.await.unwrap().unwrap_err();
+    assert!(matches!(e1, Error::OutcomeUnknown { .. }), "written whole: {e1}");
+    assert!(matches!(e2, Error::ConnectionClosed { .. } | Error::Io { .. }), "half written, never applied: {e2}");
+    assert!(!e2.is_outcome_unknown() && e2.is_retriable());
+}
+
+#[tokio::test]
+async fn timeout_of_a_request_never_written_whole_is_a_plain_timeout() {
+    use kafka_protocol::messages::{metadata_request::MetadataRequestTopic, MetadataRequest, TopicName};
+    let (a, mut broker) = tokio::io::duplex(64);
+    let conn = Connection::spawn(a, "fake:1", ConnectionConfig::default());
+    let topics = (0..50)
+        .map(|i| {
+            MetadataRequestTopic::default().with_name(Some(TopicName(format!("topic-with-a-long-name-{i}").into())))
+        })
+        .collect();
+    let req = MetadataRequest::default().with_topics(Some(topics));
+    // Nobody reads: the request sticks in the pipe, so the broker cannot have seen it whole.
+    let e = conn.call_timeout(&req, 12, Duration::from_millis(100)).await.unwrap_err();
+    assert!(matches!(e, Error::Timeout { .. }), "{e}");
+    assert!(conn.is_closed());
+    // The timed-out connection really closes: the broker side reads to its end.
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), broker.read_to_end(&mut rest)).await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn closed_connection_closes_its_socket_while_handles_remain() {
+    let (conn, mut broker) = pair();
+    conn.close(None);
+    let mut buf = [0u8; 1];
+    let n = tokio::time::timeout(Duration::from_secs(5), broker.read(&mut buf)).await.unwrap().unwrap();
+    assert_eq!(n, 0);
+    let e = conn.call_raw(3, 12, 2, Bytes::new()).await.unwrap_err();
     assert!(matches!(e, Error::ConnectionClosed { .. }), "{e}");
 }
 
@@ -118,13 +190,18 @@ async fn cancelled_request_leaves_no_waiter_and_no_partial_frame() {
 }
 
 #[tokio::test]
-async fn timeout_closes_connection() {
+async fn timeout_of_a_written_request_is_an_unknown_outcome_and_closes_connection() {
     let (conn, mut broker) = pair();
     let req = kafka_protocol::messages::ApiVersionsRequest::default();
-    let e = conn.call_timeout(&req, 3, Duration::from_millis(50)).await.unwrap_err();
-    assert!(matches!(e, Error::Timeout { .. }), "{e}");
+    let c = conn.clone();
+    let r = tokio::spawn(async move { c.call_timeout(&req, 3, Duration::from_secs(2)).await });
+    // The broker got it whole and never answers.
+    read_request(&mut broker).await.unwrap();
+    let e = r.await.unwrap().unwrap_err();
+    let Error::OutcomeUnknown { api, cause, .. } = &e else { panic!("{e}") };
+    assert_eq!(*api, "ApiVersions");
+    assert!(matches!(&**cause, Error::Timeout { .. }), "{e}");
     assert!(conn.is_closed());
-    let _ = read_request(&mut broker).await;
 }
 
 #[tokio::test]

@@ -422,6 +422,10 @@ impl Driver {
     /// A request failed as a whole: its acks fail with the error (never resent: their
     /// records were released, or will be, and resending earns INVALID_RECORD_STATE), the
     /// session starts over at epoch 0, and the broker is backed off.
+    ///
+    /// When the request was written and its answer lost, its acks report
+    /// [`Error::OutcomeUnknown`] (the broker may have applied them); acks still queued were
+    /// never sent and fail with the plain cause.
     fn request_failed(&mut self, node: i32, sent: Sent, e: Error, now: Instant) {
         debug!(node, error = %e, "share request failed");
         let stale = match self.nodes.get_mut(&node) {
@@ -446,6 +450,7 @@ impl Driver {
             self.set_fatal(e.clone());
         }
         if e.is_connection_error() || matches!(e, Error::Timeout { .. }) {
+            // The broker may be gone: learn who leads its partitions now.
             self.need_metadata = true;
         }
         let results: AckResults = sent
@@ -454,7 +459,11 @@ impl Driver {
             .map(|(tp, a)| (*tp, (a.iter().map(|(o, _)| o).collect(), Err(e.clone()))))
             .collect();
         self.complete_acks(Some(node), results);
-        self.reset_session(node, e);
+        let unsent = match &e {
+            Error::OutcomeUnknown { cause, .. } => (**cause).clone(),
+            _ => e,
+        };
+        self.reset_session(node, unsent);
     }
 
     /// Resets a broker's session: queued acks fail with `e`, buffered records from it are
