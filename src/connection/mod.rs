@@ -134,13 +134,30 @@ impl Connection {
         self.decode::<R>(frame, version)
     }
 
+    /// Queues `request` for the writer and returns a future of its response. Requests one
+    /// caller enqueues one after another reach the socket in that order (the queue is FIFO and
+    /// has one writer), which [`call`](Self::call) from concurrent tasks cannot promise: a
+    /// producer needs it to keep a partition's batches in order.
+    pub async fn enqueue<R: ApiRequest>(
+        &self,
+        request: &R,
+        version: i16,
+    ) -> Result<impl std::future::Future<Output = Result<R::Response>> + Send + 'static> {
+        let rx = self.send_request(request, version).await?;
+        let conn = self.clone();
+        Ok(async move {
+            let frame = conn.answer(rx).await?;
+            conn.decode::<R>(frame, version)
+        })
+    }
+
     /// Encodes `request` and queues it for the writer; the receiver gets the response frame.
     async fn send_request<R: ApiRequest>(&self, request: &R, version: i16) -> Result<oneshot::Receiver<Result<Bytes>>> {
         let mut body = BytesMut::with_capacity(256);
         request
             .encode_body(version, &mut body)
             .map_err(|source| Error::Codec { context: Context::api(R::NAME), source })?;
-        self.enqueue(R::KEY, version, R::request_header_version(version), body.freeze()).await
+        self.enqueue_raw(R::KEY, version, R::request_header_version(version), body.freeze()).await
     }
 
     /// Decodes a response frame of `R`; a frame we cannot read poisons the connection.
@@ -195,12 +212,12 @@ impl Connection {
     /// Sends an already encoded body; returns the response frame after the length prefix
     /// (starting with the correlation id).
     pub async fn call_raw(&self, api_key: i16, api_version: i16, header_version: i16, body: Bytes) -> Result<Bytes> {
-        let rx = self.enqueue(api_key, api_version, header_version, body).await?;
+        let rx = self.enqueue_raw(api_key, api_version, header_version, body).await?;
         self.answer(rx).await
     }
 
     /// Queues one request for the writer task.
-    async fn enqueue(
+    async fn enqueue_raw(
         &self,
         api_key: i16,
         api_version: i16,
