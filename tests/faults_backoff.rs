@@ -68,7 +68,7 @@ async fn partition_error_does_not_hot_loop(code: i16, leader: Option<i32>) {
     fake.script(Rule::on(SHARE_FETCH, Action::PartitionError { partition: 0, code, leader }).always());
     let c = fake.consumer(fake.consumer_config("g")).await;
     let n = fetches_during(&fake, &c, Duration::from_secs(1)).await;
-    let metadata = fake.count(|l| matches!(l.req, fake_broker::Req::Metadata));
+    let metadata = fake.count(|l| matches!(l.req, fake_broker::Req::Metadata(_)));
     assert!(n <= 20, "{n} ShareFetch requests and {metadata} Metadata requests in 1 s for a partition that keeps failing with {code}");
     fake.clear_script();
     assert_eq!(poll_until(&c, 5, T).await.len(), 5, "recovers:\n{}", fake.dump());

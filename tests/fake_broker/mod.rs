@@ -206,14 +206,31 @@ impl FakeCluster {
     }
 
     /// Connects a consumer with `cfg` and subscribes it to the topic.
+    ///
+    /// As in Java, the group is joined by the first poll: the helper makes it, so tests can
+    /// then wait for prefetched records. That poll must not take any: a test counts on
+    /// finding every record in its own polls. `poll(ZERO)` alone cannot promise that, since
+    /// on a loaded machine the driver may join, fetch and answer before the poll's zero
+    /// timeout is even looked at. So the fake hands out nothing until the poll is over.
     pub async fn consumer(&self, cfg: ShareConsumerConfig) -> ShareConsumer {
         let c = ShareConsumer::connect(cfg).await.expect("connect to the fake cluster");
         c.subscribe([self.topic()]).expect("subscribe");
-        // As in Java, the group is joined by the first poll: make it now (it returns at once,
-        // long before anything could be fetched), so tests can wait for prefetched records.
-        let first = c.poll(Duration::ZERO).await.expect("first poll");
-        assert!(first.is_empty(), "nothing can be fetched before the member joined");
+        self.lock().hold_records = true;
+        let first = c.poll(Duration::ZERO).await;
+        self.lock().hold_records = false;
+        let first = first.expect("first poll");
+        assert!(first.is_empty(), "the fake handed out records while holding them back");
         c
+    }
+
+    /// Makes Metadata answer `code` for the topic `name` (e.g. TOPIC_AUTHORIZATION_FAILED).
+    pub fn set_topic_error(&self, name: &str, code: i16) {
+        self.lock().topic_errors.insert(name.to_string(), code);
+    }
+
+    /// Metadata answers `name` normally again.
+    pub fn clear_topic_error(&self, name: &str) {
+        self.lock().topic_errors.remove(name);
     }
 
     /// Adds a scripted fault.
