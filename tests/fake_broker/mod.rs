@@ -36,6 +36,10 @@ pub use share::record_value;
 #[allow(unused_imports)]
 pub use state::code;
 
+/// How long a helper waits for a condition before it fails the test. Generous: the machine
+/// may be loaded; a passing test never waits this long.
+pub const WAIT: Duration = Duration::from_secs(30);
+
 /// Metadata API key.
 pub const METADATA: i16 = 3;
 /// FindCoordinator API key.
@@ -303,9 +307,10 @@ impl FakeCluster {
         out
     }
 
-    /// Waits until `n` offsets are acquired (the consumer prefetched them); panics after 5 s.
+    /// Waits until `n` offsets are acquired (the consumer prefetched them); panics after
+    /// [`WAIT`].
     pub async fn wait_held(&self, n: usize) {
-        if !eventually(Duration::from_secs(5), || self.held().len() >= n).await {
+        if !eventually(WAIT, || self.held().len() >= n).await {
             panic!("{} records acquired, waited for {n}; log:\n{}", self.held().len(), self.dump());
         }
     }
@@ -320,6 +325,11 @@ impl FakeCluster {
             .filter(|(_, s)| s.done)
             .map(|(o, _)| o as i64)
             .collect()
+    }
+
+    /// When offset `o` of partition `p` was last acquired.
+    pub fn acquired_at(&self, p: i32, o: i64) -> Option<Instant> {
+        self.lock().parts[p as usize].offsets[o as usize].acquired_at
     }
 
     /// How many times offset `o` of partition `p` was delivered.
@@ -428,13 +438,24 @@ pub async fn poll_all_at_once(fake: &FakeCluster, c: &ShareConsumer, n: usize) -
     fake.wait_held(n).await;
     // The acquired records may still be on their way from the socket to the buffer.
     let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + WAIT;
     while out.is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
         out = c.poll(Duration::from_millis(200)).await.expect("poll");
     }
     assert_eq!(out.len(), n, "one poll should return everything buffered:\n{}", fake.dump());
     out
+}
+
+/// Keeps polling (sending the acks of each poll) until `n` more ShareFetch requests reached
+/// the fake: the consumer had that many chances to do something it must not (resend an ack,
+/// refetch a partition), however slow the machine. Returns the records that came meanwhile.
+pub async fn poll_through_fetches(fake: &FakeCluster, c: &ShareConsumer, n: usize) -> Vec<ConsumerRecord> {
+    let start = fake.count(|l| l.is_fetch());
+    let mut got = Vec::new();
+    let done = poll_while_not(c, WAIT, &mut got, || fake.count(|l| l.is_fetch()) >= start + n).await;
+    assert!(done, "{n} more ShareFetch requests did not come:\n{}", fake.dump());
+    got
 }
 
 /// Waits until `f` holds; false after `timeout`.

@@ -34,6 +34,8 @@ pub struct OffsetState {
     pub holder: Option<String>,
     /// Accepted, rejected or acknowledged as a gap (archived).
     pub done: bool,
+    /// When it was last acquired.
+    pub acquired_at: Option<Instant>,
 }
 
 /// One partition of the fake topic.
@@ -221,6 +223,7 @@ impl State {
             }
             o.delivery += 1;
             o.holder = Some(member.to_string());
+            o.acquired_at = Some(Instant::now());
             out.push((i as i64, o.delivery));
         }
         out
