@@ -164,3 +164,20 @@ async fn close_gives_up_at_its_timeout_when_the_broker_does_not_answer() {
     // The connection goes with the consumer: the broker releases what it held.
     assert!(fake_broker::eventually(T, || fake.held().is_empty()).await, "{:?}", fake.held());
 }
+
+#[tokio::test]
+async fn close_sends_the_leave_even_when_a_heartbeat_is_in_flight() {
+    // Found by running these tests on a loaded machine: a regular heartbeat in flight when
+    // close reached its leave step had its answer taken for the leave's, so no leave was sent.
+    // Here the fake holds one heartbeat for 5 s, and close starts while it is held.
+    let fake = FakeCluster::single(1, 5).await;
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    assert_eq!(poll_until(&c, 5, T).await.len(), 5);
+    fake.script(fake_broker::Rule::on(fake_broker::HEARTBEAT, fake_broker::Action::Delay(Duration::from_secs(5))));
+    assert!(fake_broker::eventually(T, || fake.rules_left() == 0).await, "no heartbeat came");
+    let start = fake.log().len();
+    c.close(T).await.unwrap();
+    let after: Vec<Logged> = fake.log().split_off(start);
+    assert_close_order(&fake, &after, &[1]);
+    fake.assert_clean();
+}

@@ -242,6 +242,11 @@ impl FakeCluster {
         self.lock().rules.push(rule);
     }
 
+    /// How many scripted faults can still fire.
+    pub fn rules_left(&self) -> usize {
+        self.lock().rules.iter().filter(|r| r.times != Some(0)).count()
+    }
+
     /// Removes every scripted fault.
     pub fn clear_script(&self) {
         self.lock().rules.clear();
