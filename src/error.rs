@@ -32,8 +32,12 @@ impl ErrorCode {
     pub const COORDINATOR_NOT_AVAILABLE: ErrorCode = ErrorCode(15);
     /// NOT_COORDINATOR (16).
     pub const NOT_COORDINATOR: ErrorCode = ErrorCode(16);
+    /// INVALID_TOPIC_EXCEPTION (17): the topic name is not legal.
+    pub const INVALID_TOPIC_EXCEPTION: ErrorCode = ErrorCode(17);
     /// UNKNOWN_MEMBER_ID (25).
     pub const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode(25);
+    /// TOPIC_AUTHORIZATION_FAILED (29).
+    pub const TOPIC_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(29);
     /// UNSUPPORTED_VERSION (35).
     pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(35);
     /// TOPIC_ALREADY_EXISTS (36).
@@ -312,6 +316,27 @@ pub enum Error {
         /// Whether the record was delivered again since.
         redelivered: bool,
     },
+
+    /// A topic name Kafka does not accept: found before anything was sent (`subscribe`
+    /// checks names as Kafka does), or refused by the broker (INVALID_TOPIC_EXCEPTION, 17).
+    /// Retrying cannot help: fix the name.
+    #[error("invalid topic name {topic:?}: {reason}")]
+    InvalidTopic {
+        /// The name as given.
+        topic: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+
+    /// The broker will not describe this topic to this client's principal
+    /// (TOPIC_AUTHORIZATION_FAILED, 29).
+    #[error(
+        "not authorized to access topic {topic:?}: grant this principal DESCRIBE and READ on it, or stop using it"
+    )]
+    TopicAuthorizationFailed {
+        /// The topic.
+        topic: String,
+    },
 }
 
 impl Error {
@@ -344,7 +369,26 @@ impl Error {
         match self {
             Error::Broker { code, .. } => Some(*code),
             Error::LockExpired { .. } => Some(ErrorCode::INVALID_RECORD_STATE),
+            Error::InvalidTopic { .. } => Some(ErrorCode::INVALID_TOPIC_EXCEPTION),
+            Error::TopicAuthorizationFailed { .. } => Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED),
             _ => None,
+        }
+    }
+
+    /// The error for a topic-level error code in a response about `topic`; `None` when the
+    /// code is 0. The codes users act on per topic get their own variants.
+    pub(crate) fn for_topic(code: i16, api: &'static str, topic: &str) -> Option<Error> {
+        match ErrorCode::from_code(code)? {
+            ErrorCode::INVALID_TOPIC_EXCEPTION => Some(Error::InvalidTopic {
+                topic: topic.to_string(),
+                reason: "the broker refused it (INVALID_TOPIC_EXCEPTION)".into(),
+            }),
+            ErrorCode::TOPIC_AUTHORIZATION_FAILED => Some(Error::TopicAuthorizationFailed { topic: topic.to_string() }),
+            code => Some(Error::Broker {
+                context: Context { topic: Some(topic.to_string()), ..Context::api(api) },
+                code,
+                message: None,
+            }),
         }
     }
 
@@ -395,6 +439,21 @@ mod tests {
         assert!(!ErrorCode::FENCED_MEMBER_EPOCH.is_retriable());
         assert!(Error::Timeout { what: "x".into(), after: Duration::from_secs(1) }.is_retriable());
         assert!(!Error::Wakeup.is_retriable());
+    }
+
+    #[test]
+    fn topic_codes_get_their_own_variants() {
+        let invalid = Error::for_topic(17, "Metadata", "a b").unwrap();
+        assert!(matches!(&invalid, Error::InvalidTopic { topic, .. } if topic == "a b"), "{invalid:?}");
+        assert_eq!(invalid.code(), Some(ErrorCode::INVALID_TOPIC_EXCEPTION));
+        let denied = Error::for_topic(29, "Metadata", "secret").unwrap();
+        assert!(matches!(&denied, Error::TopicAuthorizationFailed { topic } if topic == "secret"), "{denied:?}");
+        assert_eq!(denied.code(), Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED));
+        assert!(!invalid.is_retriable() && !denied.is_retriable());
+        let other = Error::for_topic(5, "Metadata", "t").unwrap();
+        assert!(other.to_string().contains("Metadata t"), "{other}");
+        assert!(other.is_retriable());
+        assert!(Error::for_topic(0, "Metadata", "t").is_none());
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod error;
 pub mod producer;
 pub mod protocol;
 pub mod share;
+mod topic_name;
 
 pub use consumer::{AcknowledgeType, ConsumerRecord, ShareConsumer, ShareConsumerConfig};
 pub use error::{Context, Error, ErrorCode, Result};

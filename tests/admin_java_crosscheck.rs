@@ -25,7 +25,8 @@ async fn java_share_group_command_agrees() {
     a.beat(&cluster).await;
     let a_alive = a.keep_alive(cluster.clone());
     let b_alive = b.keep_alive(cluster.clone());
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    // Settled: both members hold an assignment (it changes only when membership does).
+    common::wait_for_members(&admin, &group, 2, std::time::Duration::from_secs(60)).await;
 
     // --list
     let out = share_group_command_async(&["--list"]).await;

@@ -7,16 +7,27 @@ use std::time::{Duration, Instant};
 use fake_broker::{code, poll_until, Action, FakeCluster, Rule, SHARE_FETCH};
 use kafka_share::ShareConsumer;
 
-const T: Duration = Duration::from_secs(5);
+/// Overall limit of a wait: generous (a loaded machine is slow); tests end on the condition.
+const T: Duration = Duration::from_secs(30);
 
-/// Polls (as an application would) for `d`, then returns how many ShareFetch requests went out.
-async fn fetches_during(fake: &FakeCluster, c: &ShareConsumer, d: Duration) -> usize {
+/// Polls (as an application would) for at least `d` and until at least `min` ShareFetch
+/// requests went out (a loaded machine may need longer for the first ones); returns how many
+/// went out and over how long, for a bound that scales with the window actually watched.
+async fn fetches_during(fake: &FakeCluster, c: &ShareConsumer, d: Duration, min: usize) -> (usize, Duration) {
     let before = fake.count(|l| l.is_fetch());
-    let end = Instant::now() + d;
-    while Instant::now() < end {
+    let start = Instant::now();
+    let sent = || fake.count(|l| l.is_fetch()) - before;
+    while start.elapsed() < d || sent() < min {
+        assert!(start.elapsed() < T, "only {} ShareFetch requests in {T:?}:\n{}", sent(), fake.dump());
         let _ = c.poll(Duration::from_millis(100)).await.expect("poll");
     }
-    fake.count(|l| l.is_fetch()) - before
+    (sent(), start.elapsed())
+}
+
+/// Most requests a backoff of 100 ms doubling to 1 s allows in `window` (about 5 in 1.5 s,
+/// then one a second), with room to spare: a hot loop makes hundreds.
+fn backoff_bound(window: Duration) -> usize {
+    8 + 2 * window.as_secs() as usize
 }
 
 #[tokio::test]
@@ -24,9 +35,8 @@ async fn share_session_limit_reached_is_retried_with_backoff() {
     let fake = FakeCluster::single(1, 5).await;
     fake.script(Rule::on(SHARE_FETCH, Action::TopLevelError(code::SHARE_SESSION_LIMIT_REACHED)).always());
     let c = fake.consumer(fake.consumer_config("g")).await;
-    let n = fetches_during(&fake, &c, Duration::from_millis(1500)).await;
-    // Backoff 100 ms doubling to 1 s: about 5 attempts. A hot loop makes hundreds.
-    assert!((2..=10).contains(&n), "{n} ShareFetch requests in 1.5 s:\n{}", fake.dump());
+    let (n, window) = fetches_during(&fake, &c, Duration::from_millis(1500), 2).await;
+    assert!(n <= backoff_bound(window), "{n} ShareFetch requests in {window:?}:\n{}", fake.dump());
     assert!(fake.share_log().iter().all(|l| l.epoch() == Some(0)), "each attempt opens a session");
     fake.clear_script();
     let got = poll_until(&c, 5, T).await;
@@ -40,8 +50,8 @@ async fn dropped_fetch_connections_in_a_loop_are_retried_with_backoff() {
     let fake = FakeCluster::single(1, 5).await;
     fake.script(Rule::on(SHARE_FETCH, Action::DropConnection).always());
     let c = fake.consumer(fake.consumer_config("g")).await;
-    let n = fetches_during(&fake, &c, Duration::from_millis(1500)).await;
-    assert!((2..=10).contains(&n), "{n} ShareFetch requests in 1.5 s:\n{}", fake.dump());
+    let (n, window) = fetches_during(&fake, &c, Duration::from_millis(1500), 2).await;
+    assert!(n <= backoff_bound(window), "{n} ShareFetch requests in {window:?}:\n{}", fake.dump());
     fake.clear_script();
     assert_eq!(poll_until(&c, 5, T).await.len(), 5);
     c.close(T).await.unwrap();
@@ -53,8 +63,8 @@ async fn garbage_fetch_responses_in_a_loop_are_retried_with_backoff() {
     let fake = FakeCluster::single(1, 5).await;
     fake.script(Rule::on(SHARE_FETCH, Action::Garbage).always());
     let c = fake.consumer(fake.consumer_config("g")).await;
-    let n = fetches_during(&fake, &c, Duration::from_millis(1500)).await;
-    assert!((2..=10).contains(&n), "{n} ShareFetch requests in 1.5 s:\n{}", fake.dump());
+    let (n, window) = fetches_during(&fake, &c, Duration::from_millis(1500), 2).await;
+    assert!(n <= backoff_bound(window), "{n} ShareFetch requests in {window:?}:\n{}", fake.dump());
     fake.clear_script();
     assert_eq!(poll_until(&c, 5, T).await.len(), 5);
     c.close(T).await.unwrap();
@@ -67,9 +77,10 @@ async fn partition_error_does_not_hot_loop(code: i16, leader: Option<i32>) {
     let fake = FakeCluster::single(1, 5).await;
     fake.script(Rule::on(SHARE_FETCH, Action::PartitionError { partition: 0, code, leader }).always());
     let c = fake.consumer(fake.consumer_config("g")).await;
-    let n = fetches_during(&fake, &c, Duration::from_secs(1)).await;
-    let metadata = fake.count(|l| matches!(l.req, fake_broker::Req::Metadata));
-    assert!(n <= 20, "{n} ShareFetch requests and {metadata} Metadata requests in 1 s for a partition that keeps failing with {code}");
+    let (n, window) = fetches_during(&fake, &c, Duration::from_secs(1), 1).await;
+    let metadata = fake.count(|l| matches!(l.req, fake_broker::Req::Metadata(_)));
+    let bound = 1 + (window.as_millis() / 50) as usize;
+    assert!(n <= bound, "{n} ShareFetch requests and {metadata} Metadata requests in {window:?} for a partition that keeps failing with {code}");
     fake.clear_script();
     assert_eq!(poll_until(&c, 5, T).await.len(), 5, "recovers:\n{}", fake.dump());
     c.close(T).await.unwrap();

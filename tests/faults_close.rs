@@ -8,7 +8,8 @@ use std::time::Duration;
 use fake_broker::{poll_all_at_once, poll_until, FakeCluster, FakeConfig, Logged};
 use kafka_share::consumer::AcknowledgementMode;
 
-const T: Duration = Duration::from_secs(5);
+/// Overall limit of a wait: generous (a loaded machine is slow); tests end on the condition.
+const T: Duration = Duration::from_secs(30);
 
 /// The ack type each (partition, offset) got on the wire, last one wins.
 fn ack_types(log: &[Logged]) -> BTreeMap<(i32, i64), i8> {
@@ -138,9 +139,9 @@ async fn close_finishes_and_leaves_when_the_session_close_fails() {
     let c = fake.consumer(fake.consumer_config("g")).await;
     assert_eq!(poll_until(&c, 5, T).await.len(), 5);
     fake.script(fake_broker::Rule::on(fake_broker::SHARE_ACKNOWLEDGE, fake_broker::Action::DropConnection));
-    let t0 = std::time::Instant::now();
-    let _ = c.close(T).await;
-    assert!(t0.elapsed() < Duration::from_secs(3), "close took {:?}", t0.elapsed());
+    // Close goes on without the lost session's answer: it returns before its (long) timeout.
+    let r = c.close(Duration::from_secs(600)).await;
+    assert!(!matches!(r, Err(kafka_share::Error::Timeout { .. })), "close waited for its timeout: {r:?}");
     fake.wait_for("the leave heartbeat", T, |log| log.iter().any(|l| l.is_leave())).await;
     assert!(fake_broker::eventually(T, || fake.held().is_empty()).await, "{:?}", fake.held());
     fake.assert_clean();
@@ -151,14 +152,32 @@ async fn close_gives_up_at_its_timeout_when_the_broker_does_not_answer() {
     let fake = FakeCluster::single(1, 5).await;
     let c = fake.consumer(fake.consumer_config("g")).await;
     assert_eq!(poll_until(&c, 5, T).await.len(), 5);
+    // The broker never answers within the test: close must give up at its own timeout. The
+    // outer bound only turns a hang into a failure; it is far above any load's delay.
     fake.script(fake_broker::Rule::on(
         fake_broker::SHARE_ACKNOWLEDGE,
-        fake_broker::Action::Delay(Duration::from_secs(10)),
+        fake_broker::Action::Delay(Duration::from_secs(3600)),
     ));
-    let t0 = std::time::Instant::now();
-    let r = c.close(Duration::from_millis(500)).await;
-    assert!(t0.elapsed() < Duration::from_secs(2), "close took {:?}", t0.elapsed());
+    let r = tokio::time::timeout(T, c.close(Duration::from_millis(500))).await;
+    let r = r.unwrap_or_else(|_| panic!("close ignored its 500 ms timeout:\n{}", fake.dump()));
     assert!(matches!(r, Err(kafka_share::Error::Timeout { .. })), "{r:?}");
     // The connection goes with the consumer: the broker releases what it held.
     assert!(fake_broker::eventually(T, || fake.held().is_empty()).await, "{:?}", fake.held());
+}
+
+#[tokio::test]
+async fn close_sends_the_leave_even_when_a_heartbeat_is_in_flight() {
+    // Found by running these tests on a loaded machine: a regular heartbeat in flight when
+    // close reached its leave step had its answer taken for the leave's, so no leave was sent.
+    // Here the fake holds one heartbeat for 5 s, and close starts while it is held.
+    let fake = FakeCluster::single(1, 5).await;
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    assert_eq!(poll_until(&c, 5, T).await.len(), 5);
+    fake.script(fake_broker::Rule::on(fake_broker::HEARTBEAT, fake_broker::Action::Delay(Duration::from_secs(5))));
+    assert!(fake_broker::eventually(T, || fake.rules_left() == 0).await, "no heartbeat came");
+    let start = fake.log().len();
+    c.close(T).await.unwrap();
+    let after: Vec<Logged> = fake.log().split_off(start);
+    assert_close_order(&fake, &after, &[1]);
+    fake.assert_clean();
 }

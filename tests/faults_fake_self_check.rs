@@ -85,7 +85,8 @@ async fn two_requests_in_flight_on_one_session_are_caught() {
     let fake = FakeCluster::single(1, 0).await;
     let conn = connect(&fake).await;
     conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
-    let (first, second) = (fetch(1, 200, vec![]), fetch(2, 0, vec![]));
+    // The first long-polls an empty log for 2 s: the second surely arrives while it waits.
+    let (first, second) = (fetch(1, 2000, vec![]), fetch(2, 0, vec![]));
     let (a, b) = tokio::join!(conn.call(&first, 2), conn.call(&second, 2));
     a.unwrap();
     b.unwrap();

@@ -5,10 +5,11 @@ mod fake_broker;
 
 use std::time::Duration;
 
-use fake_broker::{poll_all_at_once, poll_until, FakeCluster, Req};
+use fake_broker::{poll_all_at_once, FakeCluster, Req};
 use kafka_share::consumer::AcknowledgementMode;
 
-const T: Duration = Duration::from_secs(5);
+/// Overall limit of a wait: generous (a loaded machine is slow); tests end on the condition.
+const T: Duration = Duration::from_secs(30);
 
 fn fetch_waits(fake: &FakeCluster, after_seq: usize) -> Vec<i32> {
     fake.share_log()
@@ -31,19 +32,32 @@ async fn holding_records_means_no_long_poll_and_no_spinning() {
     let c = fake.consumer(cfg).await;
     let got = poll_all_at_once(&fake, &c, 20).await;
     let delivered_at = fake.share_log().iter().filter(|l| l.is_fetch()).map(|l| l.seq).max().unwrap();
-    // The member holds all 20 records for a second: the broker has nothing more for it.
+    // The member holds all 20 records for a second: the broker has nothing more for it. A
+    // parked session may fetch again once fetch.max.wait.ms (3 s) passed: on a loaded
+    // machine the second can last longer, so the bound counts the window actually watched.
+    let watched = std::time::Instant::now();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let waits = fetch_waits(&fake, delivered_at);
-    assert!(waits.len() <= 2, "the consumer spun while holding records: {waits:?}\n{}", fake.dump());
+    let bound = 2 + (watched.elapsed().as_secs() / 3) as usize;
+    assert!(waits.len() <= bound, "the consumer spun while holding records: {waits:?}\n{}", fake.dump());
     assert!(waits.iter().all(|&w| w == 0), "long poll while holding records: {waits:?}\n{}", fake.dump());
-    // Acks go at once on commit (nothing long-polls in front of them).
+    // Acks go at once on commit: no long poll is in flight in front of them. Checked on the
+    // log (every fetch up to the one or the request carrying the acks was a no-wait one),
+    // not on the commit's duration, which a loaded machine stretches.
     for r in &got {
         c.acknowledge(r).unwrap();
     }
-    let started = std::time::Instant::now();
     let results = c.commit_sync(T).await.unwrap();
     assert!(results.is_ok(), "{results:?}");
-    assert!(started.elapsed() < Duration::from_secs(2), "commit waited behind a long poll: {:?}", started.elapsed());
+    let log = fake.share_log();
+    let carried = log.iter().find(|l| l.seq > delivered_at && !l.acks().is_empty()).expect("the commit's acks");
+    let before: Vec<i32> = fetch_waits(&fake, delivered_at)
+        .into_iter()
+        .zip(log.iter().filter(|l| l.is_fetch() && l.seq > delivered_at))
+        .filter(|(_, l)| l.seq <= carried.seq)
+        .map(|(w, _)| w)
+        .collect();
+    assert!(before.iter().all(|&w| w == 0), "commit waited behind a long poll: {before:?}\n{}", fake.dump());
     c.close(T).await.unwrap();
     fake.assert_clean();
 }
@@ -53,11 +67,21 @@ async fn a_member_holding_nothing_long_polls() {
     let fake = FakeCluster::single(1, 0).await;
     let cfg = fake.consumer_config("g").fetch_max_wait(Duration::from_millis(400));
     let c = fake.consumer(cfg).await;
-    let none = c.poll(Duration::from_millis(1500)).await.unwrap();
-    assert!(none.is_empty());
+    // Poll until two fetches went out (however long joining takes on a loaded machine), for
+    // at least 1.5 s; then at most one long poll per 400 ms of the window, and a spare.
+    let watched = std::time::Instant::now();
+    loop {
+        let none = c.poll(Duration::from_millis(100)).await.unwrap();
+        assert!(none.is_empty());
+        if watched.elapsed() >= Duration::from_millis(1500) && fetch_waits(&fake, 0).len() >= 2 {
+            break;
+        }
+        assert!(watched.elapsed() < T, "no fetches:\n{}", fake.dump());
+    }
     let waits = fetch_waits(&fake, 0);
-    assert!(!waits.is_empty() && waits.iter().all(|&w| w == 400), "{waits:?}\n{}", fake.dump());
-    assert!(waits.len() <= 6, "{waits:?}");
+    assert!(waits.iter().all(|&w| w == 400), "{waits:?}\n{}", fake.dump());
+    let bound = 2 + (watched.elapsed().as_millis() / 400) as usize;
+    assert!(waits.len() <= bound, "{waits:?} in {:?}", watched.elapsed());
     c.close(T).await.unwrap();
     fake.assert_clean();
 }
@@ -67,15 +91,27 @@ async fn in_steady_consumption_acks_never_go_alone() {
     let fake = FakeCluster::single(2, 300).await;
     let cfg = fake.consumer_config("g").max_poll_records(25);
     let c = fake.consumer(cfg).await;
-    let got = poll_until(&c, 600, T).await;
+    // Poll as a busy application does, noting every pause between polls long enough for the
+    // 100 ms linger to fire (a loaded machine makes some; the consumer is not to blame).
+    let mut got = Vec::new();
+    let mut pauses = 0;
+    let mut last = std::time::Instant::now();
+    let deadline = last + T;
+    while got.len() < 600 && std::time::Instant::now() < deadline {
+        got.extend(c.poll(Duration::from_millis(200)).await.unwrap());
+        if last.elapsed() >= Duration::from_millis(50) {
+            pauses += 1;
+        }
+        last = std::time::Instant::now();
+    }
     assert_eq!(got.len(), 600, "{}", fake.dump());
     let _ = c.poll(Duration::from_millis(10)).await.unwrap(); // accepts the last poll's records
     let results = c.commit_sync(T).await.unwrap();
     assert!(results.is_ok(), "{results:?}");
     // Only the commit's own ShareAcknowledge (if anything was left) goes alone; the 100 ms
-    // linger never fires while the application keeps polling.
+    // linger never fires while the application keeps polling, so at most once per pause.
     let alone = fake.share_log().iter().filter(|l| l.is_ack()).count();
-    assert!(alone <= 2, "{alone} ShareAcknowledge requests:\n{}", fake.dump());
+    assert!(alone <= 2 + pauses, "{alone} ShareAcknowledge requests, {pauses} pauses:\n{}", fake.dump());
     c.close(T).await.unwrap();
     fake.assert_clean();
 }

@@ -4,6 +4,9 @@ mod fake_broker;
 
 use std::time::Duration;
 
+/// Overall limit of a wait: generous (a loaded machine is slow); tests end on the condition.
+const T: Duration = Duration::from_secs(30);
+
 use fake_broker::{poll_until, FakeCluster, FakeConfig};
 use kafka_share::consumer::{AcknowledgementMode, AcquireMode};
 use kafka_share::{AcknowledgeType, Error, ShareConsumer};
@@ -22,7 +25,7 @@ async fn renew_on_a_v1_only_broker_is_refused_locally_and_nothing_is_sent() {
     let fake = FakeCluster::start(FakeConfig::default().v1_only().records(5)).await;
     let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
     let c = fake.consumer(cfg).await;
-    let got = poll_until(&c, 5, Duration::from_secs(5)).await;
+    let got = poll_until(&c, 5, T).await;
     assert_eq!(got.len(), 5);
     let err = c.acknowledge_with(&got[0], AcknowledgeType::Renew).expect_err("RENEW needs v2");
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
@@ -31,9 +34,9 @@ async fn renew_on_a_v1_only_broker_is_refused_locally_and_nothing_is_sent() {
     for r in &got {
         c.acknowledge(r).unwrap();
     }
-    let results = c.commit_sync(Duration::from_secs(5)).await.unwrap();
+    let results = c.commit_sync(T).await.unwrap();
     assert!(results.values().all(|r| r.is_ok()), "{results:?}");
-    c.close(Duration::from_secs(5)).await.unwrap();
+    c.close(T).await.unwrap();
     let log = fake.share_log();
     assert!(log.iter().all(|l| l.version == 1), "only v1 share requests on a v1 broker");
     assert!(log.iter().flat_map(|l| l.acks()).all(|a| a.kind != 4), "no Renew on the wire: {}", fake.dump());
@@ -46,10 +49,10 @@ async fn renew_on_a_v2_broker_goes_by_share_acknowledge_with_is_renew_ack() {
     let fake = FakeCluster::single(1, 3).await;
     let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
     let c = fake.consumer(cfg).await;
-    let got = poll_until(&c, 3, Duration::from_secs(5)).await;
+    let got = poll_until(&c, 3, T).await;
     assert_eq!(got.len(), 3);
     c.acknowledge_with(&got[0], AcknowledgeType::Renew).unwrap();
-    c.commit_sync(Duration::from_secs(5)).await.unwrap();
+    c.commit_sync(T).await.unwrap();
     let log = fake.share_log();
     let renews: Vec<_> = log.iter().filter(|l| l.acks().iter().any(|a| a.kind == 4)).collect();
     assert_eq!(renews.len(), 1, "{}", fake.dump());
@@ -61,8 +64,8 @@ async fn renew_on_a_v2_broker_goes_by_share_acknowledge_with_is_renew_ack() {
     for r in &got {
         c.acknowledge(r).unwrap();
     }
-    c.commit_sync(Duration::from_secs(5)).await.unwrap();
-    c.close(Duration::from_secs(5)).await.unwrap();
+    c.commit_sync(T).await.unwrap();
+    c.close(T).await.unwrap();
     assert_eq!(fake.done(0), vec![0, 1, 2]);
     fake.assert_clean();
 }

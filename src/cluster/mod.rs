@@ -250,8 +250,7 @@ impl Cluster {
         }
         let errors = self.refresh_metadata(&missing).await?;
         if let Some((t, code)) = errors.first() {
-            return Err(Error::from_code(*code, None, Context { topic: Some(t.clone()), ..Context::api("Metadata") })
-                .unwrap_or_else(|| Error::UnknownTopic(t.clone())));
+            return Err(Error::for_topic(*code, "Metadata", t).unwrap_or_else(|| Error::UnknownTopic(t.clone())));
         }
         Ok(())
     }

@@ -157,14 +157,19 @@ impl ShareConsumer {
     }
 
     /// Subscribes to `topics`, replacing any earlier subscription. An empty list unsubscribes.
+    ///
+    /// Each name is checked as Kafka checks topic names (ASCII letters, digits, '.', '_' and
+    /// '-'; at most 249 characters; not "." or ".."): [`Error::InvalidTopic`] names the first
+    /// that breaks a rule, and the subscription is left as it was. A topic the broker refuses
+    /// later (not authorized, invalid) is reported by the next [`poll`](Self::poll).
     pub fn subscribe<I, S>(&self, topics: I) -> Result<()>
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
         let topics: BTreeSet<String> = topics.into_iter().map(Into::into).collect();
-        if let Some(t) = topics.iter().find(|t| t.trim().is_empty()) {
-            return Err(Error::InvalidArgument(format!("topic name {t:?} is empty")));
+        for t in &topics {
+            crate::topic_name::validate_topic_name(t)?;
         }
         let mut local = self.lock();
         if self.is_closed() {
@@ -198,6 +203,13 @@ impl ShareConsumer {
     /// Errors: [`Error::Wakeup`] after [`wakeup`](Self::wakeup); [`Error::InvalidState`] in
     /// explicit mode while records of the last poll are unacknowledged, or with no
     /// subscription; a fatal group error (authorization, ...) once it happened.
+    ///
+    /// A subscribed topic the broker refuses ([`Error::TopicAuthorizationFailed`],
+    /// [`Error::InvalidTopic`]) is reported once, by the next poll, as Java's poll throws
+    /// `TopicAuthorizationException` once per metadata answer; the consumer goes on with the
+    /// other topics. It is reported again after a new `subscribe` that still names it, or if
+    /// the broker refuses it again after having accepted it. A topic that does not exist
+    /// yet is no error: its records come once it is created.
     pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
         if self.wakeup.take() {
             return Err(Error::Wakeup);

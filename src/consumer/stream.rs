@@ -157,7 +157,9 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 0);
     }
 
-    #[tokio::test]
+    // Paused time: the 5 ms give-up must come before the poll's 50 ms answer. On the real
+    // clock a loaded machine can stall past both, and then the answer wins.
+    #[tokio::test(start_paused = true)]
     async fn a_dropped_next_keeps_the_poll_in_flight() {
         // The first poll answers only after a while; a `next()` given up on (as a losing
         // select! branch does) must not lose that poll's records.

@@ -94,6 +94,9 @@ pub struct Membership {
     interval: Duration,
     next_heartbeat: Option<Instant>,
     in_flight: bool,
+    /// The heartbeat in flight is the leave (epoch -1). A regular one may still be in flight
+    /// when `leave` is called; its answer is not the leave's.
+    leave_in_flight: bool,
     assignment: BTreeMap<Uuid, BTreeSet<i32>>,
     backoff: Backoff,
     rebalances: u64,
@@ -114,6 +117,7 @@ impl Membership {
             interval: Duration::from_secs(5),
             next_heartbeat: None,
             in_flight: false,
+            leave_in_flight: false,
             assignment: BTreeMap::new(),
             backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(1)),
             rebalances: 0,
@@ -227,6 +231,7 @@ impl Membership {
             None
         };
         self.in_flight = true;
+        self.leave_in_flight = epoch == LEAVE_EPOCH;
         self.heartbeats += 1;
         Some(
             ShareGroupHeartbeatRequest::default()
@@ -242,6 +247,13 @@ impl Membership {
     pub fn handle_response(&mut self, resp: &ShareGroupHeartbeatResponse, now: Instant) -> Outcome {
         self.in_flight = false;
         if self.state == MemberState::Leaving {
+            if !std::mem::take(&mut self.leave_in_flight) {
+                // The answer to a heartbeat sent before `leave`: the leave itself is still to
+                // go (taking this as its answer would leave the member in the group until
+                // its session times out).
+                self.next_heartbeat = Some(now);
+                return Outcome::Ok;
+            }
             self.state = MemberState::Left;
             self.next_heartbeat = None;
             self.epoch = LEAVE_EPOCH;
@@ -296,6 +308,11 @@ impl Membership {
     pub fn handle_error(&mut self, err: Error, now: Instant) -> Outcome {
         self.in_flight = false;
         if self.state == MemberState::Leaving {
+            if !std::mem::take(&mut self.leave_in_flight) {
+                // An earlier heartbeat failed; the leave is still to go.
+                self.next_heartbeat = Some(now);
+                return Outcome::Ok;
+            }
             // Best effort: the coordinator drops us after the session timeout anyway.
             self.state = MemberState::Left;
             self.next_heartbeat = None;

@@ -84,7 +84,9 @@ impl Member {
         };
         let subs = Some(topics.iter().map(|t| TopicName(StrBytes::from_string(t.to_string()))).collect());
         m.heartbeat(cluster, subs).await;
-        for _ in 0..50 {
+        // Until assigned, however slow the broker is today (a generous limit, not a pace).
+        let end = tokio::time::Instant::now() + Duration::from_secs(60);
+        while tokio::time::Instant::now() < end {
             if !m.assignment.is_empty() {
                 return m;
             }

@@ -135,11 +135,15 @@ fn metadata(shared: &Shared, r: &MetadataRequest, version: i16) -> Out {
         None => vec![ours()],
         Some(ts) => ts
             .iter()
-            .map(|t| match &t.name {
-                Some(n) if n.0.as_str() == st.cfg.topic => ours(),
-                other => MetadataResponseTopic::default()
-                    .with_name(other.clone())
-                    .with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION),
+            .map(|t| {
+                let name = t.name.as_ref().map(|n| n.0.as_str()).unwrap_or_default();
+                match st.topic_errors.get(name) {
+                    Some(c) => MetadataResponseTopic::default().with_name(t.name.clone()).with_error_code(*c),
+                    None if name == st.cfg.topic => ours(),
+                    None => MetadataResponseTopic::default()
+                        .with_name(t.name.clone())
+                        .with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION),
+                }
             })
             .collect(),
     };

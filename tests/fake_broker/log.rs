@@ -10,8 +10,8 @@ use kafka_share::protocol::share::{AcknowledgementBatch, ShareAcknowledgeRequest
 pub enum Req {
     /// ApiVersions.
     ApiVersions,
-    /// Metadata.
-    Metadata,
+    /// Metadata, with the topic names it asks for (None: all topics).
+    Metadata(Option<Vec<String>>),
     /// FindCoordinator.
     FindCoordinator,
     /// ShareGroupHeartbeat.
@@ -161,7 +161,7 @@ impl Logged {
             Req::Ack(_) => "ShareAck",
             Req::Heartbeat { .. } => "Heartbeat",
             Req::ApiVersions => "ApiVersions",
-            Req::Metadata => "Metadata",
+            Req::Metadata(_) => "Metadata",
             Req::FindCoordinator => "FindCoordinator",
             Req::ConnClosed => "ConnClosed",
         };

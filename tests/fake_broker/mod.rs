@@ -36,6 +36,10 @@ pub use share::record_value;
 #[allow(unused_imports)]
 pub use state::code;
 
+/// How long a helper waits for a condition before it fails the test. Generous: the machine
+/// may be loaded; a passing test never waits this long.
+pub const WAIT: Duration = Duration::from_secs(30);
+
 /// Metadata API key.
 pub const METADATA: i16 = 3;
 /// FindCoordinator API key.
@@ -206,6 +210,12 @@ impl FakeCluster {
     }
 
     /// Connects a consumer with `cfg` and subscribes it to the topic.
+    ///
+    /// As in Java, the group is joined by the first poll: the helper makes it, so tests can
+    /// then wait for prefetched records. That poll must not take any: a test counts on
+    /// finding every record in its own polls. `poll(ZERO)` alone cannot promise that, since
+    /// on a loaded machine the driver may join, fetch and answer before the poll's zero
+    /// timeout is even looked at. So the fake hands out nothing until the poll is over.
     pub async fn consumer(&self, cfg: ShareConsumerConfig) -> ShareConsumer {
         let c = ShareConsumer::connect(cfg).await.expect("connect to the fake cluster");
         c.subscribe([self.topic()]).expect("subscribe");
@@ -218,9 +228,24 @@ impl FakeCluster {
         c
     }
 
+    /// Makes Metadata answer `code` for the topic `name` (e.g. TOPIC_AUTHORIZATION_FAILED).
+    pub fn set_topic_error(&self, name: &str, code: i16) {
+        self.lock().topic_errors.insert(name.to_string(), code);
+    }
+
+    /// Metadata answers `name` normally again.
+    pub fn clear_topic_error(&self, name: &str) {
+        self.lock().topic_errors.remove(name);
+    }
+
     /// Adds a scripted fault.
     pub fn script(&self, rule: Rule) {
         self.lock().rules.push(rule);
+    }
+
+    /// How many scripted faults can still fire.
+    pub fn rules_left(&self) -> usize {
+        self.lock().rules.iter().filter(|r| r.times != Some(0)).count()
     }
 
     /// Removes every scripted fault.
@@ -288,9 +313,10 @@ impl FakeCluster {
         out
     }
 
-    /// Waits until `n` offsets are acquired (the consumer prefetched them); panics after 5 s.
+    /// Waits until `n` offsets are acquired (the consumer prefetched them); panics after
+    /// [`WAIT`].
     pub async fn wait_held(&self, n: usize) {
-        if !eventually(Duration::from_secs(5), || self.held().len() >= n).await {
+        if !eventually(WAIT, || self.held().len() >= n).await {
             panic!("{} records acquired, waited for {n}; log:\n{}", self.held().len(), self.dump());
         }
     }
@@ -305,6 +331,11 @@ impl FakeCluster {
             .filter(|(_, s)| s.done)
             .map(|(o, _)| o as i64)
             .collect()
+    }
+
+    /// When offset `o` of partition `p` was last acquired.
+    pub fn acquired_at(&self, p: i32, o: i64) -> Option<Instant> {
+        self.lock().parts[p as usize].offsets[o as usize].acquired_at
     }
 
     /// How many times offset `o` of partition `p` was delivered.
@@ -424,12 +455,23 @@ pub async fn poll_all_at_once(fake: &FakeCluster, c: &ShareConsumer, n: usize) -
         assert_eq!(first.len(), n, "records were already buffered:\n{}", fake.dump());
         return first;
     }
-    if !eventually(Duration::from_secs(10), || buffered_total(c) >= start + n).await {
+    if !eventually(WAIT, || buffered_total(c) >= start + n).await {
         panic!("{} records buffered, waited for {n}; log:\n{}", buffered_total(c) - start, fake.dump());
     }
     let out = c.poll(Duration::ZERO).await.expect("poll");
     assert_eq!(out.len(), n, "one poll should return everything buffered:\n{}", fake.dump());
     out
+}
+
+/// Keeps polling (sending the acks of each poll) until `n` more ShareFetch requests reached
+/// the fake: the consumer had that many chances to do something it must not (resend an ack,
+/// refetch a partition), however slow the machine. Returns the records that came meanwhile.
+pub async fn poll_through_fetches(fake: &FakeCluster, c: &ShareConsumer, n: usize) -> Vec<ConsumerRecord> {
+    let start = fake.count(|l| l.is_fetch());
+    let mut got = Vec::new();
+    let done = poll_while_not(c, WAIT, &mut got, || fake.count(|l| l.is_fetch()) >= start + n).await;
+    assert!(done, "{n} more ShareFetch requests did not come:\n{}", fake.dump());
+    got
 }
 
 /// Waits until `f` holds; false after `timeout`.

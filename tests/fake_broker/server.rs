@@ -120,7 +120,11 @@ fn decode(mut frame: Bytes) -> Result<(Incoming, Req), String> {
         18 => (Decoded::ApiVersions, Req::ApiVersions),
         3 => {
             let r = MetadataRequest::decode(&mut frame, version).map_err(|e| err(e.to_string()))?;
-            (Decoded::Metadata(r), Req::Metadata)
+            let names = r
+                .topics
+                .as_ref()
+                .map(|ts| ts.iter().map(|t| t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default()).collect());
+            (Decoded::Metadata(r), Req::Metadata(names))
         }
         10 => {
             let r = FindCoordinatorRequest::decode(&mut frame, version).map_err(|e| err(e.to_string()))?;

@@ -13,7 +13,10 @@ use super::FakeConfig;
 /// Error codes the fake answers with.
 pub mod code {
     pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    pub const LEADER_NOT_AVAILABLE: i16 = 5;
     pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+    pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
+    pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
     pub const INVALID_REQUEST: i16 = 42;
     pub const UNKNOWN_TOPIC_ID: i16 = 100;
     pub const INVALID_RECORD_STATE: i16 = 121;
@@ -31,6 +34,8 @@ pub struct OffsetState {
     pub holder: Option<String>,
     /// Accepted, rejected or acknowledged as a gap (archived).
     pub done: bool,
+    /// When it was last acquired.
+    pub acquired_at: Option<Instant>,
 }
 
 /// One partition of the fake topic.
@@ -90,6 +95,10 @@ pub struct State {
     pub overlaps: Vec<Overlap>,
     pub closed_conns: HashSet<u64>,
     pub next_conn: u64,
+    /// While set, ShareFetch acquires nothing (answers as if the log were drained).
+    pub hold_records: bool,
+    /// Topic-level error codes Metadata answers for these topic names.
+    pub topic_errors: HashMap<String, i16>,
 }
 
 impl State {
@@ -117,6 +126,8 @@ impl State {
             overlaps: Vec::new(),
             closed_conns: HashSet::new(),
             next_conn: 1,
+            hold_records: false,
+            topic_errors: HashMap::new(),
         }
     }
 
@@ -197,6 +208,9 @@ impl State {
     /// (offset, delivery count) ascending.
     pub fn acquire(&mut self, p: i32, member: &str, max: usize) -> Vec<(i64, i16)> {
         let mut out = Vec::new();
+        if self.hold_records {
+            return out;
+        }
         let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
             return out;
         };
@@ -209,6 +223,7 @@ impl State {
             }
             o.delivery += 1;
             o.holder = Some(member.to_string());
+            o.acquired_at = Some(Instant::now());
             out.push((i as i64, o.delivery));
         }
         out

@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
 use kafka_protocol::messages::ShareGroupHeartbeatResponse;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::{Driver, Event, Node};
 use crate::cluster::TrafficClass;
@@ -27,8 +27,7 @@ impl Driver {
             self.metadata_in_flight = true;
             let cluster = self.cluster.clone();
             let topics: Vec<String> = self.membership.subscription().iter().cloned().collect();
-            self.tasks
-                .spawn(async move { Event::Metadata(cluster.refresh_metadata(&topics).await.map(|_| ())) });
+            self.tasks.spawn(async move { Event::Metadata(cluster.refresh_metadata(&topics).await) });
         }
         if self.heartbeat_in_flight || self.membership.poll_timeout().is_none_or(|t| t > now) {
             return;
@@ -56,6 +55,38 @@ impl Driver {
             .await;
             Event::Heartbeat(r)
         });
+    }
+
+    /// A Metadata answer for the subscription: per-topic refusals wait for the next poll
+    /// (see `topic_errors.rs`), then the assignment is mapped onto the brokers again.
+    pub(super) fn on_metadata(&mut self, r: Result<Vec<(String, i16)>>) {
+        self.metadata_in_flight = false;
+        match r {
+            Ok(errors) => {
+                for (topic, code) in &errors {
+                    debug!(topic, code, "metadata refused a subscribed topic");
+                }
+                self.topic_errors.on_metadata(self.membership.subscription(), &errors);
+            }
+            Err(e) => {
+                debug!(error = %e, "metadata refresh failed");
+                self.need_metadata = true;
+            }
+        }
+        self.reconcile_assignment();
+    }
+
+    /// Answers a waiting poll with a topic refusal it has not reported yet. Before records:
+    /// with a busy healthy topic, a poll would otherwise never get to say it.
+    pub(super) fn report_topic_error(&mut self) {
+        let waiting = self.waiter.as_ref().is_some_and(|w| !w.reply.is_closed());
+        if !waiting || self.fatal.is_some() || !self.topic_errors.has_untold() {
+            return;
+        }
+        if let (Some(w), Some(e)) = (self.waiter.take(), self.topic_errors.take_next()) {
+            warn!(group = self.cfg.group_id, error = %e, "subscribed topic refused");
+            let _ = w.reply.send(Err(e));
+        }
     }
 
     pub(super) fn on_coordinator(&mut self, r: Result<i32>) {

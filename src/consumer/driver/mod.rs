@@ -13,6 +13,7 @@ mod deliver;
 mod fetch;
 mod group;
 mod pace;
+mod topic_errors;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -144,9 +145,19 @@ pub(crate) enum Command {
 pub(crate) enum Event {
     Coordinator(Result<i32>),
     Heartbeat(Result<kafka_protocol::messages::ShareGroupHeartbeatResponse>),
-    Fetch { node: i32, sent: Sent, sent_at: Instant, result: Result<ShareFetchResponse> },
-    Ack { node: i32, sent: Sent, result: Result<ShareAcknowledgeResponse> },
-    Metadata(Result<()>),
+    Fetch {
+        node: i32,
+        sent: Sent,
+        sent_at: Instant,
+        result: Result<ShareFetchResponse>,
+    },
+    Ack {
+        node: i32,
+        sent: Sent,
+        result: Result<ShareAcknowledgeResponse>,
+    },
+    /// A refresh for the subscription, with the topics it refused and their codes.
+    Metadata(Result<Vec<(String, i16)>>),
 }
 
 /// Per-broker state around its share session.
@@ -226,6 +237,7 @@ pub(crate) struct Driver {
     record_limit_turn: usize,
     drain: pace::DrainRate,
     activity: pace::Activity,
+    topic_errors: topic_errors::TopicErrors,
 }
 
 impl Driver {
@@ -258,6 +270,7 @@ impl Driver {
             record_limit_turn: 0,
             drain: pace::DrainRate::default(),
             activity: pace::Activity::default(),
+            topic_errors: Default::default(),
         };
         // Every event of this consumer's driver carries its group and member id.
         let span = tracing::info_span!(
@@ -331,6 +344,7 @@ impl Driver {
             Command::Subscribe(topics) => {
                 if self.closing.is_none() {
                     self.membership.subscribe(topics, now);
+                    self.topic_errors.subscription_changed();
                     self.need_metadata = true;
                     self.reconcile_assignment();
                 }
@@ -379,20 +393,14 @@ impl Driver {
             Event::Heartbeat(r) => self.on_heartbeat(r, now),
             Event::Fetch { node, sent, sent_at, result } => self.on_fetch(node, sent, sent_at, result, now),
             Event::Ack { node, sent, result } => self.on_ack(node, sent, result, now),
-            Event::Metadata(r) => {
-                self.metadata_in_flight = false;
-                if let Err(e) = r {
-                    debug!(error = %e, "metadata refresh failed");
-                    self.need_metadata = true;
-                }
-                self.reconcile_assignment();
-            }
+            Event::Metadata(r) => self.on_metadata(r),
         }
     }
 
     /// Sends whatever the state machines want sent now.
     fn drive(&mut self, now: Instant) {
         self.drive_group(now);
+        self.report_topic_error();
         // A poll answered from the buffer first: the fetch plan then sees whether a poll
         // still waits for records (only then may a fetch acquire without a refill).
         self.try_deliver(now);

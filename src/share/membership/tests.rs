@@ -123,6 +123,35 @@ fn leave_sends_minus_one_then_left() {
 }
 
 #[test]
+fn leave_while_a_heartbeat_is_in_flight_still_sends_the_leave() {
+    // Found by the fake-broker close tests on a loaded machine: the answer to the regular
+    // heartbeat in flight at close was taken for the leave's, and no leave was ever sent.
+    let t0 = Instant::now();
+    let mut m = Membership::new("g", None);
+    m.subscribe(["a".to_string()], t0);
+    m.poll_heartbeat(t0).unwrap();
+    m.handle_response(&ok(2, 100, None), t0);
+    let t1 = t0 + Duration::from_millis(100);
+    assert_eq!(m.poll_heartbeat(t1).unwrap().member_epoch, 2);
+    m.leave(t1);
+    assert_eq!(m.handle_response(&ok(2, 100, None), t1), Outcome::Ok);
+    assert_eq!(m.state(), &MemberState::Leaving);
+    assert_eq!(m.poll_heartbeat(t1).expect("the leave").member_epoch, -1);
+    assert_eq!(m.handle_response(&ok(-1, 0, None), t1), Outcome::Left);
+    // The same when the earlier heartbeat fails.
+    let mut m = Membership::new("g", None);
+    m.subscribe(["a".to_string()], t0);
+    m.poll_heartbeat(t0).unwrap();
+    m.handle_response(&ok(2, 100, None), t0);
+    m.poll_heartbeat(t1).unwrap();
+    m.leave(t1);
+    let e = Error::Timeout { what: "heartbeat".into(), after: Duration::from_secs(1) };
+    assert_eq!(m.handle_error(e, t1), Outcome::Ok);
+    assert_eq!(m.poll_heartbeat(t1).expect("the leave").member_epoch, -1);
+    assert_eq!(m.handle_response(&ok(-1, 0, None), t1), Outcome::Left);
+}
+
+#[test]
 fn leave_before_joined_needs_no_heartbeat() {
     let t0 = Instant::now();
     let mut m = Membership::new("g", None);
