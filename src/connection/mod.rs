@@ -120,19 +120,38 @@ impl Connection {
 
     /// Sends `request` at `version` and waits for its decoded response.
     pub async fn call<R: ApiRequest>(&self, request: &R, version: i16) -> Result<R::Response> {
+        self.enqueue(request, version).await?.await
+    }
+
+    /// Queues `request` for the writer and returns a future of its response. Requests one
+    /// caller enqueues one after another reach the socket in that order (the queue is FIFO and
+    /// has one writer), which [`call`](Self::call) from concurrent tasks cannot promise: a
+    /// producer needs it to keep a partition's batches in order.
+    pub async fn enqueue<R: ApiRequest>(
+        &self,
+        request: &R,
+        version: i16,
+    ) -> Result<impl std::future::Future<Output = Result<R::Response>> + Send + 'static> {
         let mut body = BytesMut::with_capacity(256);
         request
             .encode_body(version, &mut body)
             .map_err(|source| Error::Codec { context: Context::api(R::NAME), source })?;
-        let frame = self.call_raw(R::KEY, version, R::request_header_version(version), body.freeze()).await?;
-        let body = frame::strip_response_header(frame, R::response_header_version(version))
-            .and_then(|b| R::decode_response(b, version))
-            .map_err(|source| Error::Malformed { context: Context::api(R::NAME), source });
-        if let Err(e) = &body {
-            // A response we cannot read means the stream may be out of step: poison it.
-            self.close(Some(e.clone()));
-        }
-        body
+        let rx = self.enqueue_raw(R::KEY, version, R::request_header_version(version), body.freeze()).await?;
+        let conn = self.clone();
+        Ok(async move {
+            let frame = match rx.await {
+                Ok(r) => r?,
+                Err(_) => return Err(conn.closed_error()),
+            };
+            let body = frame::strip_response_header(frame, R::response_header_version(version))
+                .and_then(|b| R::decode_response(b, version))
+                .map_err(|source| Error::Malformed { context: Context::api(R::NAME), source });
+            if let Err(e) = &body {
+                // A response we cannot read means the stream may be out of step: poison it.
+                conn.close(Some(e.clone()));
+            }
+            body
+        })
     }
 
     /// Like [`call`](Self::call), but gives up after `timeout`. A timed-out connection is
@@ -157,6 +176,21 @@ impl Connection {
     /// Sends an already encoded body; returns the response frame after the length prefix
     /// (starting with the correlation id).
     pub async fn call_raw(&self, api_key: i16, api_version: i16, header_version: i16, body: Bytes) -> Result<Bytes> {
+        let rx = self.enqueue_raw(api_key, api_version, header_version, body).await?;
+        match rx.await {
+            Ok(r) => r,
+            Err(_) => Err(self.closed_error()),
+        }
+    }
+
+    /// Puts one request on the writer's queue; the receiver gets the response frame.
+    async fn enqueue_raw(
+        &self,
+        api_key: i16,
+        api_version: i16,
+        header_version: i16,
+        body: Bytes,
+    ) -> Result<oneshot::Receiver<Result<Bytes>>> {
         if let Some(e) = self.shared.lock().poisoned.clone() {
             return Err(e);
         }
@@ -165,10 +199,7 @@ impl Connection {
         if self.tx.send(cmd).await.is_err() {
             return Err(self.closed_error());
         }
-        match rx.await {
-            Ok(r) => r,
-            Err(_) => Err(self.closed_error()),
-        }
+        Ok(rx)
     }
 
     fn closed_error(&self) -> Error {
