@@ -6,7 +6,8 @@ use std::sync::Arc;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Request, StrBytes};
+use tokio::sync::oneshot;
 
 use super::accumulator::Batch;
 use super::record::BatchOutcome;
@@ -59,14 +60,24 @@ pub(crate) fn partition_result(resp: &ProduceResponse, node: i32, b: &Batch) -> 
     }
 }
 
-/// One request: seals (compresses) the batches off the sender loop, sends, returns the answer.
+/// A request's place in its broker's line: requests to one broker must reach the socket in
+/// the order the sender created them, or a partition's batches could be written out of order.
+pub(crate) struct Turn {
+    /// Resolves (or is dropped) once the previous request to the broker is queued.
+    pub after: Option<oneshot::Receiver<()>>,
+    /// Dropped once this request is queued (or gave up), letting the next one go.
+    pub mine: oneshot::Sender<()>,
+}
+
+/// One request: seals (compresses) the batches off the sender loop, waits for its turn, queues
+/// it on the broker's connection, and returns the answer.
 pub(crate) async fn produce(
     cluster: Arc<Cluster>,
     node: i32,
     batches: Vec<Batch>,
     acks: i16,
-    timeout_ms: i32,
     compression: Compression,
+    turn: Turn,
 ) -> Done {
     let mut topics: Vec<TopicProduceData> = Vec::new();
     let mut sent = Vec::with_capacity(batches.len());
@@ -92,14 +103,35 @@ pub(crate) async fn produce(
         }
         sent.push(b);
     }
+    if let Some(after) = turn.after {
+        let _ = after.await; // Err: the previous request gave up, which also frees the line
+    }
     if sent.is_empty() {
         return Done::Produce { node, batches: sent, failed, result: Ok(ProduceResponse::default()) };
     }
+    let timeout = cluster.config().request_timeout;
+    let timeout_ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
     let req = ProduceRequest::default().with_acks(acks).with_timeout_ms(timeout_ms).with_topic_data(topics);
-    let result = async {
+    let queued = async {
         let conn = cluster.broker(node, TrafficClass::Control).await?;
-        cluster.send(&conn, &req, PRODUCE_VERSIONS).await
+        let version = conn.versions.pick(<ProduceRequest as Request>::KEY, PRODUCE_VERSIONS.0, PRODUCE_VERSIONS.1)?;
+        let response = conn.conn.enqueue(&req, version).await?;
+        Ok::<_, Error>((conn, response))
     }
     .await;
+    drop(turn.mine); // queued (or failed): the next request may go
+    let result = match queued {
+        Err(e) => Err(e),
+        Ok((conn, response)) => match tokio::time::timeout(timeout, response).await {
+            Ok(r) => r,
+            Err(_) => {
+                // As `Connection::call_timeout`: a broker that does not answer gets a new
+                // connection, and a late answer is never matched to anything.
+                let e = Error::Timeout { what: format!("Produce to broker {node}"), after: timeout };
+                conn.conn.close(Some(e.clone()));
+                Err(e)
+            }
+        },
+    };
     Done::Produce { node, batches: sent, failed, result }
 }

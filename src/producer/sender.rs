@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use kafka_protocol::messages::ProduceResponse;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{oneshot, Notify, Semaphore};
 use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
 use tracing::debug;
@@ -15,7 +15,7 @@ use tracing::debug;
 use super::accumulator::{Accumulator, Batch};
 use super::config::ProducerConfig;
 use super::record::BatchDone;
-use super::request::{find_partition, partition_result, produce, Done};
+use super::request::{find_partition, partition_result, produce, Done, Turn};
 use crate::cluster::{BrokerInfo, Cluster};
 use crate::error::{Error, Result};
 
@@ -49,6 +49,8 @@ struct Sender {
     tasks: JoinSet<Done>,
     /// Requests outstanding per broker.
     per_node: HashMap<i32, usize>,
+    /// Per broker, the signal that the last request created for it is queued on its connection.
+    line: HashMap<i32, oneshot::Receiver<()>>,
     /// What each task is (`None`: a metadata refresh).
     task_kind: HashMap<Id, Option<i32>>,
     want_metadata: HashSet<Arc<str>>,
@@ -66,6 +68,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         shared,
         tasks: JoinSet::new(),
         per_node: HashMap::new(),
+        line: HashMap::new(),
         task_kind: HashMap::new(),
         want_metadata: HashSet::new(),
         metadata_busy: false,
@@ -129,8 +132,12 @@ impl Sender {
 
     fn spawn_produce(&mut self, node: i32, batches: Vec<Batch>) {
         let cfg = &self.shared.config;
-        let timeout_ms = i32::try_from(cfg.cluster.request_timeout.as_millis()).unwrap_or(i32::MAX);
-        let task = produce(self.shared.cluster.clone(), node, batches, cfg.acks.wire(), timeout_ms, cfg.compression);
+        // Chain this request behind the previous one to the broker: tasks run in any order,
+        // but each queues its request on the connection only after its predecessor did.
+        let (mine, next) = oneshot::channel();
+        let after = self.line.insert(node, next);
+        let turn = Turn { after, mine };
+        let task = produce(self.shared.cluster.clone(), node, batches, cfg.acks.wire(), cfg.compression, turn);
         let handle = self.tasks.spawn(task);
         self.task_kind.insert(handle.id(), Some(node));
         *self.per_node.entry(node).or_default() += 1;
