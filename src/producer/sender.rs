@@ -328,7 +328,11 @@ impl Sender {
                 }
                 Err(e) => {
                     let verdict = acc.seqs.as_mut().map_or(Verdict::Default, |s| s.refused(&b, &e));
-                    match self.retry(&mut b, e, now, verdict == Verdict::Retry) {
+                    let retried = match verdict {
+                        Verdict::Fail => Err(e),
+                        _ => self.retry(&mut b, e, now, verdict == Verdict::Retry),
+                    };
+                    match retried {
                         Ok(()) => retries.push(b),
                         Err(e) => {
                             if let Some(seqs) = acc.seqs.as_mut() {

@@ -8,13 +8,21 @@
 //! * A retried batch goes back into its partition's queue in sequence order, ahead of newer
 //!   batches, and is sent only when it is the oldest unanswered batch of its partition: later
 //!   batches can never overtake it.
+//! * Under a new producer id or epoch, a partition's first batch goes alone: until the broker
+//!   acknowledged one batch, it may hold no state for us on the partition, and then it accepts
+//!   *any* sequence. A second batch in flight could be written ahead of a first one that failed
+//!   (NOT_LEADER_OR_FOLLOWER right after the topic was created), and the first one would then
+//!   be refused as out of order forever. Once one batch is acknowledged, the broker enforces
+//!   the order itself and up to `max.in.flight` batches may go.
 //! * OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is not the next one the broker expects only
 //!   means an earlier batch failed: retry. For the next one it means a gap; so does
 //!   UNKNOWN_PRODUCER_ID (the broker lost our state). Then the partition is *reset*: once none
 //!   of its batches is on the wire, the epoch is bumped (new id when it would overflow) and its
 //!   unanswered batches are restamped from sequence 0. A batch that fails for good also resets
 //!   its partition, since its sequence left a gap. INVALID_PRODUCER_EPOCH asks for a new
-//!   producer id.
+//!   producer id. OUT_OF_ORDER_SEQUENCE_NUMBER for a batch behind one the broker already
+//!   acknowledged can never succeed under this epoch: the batch fails (and its partition
+//!   resets) rather than being retried until `delivery.timeout.ms`.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -44,6 +52,8 @@ pub(crate) struct ProducerId {
 pub(crate) enum Verdict {
     /// Retry even though the error code is not retriable by itself.
     Retry,
+    /// Fail even though the error code is retriable: retrying cannot succeed.
+    Fail,
     /// The usual rule: retry if the error is retriable, else fail.
     Default,
 }
@@ -55,6 +65,8 @@ struct PartitionSeq {
     next_sequence: i32,
     /// The last sequence the broker acknowledged under `pid` (-1: none).
     last_acked: i32,
+    /// The latest (by order) batch the broker acknowledged under `pid`.
+    acked_order: Option<u64>,
     /// Unanswered stamped batches (queued for a retry or on the wire), oldest first, by order.
     unanswered: VecDeque<u64>,
     next_order: u64,
@@ -111,6 +123,7 @@ impl Sequences {
                 pid: Some(current),
                 next_sequence: seq,
                 last_acked: -1,
+                acked_order: None,
                 unanswered: std::mem::take(&mut st.unanswered),
                 next_order: st.next_order,
                 on_wire: 0,
@@ -129,6 +142,10 @@ impl Sequences {
             st.pid = Some(current);
             st.next_sequence = 0;
             st.last_acked = -1;
+            st.acked_order = None;
+        }
+        if st.last_acked < 0 && st.on_wire > 0 {
+            return false; // the first batch of this epoch goes alone (see the module docs)
         }
         front.stamp = Some(stamp(current, st.next_sequence));
         front.order = st.next_order;
@@ -153,6 +170,7 @@ impl Sequences {
             st.unanswered.retain(|o| *o != b.order);
             if st.pid.is_some_and(|p| p.epoch == s.producer_epoch && p.id == s.producer_id) {
                 st.last_acked = add_sequence(s.base_sequence, b.records.saturating_sub(1));
+                st.acked_order = Some(st.acked_order.map_or(b.order, |o| o.max(b.order)));
             }
         }
     }
@@ -166,6 +184,11 @@ impl Sequences {
         st.on_wire = st.on_wire.saturating_sub(1);
         match code {
             Some(OUT_OF_ORDER_SEQUENCE_NUMBER) => {
+                let same_epoch = st.pid.is_some_and(|p| p.epoch == s.producer_epoch && p.id == s.producer_id);
+                if same_epoch && st.acked_order.is_some_and(|o| o > b.order) {
+                    // The broker took a later batch: it is past this sequence for good.
+                    return Verdict::Fail;
+                }
                 // Next in line yet out of order: the broker has a gap before it.
                 if s.base_sequence == add_sequence(st.last_acked, 1) {
                     st.reset = true;

@@ -43,10 +43,12 @@ fn nothing_goes_without_a_producer_id() {
 #[test]
 fn batches_get_consecutive_sequences_and_keep_them_on_retry() {
     let mut s = seqs();
-    let mut q = queue(3);
+    let mut q = queue(4);
+    let first = drain(&mut s, &mut q).unwrap();
+    s.acked(&first);
     let a = drain(&mut s, &mut q).unwrap();
     let b = drain(&mut s, &mut q).unwrap();
-    assert_eq!((seq_of(&a), seq_of(&b)), ((0, 0), (0, 1)));
+    assert_eq!((seq_of(&a), seq_of(&b)), ((0, 1), (0, 2)));
     // `a`'s connection broke: it is retried with its sequence, and `b` (also failed) waits
     // behind it even though its answer came first.
     assert_eq!(s.refused(&b, &broker_error(45)), Verdict::Retry, "b is not next: an earlier batch failed");
@@ -54,14 +56,14 @@ fn batches_get_consecutive_sequences_and_keep_them_on_retry() {
     q.push_front(b);
     q.push_front(a);
     let a = drain(&mut s, &mut q).unwrap();
-    assert_eq!(seq_of(&a), (0, 0));
+    assert_eq!(seq_of(&a), (0, 1));
     assert!(drain(&mut s, &mut q).is_none(), "b must not overtake a");
     s.acked(&a);
     let b = drain(&mut s, &mut q).unwrap();
-    assert_eq!(seq_of(&b), (0, 1));
+    assert_eq!(seq_of(&b), (0, 2));
     s.acked(&b);
     let c = drain(&mut s, &mut q).unwrap();
-    assert_eq!(seq_of(&c), (0, 2));
+    assert_eq!(seq_of(&c), (0, 3));
 }
 
 #[test]
@@ -69,13 +71,14 @@ fn a_gap_bumps_the_epoch_and_restarts_sequences_once_nothing_is_on_the_wire() {
     let mut s = seqs();
     let mut q = queue(3);
     let a = drain(&mut s, &mut q).unwrap();
-    let b = drain(&mut s, &mut q).unwrap();
     s.acked(&a);
+    let b = drain(&mut s, &mut q).unwrap();
     // b is the next batch, yet out of order: the broker lost something.
     assert_eq!(s.refused(&b, &broker_error(45)), Verdict::Retry);
     q.push_front(b);
     let b = drain(&mut s, &mut q).unwrap();
     assert_eq!(seq_of(&b), (1, 0), "new epoch, sequence 0");
+    s.acked(&b);
     let c = drain(&mut s, &mut q).unwrap();
     assert_eq!(seq_of(&c), (1, 1));
     assert_eq!(s.current, Some(ProducerId { id: 7, epoch: 1 }));
@@ -84,7 +87,9 @@ fn a_gap_bumps_the_epoch_and_restarts_sequences_once_nothing_is_on_the_wire() {
 #[test]
 fn a_failed_batch_resets_its_partition_and_invalid_epoch_asks_for_a_new_id() {
     let mut s = seqs();
-    let mut q = queue(3);
+    let mut q = queue(4);
+    let first = drain(&mut s, &mut q).unwrap();
+    s.acked(&first);
     let a = drain(&mut s, &mut q).unwrap();
     let b = drain(&mut s, &mut q).unwrap();
     s.failed(&a, true); // e.g. MESSAGE_TOO_LARGE: sequence 0 never made it
@@ -99,4 +104,59 @@ fn a_failed_batch_resets_its_partition_and_invalid_epoch_asks_for_a_new_id() {
     s.current = Some(ProducerId { id: 8, epoch: 0 });
     let b = drain(&mut s, &mut q).unwrap();
     assert_eq!((b.stamp.unwrap().producer_id, seq_of(&b)), (8, (0, 0)));
+}
+
+/// The stall of `hundred_thousand_records_over_ten_partitions_keep_order`: right after the
+/// topic was created, the first batch met NOT_LEADER_OR_FOLLOWER, the second (already in
+/// flight) found the leader ready and, the broker holding no state for the producer yet, was
+/// written with sequence 55; the first one was then refused as out of order until it expired.
+/// So the first batch of an epoch must go alone.
+#[test]
+fn the_first_batch_of_an_epoch_goes_alone_until_acknowledged() {
+    let mut s = seqs();
+    let mut q = queue(3);
+    let a = drain(&mut s, &mut q).unwrap();
+    assert!(drain(&mut s, &mut q).is_none(), "b must wait: the broker would take any sequence");
+    let not_leader = broker_error(6);
+    assert_eq!(s.refused(&a, &not_leader), Verdict::Default);
+    q.push_front(a);
+    let a = drain(&mut s, &mut q).unwrap();
+    assert_eq!(seq_of(&a), (0, 0));
+    assert!(drain(&mut s, &mut q).is_none());
+    s.acked(&a);
+    // From now on the broker checks the order itself: several batches may be in flight.
+    let b = drain(&mut s, &mut q).unwrap();
+    let c = drain(&mut s, &mut q).unwrap();
+    assert_eq!((seq_of(&b), seq_of(&c)), ((0, 1), (0, 2)));
+    // The same after a new epoch.
+    s.failed(&b, true);
+    assert_eq!(s.refused(&c, &broker_error(45)), Verdict::Retry);
+    q.push_front(c);
+    let c = drain(&mut s, &mut q).unwrap();
+    assert_eq!(seq_of(&c), (1, 0));
+    q.extend(queue(1));
+    assert!(drain(&mut s, &mut q).is_none(), "first batch of epoch 1 not acknowledged yet");
+    s.acked(&c);
+    assert_eq!(seq_of(&drain(&mut s, &mut q).unwrap()), (1, 1));
+}
+
+/// How the stall showed: once the broker took a later batch, an earlier one refused as out of
+/// order can never be written under this epoch; retrying it until `delivery.timeout.ms` only
+/// held the whole partition back. It fails now, and the partition resets.
+#[test]
+fn a_batch_the_broker_went_past_fails_instead_of_retrying_forever() {
+    let mut s = seqs();
+    let mut q = queue(4);
+    let first = drain(&mut s, &mut q).unwrap();
+    s.acked(&first);
+    let a = drain(&mut s, &mut q).unwrap();
+    let b = drain(&mut s, &mut q).unwrap();
+    assert_eq!(s.refused(&a, &broker_error(6)), Verdict::Default);
+    s.acked(&b); // e.g. the broker lost our state and took b with any sequence
+    q.push_front(a);
+    let a = drain(&mut s, &mut q).unwrap();
+    assert_eq!(s.refused(&a, &broker_error(45)), Verdict::Fail);
+    s.failed(&a, false);
+    let c = drain(&mut s, &mut q).unwrap();
+    assert_eq!(seq_of(&c), (1, 0), "the partition starts over under a new epoch");
 }
