@@ -328,11 +328,12 @@ impl Sender {
                 }
                 Err(e) => {
                     let verdict = acc.seqs.as_mut().map_or(Verdict::Default, |s| s.refused(&b, &e));
-                    let retried = match verdict {
-                        Verdict::Fail => Err(e),
-                        _ => self.retry(&mut b, e, now, verdict == Verdict::Retry),
-                    };
-                    match retried {
+                    if verdict == Verdict::Written {
+                        b.done.complete(Ok(BatchOutcome { base_offset: -1, log_append_time: -1 }));
+                        finished.push(b);
+                        continue;
+                    }
+                    match self.retry(&mut b, e, now, verdict == Verdict::Retry) {
                         Ok(()) => retries.push(b),
                         Err(e) => {
                             if let Some(seqs) = acc.seqs.as_mut() {

@@ -14,15 +14,27 @@
 //!   (NOT_LEADER_OR_FOLLOWER right after the topic was created), and the first one would then
 //!   be refused as out of order forever. Once one batch is acknowledged, the broker enforces
 //!   the order itself and up to `max.in.flight` batches may go.
+//! * While a partition has a refused batch not yet answered for good, no new batch of it goes.
+//!   The broker remembers only the last 5 batches of a partition to spot a resend: a batch
+//!   whose answer was lost (connection cut) may have been written, and if more than 4 newer
+//!   batches were written behind it before its resend arrives, the resend is refused as out of
+//!   order instead of being recognised. Holding new batches back bounds those newer batches
+//!   by the ones in flight with it (`max.in.flight` <= 5, one batch per partition a request).
 //! * OUT_OF_ORDER_SEQUENCE_NUMBER for a batch that is not the next one the broker expects only
 //!   means an earlier batch failed: retry. For the next one it means a gap; so does
 //!   UNKNOWN_PRODUCER_ID (the broker lost our state). Then the partition is *reset*: once none
 //!   of its batches is on the wire, the epoch is bumped (new id when it would overflow) and its
 //!   unanswered batches are restamped from sequence 0. A batch that fails for good also resets
 //!   its partition, since its sequence left a gap. INVALID_PRODUCER_EPOCH asks for a new
-//!   producer id. OUT_OF_ORDER_SEQUENCE_NUMBER for a batch behind one the broker already
-//!   acknowledged can never succeed under this epoch: the batch fails (and its partition
-//!   resets) rather than being retried until `delivery.timeout.ms`.
+//!   producer id.
+//! * The broker writes a partition's sequences without gaps, so once it acknowledged a batch,
+//!   every earlier batch of the epoch was written too. A resend of one of them refused as out
+//!   of order (it fell out of the broker's 5-batch memory) is therefore a success whose offset
+//!   is unknown (-1, as for DUPLICATE_SEQUENCE_NUMBER), never retried until
+//!   `delivery.timeout.ms`; and one that fails for good leaves no gap, so no reset.
+//!   Restamping after a reset may still duplicate a batch whose first send was written but
+//!   unanswered; the two rules above keep resets to real gaps (a broker that lost data or our
+//!   state, or a batch failing for good with no later batch acknowledged).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -52,8 +64,9 @@ pub(crate) struct ProducerId {
 pub(crate) enum Verdict {
     /// Retry even though the error code is not retriable by itself.
     Retry,
-    /// Fail even though the error code is retriable: retrying cannot succeed.
-    Fail,
+    /// The broker has the batch (it acknowledged a later one) but no longer knows its offset:
+    /// a success, already accounted for.
+    Written,
     /// The usual rule: retry if the error is retriable, else fail.
     Default,
 }
@@ -67,6 +80,8 @@ struct PartitionSeq {
     last_acked: i32,
     /// The latest (by order) batch the broker acknowledged under `pid`.
     acked_order: Option<u64>,
+    /// Unanswered batches that were refused at least once (queued for a resend or resent).
+    retrying: Vec<u64>,
     /// Unanswered stamped batches (queued for a retry or on the wire), oldest first, by order.
     unanswered: VecDeque<u64>,
     next_order: u64,
@@ -124,6 +139,7 @@ impl Sequences {
                 next_sequence: seq,
                 last_acked: -1,
                 acked_order: None,
+                retrying: std::mem::take(&mut st.retrying),
                 unanswered: std::mem::take(&mut st.unanswered),
                 next_order: st.next_order,
                 on_wire: 0,
@@ -147,6 +163,9 @@ impl Sequences {
         if st.last_acked < 0 && st.on_wire > 0 {
             return false; // the first batch of this epoch goes alone (see the module docs)
         }
+        if !st.retrying.is_empty() {
+            return false; // resends first, within the broker's memory of 5 batches
+        }
         front.stamp = Some(stamp(current, st.next_sequence));
         front.order = st.next_order;
         st.next_order += 1;
@@ -167,10 +186,12 @@ impl Sequences {
         let Some(s) = b.stamp else { return };
         if let Some(st) = self.stamped(b) {
             st.on_wire = st.on_wire.saturating_sub(1);
-            st.unanswered.retain(|o| *o != b.order);
-            if st.pid.is_some_and(|p| p.epoch == s.producer_epoch && p.id == s.producer_id) {
+            st.answered(b.order);
+            let latest = st.acked_order.is_none_or(|o| o < b.order);
+            // Answers are handled in any order: only the latest batch moves `last_acked`.
+            if latest && st.pid.is_some_and(|p| p.epoch == s.producer_epoch && p.id == s.producer_id) {
                 st.last_acked = add_sequence(s.base_sequence, b.records.saturating_sub(1));
-                st.acked_order = Some(st.acked_order.map_or(b.order, |o| o.max(b.order)));
+                st.acked_order = Some(b.order);
             }
         }
     }
@@ -182,13 +203,15 @@ impl Sequences {
         let code = err.code();
         let Some(st) = self.stamped(b) else { return Verdict::Default };
         st.on_wire = st.on_wire.saturating_sub(1);
+        if code == Some(OUT_OF_ORDER_SEQUENCE_NUMBER) && st.went_past(&s, b.order) {
+            st.answered(b.order);
+            return Verdict::Written;
+        }
+        if !st.retrying.contains(&b.order) {
+            st.retrying.push(b.order);
+        }
         match code {
             Some(OUT_OF_ORDER_SEQUENCE_NUMBER) => {
-                let same_epoch = st.pid.is_some_and(|p| p.epoch == s.producer_epoch && p.id == s.producer_id);
-                if same_epoch && st.acked_order.is_some_and(|o| o > b.order) {
-                    // The broker took a later batch: it is past this sequence for good.
-                    return Verdict::Fail;
-                }
                 // Next in line yet out of order: the broker has a gap before it.
                 if s.base_sequence == add_sequence(st.last_acked, 1) {
                     st.reset = true;
@@ -211,20 +234,39 @@ impl Sequences {
         }
     }
 
-    /// The batch failed for good (or expired): its sequence is a gap, so the partition resets.
+    /// The batch failed for good (or expired): unless the broker went past it, its sequence is
+    /// a gap, so the partition resets.
     pub fn failed(&mut self, b: &Batch, was_on_wire: bool) {
+        let Some(s) = b.stamp else { return };
         if let Some(st) = self.stamped(b) {
             if was_on_wire {
                 st.on_wire = st.on_wire.saturating_sub(1);
             }
-            st.unanswered.retain(|o| *o != b.order);
-            st.reset = true;
+            st.answered(b.order);
+            if !st.went_past(&s, b.order) {
+                st.reset = true;
+            }
         }
     }
 
     fn stamped(&mut self, b: &Batch) -> Option<&mut PartitionSeq> {
         b.stamp?;
         self.partitions.get_mut(&(b.topic.clone(), b.partition))
+    }
+}
+
+impl PartitionSeq {
+    /// The batch is answered for good.
+    fn answered(&mut self, order: u64) {
+        self.unanswered.retain(|o| *o != order);
+        self.retrying.retain(|o| *o != order);
+    }
+
+    /// Whether the broker acknowledged a later batch of the epoch the batch was stamped
+    /// under: it then wrote this one too (see the module docs).
+    fn went_past(&self, s: &ProducerStamp, order: u64) -> bool {
+        let same_epoch = self.pid.is_some_and(|p| p.epoch == s.producer_epoch && p.id == s.producer_id);
+        same_epoch && self.acked_order.is_some_and(|o| o > order)
     }
 }
 
