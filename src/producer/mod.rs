@@ -33,6 +33,11 @@
 //!   the partition's sequences; INVALID_PRODUCER_EPOCH gets a new producer id. A
 //!   DUPLICATE_SEQUENCE_NUMBER answer counts as delivered, with offset -1 (the broker no
 //!   longer knows where the batch went). Needs `acks=all`, at most 5 requests in flight.
+//!   Costs one round trip per partition and epoch (its first batch goes alone, since a
+//!   broker with no state for the producer takes any sequence) and, after a failure, the
+//!   partition's in-flight depth (its retries go one at a time, new batches wait).
+//!   Known limit: restamping after a gap (new epoch) can still write twice a batch whose
+//!   first send was written but unanswered.
 //! * With `enable.idempotence=false`, a retry after a lost response can write a batch twice,
 //!   and with more than one request in flight a retried batch can land after a later one.
 //!   `transactional.id` and `acks=0` are refused as not supported.
