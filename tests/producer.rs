@@ -122,7 +122,7 @@ async fn every_compression_round_trips() {
     let admin = common::admin().await;
     for compression in Compression::ALL {
         let topic = common::new_topic(&admin, &format!("produce-{compression}"), 1).await;
-        let p = producer(config().compression(compression).acks(Acks::Leader)).await;
+        let p = producer(config().compression(compression).acks(Acks::Leader).enable_idempotence(false)).await;
         let mut futures = Vec::new();
         for i in 0..300 {
             let value = format!("{compression} record {i} {}", "x".repeat(i % 50));
@@ -172,6 +172,10 @@ async fn bad_records_fail_fast_with_clear_errors() {
 async fn properties_refuse_unsupported_settings() {
     let mut props = Properties::from_pairs([("bootstrap.servers", common::bootstrap())]);
     props.set("enable.idempotence", "true");
+    props.set("acks", "1");
+    let e = Producer::from_properties(&props).await.unwrap_err();
+    assert!(matches!(&e, Error::Config { key, .. } if key == "acks"), "{e}");
+    props.set("transactional.id", "tx");
     let e = Producer::from_properties(&props).await.unwrap_err();
     assert!(e.to_string().contains("not supported yet"), "{e}");
 
@@ -280,9 +284,10 @@ async fn broken_connections_are_retried() {
     for f in futures {
         offsets.push(f.await.expect("delivered despite the broken connections").offset);
     }
-    // Without idempotence a retry may duplicate a batch, so offsets are unique but may skip.
-    offsets.sort_unstable();
-    offsets.dedup();
-    assert_eq!(offsets.len(), 20_000);
+    // Idempotent (the default): retries neither duplicate nor reorder.
+    for w in offsets.windows(2) {
+        assert!(w[0] < w[1], "offsets go back or repeat: {} then {}", w[0], w[1]);
+    }
+    assert_eq!(offsets.last(), Some(&19_999), "no batch written twice");
     p.close(Duration::from_secs(10)).await.expect("close");
 }

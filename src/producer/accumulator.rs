@@ -11,10 +11,11 @@ use tokio::time::Instant;
 
 use super::partitioner::{to_positive, PartitionChoice, Sticky};
 use super::record::{dropped_error, BatchDone};
+use super::sequences::Sequences;
 use crate::backoff::Backoff;
 use crate::cluster::Metadata;
 use crate::error::{Error, Result};
-use crate::protocol::records::{BatchBuilder, Compression, RecordInput};
+use crate::protocol::records::{restamp, BatchBuilder, Compression, ProducerStamp, RecordInput};
 use crate::protocol::CodecError;
 
 /// The settings the accumulator needs.
@@ -43,6 +44,12 @@ pub(crate) struct Batch {
     pub attempts: u32,
     pub retry_at: Option<Instant>,
     pub backoff: Backoff,
+    /// Idempotence: the producer id, epoch and base sequence, from the first drain on.
+    pub stamp: Option<ProducerStamp>,
+    /// Idempotence: the batch's place among its partition's stamped batches.
+    pub order: u64,
+    /// The stamp the finished payload carries (it changes when a reset restamps the batch).
+    written: Option<ProducerStamp>,
     /// Buffer memory held until the batch is answered (released on drop).
     reserved: usize,
     memory: Arc<Semaphore>,
@@ -62,6 +69,9 @@ impl Batch {
             attempts: 0,
             retry_at: None,
             backoff: Backoff::new(limits.retry_backoff.0, limits.retry_backoff.1),
+            stamp: None,
+            order: 0,
+            written: None,
             reserved: 0,
             memory,
         }
@@ -76,14 +86,23 @@ impl Batch {
         }
     }
 
-    /// Compresses and seals the batch (once; a retried batch keeps its bytes).
+    /// Compresses and seals the batch (once; a retried batch keeps its bytes, restamped only
+    /// if an epoch bump gave it a new sequence).
     pub fn finish(&mut self, compression: Compression) -> Result<Bytes, CodecError> {
+        let stamp = self.stamp.unwrap_or(ProducerStamp::NONE);
         if let Some(b) = self.builder.take() {
-            self.payload = Some(b.finish(compression)?);
+            self.payload = Some(b.finish_stamped(compression, stamp)?);
+            self.written = self.stamp;
         }
-        self.payload
-            .clone()
-            .ok_or_else(|| CodecError::Invalid { what: "record batch", detail: "batch has no records".into() })
+        let payload = self
+            .payload
+            .as_mut()
+            .ok_or_else(|| CodecError::Invalid { what: "record batch", detail: "batch has no records".into() })?;
+        if self.written != self.stamp {
+            *payload = restamp(payload, stamp)?;
+            self.written = self.stamp;
+        }
+        Ok(payload.clone())
     }
 
     /// Whether the sender may take the batch now; otherwise when it may.
@@ -169,11 +188,21 @@ pub(crate) struct Accumulator {
     pub closing: bool,
     /// The completions of batches handed to the sender, for `flush` to wait on.
     pub in_flight: HashMap<usize, Arc<BatchDone>>,
+    /// Sequence numbers, when idempotence is on.
+    pub seqs: Option<Sequences>,
 }
 
 impl Accumulator {
     pub fn new(limits: Limits, memory: Arc<Semaphore>) -> Self {
-        Accumulator { topics: HashMap::new(), limits, memory, flushing: 0, closing: false, in_flight: HashMap::new() }
+        Accumulator {
+            topics: HashMap::new(),
+            limits,
+            memory,
+            flushing: 0,
+            closing: false,
+            in_flight: HashMap::new(),
+            seqs: None,
+        }
     }
 
     /// Registers a topic, or grows it to `count` partitions (partitions are never removed).
@@ -283,6 +312,9 @@ impl Accumulator {
         for tq in self.topics.values_mut() {
             for q in tq.partitions.iter_mut() {
                 while q.front().is_some_and(|b| now >= b.deadline(limits.delivery_timeout)) {
+                    if let (Some(seqs), Some(b)) = (self.seqs.as_mut(), q.front()) {
+                        seqs.failed(b, false);
+                    }
                     out.expired.extend(q.pop_front());
                 }
                 let Some(front) = q.front() else { continue };
@@ -306,9 +338,18 @@ impl Accumulator {
                 if *size > 0 && *size + front.size() > limits.max_request_size {
                     continue; // next request
                 }
-                *size += front.size();
+                let partition = front.partition;
+                if let Some(seqs) = self.seqs.as_mut() {
+                    if !seqs.prepare(&tq.name, partition, q) {
+                        continue; // no producer id yet, a reset waits, or an older batch first
+                    }
+                }
                 if let Some(mut b) = q.pop_front() {
+                    *size += b.size();
                     b.closed = true;
+                    if let Some(seqs) = self.seqs.as_mut() {
+                        seqs.sent(&b);
+                    }
                     out.requests.entry(leader).or_default().push(b);
                 }
             }
@@ -316,12 +357,20 @@ impl Accumulator {
         out
     }
 
-    /// Puts a batch back at the front of its partition, for a retry at `retry_at`.
+    /// Puts a batch back at the front of its partition, for a retry at `retry_at`. A stamped
+    /// batch goes in sequence order among the stamped ones (answers of one partition's
+    /// requests may come back in any order), always ahead of unstamped batches.
     pub fn requeue(&mut self, mut batch: Batch) {
         batch.closed = true;
         if let Some(q) = self.topics.get_mut(&batch.topic).and_then(|t| t.partitions.get_mut(batch.partition as usize))
         {
-            q.push_front(batch);
+            match batch.stamp {
+                None => q.push_front(batch),
+                Some(_) => {
+                    let at = q.iter().position(|b| b.stamp.is_none() || b.order > batch.order).unwrap_or(q.len());
+                    q.insert(at, batch);
+                }
+            }
         }
         // else: unreachable (topics and partitions are never removed); the drop fails it.
     }

@@ -64,6 +64,10 @@ pub struct ProducerConfig {
     /// `partitioner.ignore.keys` (default false): when true, keyed records are spread like
     /// keyless ones instead of by key hash.
     pub partitioner_ignore_keys: bool,
+    /// `enable.idempotence` (default true): each batch carries a producer id and sequence
+    /// number, so retries neither duplicate nor reorder records. Needs `acks=all`,
+    /// `max.in.flight.requests.per.connection` <= 5 and `retries` >= 1.
+    pub enable_idempotence: bool,
 }
 
 impl Default for ProducerConfig {
@@ -81,6 +85,7 @@ impl Default for ProducerConfig {
             max_block: Duration::from_secs(60),
             retries: i32::MAX as u32,
             partitioner_ignore_keys: false,
+            enable_idempotence: true,
         }
     }
 }
@@ -142,6 +147,8 @@ impl ProducerConfig {
         retries: u32);
     setter!(/// Sets `partitioner.ignore.keys`.
         partitioner_ignore_keys: bool);
+    setter!(/// Sets `enable.idempotence`.
+        enable_idempotence: bool);
 
     /// Sets `client.id`.
     pub fn client_id(mut self, id: impl Into<String>) -> Self {
@@ -155,17 +162,13 @@ impl ProducerConfig {
         self
     }
 
-    /// Reads Java-named properties. Refuses unknown keys, and refuses `enable.idempotence=true`
-    /// and `transactional.id` (not supported yet) rather than silently ignoring them.
+    /// Reads Java-named properties. Refuses unknown keys, and refuses `transactional.id` (not
+    /// supported yet) rather than silently ignoring it. As in Java, idempotence is on unless
+    /// `enable.idempotence=false`, or it was left unset and `acks`, `retries` or
+    /// `max.in.flight.requests.per.connection` conflict with it (then it is off).
     pub fn from_properties(p: &Properties) -> Result<ProducerConfig> {
         let d = ProducerConfig::default();
-        if p.bool("enable.idempotence", false)? {
-            return Err(Error::config(
-                "enable.idempotence",
-                "idempotent producing is not supported yet; set enable.idempotence=false \
-                 (note: retries may then duplicate or reorder records)",
-            ));
-        }
+        let idempotence_set = p.get("enable.idempotence").is_some();
         if p.get("transactional.id").is_some() {
             return Err(Error::config(
                 "transactional.id",
@@ -198,7 +201,12 @@ impl ProducerConfig {
             max_block: p.millis("max.block.ms", d.max_block, 0, i64::MAX)?,
             retries: p.int("retries", d.retries as i64, 0, max)? as u32,
             partitioner_ignore_keys: p.bool("partitioner.ignore.keys", false)?,
+            enable_idempotence: p.bool("enable.idempotence", true)?,
         };
+        let mut c = c;
+        if !idempotence_set && c.idempotence_conflict().is_some() {
+            c.enable_idempotence = false;
+        }
         let known: Vec<&str> = COMMON_KEYS.iter().chain(PRODUCER_KEYS).copied().collect();
         p.reject_unused("producer", &known)?;
         c.validate()?;
@@ -225,9 +233,29 @@ impl ProducerConfig {
             (self.max_in_flight == 0, "max.in.flight.requests.per.connection", "must be at least 1"),
             (self.buffer_memory == 0, "buffer.memory", "must be at least 1"),
         ];
-        match checks.iter().find(|c| c.0) {
-            Some((_, key, msg)) => Err(Error::config(*key, *msg)),
-            None => Ok(()),
+        if let Some((_, key, msg)) = checks.iter().find(|c| c.0) {
+            return Err(Error::config(*key, *msg));
+        }
+        match self.idempotence_conflict() {
+            Some((key, msg)) if self.enable_idempotence => Err(Error::config(
+                key,
+                format!("{msg} when enable.idempotence is true; change it or set enable.idempotence=false"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// A setting idempotence cannot work with, as Java checks it: the broker keeps only the
+    /// last 5 batches per producer and partition to recognise duplicates.
+    fn idempotence_conflict(&self) -> Option<(&'static str, &'static str)> {
+        if self.acks != Acks::All {
+            Some(("acks", "must be all (-1)"))
+        } else if self.max_in_flight > 5 {
+            Some(("max.in.flight.requests.per.connection", "must be at most 5"))
+        } else if self.retries == 0 {
+            Some(("retries", "must be at least 1"))
+        } else {
+            None
         }
     }
 }
@@ -256,6 +284,30 @@ mod tests {
         assert_eq!(c.max_in_flight, 5);
         assert_eq!(c.buffer_memory, 32 << 20);
         assert_eq!(c.cluster.client_id, "kafka-share-producer");
+        assert!(c.enable_idempotence);
+    }
+
+    #[test]
+    fn idempotence_conflicts_as_in_java() {
+        // Left unset, a conflicting setting turns idempotence off.
+        let c = ProducerConfig::from_properties(&props(&[("acks", "1")])).unwrap();
+        assert!(!c.enable_idempotence);
+        let c = ProducerConfig::from_properties(&props(&[("max.in.flight.requests.per.connection", "6")])).unwrap();
+        assert!(!c.enable_idempotence);
+        // Set explicitly, the conflict is a typed config error naming the setting.
+        let err = |kv: &[(&str, &str)]| ProducerConfig::from_properties(&props(kv)).unwrap_err();
+        let e = err(&[("enable.idempotence", "true"), ("acks", "1")]);
+        assert!(matches!(&e, Error::Config { key, .. } if key == "acks"), "{e}");
+        let e = err(&[("enable.idempotence", "true"), ("max.in.flight.requests.per.connection", "6")]);
+        assert!(matches!(&e, Error::Config { key, .. } if key == "max.in.flight.requests.per.connection"), "{e}");
+        let e = err(&[("enable.idempotence", "true"), ("retries", "0")]);
+        assert!(matches!(&e, Error::Config { key, .. } if key == "retries"), "{e}");
+        // The typed builder cannot tell a default from a choice: a conflict is an error.
+        let e = ProducerConfig::new("a:1").acks(Acks::Leader).validate().unwrap_err();
+        assert!(e.to_string().contains("enable.idempotence=false"), "{e}");
+        assert!(ProducerConfig::new("a:1").acks(Acks::Leader).enable_idempotence(false).validate().is_ok());
+        let c = ProducerConfig::from_properties(&props(&[("enable.idempotence", "false"), ("acks", "1")])).unwrap();
+        assert!(!c.enable_idempotence);
     }
 
     #[test]
@@ -268,7 +320,6 @@ mod tests {
             ("max.in.flight.requests.per.connection", "2"),
             ("buffer.memory", "1000000"),
             ("partitioner.ignore.keys", "true"),
-            ("enable.idempotence", "false"),
             ("request.timeout.ms", "1000"),
             ("client.id", "me"),
         ]))
@@ -288,8 +339,6 @@ mod tests {
     #[test]
     fn refuses_what_is_not_supported() {
         let err = |kv: &[(&str, &str)]| ProducerConfig::from_properties(&props(kv)).unwrap_err().to_string();
-        let e = err(&[("enable.idempotence", "true")]);
-        assert!(e.contains("enable.idempotence") && e.contains("not supported yet"), "{e}");
         let e = err(&[("transactional.id", "tx")]);
         assert!(e.contains("transactional.id") && e.contains("not supported yet"), "{e}");
         let e = err(&[("acks", "0")]);
@@ -309,6 +358,7 @@ mod tests {
     #[test]
     fn builder_sets_fields() {
         let c = ProducerConfig::new("a:1,b:2")
+            .enable_idempotence(false)
             .acks(Acks::Leader)
             .linger(Duration::from_millis(10))
             .batch_size(1 << 18)

@@ -19,11 +19,28 @@
 //! requests pipelined per broker. Retriable failures (leader moved, connection lost, timeouts)
 //! refresh metadata and retry with backoff until `delivery.timeout.ms`.
 //!
+//! Requests to one broker reach its connection in the order the background task built them
+//! (each request task queues its request only after the previous one did), so a partition's
+//! batches are written in send order when nothing fails.
+//!
 //! Guarantees and limits:
-//! * **Not idempotent.** A retry after a lost response can write a batch twice, and with more
-//!   than one request in flight a retried batch can land after a later one (reordering).
-//!   Set `max.in.flight.requests.per.connection=1` to keep order, accept duplicates.
-//!   `enable.idempotence=true`, `transactional.id` and `acks=0` are refused as not supported.
+//! * **Idempotent by default** (`enable.idempotence=true`, as in Java): the producer gets a
+//!   producer id (InitProducerId) and stamps each batch with it, an epoch and the partition's
+//!   next sequence number. A retry resends the same batch with the same sequence, so the
+//!   broker drops duplicates; a retried batch is resent before any later batch of its
+//!   partition, so retries do not reorder. Sequence gaps (OUT_OF_ORDER_SEQUENCE_NUMBER for the
+//!   next batch, UNKNOWN_PRODUCER_ID, a batch that failed for good) bump the epoch and restart
+//!   the partition's sequences; INVALID_PRODUCER_EPOCH gets a new producer id. A
+//!   DUPLICATE_SEQUENCE_NUMBER answer counts as delivered, with offset -1 (the broker no
+//!   longer knows where the batch went). Needs `acks=all`, at most 5 requests in flight.
+//!   Costs one round trip per partition and epoch (its first batch goes alone, since a
+//!   broker with no state for the producer takes any sequence) and, after a failure, the
+//!   partition's in-flight depth (its retries go one at a time, new batches wait).
+//!   Known limit: restamping after a gap (new epoch) can still write twice a batch whose
+//!   first send was written but unanswered.
+//! * With `enable.idempotence=false`, a retry after a lost response can write a batch twice,
+//!   and with more than one request in flight a retried batch can land after a later one.
+//!   `transactional.id` and `acks=0` are refused as not supported.
 //! * Batches too large for the broker (MESSAGE_TOO_LARGE) fail; they are not split.
 //! * `buffer.memory` bounds the bytes waiting for delivery: `send` waits (up to `max.block.ms`)
 //!   while it is exhausted.
@@ -37,6 +54,7 @@ mod partitioner;
 mod record;
 mod request;
 mod sender;
+mod sequences;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -54,6 +72,7 @@ use admission::{load_topic, record_size_bound, reserve, BATCH_OVERHEAD};
 use partitioner::PartitionChoice;
 use record::WaitDone;
 use sender::Shared;
+use sequences::Sequences;
 
 use crate::cluster::Cluster;
 use crate::config::Properties;
@@ -116,8 +135,12 @@ impl Producer {
             max_in_flight: config.max_in_flight,
             retry_backoff: (cluster.config().retry_backoff, cluster.config().retry_backoff_max),
         };
+        let mut acc = Accumulator::new(limits, memory.clone());
+        if config.enable_idempotence {
+            acc.seqs = Some(Sequences::default());
+        }
         let shared = Arc::new(Shared {
-            acc: Mutex::new(Accumulator::new(limits, memory.clone())),
+            acc: Mutex::new(acc),
             cluster,
             config,
             wake: Notify::new(),

@@ -5,14 +5,17 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::messages::{
+    InitProducerIdRequest, ProduceRequest, ProduceResponse, ProducerId as ProducerIdNum, TopicName,
+};
 use kafka_protocol::protocol::{Request, StrBytes};
 use tokio::sync::oneshot;
 
 use super::accumulator::Batch;
 use super::record::BatchOutcome;
+use super::sequences::ProducerId;
 use crate::cluster::{Cluster, TrafficClass};
-use crate::error::{Context, Error, ErrorCode, Result};
+use crate::error::{check, Context, Error, ErrorCode, Result};
 use crate::protocol::records::Compression;
 
 /// Produce versions: v3 is the first with record batches v2 (and the oldest Kafka 4 accepts);
@@ -33,6 +36,34 @@ pub(crate) enum Done {
         topics: Vec<Arc<str>>,
         result: Result<()>,
     },
+    ProducerId(Result<ProducerId>),
+}
+
+/// InitProducerId versions: v0 is enough without transactions; newer ones only add fields
+/// this producer leaves at their defaults.
+const INIT_PRODUCER_ID_VERSIONS: (i16, i16) = (0, 5);
+
+/// Asks any broker for a producer id (no transactional id: an idempotent producer).
+pub(crate) async fn init_producer_id(cluster: Arc<Cluster>) -> Done {
+    let result = async {
+        let conn = cluster.any_broker().await?;
+        let req = InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(i32::MAX)
+            .with_producer_id(ProducerIdNum(-1))
+            .with_producer_epoch(-1);
+        let resp = cluster.send(&conn, &req, INIT_PRODUCER_ID_VERSIONS).await?;
+        check(resp.error_code, None, || Context::api("InitProducerId").broker(conn.node_id))?;
+        if resp.producer_id.0 < 0 || resp.producer_epoch < 0 {
+            return Err(Error::InvalidState(format!(
+                "InitProducerId answered producer id {} epoch {}",
+                resp.producer_id.0, resp.producer_epoch
+            )));
+        }
+        Ok(ProducerId { id: resp.producer_id.0, epoch: resp.producer_epoch })
+    }
+    .await;
+    Done::ProducerId(result)
 }
 
 pub(crate) fn find_partition<'a>(resp: &'a ProduceResponse, b: &Batch) -> Option<&'a PartitionProduceResponse> {

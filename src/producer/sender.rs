@@ -15,7 +15,10 @@ use tracing::debug;
 use super::accumulator::{Accumulator, Batch};
 use super::config::ProducerConfig;
 use super::record::BatchDone;
-use super::request::{find_partition, partition_result, produce, Done, Turn};
+use super::record::BatchOutcome;
+use super::request::{find_partition, init_producer_id, partition_result, produce, Done, Turn};
+use super::sequences::{ProducerId, Verdict, DUPLICATE_SEQUENCE_NUMBER};
+use crate::backoff::Backoff;
 use crate::cluster::{BrokerInfo, Cluster};
 use crate::error::{Error, Result};
 
@@ -51,11 +54,23 @@ struct Sender {
     per_node: HashMap<i32, usize>,
     /// Per broker, the signal that the last request created for it is queued on its connection.
     line: HashMap<i32, oneshot::Receiver<()>>,
-    /// What each task is (`None`: a metadata refresh).
-    task_kind: HashMap<Id, Option<i32>>,
+    /// What each task is.
+    task_kind: HashMap<Id, Kind>,
     want_metadata: HashSet<Arc<str>>,
     metadata_busy: bool,
     metadata_not_before: Instant,
+    /// Idempotence: an InitProducerId is in flight.
+    init_busy: bool,
+    init_not_before: Instant,
+    init_backoff: Backoff,
+}
+
+/// What a background task does.
+#[derive(Clone, Copy)]
+enum Kind {
+    Produce { node: i32 },
+    Metadata,
+    ProducerId,
 }
 
 fn key(done: &Arc<BatchDone>) -> usize {
@@ -64,6 +79,7 @@ fn key(done: &Arc<BatchDone>) -> usize {
 
 /// Runs until the producer is closed (or dropped) and everything is answered or failed.
 pub(crate) async fn run(shared: Arc<Shared>) {
+    let retry = (shared.cluster.config().retry_backoff, shared.cluster.config().retry_backoff_max);
     let mut s = Sender {
         shared,
         tasks: JoinSet::new(),
@@ -73,6 +89,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         want_metadata: HashSet::new(),
         metadata_busy: false,
         metadata_not_before: Instant::now(),
+        init_busy: false,
+        init_not_before: Instant::now(),
+        init_backoff: Backoff::new(retry.0, retry.1),
     };
     s.run().await;
     if s.shared.owns_cluster {
@@ -101,8 +120,14 @@ impl Sender {
                 (d, stop)
             };
             let timeout = self.shared.config.delivery_timeout;
+            let waiting_for_id = self.shared.lock().seqs.as_ref().and_then(|s| s.last_init_error.clone());
             for b in drained.expired {
-                let what = format!("delivering {} records to {}-{} (never sent)", b.records, b.topic, b.partition);
+                let why = match (&waiting_for_id, b.attempts) {
+                    (Some(e), 0) => format!("never sent: no producer id, InitProducerId failed: {e}"),
+                    (_, 0) => "never sent".to_string(),
+                    _ => format!("waiting for a retry after {} attempts", b.attempts),
+                };
+                let what = format!("delivering {} records to {}-{} ({why})", b.records, b.topic, b.partition);
                 b.done.complete(Err(Error::Timeout { what, after: timeout }));
             }
             let sent_any = !drained.requests.is_empty();
@@ -111,6 +136,7 @@ impl Sender {
             }
             self.want_metadata.extend(drained.no_leader);
             self.maybe_refresh_metadata(now);
+            let need_id = self.maybe_init_producer_id(now);
             if stop {
                 return;
             }
@@ -120,6 +146,9 @@ impl Sender {
             let mut deadline = drained.next_wakeup;
             if !self.want_metadata.is_empty() && !self.metadata_busy {
                 deadline = Some(deadline.map_or(self.metadata_not_before, |d| d.min(self.metadata_not_before)));
+            }
+            if need_id {
+                deadline = Some(deadline.map_or(self.init_not_before, |d| d.min(self.init_not_before)));
             }
             tokio::select! {
                 biased;
@@ -139,7 +168,7 @@ impl Sender {
         let turn = Turn { after, mine };
         let task = produce(self.shared.cluster.clone(), node, batches, cfg.acks.wire(), cfg.compression, turn);
         let handle = self.tasks.spawn(task);
-        self.task_kind.insert(handle.id(), Some(node));
+        self.task_kind.insert(handle.id(), Kind::Produce { node });
         *self.per_node.entry(node).or_default() += 1;
     }
 
@@ -154,8 +183,42 @@ impl Sender {
             let result = cluster.refresh_metadata(&names).await.map(|_| ());
             Done::Metadata { topics, result }
         });
-        self.task_kind.insert(handle.id(), None);
+        self.task_kind.insert(handle.id(), Kind::Metadata);
         self.metadata_busy = true;
+    }
+
+    /// Idempotence: asks for a producer id when there is none. Returns whether one is needed
+    /// but could not be asked for yet (backing off).
+    fn maybe_init_producer_id(&mut self, now: Instant) -> bool {
+        let needed = self.shared.lock().seqs.as_ref().is_some_and(|s| s.current.is_none());
+        if !needed || self.init_busy {
+            return false;
+        }
+        if now < self.init_not_before {
+            return true;
+        }
+        let handle = self.tasks.spawn(init_producer_id(self.shared.cluster.clone()));
+        self.task_kind.insert(handle.id(), Kind::ProducerId);
+        self.init_busy = true;
+        false
+    }
+
+    fn on_producer_id(&mut self, result: Result<ProducerId>) {
+        let mut acc = self.shared.lock();
+        let Some(seqs) = acc.seqs.as_mut() else { return };
+        match result {
+            Ok(pid) => {
+                debug!(producer_id = pid.id, epoch = pid.epoch, "producer id");
+                seqs.current = Some(pid);
+                seqs.last_init_error = None;
+                self.init_backoff.reset();
+            }
+            Err(e) => {
+                debug!(error = %e, "InitProducerId failed");
+                seqs.last_init_error = Some(e);
+                self.init_not_before = Instant::now() + self.init_backoff.next_delay();
+            }
+        }
     }
 
     fn on_task(&mut self, res: std::result::Result<(Id, Done), JoinError>) {
@@ -164,12 +227,13 @@ impl Sender {
             Err(e) => e.id(),
         };
         match self.task_kind.remove(&id) {
-            Some(Some(node)) => {
+            Some(Kind::Produce { node }) => {
                 if let Some(n) = self.per_node.get_mut(&node) {
                     *n = n.saturating_sub(1);
                 }
             }
-            Some(None) => self.metadata_busy = false,
+            Some(Kind::Metadata) => self.metadata_busy = false,
+            Some(Kind::ProducerId) => self.init_busy = false,
             None => {}
         }
         match res {
@@ -178,11 +242,15 @@ impl Sender {
                     let mut acc = self.shared.lock();
                     for b in &failed {
                         acc.in_flight.remove(&key(&b.done));
+                        if let Some(seqs) = acc.seqs.as_mut() {
+                            seqs.failed(b, true);
+                        }
                     }
                 }
                 self.on_produce(node, batches, result)
             }
             Ok((_, Done::Metadata { topics, result })) => self.on_metadata(topics, result),
+            Ok((_, Done::ProducerId(result))) => self.on_producer_id(result),
             // A task that panicked dropped its batches, which failed their futures.
             Err(_) => self.shared.lock().in_flight.retain(|_, d| !d.is_done()),
         }
@@ -238,24 +306,46 @@ impl Sender {
         }
         let mut retries = Vec::new();
         let mut finished = Vec::new();
+        // Under the lock: the sequences must see every answer before the next drain, and
+        // completion before leaving `in_flight` means a flush never misses a batch.
+        let shared = self.shared.clone();
+        let mut acc = shared.lock();
         for (mut b, r) in outcomes {
+            let r = match r {
+                // The broker had the batch already but no longer knows its offset.
+                Err(e) if b.stamp.is_some() && e.code() == Some(DUPLICATE_SEQUENCE_NUMBER) => {
+                    Ok(BatchOutcome { base_offset: -1, log_append_time: -1 })
+                }
+                r => r,
+            };
             match r {
                 Ok(o) => {
+                    if let Some(seqs) = acc.seqs.as_mut() {
+                        seqs.acked(&b);
+                    }
                     b.done.complete(Ok(o));
                     finished.push(b);
                 }
-                Err(e) => match self.retry(&mut b, e, now) {
-                    Ok(()) => retries.push(b),
-                    Err(e) => {
-                        b.done.complete(Err(e));
+                Err(e) => {
+                    let verdict = acc.seqs.as_mut().map_or(Verdict::Default, |s| s.refused(&b, &e));
+                    if verdict == Verdict::Written {
+                        b.done.complete(Ok(BatchOutcome { base_offset: -1, log_append_time: -1 }));
                         finished.push(b);
+                        continue;
                     }
-                },
+                    match self.retry(&mut b, e, now, verdict == Verdict::Retry) {
+                        Ok(()) => retries.push(b),
+                        Err(e) => {
+                            if let Some(seqs) = acc.seqs.as_mut() {
+                                seqs.failed(&b, false);
+                            }
+                            b.done.complete(Err(e));
+                            finished.push(b);
+                        }
+                    }
+                }
             }
         }
-        // Completed before leaving `in_flight`, so a flush never misses a batch; retried
-        // batches move back to the queue under the same lock.
-        let mut acc = self.shared.lock();
         for b in finished.iter().chain(&retries) {
             acc.in_flight.remove(&key(&b.done));
         }
@@ -267,9 +357,9 @@ impl Sender {
     }
 
     /// Schedules a retry of `b` after a retriable error, or says why it is final.
-    fn retry(&mut self, b: &mut Batch, err: Error, now: Instant) -> Result<()> {
+    fn retry(&mut self, b: &mut Batch, err: Error, now: Instant, force: bool) -> Result<()> {
         let cfg = &self.shared.config;
-        schedule_retry(b, err, now, cfg.retries, cfg.delivery_timeout)?;
+        schedule_retry(b, err, now, cfg.retries, cfg.delivery_timeout, force)?;
         // Leadership may have moved (or the connection died): look again before retrying.
         self.want_metadata.insert(b.topic.clone());
         Ok(())
@@ -288,10 +378,18 @@ impl Sender {
 /// How long `close` gives the task to stop after the flush, before giving up on it.
 pub(crate) const TASK_STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// Schedules a retry of `b` after `err`, or says why the error is final: not retriable,
-/// `retries` used up, or the backoff would end past `delivery.timeout.ms`.
-fn schedule_retry(b: &mut Batch, err: Error, now: Instant, retries: u32, delivery_timeout: Duration) -> Result<()> {
-    if !err.is_retriable() || b.attempts >= retries {
+/// Schedules a retry of `b` after `err`, or says why the error is final: not retriable (unless
+/// `force`: the idempotent producer retries some sequence errors), `retries` used up, or the
+/// backoff would end past `delivery.timeout.ms`.
+fn schedule_retry(
+    b: &mut Batch,
+    err: Error,
+    now: Instant,
+    retries: u32,
+    delivery_timeout: Duration,
+    force: bool,
+) -> Result<()> {
+    if !(force || err.is_retriable()) || b.attempts >= retries {
         return Err(err);
     }
     let at = now + b.backoff.next_delay();

@@ -53,20 +53,20 @@ fn retriable_errors_back_off_until_the_delivery_timeout() {
     let retriable = || Error::from_code(6, None, Default::default()).unwrap();
 
     let mut b = Batch::for_test("t", 0);
-    schedule_retry(&mut b, retriable(), now, 10, timeout).unwrap();
+    schedule_retry(&mut b, retriable(), now, 10, timeout, false).unwrap();
     assert_eq!(b.attempts, 1);
     let at = b.retry_at.unwrap();
     assert!(at >= now + Duration::from_millis(80) && at <= now + Duration::from_millis(120));
 
     let too_large = Error::from_code(10, None, Default::default()).unwrap();
-    let e = schedule_retry(&mut b, too_large, now, 10, timeout).unwrap_err();
+    let e = schedule_retry(&mut b, too_large, now, 10, timeout, false).unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode(10)), "not retriable: the error itself");
 
-    let e = schedule_retry(&mut b, retriable(), now, 1, timeout).unwrap_err();
+    let e = schedule_retry(&mut b, retriable(), now, 1, timeout, false).unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::NOT_LEADER_OR_FOLLOWER), "retries used up");
 
     let late = now + Duration::from_secs(119) + Duration::from_millis(950);
-    let e = schedule_retry(&mut b, retriable(), late, 10, timeout).unwrap_err();
+    let e = schedule_retry(&mut b, retriable(), late, 10, timeout, false).unwrap_err();
     assert!(matches!(e, Error::Timeout { .. }), "{e}");
     assert!(e.to_string().contains("last error"), "{e}");
 }

@@ -9,6 +9,22 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_share::cluster::{Cluster, TrafficClass};
 use kafka_share::protocol::records::{decode_batches, Record};
 
+/// The partition's high watermark (the offset the next record would get).
+pub async fn high_watermark(cluster: &Cluster, topic: &str, partition: i32) -> i64 {
+    let leader = cluster.with_metadata(|m| m.leader(topic, partition)).expect("partition leader");
+    let conn = cluster.broker(leader, TrafficClass::Fetch).await.expect("connect to leader");
+    let part = FetchPartition::default().with_partition(partition).with_fetch_offset(0).with_partition_max_bytes(1);
+    let req = FetchRequest::default().with_max_wait_ms(0).with_min_bytes(0).with_max_bytes(1).with_topics(vec![
+        FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_string(topic.into())))
+            .with_partitions(vec![part]),
+    ]);
+    let resp = cluster.send(&conn, &req, (4, 12)).await.expect("fetch");
+    let p = &resp.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0, "fetch error on {topic}-{partition}");
+    p.high_watermark
+}
+
 /// Reads `count` records of one partition from offset 0 with Fetch (v4-v12 name topics).
 pub async fn read_back(cluster: &Cluster, topic: &str, partition: i32, count: usize) -> Vec<Record> {
     let leader = cluster.with_metadata(|m| m.leader(topic, partition)).expect("partition leader");

@@ -22,8 +22,30 @@ pub struct RecordInput {
     pub timestamp: i64,
 }
 
+/// The idempotent producer's stamp on a batch: who wrote it, and the sequence number of its
+/// first record (the broker keeps each partition's batches in sequence order and drops
+/// duplicates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerStamp {
+    /// The producer id from InitProducerId.
+    pub producer_id: i64,
+    /// The producer epoch.
+    pub producer_epoch: i16,
+    /// The sequence number of the batch's first record in its partition.
+    pub base_sequence: i32,
+}
+
+impl ProducerStamp {
+    /// No producer id, epoch or sequence: a producer that is not idempotent.
+    pub const NONE: ProducerStamp = ProducerStamp { producer_id: -1, producer_epoch: -1, base_sequence: -1 };
+}
+
+/// Where the producer id sits in a v2 batch header (epoch and base sequence follow).
+const PRODUCER_ID_AT: usize = 43;
+
 /// Accumulates records into one magic-v2 batch: base offset 0 (the broker assigns offsets),
-/// no producer id/epoch/sequence (-1), partition leader epoch -1, create-time timestamps.
+/// no producer id/epoch/sequence (-1) unless stamped, partition leader epoch -1, create-time
+/// timestamps.
 /// The first record's timestamp is the batch's base timestamp, as in the Java client.
 #[derive(Debug)]
 pub struct BatchBuilder {
@@ -126,6 +148,11 @@ impl BatchBuilder {
     /// Writes the header and compresses the records, returning the complete batch. An empty
     /// batch is an error: brokers reject it.
     pub fn finish(self, compression: Compression) -> Result<Bytes, CodecError> {
+        self.finish_stamped(compression, ProducerStamp::NONE)
+    }
+
+    /// Like [`finish`](Self::finish), with an idempotent producer's id, epoch and sequence.
+    pub fn finish_stamped(self, compression: Compression, stamp: ProducerStamp) -> Result<Bytes, CodecError> {
         if self.count == 0 {
             return Err(CodecError::Invalid { what: "record batch", detail: "no records".into() });
         }
@@ -149,9 +176,10 @@ impl BatchBuilder {
         header.put_i32(self.count - 1); // last offset delta
         header.put_i64(self.base_timestamp);
         header.put_i64(self.max_timestamp);
-        header.put_i64(-1); // producer id
-        header.put_i16(-1); // producer epoch
-        header.put_i32(-1); // base sequence
+        debug_assert_eq!(HEADER_LEN - header.len(), PRODUCER_ID_AT);
+        header.put_i64(stamp.producer_id);
+        header.put_i16(stamp.producer_epoch);
+        header.put_i32(stamp.base_sequence);
         header.put_i32(self.count);
         debug_assert!(header.is_empty());
 
@@ -159,6 +187,22 @@ impl BatchBuilder {
         buf[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
         Ok(buf.freeze())
     }
+}
+
+/// A copy of a finished batch with another producer stamp (and its CRC recomputed): what the
+/// idempotent producer resends after an epoch bump restarted the partition's sequences.
+pub fn restamp(batch: &[u8], stamp: ProducerStamp) -> Result<Bytes, CodecError> {
+    if batch.len() < HEADER_LEN || batch[MAGIC_AT] != 2 {
+        return Err(CodecError::Invalid { what: "record batch", detail: "not a finished v2 batch".into() });
+    }
+    let mut buf = BytesMut::from(batch);
+    let mut at = &mut buf[PRODUCER_ID_AT..PRODUCER_ID_AT + 14];
+    at.put_i64(stamp.producer_id);
+    at.put_i16(stamp.producer_epoch);
+    at.put_i32(stamp.base_sequence);
+    let crc = crc32c::crc32c(&buf[ATTRIBUTES_AT..]);
+    buf[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    Ok(buf.freeze())
 }
 
 /// The encoded size of a record without its length prefix.

@@ -25,7 +25,7 @@ mod tests_acquired;
 
 pub use compression::Compression;
 pub use decode::{decode_acquired, decode_batches};
-pub use encode::{BatchBuilder, RecordInput};
+pub use encode::{restamp, BatchBuilder, ProducerStamp, RecordInput};
 
 /// How a record's timestamp was assigned (batch attribute bit 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
