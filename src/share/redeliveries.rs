@@ -45,6 +45,9 @@ impl Redeliveries {
     /// Whether an acknowledgement for delivery `delivery_count` of this offset may be sent:
     /// `Err(newer)` when the session holds a later delivery of it.
     pub fn check(&self, tp: TopicIdPartition, offset: i64, delivery_count: i16) -> Result<(), i16> {
+        if self.held.is_empty() {
+            return Ok(()); // the usual case: no hashing on the hot path
+        }
         match self.held.get(&(tp, offset)) {
             Some(&(held, _)) if held != delivery_count => Err(held),
             _ => Ok(()),
@@ -69,6 +72,9 @@ impl Redeliveries {
     /// When the lock of this offset ends at the latest: its delivery's `deadline`, or later
     /// if it was renewed since. None when unknown.
     pub fn lock_until(&self, tp: TopicIdPartition, offset: i64, deadline: Option<Instant>) -> Option<Instant> {
+        if self.renewed.is_empty() {
+            return deadline;
+        }
         match (deadline, self.renewed.get(&(tp, offset))) {
             (Some(d), Some(&r)) => Some(d.max(r)),
             (d, None) => d,
