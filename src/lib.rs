@@ -29,6 +29,11 @@ pub mod consumer;
 pub mod error;
 pub mod producer;
 pub mod protocol;
+/// SASL building blocks (feature `sasl`): settings, `jaas.config`, PLAIN, SCRAM and OAUTHBEARER
+/// messages. Sans-IO and **not yet wired into connections** (issue 10): clients still connect
+/// in PLAINTEXT only.
+#[cfg(feature = "sasl")]
+pub mod security;
 pub mod share;
 mod topic_name;
 
