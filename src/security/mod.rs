@@ -7,12 +7,14 @@
 //! - [`SecurityConfig`]: `security.protocol`, `sasl.mechanism` and the credentials, read from
 //!   Java / Confluent names (`sasl.jaas.config`) or librdkafka names (`sasl.username`).
 //! - [`jaas`]: the `sasl.jaas.config` parser.
-//! - [`plain`], [`scram`], [`oauthbearer`]: the client side of each mechanism.
+//! - [`plain`], [`scram`], [`oauthbearer`]: the client side of each mechanism, and
+//!   [`Authenticator`], which drives any of them through SaslAuthenticate round trips.
 //! - [`Secret`]: passwords and tokens never appear in `Debug`, `Display` or error messages.
 //!
 //! Failed logins are [`Error::Config`](crate::error::Error::Config) values with key `sasl`
 //! for now (see [`auth_failed`]); a dedicated `Error::Authentication` variant is planned.
 
+pub mod authenticator;
 pub mod config;
 pub mod jaas;
 pub mod oauthbearer;
@@ -21,6 +23,7 @@ pub mod scram;
 mod secret;
 pub mod unsecured_jwt;
 
+pub use authenticator::{Authenticator, Step};
 pub use config::{OAuthBearerConfig, SaslConfig, SaslMechanism, SecurityConfig, SecurityProtocol};
 pub use secret::Secret;
 
