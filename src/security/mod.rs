@@ -11,7 +11,7 @@
 //!   [`Authenticator`], which drives any of them through SaslAuthenticate round trips.
 //! - [`Secret`]: passwords and tokens never appear in `Debug`, `Display` or error messages.
 //!
-//! Failed logins are [`Error::Config`](crate::error::Error::Config) values with key `sasl`
+//! Failed logins are [`Error::Config`] values with key `sasl`
 //! for now (see [`auth_failed`]); a dedicated `Error::Authentication` variant is planned.
 
 pub mod authenticator;
