@@ -24,6 +24,28 @@ fn rfc7677_example_byte_for_byte() {
     assert!(c.is_done());
 }
 
+/// SCRAM-SHA-512 with the RFC 7677 inputs. No RFC gives a SHA-512 vector; these bytes come
+/// from the JDK (PBKDF2WithHmacSHA512, HmacSHA512: the primitives Kafka's broker uses), an
+/// implementation independent of the RustCrypto crates. The same program reproduces the
+/// RFC 7677 SHA-256 bytes above.
+#[test]
+fn sha512_known_answer_from_the_jdk() {
+    let mut c =
+        ScramClient::with_nonce(ScramMechanism::Sha512, "user", Secret::new("pencil"), "rOprNGfwEbeRWgbNEkqO").unwrap();
+    c.client_first();
+    let client_final = c.handle_server_first(SERVER_FIRST).unwrap();
+    assert_eq!(
+        std::str::from_utf8(&client_final).unwrap(),
+        "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,\
+         p=gMGXRcevScNtxZ6/8lQYpGtnsNAc3mGcmNomv+xnoOMw+3R2xNJdMNnzMlTN8PPC6wdp6dybEmDYXYTxwnYPJQ=="
+    );
+    c.handle_server_final(
+        b"v=ZQnYEgWQMFmmsM8aQMF0nDDCy/AgCzkwk8CmMZYcMg0vSVlKDanekLtifDSeVGT4+5ZxXnJq199RVG2rR7N7Zw==",
+    )
+    .unwrap();
+    assert!(c.is_done());
+}
+
 #[test]
 fn user_names_are_escaped() {
     let mut c = ScramClient::with_nonce(ScramMechanism::Sha512, "a=b,c", Secret::new("p"), "abc").unwrap();
