@@ -16,7 +16,9 @@
 //!
 //! # Features
 //! Kafka 4.1 (share RPCs v1) to 4.4 (v2: RENEW, `record_limit`). Compression: gzip, snappy,
-//! lz4, zstd. Plaintext connections (TLS and SASL are planned).
+//! lz4, zstd. Plaintext connections (TLS and SASL are planned). The `sasl` cargo feature adds
+//! `security`: SASL settings and mechanisms as sans-IO building blocks, **not yet used by any
+//! connection** (issue 10).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -29,6 +31,9 @@ pub mod consumer;
 pub mod error;
 pub mod producer;
 pub mod protocol;
+// SASL building blocks, not yet wired into connections (issue 10); docs in security/mod.rs.
+#[cfg(feature = "sasl")]
+pub mod security;
 pub mod share;
 mod topic_name;
 
