@@ -317,6 +317,17 @@ pub enum Error {
         redelivered: bool,
     },
 
+    /// SASL authentication failed (wrong credentials, a mechanism the listener does not
+    /// enable, a refused token, a server that could not prove it knows the password).
+    /// Retrying with the same settings cannot help: the message says what to fix.
+    #[error("{mechanism} authentication failed: {message}")]
+    Authentication {
+        /// The SASL mechanism, e.g. "SCRAM-SHA-512".
+        mechanism: String,
+        /// What went wrong (never a secret).
+        message: String,
+    },
+
     /// A topic name Kafka does not accept: found before anything was sent (`subscribe`
     /// checks names as Kafka does), or refused by the broker (INVALID_TOPIC_EXCEPTION, 17).
     /// Retrying cannot help: fix the name.

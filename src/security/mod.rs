@@ -11,8 +11,7 @@
 //!   [`Authenticator`], which drives any of them through SaslAuthenticate round trips.
 //! - [`Secret`]: passwords and tokens never appear in `Debug`, `Display` or error messages.
 //!
-//! Failed logins are [`Error::Config`] values with key `sasl`
-//! for now (see [`auth_failed`]); a dedicated `Error::Authentication` variant is planned.
+//! Failed logins are [`Error::Authentication`] values (see [`auth_failed`]).
 
 pub mod authenticator;
 pub mod config;
@@ -33,5 +32,5 @@ use crate::error::Error;
 /// never contain a secret. (Stands in for a future `Error::Authentication { mechanism,
 /// message }`: it is not retriable, and retrying would not help.)
 pub fn auth_failed(mechanism: &str, message: impl std::fmt::Display) -> Error {
-    Error::Config { key: "sasl".to_string(), message: format!("{mechanism} authentication failed: {message}") }
+    Error::Authentication { mechanism: mechanism.to_string(), message: message.to_string() }
 }

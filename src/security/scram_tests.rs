@@ -11,7 +11,7 @@ const CLIENT_FINAL: &[u8] =
 const SERVER_FINAL: &[u8] = b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
 
 fn is_auth_failure(e: &Error, needle: &str) -> bool {
-    matches!(e, Error::Config { key, message } if key == "sasl" && message.contains(needle))
+    matches!(e, Error::Authentication { .. }) && e.to_string().contains(needle)
 }
 
 #[test]
