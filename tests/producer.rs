@@ -2,19 +2,17 @@
 //! compression, errors, and volume. Records are read back with a classic Fetch.
 
 mod common;
+mod producer_support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{FetchRequest, TopicName};
-use kafka_protocol::protocol::StrBytes;
-use kafka_share::cluster::{Cluster, TrafficClass};
 use kafka_share::config::Properties;
 use kafka_share::producer::{partition_for_key, Acks, DeliveryFuture, Producer, ProducerConfig, ProducerRecord};
-use kafka_share::protocol::records::{decode_batches, Compression, Record};
+use kafka_share::protocol::records::Compression;
 use kafka_share::Error;
+use producer_support::read_back;
 
 fn config() -> ProducerConfig {
     ProducerConfig::new(common::bootstrap()).delivery_timeout(Duration::from_secs(60))
@@ -22,40 +20,6 @@ fn config() -> ProducerConfig {
 
 async fn producer(config: ProducerConfig) -> Producer {
     Producer::new(config).await.expect("producer (is the broker up? `scripts/kafka up`)")
-}
-
-/// Reads `count` records of one partition from offset 0 with Fetch (v4-v12 name topics).
-async fn read_back(cluster: &Cluster, topic: &str, partition: i32, count: usize) -> Vec<Record> {
-    let leader = cluster.with_metadata(|m| m.leader(topic, partition)).expect("partition leader");
-    let conn = cluster.broker(leader, TrafficClass::Fetch).await.expect("connect to leader");
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let mut out: Vec<Record> = Vec::new();
-    let mut offset = 0;
-    while out.len() < count {
-        assert!(tokio::time::Instant::now() < deadline, "read {} of {count} records of {topic}-{partition}", out.len());
-        let part = FetchPartition::default()
-            .with_partition(partition)
-            .with_fetch_offset(offset)
-            .with_partition_max_bytes(8 << 20);
-        let req = FetchRequest::default()
-            .with_max_wait_ms(200)
-            .with_min_bytes(1)
-            .with_max_bytes(16 << 20)
-            .with_topics(vec![FetchTopic::default()
-                .with_topic(TopicName(StrBytes::from_string(topic.into())))
-                .with_partitions(vec![part])]);
-        let resp = cluster.send(&conn, &req, (4, 12)).await.expect("fetch");
-        let p = &resp.responses[0].partitions[0];
-        assert_eq!(p.error_code, 0, "fetch error on {topic}-{partition}");
-        let records = decode_batches(p.records.clone().unwrap_or_default()).expect("decode");
-        // A compressed batch comes back whole, possibly starting before `offset`.
-        let from = offset;
-        for r in records.into_iter().filter(|r| r.offset >= from) {
-            offset = r.offset + 1;
-            out.push(r);
-        }
-    }
-    out
 }
 
 /// Checks each partition's offsets are exactly 0..n (no gap, no duplicate).
