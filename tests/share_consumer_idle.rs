@@ -25,17 +25,6 @@ fn fetches(c: &ShareConsumer) -> f64 {
     c.metrics().get(FETCH_MANAGER, "fetch-total").unwrap_or(0.0)
 }
 
-/// Polls until at least one record arrives (or `T` passes).
-async fn first_records(c: &ShareConsumer) -> Vec<kafka_share::ConsumerRecord> {
-    let end = tokio::time::Instant::now() + T;
-    loop {
-        let got = c.poll(Duration::from_millis(500)).await.expect("poll");
-        if !got.is_empty() || tokio::time::Instant::now() >= end {
-            return got;
-        }
-    }
-}
-
 #[tokio::test]
 async fn an_idle_member_sends_no_record_acquiring_fetch() {
     let bs = common::bootstrap();
@@ -45,7 +34,7 @@ async fn an_idle_member_sends_no_record_acquiring_fetch() {
     let group = common::new_group(&admin, "g-idle-fetches", Some(2000)).await;
     let a = ShareConsumer::connect(explicit(&bs, &group).max_poll_records(5)).await.unwrap();
     a.subscribe([topic.clone()]).unwrap();
-    let got = first_records(&a).await;
+    let got = common::poll_until(&a, 1, T, |_| {}).await;
     assert!(!got.is_empty(), "member A received records");
     // A's application stops polling for 2.5 locks.
     let before = fetches(&a);
@@ -71,7 +60,7 @@ async fn a_record_released_by_a_member_that_stops_polling_reaches_another_member
     assert!(a.poll(Duration::from_millis(200)).await.unwrap().is_empty());
     common::wait_for_members(&admin, &group, 1, T).await;
     common::produce(&bs, &topic, 1, 1, "only").await;
-    let got = first_records(&a).await;
+    let got = common::poll_until(&a, 1, T, |_| {}).await;
     assert_eq!(got.len(), 1, "A received the record");
     assert_eq!(got[0].delivery_count, 1);
     a.acknowledge_with(&got[0], AcknowledgeType::Release).unwrap();
@@ -99,7 +88,7 @@ async fn records_an_idle_member_polled_reach_the_other_member_at_delivery_count_
     let group = common::new_group(&admin, "g-idle-polled", Some(2000)).await;
     let a = ShareConsumer::connect(explicit(&bs, &group).max_poll_records(5)).await.unwrap();
     a.subscribe([topic.clone()]).unwrap();
-    let held = first_records(&a).await;
+    let held = common::poll_until(&a, 1, T, |_| {}).await;
     assert!(!held.is_empty());
     let held_offsets: BTreeSet<i64> = held.iter().map(|r| r.offset).collect();
     // B polls and accepts everything; A's application does nothing for 2.5 locks.
@@ -143,7 +132,7 @@ async fn records_buffered_by_a_member_that_stops_polling_go_back_to_the_group_un
     let group = common::new_group(&admin, "g-idle-buffer", Some(2000)).await;
     let a = ShareConsumer::connect(explicit(&bs, &group).max_poll_records(5)).await.unwrap();
     a.subscribe([topic.clone()]).unwrap();
-    let held = first_records(&a).await;
+    let held = common::poll_until(&a, 1, T, |_| {}).await;
     assert_eq!(held.len(), 5);
     let metric = |name| a.metrics().get(FETCH_MANAGER, name).unwrap_or(0.0) as usize;
     let buffered = metric("records-consumed-total") - held.len();

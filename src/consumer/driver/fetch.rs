@@ -73,7 +73,6 @@ impl Driver {
                 None
             };
             if let Some((req, sent)) = ack {
-                n.pace.releases_queued &= n.session.has_acks();
                 self.send_ack(id, req, sent);
                 continue;
             }
@@ -94,7 +93,6 @@ impl Driver {
             // No fetch will carry the acks soon: after a short linger they go on their own.
             if overdue {
                 if let Some((req, sent)) = send_ack(n, false) {
-                    n.pace.releases_queued &= n.session.has_acks();
                     self.send_ack(id, req, sent);
                 }
             }
@@ -105,6 +103,7 @@ impl Driver {
     fn send_ack(&mut self, id: i32, req: ShareAcknowledgeRequest, sent: Sent) {
         if let Some(n) = self.nodes.get_mut(&id) {
             n.in_flight_acks = true;
+            n.pace.releases_queued &= n.session.has_acks();
         }
         self.spawn_ack(id, req, sent);
     }
@@ -225,7 +224,7 @@ impl Driver {
                 .store(resp.acquisition_lock_timeout_ms as i64, Ordering::Relaxed);
         }
         self.learn_endpoints(&resp.node_endpoints);
-        let lock = Duration::from_millis(self.shared.acquisition_lock_timeout_ms.load(Ordering::Relaxed).max(0) as u64);
+        let lock = self.lock_duration();
         let deadline = (lock > Duration::ZERO).then(|| sent_at + lock);
         let mut results: AckResults = BTreeMap::new();
         let mut moved = false;

@@ -30,6 +30,7 @@ use crate::backoff::Backoff;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
+use crate::share::acks::AcknowledgeType;
 use crate::share::membership::{MemberState, Membership};
 use crate::share::session::{FetchParams, Sent, ShareSession};
 use crate::share::TopicIdPartition;
@@ -437,7 +438,7 @@ impl Driver {
     /// delivery of the offset (the ack would land on a delivery nobody processed).
     fn route_acks(&mut self, acks: Vec<AckEntry>, now: Instant) -> Vec<(AckEntry, Error)> {
         let mut failed = Vec::new();
-        let renew = crate::share::acks::AcknowledgeType::Renew.wire();
+        let (renew, release) = (AcknowledgeType::Renew.wire(), AcknowledgeType::Release.wire());
         let lock = self.lock_duration();
         for a in acks {
             match self.nodes.get_mut(&a.node) {
@@ -465,11 +466,9 @@ impl Driver {
                         n.redeliveries.renewed(a.tp, a.offset, now + lock);
                     } else {
                         n.redeliveries.settled(a.tp, a.offset);
-                    }
-                    if a.wire != crate::share::acks::AcknowledgeType::Renew.wire() {
                         n.pace.settled(1);
                     }
-                    if a.wire == crate::share::acks::AcknowledgeType::Release.wire() {
+                    if a.wire == release {
                         // Released records are for the other members: no refill from this
                         // broker until the application polls again.
                         n.pace.refill = false;

@@ -178,6 +178,11 @@ impl Driver {
         buffered > 0 || self.nodes.get(&id).is_some_and(|n| n.pace.outstanding > 0 || n.session.has_acks())
     }
 
+    /// Records buffered from every broker.
+    fn buffered(&self) -> usize {
+        self.buffer.iter().map(|f| f.records.len()).sum()
+    }
+
     pub(super) fn buffered_from(&self, id: i32) -> usize {
         self.buffer.iter().filter(|f| f.node == id).map(|f| f.records.len()).sum()
     }
@@ -255,8 +260,7 @@ impl Driver {
         }
         let horizon = self.within_lock(PREFETCH_HORIZON).as_secs_f64();
         let room = self.drain.per_sec(now) * horizon;
-        let buffered: usize = self.buffer.iter().map(|f| f.records.len()).sum();
-        (buffered + self.fetch_max_records(now)) as f64 <= room
+        (self.buffered() + self.fetch_max_records(now)) as f64 <= room
     }
 
     /// Whether broker `id` owes a poll that found nothing buffered a fetch.
@@ -317,7 +321,7 @@ impl Driver {
         if self.buffer.is_empty() || !self.app_idle(now) {
             return;
         }
-        let released: usize = self.buffer.iter().map(|f| f.records.len()).sum();
+        let released = self.buffered();
         tracing::debug!(released, "application stopped polling: buffered records released to the group");
         self.shared.metrics.record_released_unseen(released as u64);
         self.release_buffer(|_| true);
