@@ -31,8 +31,7 @@ pub mod consumer;
 pub mod error;
 pub mod producer;
 pub mod protocol;
-// SASL building blocks, not yet wired into connections (issue 10); docs in security/mod.rs.
-#[cfg(feature = "sasl")]
+// security.protocol, SASL and (with the `tls` feature) TLS; docs in security/mod.rs.
 pub mod security;
 pub mod share;
 mod topic_name;

@@ -25,6 +25,7 @@ use crate::backoff::Backoff;
 use crate::connection::ConnectionConfig;
 use crate::error::{check, Context, Error, Result};
 use crate::protocol::api::ApiRequest;
+use crate::security::SecurityConfig;
 
 /// Connection-level settings shared by every client type (Java names in the docs).
 #[derive(Debug, Clone)]
@@ -41,6 +42,8 @@ pub struct ClusterConfig {
     pub retry_backoff: Duration,
     /// `retry.backoff.max.ms`.
     pub retry_backoff_max: Duration,
+    /// `security.protocol` with its SASL and TLS settings (PLAINTEXT by default).
+    pub security: SecurityConfig,
 }
 
 impl Default for ClusterConfig {
@@ -52,6 +55,7 @@ impl Default for ClusterConfig {
             connect_timeout: Duration::from_secs(10),
             retry_backoff: Duration::from_millis(100),
             retry_backoff_max: Duration::from_millis(1000),
+            security: SecurityConfig::default(),
         }
     }
 }
@@ -100,6 +104,13 @@ impl Cluster {
     pub async fn connect(config: ClusterConfig) -> Result<Arc<Cluster>> {
         if config.bootstrap_servers.is_empty() {
             return Err(Error::config("bootstrap.servers", "no servers given; set it to host:port[,host:port...]"));
+        }
+        if config.security.protocol != crate::security::SecurityProtocol::Plaintext {
+            // Removed once connections speak TLS and SASL (issue 10).
+            return Err(Error::config(
+                "security.protocol",
+                format!("{} is not wired into connections yet; only PLAINTEXT works", config.security.protocol.name()),
+            ));
         }
         let cluster = Arc::new(Cluster {
             conn_config: ConnectionConfig { client_id: config.client_id.clone(), ..Default::default() },

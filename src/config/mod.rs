@@ -12,6 +12,7 @@ pub use properties::Properties;
 
 use crate::cluster::ClusterConfig;
 use crate::error::{Error, Result};
+use crate::security::SecurityConfig;
 
 /// Keys every client understands (read by [`cluster_config`]).
 pub const COMMON_KEYS: &[&str] = &[
@@ -44,13 +45,7 @@ pub fn cluster_config(p: &Properties, default_client_id: &str) -> Result<Cluster
     c.connect_timeout = p.millis("socket.connection.setup.timeout.ms", Duration::from_secs(10), 1, i32::MAX as i64)?;
     c.retry_backoff = p.millis("retry.backoff.ms", Duration::from_millis(100), 0, i32::MAX as i64)?;
     c.retry_backoff_max = p.millis("retry.backoff.max.ms", Duration::from_millis(1000), 0, i32::MAX as i64)?;
-    let proto = p.string("security.protocol", "PLAINTEXT").to_ascii_uppercase();
-    if proto != "PLAINTEXT" {
-        return Err(Error::config(
-            "security.protocol",
-            format!("{proto} is not supported yet (TLS and SASL are planned); only PLAINTEXT works today"),
-        ));
-    }
+    c.security = SecurityConfig::from_properties(p)?;
     Ok(c)
 }
 
@@ -74,6 +69,6 @@ mod tests {
         let e = cluster_config(&Properties::from_pairs([("bootstrap.servers", "nohost")]), "x").unwrap_err();
         assert!(e.to_string().contains("not host:port"), "{e}");
         let p = Properties::from_pairs([("bootstrap.servers", "a:1"), ("security.protocol", "SASL_SSL")]);
-        assert!(cluster_config(&p, "x").unwrap_err().to_string().contains("not supported yet"));
+        assert!(cluster_config(&p, "x").unwrap_err().to_string().contains("sasl.mechanism"));
     }
 }

@@ -1,4 +1,4 @@
-//! SASL building blocks for issue 10 (TLS and SASL), behind the `sasl` cargo feature.
+//! Security settings and SASL mechanisms (issue 10: TLS and SASL).
 //!
 //! **Not yet wired into connections**: every client still connects in PLAINTEXT. What is here
 //! is sans-IO (no sockets, no clock), so that the connection layer can drive it right after
