@@ -328,6 +328,18 @@ pub enum Error {
         message: String,
     },
 
+    /// A TLS connection could not be set up: an untrusted or invalid broker certificate, a
+    /// name the certificate does not cover, a client certificate the broker wanted, or a
+    /// listener that does not speak TLS (or speaks it when we do not). Retrying with the same
+    /// settings cannot help: the message names the cause and the fix.
+    #[error("TLS with {addr}: {message}")]
+    Tls {
+        /// host:port of the broker.
+        addr: String,
+        /// What went wrong and what to do.
+        message: String,
+    },
+
     /// A topic name Kafka does not accept: found before anything was sent (`subscribe`
     /// checks names as Kafka does), or refused by the broker (INVALID_TOPIC_EXCEPTION, 17).
     /// Retrying cannot help: fix the name.

@@ -44,6 +44,10 @@ pub struct ClusterConfig {
     pub retry_backoff_max: Duration,
     /// `security.protocol` with its SASL and TLS settings (PLAINTEXT by default).
     pub security: SecurityConfig,
+    /// A rustls client config built by the caller, used instead of the one built from
+    /// `security.tls` (for a custom verifier, trust store or key source).
+    #[cfg(feature = "tls")]
+    pub tls_client_config: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Default for ClusterConfig {
@@ -56,6 +60,8 @@ impl Default for ClusterConfig {
             retry_backoff: Duration::from_millis(100),
             retry_backoff_max: Duration::from_millis(1000),
             security: SecurityConfig::default(),
+            #[cfg(feature = "tls")]
+            tls_client_config: None,
         }
     }
 }
@@ -74,10 +80,31 @@ impl ClusterConfig {
         }
     }
 
+    /// Uses `config` for TLS instead of one built from the `ssl.*` settings (a custom
+    /// verifier, trust store or key source). Build it with an explicit crypto provider.
+    #[cfg(feature = "tls")]
+    pub fn with_tls_client_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.tls_client_config = Some(config);
+        self
+    }
+
     /// A fresh backoff with this config's bounds.
     pub fn backoff(&self) -> Backoff {
         Backoff::new(self.retry_backoff, self.retry_backoff_max)
     }
+}
+
+/// The rustls config of a TLS protocol: the caller's, or one built from the settings.
+#[cfg(feature = "tls")]
+fn tls_client_config(config: &ClusterConfig) -> Result<Option<Arc<rustls::ClientConfig>>> {
+    if !config.security.protocol.uses_tls() {
+        return Ok(None);
+    }
+    if let Some(c) = &config.tls_client_config {
+        return Ok(Some(c.clone()));
+    }
+    let tls = config.security.tls_or_default().unwrap_or_default();
+    crate::security::tls_client::client_config(&tls).map(Some)
 }
 
 /// Metadata API versions this client speaks (v10+ carries topic ids).
@@ -105,15 +132,22 @@ impl Cluster {
         if config.bootstrap_servers.is_empty() {
             return Err(Error::config("bootstrap.servers", "no servers given; set it to host:port[,host:port...]"));
         }
-        if config.security.protocol != crate::security::SecurityProtocol::Plaintext {
-            // Removed once connections speak TLS and SASL (issue 10).
+        config.security.check_supported()?;
+        if config.security.protocol.uses_sasl() {
+            // Removed once connections speak SASL (issue 10).
             return Err(Error::config(
                 "security.protocol",
-                format!("{} is not wired into connections yet; only PLAINTEXT works", config.security.protocol.name()),
+                format!("{} is not wired into connections yet", config.security.protocol.name()),
             ));
         }
+        let conn_config = ConnectionConfig {
+            client_id: config.client_id.clone(),
+            #[cfg(feature = "tls")]
+            tls: tls_client_config(&config)?,
+            ..Default::default()
+        };
         let cluster = Arc::new(Cluster {
-            conn_config: ConnectionConfig { client_id: config.client_id.clone(), ..Default::default() },
+            conn_config,
             config,
             metadata: RwLock::new(Metadata::default()),
             pool: Pool::default(),

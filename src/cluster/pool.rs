@@ -42,11 +42,13 @@ pub async fn dial(
     connect_timeout: Duration,
     request_timeout: Duration,
 ) -> Result<BrokerConnection> {
-    let conn = Connection::connect_tcp(addr, config.clone(), connect_timeout).await?;
+    let conn = Connection::connect(addr, config.clone(), connect_timeout).await?;
     let req = ApiVersionsRequest::default()
         .with_client_software_name(StrBytes::from_static_str("kafka-share"))
         .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
-    let resp = conn.call_timeout(&req, 3, request_timeout).await?;
+    // A TLS or protocol mismatch shows up as the first answer failing: report that cause
+    // itself (it is fatal), not the retriable "connection closed" around it.
+    let resp = conn.call_timeout(&req, 3, request_timeout).await.map_err(Error::into_fatal_cause)?;
     check(resp.error_code, None, || Context::api("ApiVersions").broker(node_id))?;
     let versions = ApiVersions::from_response(node_id, &resp);
     debug!(node_id, addr, "connected");
@@ -146,6 +148,19 @@ impl Pool {
 }
 
 impl Error {
+    /// The error itself, or the fatal cause of a closed connection (a TLS failure), which
+    /// retrying cannot fix and which says what to change.
+    pub(crate) fn into_fatal_cause(self) -> Error {
+        fn tls(e: &Error) -> Option<&Error> {
+            match e {
+                Error::Tls { .. } => Some(e),
+                Error::ConnectionClosed { cause: Some(c), .. } | Error::OutcomeUnknown { cause: c, .. } => tls(c),
+                _ => None,
+            }
+        }
+        tls(&self).cloned().unwrap_or(self)
+    }
+
     /// Whether the error means the connection is gone (so a redial may help).
     pub fn is_connection_error(&self) -> bool {
         matches!(

@@ -46,6 +46,7 @@ pub fn cluster_config(p: &Properties, default_client_id: &str) -> Result<Cluster
     c.retry_backoff = p.millis("retry.backoff.ms", Duration::from_millis(100), 0, i32::MAX as i64)?;
     c.retry_backoff_max = p.millis("retry.backoff.max.ms", Duration::from_millis(1000), 0, i32::MAX as i64)?;
     c.security = SecurityConfig::from_properties(p)?;
+    c.security.check_supported()?;
     Ok(c)
 }
 

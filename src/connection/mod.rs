@@ -80,11 +80,19 @@ pub struct ConnectionConfig {
     pub client_id: String,
     /// Largest response frame accepted; a bigger length poisons the connection.
     pub max_frame: usize,
+    /// TLS for this connection (`security.protocol` SSL or SASL_SSL), or plain TCP.
+    #[cfg(feature = "tls")]
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl Default for ConnectionConfig {
     fn default() -> Self {
-        ConnectionConfig { client_id: "kafka-share".into(), max_frame: DEFAULT_MAX_FRAME }
+        ConnectionConfig {
+            client_id: "kafka-share".into(),
+            max_frame: DEFAULT_MAX_FRAME,
+            #[cfg(feature = "tls")]
+            tls: None,
+        }
     }
 }
 
@@ -103,13 +111,34 @@ impl Connection {
 
     /// Dials `addr` over TCP (with TCP_NODELAY) and spawns the connection.
     pub async fn connect_tcp(addr: &str, config: ConnectionConfig, timeout: Duration) -> Result<Connection> {
-        let stream = match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(Error::io(addr, e)),
+        let stream = match tokio::time::timeout(timeout, tcp(addr)).await {
+            Ok(s) => s?,
             Err(_) => return Err(Error::Timeout { what: format!("connecting to {addr}"), after: timeout }),
         };
-        stream.set_nodelay(true).map_err(|e| Error::io(addr, e))?;
         Ok(Connection::spawn(stream, addr, config))
+    }
+
+    /// Dials `addr` over TCP, then TLS when `config.tls` says so, all within `timeout`. TLS
+    /// verifies the broker's certificate against the host in `addr` (the advertised one).
+    pub async fn connect(addr: &str, config: ConnectionConfig, timeout: Duration) -> Result<Connection> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = config.tls.clone() {
+            let setup = async {
+                let stream = tcp(addr).await?;
+                crate::security::tls_client::handshake(tls, addr, stream).await
+            };
+            return match tokio::time::timeout(timeout, setup).await {
+                Ok(stream) => Ok(Connection::spawn(stream?, addr, config)),
+                Err(_) => Err(Error::Timeout {
+                    what: format!(
+                        "connecting to {addr} over TLS (a PLAINTEXT listener may wait for more of our TLS hello: \
+                         check security.protocol and the port)"
+                    ),
+                    after: timeout,
+                }),
+            };
+        }
+        Connection::connect_tcp(addr, config, timeout).await
     }
 
     /// The host:port this connection talks to.
@@ -250,6 +279,12 @@ impl Connection {
             .clone()
             .unwrap_or(Error::ConnectionClosed { addr: self.shared.addr.clone(), cause: None })
     }
+}
+
+async fn tcp(addr: &str) -> Result<tokio::net::TcpStream> {
+    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| Error::io(addr, e))?;
+    stream.set_nodelay(true).map_err(|e| Error::io(addr, e))?;
+    Ok(stream)
 }
 
 impl Shared {

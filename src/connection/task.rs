@@ -228,7 +228,15 @@ async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, addr: &str, max_frame: usi
         return Err(if e.kind() == std::io::ErrorKind::UnexpectedEof {
             Error::ConnectionClosed { addr: addr.to_string(), cause: None }
         } else {
-            Error::io(addr, e)
+            io_error(addr, e)
+        });
+    }
+    if looks_like_tls_record(&len) {
+        return Err(Error::Tls {
+            addr: addr.to_string(),
+            message: "the broker answered in TLS: this is an SSL or SASL_SSL listener; set security.protocol to SSL \
+                      or SASL_SSL (or use the PLAINTEXT listener's port)"
+                .to_string(),
         });
     }
     let len = i32::from_be_bytes(len);
@@ -246,12 +254,29 @@ async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, addr: &str, max_frame: usi
     while buf.len() < len {
         let want = len - buf.len();
         let mut limited = (&mut buf).limit(want);
-        let n = rd.read_buf(&mut limited).await.map_err(|e| Error::io(addr, e))?;
+        let n = rd.read_buf(&mut limited).await.map_err(|e| io_error(addr, e))?;
         if n == 0 {
             return Err(Error::ConnectionClosed { addr: addr.to_string(), cause: None });
         }
     }
     Ok(buf.freeze())
+}
+
+/// Whether a response "length" is in fact a TLS record header (alert 0x15 or handshake 0x16,
+/// version 3.x): what a TLS listener sends a client that does not speak TLS. As a length it
+/// is over 300 MB, so a real response never starts this way.
+fn looks_like_tls_record(len: &[u8; 4]) -> bool {
+    matches!(len[0], 0x15 | 0x16) && len[1] == 0x03 && len[2] <= 0x04
+}
+
+/// An IO error of the read half: a TLS failure after the handshake (a TLS 1.3 broker refuses
+/// a missing client certificate only then) becomes [`Error::Tls`].
+fn io_error(addr: &str, e: std::io::Error) -> Error {
+    #[cfg(feature = "tls")]
+    if let Some(tls) = crate::security::tls_client::late_tls_error(addr, &e) {
+        return tls;
+    }
+    Error::io(addr, e)
 }
 
 fn dispatch(shared: &Shared, frame: Bytes) -> Result<()> {

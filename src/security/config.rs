@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use super::jaas::{JaasConfig, LoginModule};
 use super::oauthbearer::validate_extension;
 use super::scram::ScramMechanism;
+use super::tls::TlsConfig;
 use super::unsecured_jwt::DEFAULT_LIFETIME_SECS;
 use super::Secret;
 use crate::config::Properties;
@@ -221,21 +222,30 @@ pub struct SecurityConfig {
     pub protocol: SecurityProtocol,
     /// Present exactly when the protocol uses SASL.
     pub sasl: Option<SaslConfig>,
+    /// Present exactly when the protocol uses TLS.
+    pub tls: Option<TlsConfig>,
 }
 
 impl SecurityConfig {
     /// Reads the security settings. Errors name the key and say what to write; they never
-    /// show a password, secret or token.
+    /// show a password, secret or token. Whether this build can use them is
+    /// [`check_supported`](Self::check_supported)'s question.
     pub fn from_properties(p: &Properties) -> Result<SecurityConfig> {
         let protocol = match p.get("security.protocol") {
             Some(v) => SecurityProtocol::parse(v)?,
             None => SecurityProtocol::Plaintext,
         };
+        let tls = if protocol.uses_tls() {
+            Some(TlsConfig::from_properties(p)?)
+        } else {
+            TlsConfig::ignore_keys(p);
+            None
+        };
         if !protocol.uses_sasl() {
             for key in SASL_KEYS {
                 let _ = p.get(key);
             }
-            return Ok(SecurityConfig { protocol, sasl: None });
+            return Ok(SecurityConfig { protocol, sasl: None, tls });
         }
         let mechanism = mechanism(p, protocol)?;
         let jaas = p.get("sasl.jaas.config").map(JaasConfig::parse).transpose()?;
@@ -280,7 +290,34 @@ impl SecurityConfig {
             }
             SaslMechanism::OAuthBearer => SaslConfig::OAuthBearer(oauthbearer(p, jaas.as_ref())?),
         };
-        Ok(SecurityConfig { protocol, sasl: Some(sasl) })
+        Ok(SecurityConfig { protocol, sasl: Some(sasl), tls })
+    }
+
+    /// Fails when this build cannot do what the settings ask (TLS without the `tls` feature)
+    /// or they contradict each other (a SASL protocol without SASL settings).
+    pub fn check_supported(&self) -> Result<()> {
+        if self.protocol.uses_tls() && !cfg!(feature = "tls") {
+            return Err(Error::config(
+                "security.protocol",
+                format!(
+                    "{} needs TLS, which this build of kafka-share leaves out: enable its `tls` cargo feature \
+                     (kafka-share = {{ version = \"...\", features = [\"tls\"] }})",
+                    self.protocol.name()
+                ),
+            ));
+        }
+        if self.protocol.uses_sasl() != self.sasl.is_some() {
+            return Err(Error::config(
+                "sasl.mechanism",
+                format!("security.protocol={} and the SASL settings disagree", self.protocol.name()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The TLS settings for a protocol with TLS (the defaults when none were given).
+    pub fn tls_or_default(&self) -> Option<TlsConfig> {
+        self.protocol.uses_tls().then(|| self.tls.clone().unwrap_or_default())
     }
 }
 

@@ -20,11 +20,15 @@ pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 mod secret;
+pub mod tls;
+#[cfg(feature = "tls")]
+pub mod tls_client;
 pub mod unsecured_jwt;
 
 pub use authenticator::{Authenticator, Step};
 pub use config::{OAuthBearerConfig, SaslConfig, SaslMechanism, SecurityConfig, SecurityProtocol};
 pub use secret::Secret;
+pub use tls::{ClientCert, TlsConfig, Trust};
 
 use crate::error::Error;
 

@@ -9,6 +9,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use kafka_share::admin::Admin;
 use kafka_share::cluster::{Cluster, ClusterConfig};
 
+pub mod proxy;
+pub mod secured;
+
 /// The single-node broker (env `KAFKA_BOOTSTRAP`, default 127.0.0.1:19092).
 pub fn bootstrap() -> String {
     std::env::var("KAFKA_BOOTSTRAP").unwrap_or_else(|_| "127.0.0.1:19092".into())
