@@ -38,6 +38,12 @@ impl ErrorCode {
     pub const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode(25);
     /// TOPIC_AUTHORIZATION_FAILED (29).
     pub const TOPIC_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(29);
+    /// GROUP_AUTHORIZATION_FAILED (30): the principal may not READ (or DESCRIBE) the group.
+    pub const GROUP_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(30);
+    /// CLUSTER_AUTHORIZATION_FAILED (31).
+    pub const CLUSTER_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(31);
+    /// SASL_AUTHENTICATION_FAILED (58).
+    pub const SASL_AUTHENTICATION_FAILED: ErrorCode = ErrorCode(58);
     /// UNSUPPORTED_VERSION (35).
     pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(35);
     /// TOPIC_ALREADY_EXISTS (36).

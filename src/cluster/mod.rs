@@ -6,8 +6,10 @@
 
 mod metadata;
 mod pool;
+pub mod sasl;
 mod versions;
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -18,14 +20,15 @@ use kafka_protocol::protocol::StrBytes;
 use tracing::debug;
 
 pub use metadata::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
-pub use pool::{dial, BrokerConnection, Pool, TrafficClass};
+pub use pool::{dial, BrokerConnection, DialConfig, Pool, TrafficClass};
 pub use versions::ApiVersions;
 
 use crate::backoff::Backoff;
 use crate::connection::ConnectionConfig;
 use crate::error::{check, Context, Error, Result};
 use crate::protocol::api::ApiRequest;
-use crate::security::SecurityConfig;
+use crate::security::{OAuthBearerConfig, SaslConfig, SecurityConfig, TokenProvider, TokenSource};
+use sasl::SaslLogin;
 
 /// Connection-level settings shared by every client type (Java names in the docs).
 #[derive(Debug, Clone)]
@@ -48,6 +51,9 @@ pub struct ClusterConfig {
     /// `security.tls` (for a custom verifier, trust store or key source).
     #[cfg(feature = "tls")]
     pub tls_client_config: Option<Arc<rustls::ClientConfig>>,
+    /// Where OAUTHBEARER tokens come from when the application supplies them (see
+    /// [`ClusterConfig::with_oauth_token_provider`]); replaces the token settings.
+    pub oauth_tokens: Option<TokenSource>,
 }
 
 impl Default for ClusterConfig {
@@ -62,6 +68,7 @@ impl Default for ClusterConfig {
             security: SecurityConfig::default(),
             #[cfg(feature = "tls")]
             tls_client_config: None,
+            oauth_tokens: None,
         }
     }
 }
@@ -88,10 +95,55 @@ impl ClusterConfig {
         self
     }
 
+    /// Takes OAUTHBEARER tokens from `provider` (an async callback: token, expiry,
+    /// principal, extensions), cached and refreshed before they expire. Needs
+    /// `sasl.mechanism=OAUTHBEARER`.
+    pub fn with_oauth_token_provider(mut self, provider: impl TokenProvider) -> Self {
+        self.oauth_tokens = Some(TokenSource::new(provider));
+        self
+    }
+
     /// A fresh backoff with this config's bounds.
     pub fn backoff(&self) -> Backoff {
         Backoff::new(self.retry_backoff, self.retry_backoff_max)
     }
+}
+
+/// The SASL login of a SASL protocol, with its token source when tokens come from a
+/// callback or an identity provider.
+fn sasl_login(config: &ClusterConfig, stats: Arc<NetworkStats>) -> Result<Option<Arc<SaslLogin>>> {
+    let Some(sasl) = config.security.sasl.clone() else {
+        if config.oauth_tokens.is_some() {
+            return Err(Error::config("sasl.mechanism", "a token provider is set, but security.protocol has no SASL"));
+        }
+        return Ok(None);
+    };
+    let tokens = match (&sasl, &config.oauth_tokens) {
+        (SaslConfig::OAuthBearer(_), Some(t)) => Some(t.clone()),
+        (_, Some(_)) => {
+            return Err(Error::config(
+                "sasl.mechanism",
+                format!("a token provider is set, but sasl.mechanism is {}: use OAUTHBEARER", sasl.mechanism().name()),
+            ))
+        }
+        (SaslConfig::OAuthBearer(OAuthBearerConfig::ClientCredentials { .. }), None) => Some(oidc_tokens(&sasl)?),
+        _ => None,
+    };
+    Ok(Some(Arc::new(SaslLogin::new(sasl, tokens, stats))))
+}
+
+#[cfg(feature = "oidc")]
+fn oidc_tokens(sasl: &SaslConfig) -> Result<TokenSource> {
+    crate::security::oidc::token_source(sasl)
+}
+
+#[cfg(not(feature = "oidc"))]
+fn oidc_tokens(_sasl: &SaslConfig) -> Result<TokenSource> {
+    Err(Error::config(
+        "sasl.oauthbearer.token.endpoint.url",
+        "fetching tokens from an identity provider needs kafka-share's `oidc` cargo feature (or pass tokens \
+         yourself with ClusterConfig::with_oauth_token_provider)",
+    ))
 }
 
 /// The rustls config of a TLS protocol: the caller's, or one built from the settings.
@@ -115,9 +167,23 @@ const FIND_COORDINATOR_VERSIONS: (i16, i16) = (4, 6);
 /// A shared view of one Kafka cluster.
 pub struct Cluster {
     config: ClusterConfig,
-    conn_config: ConnectionConfig,
+    dial: DialConfig,
     metadata: RwLock<Metadata>,
     pool: Pool,
+    network: Arc<NetworkStats>,
+}
+
+/// Connection counters of one client, under the Java client's metric names.
+#[derive(Debug, Default)]
+pub struct NetworkStats {
+    /// Connections opened (and, with SASL, logged in).
+    pub connections_created: AtomicU64,
+    /// Successful SASL logins on new connections.
+    pub authentications: AtomicU64,
+    /// Successful SASL re-authentications on live connections (KIP-368).
+    pub reauthentications: AtomicU64,
+    /// Failed re-authentications (each closed its connection).
+    pub failed_reauthentications: AtomicU64,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -133,24 +199,25 @@ impl Cluster {
             return Err(Error::config("bootstrap.servers", "no servers given; set it to host:port[,host:port...]"));
         }
         config.security.check_supported()?;
-        if config.security.protocol.uses_sasl() {
-            // Removed once connections speak SASL (issue 10).
-            return Err(Error::config(
-                "security.protocol",
-                format!("{} is not wired into connections yet", config.security.protocol.name()),
-            ));
-        }
-        let conn_config = ConnectionConfig {
+        let network = Arc::new(NetworkStats::default());
+        let conn = ConnectionConfig {
             client_id: config.client_id.clone(),
             #[cfg(feature = "tls")]
             tls: tls_client_config(&config)?,
             ..Default::default()
         };
+        let dial = DialConfig {
+            conn,
+            sasl: sasl_login(&config, network.clone())?,
+            connect_timeout: config.connect_timeout,
+            request_timeout: config.request_timeout,
+        };
         let cluster = Arc::new(Cluster {
-            conn_config,
+            dial,
             config,
             metadata: RwLock::new(Metadata::default()),
-            pool: Pool::default(),
+            pool: Pool::new(network.clone()),
+            network,
         });
         cluster.refresh_metadata(&[]).await?;
         Ok(cluster)
@@ -186,35 +253,13 @@ impl Cluster {
         let mut last_err = None;
         for b in &known {
             let addr = b.addr();
-            match self
-                .pool
-                .get(
-                    b.node_id,
-                    TrafficClass::Control,
-                    &addr,
-                    &self.conn_config,
-                    self.config.connect_timeout,
-                    self.config.request_timeout,
-                )
-                .await
-            {
+            match self.pool.get(b.node_id, TrafficClass::Control, &addr, &self.dial).await {
                 Ok(c) => return Ok(c),
                 Err(e) => last_err = Some(e),
             }
         }
         for addr in &self.config.bootstrap_servers {
-            match self
-                .pool
-                .get(
-                    -1,
-                    TrafficClass::Control,
-                    addr,
-                    &self.conn_config,
-                    self.config.connect_timeout,
-                    self.config.request_timeout,
-                )
-                .await
-            {
+            match self.pool.get(-1, TrafficClass::Control, addr, &self.dial).await {
                 Ok(c) => return Ok(c),
                 Err(e) => {
                     debug!(addr, error = %e, "bootstrap server failed");
@@ -236,9 +281,7 @@ impl Cluster {
                     .ok_or_else(|| Error::InvalidState(format!("broker {node_id} is not in the cluster metadata")))?
             }
         };
-        self.pool
-            .get(node_id, class, &addr, &self.conn_config, self.config.connect_timeout, self.config.request_timeout)
-            .await
+        self.pool.get(node_id, class, &addr, &self.dial).await
     }
 
     /// Sends `req` to a connection, picking the highest common version in `versions`.
@@ -355,6 +398,11 @@ impl Cluster {
                 }
             }
         }
+    }
+
+    /// Connection counters (connections made, SASL logins and re-authentications).
+    pub fn network_stats(&self) -> Arc<NetworkStats> {
+        self.network.clone()
     }
 
     /// Closes every connection.

@@ -8,7 +8,9 @@ use kafka_protocol::messages::ApiVersionsRequest;
 use kafka_protocol::protocol::StrBytes;
 use tracing::debug;
 
+use super::sasl::SaslLogin;
 use super::versions::ApiVersions;
+use super::NetworkStats;
 use crate::connection::{Connection, ConnectionConfig};
 use crate::error::{check, Context, Error, Result};
 
@@ -34,15 +36,23 @@ pub struct BrokerConnection {
     pub versions: Arc<ApiVersions>,
 }
 
-/// Dials a broker and negotiates API versions.
-pub async fn dial(
-    node_id: i32,
-    addr: &str,
-    config: &ConnectionConfig,
-    connect_timeout: Duration,
-    request_timeout: Duration,
-) -> Result<BrokerConnection> {
-    let conn = Connection::connect(addr, config.clone(), connect_timeout).await?;
+/// How to open a connection: the socket settings, the login, the timeouts.
+#[derive(Debug, Clone)]
+pub struct DialConfig {
+    /// Socket, framing and TLS settings.
+    pub conn: ConnectionConfig,
+    /// The SASL login, for SASL_PLAINTEXT and SASL_SSL.
+    pub sasl: Option<Arc<SaslLogin>>,
+    /// Bounds TCP connect + TLS handshake, and then the SASL exchange.
+    pub connect_timeout: Duration,
+    /// Bounds ApiVersions.
+    pub request_timeout: Duration,
+}
+
+/// Dials a broker, negotiates API versions, and logs in when SASL is configured.
+pub async fn dial(node_id: i32, addr: &str, config: &DialConfig) -> Result<BrokerConnection> {
+    let (connect_timeout, request_timeout) = (config.connect_timeout, config.request_timeout);
+    let conn = Connection::connect(addr, config.conn.clone(), connect_timeout).await?;
     let req = ApiVersionsRequest::default()
         .with_client_software_name(StrBytes::from_static_str("kafka-share"))
         .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
@@ -51,6 +61,12 @@ pub async fn dial(
     let resp = conn.call_timeout(&req, 3, request_timeout).await.map_err(Error::into_fatal_cause)?;
     check(resp.error_code, None, || Context::api("ApiVersions").broker(node_id))?;
     let versions = ApiVersions::from_response(node_id, &resp);
+    if let Some(login) = &config.sasl {
+        if let Err(e) = super::sasl::authenticate(&conn, &versions, login, connect_timeout).await {
+            conn.close(None);
+            return Err(e);
+        }
+    }
     debug!(node_id, addr, "connected");
     Ok(BrokerConnection { node_id, conn, versions: Arc::new(versions) })
 }
@@ -59,23 +75,26 @@ pub async fn dial(
 type Slot = Arc<tokio::sync::Mutex<Option<BrokerConnection>>>;
 
 /// The pool of broker connections.
-#[derive(Default)]
 pub struct Pool {
     slots: Mutex<HashMap<(i32, TrafficClass), Slot>>,
     /// Brokers whose last dial or request failed, and when: "any broker" tries them last.
     failed: Mutex<HashMap<i32, Instant>>,
+    stats: Arc<NetworkStats>,
 }
 
 impl Pool {
+    /// An empty pool counting its connections in `stats`.
+    pub fn new(stats: Arc<NetworkStats>) -> Pool {
+        Pool { slots: Mutex::default(), failed: Mutex::default(), stats }
+    }
+
     /// A live connection to `node_id` for `class`, dialing `addr` if there is none.
     pub async fn get(
         &self,
         node_id: i32,
         class: TrafficClass,
         addr: &str,
-        config: &ConnectionConfig,
-        connect_timeout: Duration,
-        request_timeout: Duration,
+        config: &DialConfig,
     ) -> Result<BrokerConnection> {
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
@@ -87,8 +106,9 @@ impl Pool {
                 return Ok(c.clone());
             }
         }
-        match dial(node_id, addr, config, connect_timeout, request_timeout).await {
+        match dial(node_id, addr, config).await {
             Ok(c) => {
+                self.stats.connections_created.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 self.note_success(node_id);
                 *guard = Some(c.clone());
                 Ok(c)

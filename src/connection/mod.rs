@@ -64,6 +64,8 @@ struct Shared {
 #[derive(Clone)]
 pub struct Connection {
     tx: mpsc::Sender<Command>,
+    /// Exclusive exchanges (SASL re-authentication): see [`Connection::exclusive`].
+    ptx: mpsc::UnboundedSender<task::Priority>,
     shared: Arc<Shared>,
 }
 
@@ -105,8 +107,9 @@ impl Connection {
         let shared =
             Arc::new(Shared { addr: addr.into(), state: Mutex::new(task::State::default()), closed: Notify::new() });
         let (tx, rx) = mpsc::channel(1024);
-        task::start(stream, rx, shared.clone(), config);
-        Connection { tx, shared }
+        let (ptx, prx) = mpsc::unbounded_channel();
+        task::start(stream, rx, prx, shared.clone(), config);
+        Connection { tx, ptx, shared }
     }
 
     /// Dials `addr` over TCP (with TCP_NODELAY) and spawns the connection.
@@ -139,6 +142,11 @@ impl Connection {
             };
         }
         Connection::connect_tcp(addr, config, timeout).await
+    }
+
+    /// A handle that does not keep the connection open.
+    pub fn downgrade(&self) -> WeakConnection {
+        WeakConnection { tx: self.tx.downgrade(), ptx: self.ptx.downgrade(), shared: Arc::downgrade(&self.shared) }
     }
 
     /// The host:port this connection talks to.
@@ -182,11 +190,32 @@ impl Connection {
 
     /// Encodes `request` and queues it for the writer; the receiver gets the response frame.
     async fn send_request<R: ApiRequest>(&self, request: &R, version: i16) -> Result<oneshot::Receiver<Result<Bytes>>> {
+        self.send_request_via(request, version, false).await
+    }
+
+    async fn send_request_via<R: ApiRequest>(
+        &self,
+        request: &R,
+        version: i16,
+        priority: bool,
+    ) -> Result<oneshot::Receiver<Result<Bytes>>> {
         let mut body = BytesMut::with_capacity(256);
         request
             .encode_body(version, &mut body)
             .map_err(|source| Error::Codec { context: Context::api(R::NAME), source })?;
-        self.enqueue_raw(R::KEY, version, R::request_header_version(version), body.freeze()).await
+        let (api_key, header_version) = (R::KEY, R::request_header_version(version));
+        if !priority {
+            return self.enqueue_raw(api_key, version, header_version, body.freeze()).await;
+        }
+        if let Some(e) = self.shared.lock().poisoned.clone() {
+            return Err(e);
+        }
+        let (reply, rx) = oneshot::channel();
+        let cmd = Command { api_key, api_version: version, header_version, body: body.freeze(), reply };
+        if self.ptx.send(task::Priority::Request(cmd)).is_err() {
+            return Err(self.closed_error());
+        }
+        Ok(rx)
     }
 
     /// Decodes a response frame of `R`; a frame we cannot read poisons the connection.
@@ -213,9 +242,31 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response> {
+        self.call_timeout_via(request, version, timeout, false).await
+    }
+
+    /// Pauses every other request on this connection until the returned guard is dropped:
+    /// requests already written are answered as usual, later ones wait, and only the
+    /// guard's requests are written. A SASL re-authentication needs this (KIP-368): once the
+    /// broker has read a SaslHandshake on an authenticated connection, any request but the
+    /// exchange's own breaks it.
+    pub fn exclusive(&self) -> Result<Exclusive<'_>> {
+        if self.ptx.send(task::Priority::Pause).is_err() {
+            return Err(self.closed_error());
+        }
+        Ok(Exclusive { conn: self })
+    }
+
+    async fn call_timeout_via<R: ApiRequest>(
+        &self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+        priority: bool,
+    ) -> Result<R::Response> {
         let deadline = tokio::time::Instant::now() + timeout;
         let timed_out = || Error::Timeout { what: format!("{} to {}", R::NAME, self.addr()), after: timeout };
-        let mut rx = match tokio::time::timeout_at(deadline, self.send_request(request, version)).await {
+        let mut rx = match tokio::time::timeout_at(deadline, self.send_request_via(request, version, priority)).await {
             Ok(rx) => rx?,
             Err(_) => return Err(timed_out()), // the writer's queue was full: nothing sent
         };
@@ -285,6 +336,47 @@ async fn tcp(addr: &str) -> Result<tokio::net::TcpStream> {
     let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| Error::io(addr, e))?;
     stream.set_nodelay(true).map_err(|e| Error::io(addr, e))?;
     Ok(stream)
+}
+
+/// A handle that does not keep the connection open (for background work such as
+/// re-authentication, which must stop when everyone else is done with the connection).
+#[derive(Clone)]
+pub struct WeakConnection {
+    tx: mpsc::WeakSender<Command>,
+    ptx: mpsc::WeakUnboundedSender<task::Priority>,
+    shared: std::sync::Weak<Shared>,
+}
+
+impl WeakConnection {
+    /// The connection, if some [`Connection`] handle still holds it open.
+    pub fn upgrade(&self) -> Option<Connection> {
+        Some(Connection { tx: self.tx.upgrade()?, ptx: self.ptx.upgrade()?, shared: self.shared.upgrade()? })
+    }
+}
+
+/// The other requests of a connection are paused while this lives (see
+/// [`Connection::exclusive`]); dropping it resumes them.
+pub struct Exclusive<'a> {
+    conn: &'a Connection,
+}
+
+impl Exclusive<'_> {
+    /// Sends `request` ahead of (and alone among) the paused requests, and waits at most
+    /// `timeout` for its answer.
+    pub async fn call_timeout<R: ApiRequest>(
+        &self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response> {
+        self.conn.call_timeout_via(request, version, timeout, true).await
+    }
+}
+
+impl Drop for Exclusive<'_> {
+    fn drop(&mut self) {
+        let _ = self.conn.ptx.send(task::Priority::Resume);
+    }
 }
 
 impl Shared {

@@ -38,20 +38,36 @@ pub(super) struct State {
     sent: u64,
 }
 
-pub(super) fn start<S>(stream: S, rx: mpsc::Receiver<Command>, shared: Arc<Shared>, config: ConnectionConfig)
-where
+pub(super) fn start<S>(
+    stream: S,
+    rx: mpsc::Receiver<Command>,
+    prx: mpsc::UnboundedReceiver<Priority>,
+    shared: Arc<Shared>,
+    config: ConnectionConfig,
+) where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (rd, wr) = tokio::io::split(stream);
     let reader = tokio::spawn(read_loop(BufReader::with_capacity(64 * 1024, rd), shared.clone(), config.max_frame));
     let wr = Counted { inner: wr, shared: shared.clone() };
     tokio::spawn(async move {
-        write_loop(BufWriter::with_capacity(64 * 1024, wr), rx, shared.clone(), config.client_id).await;
+        write_loop(BufWriter::with_capacity(64 * 1024, wr), rx, prx, shared.clone(), config.client_id).await;
         // The handle is gone or the connection failed: stop reading too, and fail anything
         // still waiting (nothing can answer it any more).
         reader.abort();
         poison(&shared, None);
     });
+}
+
+/// Work that goes before the ordinary queue: an exclusive exchange (a SASL
+/// re-authentication) pauses the ordinary queue, sends its own requests, and resumes it.
+pub(super) enum Priority {
+    /// Write nothing from the ordinary queue until `Resume`.
+    Pause,
+    /// A request of the exclusive exchange.
+    Request(Command),
+    /// Back to the ordinary queue.
+    Resume,
 }
 
 /// Marks the connection failed, stops the writer (nothing more reaches the socket), and hands
@@ -120,22 +136,31 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for Counted<W> {
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut wr: BufWriter<W>,
     mut rx: mpsc::Receiver<Command>,
+    mut prx: mpsc::UnboundedReceiver<Priority>,
     shared: Arc<Shared>,
     client_id: String,
 ) {
     let mut out = Outgoing { next_id: 0, queued: 0, header: BytesMut::with_capacity(64) };
+    let mut paused = false;
     loop {
         // A poisoned connection stops here, even while a write waits on a full socket: the
         // socket closes (the broker drops our share sessions) instead of lingering until
-        // every handle is gone.
-        let cmd = tokio::select! {
-            cmd = rx.recv() => match cmd {
-                Some(c) => c,
+        // every handle is gone. Priority work goes first; while paused, only it is written.
+        let (cmd, drain) = tokio::select! {
+            biased;
+            _ = shared.closed.notified() => return,
+            p = prx.recv() => match p {
+                Some(Priority::Pause) => { paused = true; continue }
+                Some(Priority::Resume) => { paused = false; continue }
+                Some(Priority::Request(c)) => (c, false),
                 None => return,
             },
-            _ = shared.closed.notified() => return,
+            cmd = rx.recv(), if !paused => match cmd {
+                Some(c) => (c, true),
+                None => return,
+            },
         };
-        let batch = write_batch(&mut wr, &mut rx, cmd, &shared, &client_id, &mut out);
+        let batch = write_batch(&mut wr, drain.then_some(&mut rx), cmd, &shared, &client_id, &mut out);
         let result = tokio::select! {
             r = batch => r,
             _ = shared.closed.notified() => return,
@@ -155,10 +180,11 @@ struct Outgoing {
     header: BytesMut,
 }
 
-/// Writes `cmd` and everything already queued behind it, then flushes once (pipelining).
+/// Writes `cmd` and (with `rx`) everything already queued behind it, then flushes once
+/// (pipelining).
 async fn write_batch<W: AsyncWrite + Unpin>(
     wr: &mut BufWriter<W>,
-    rx: &mut mpsc::Receiver<Command>,
+    mut rx: Option<&mut mpsc::Receiver<Command>>,
     mut cmd: Command,
     shared: &Shared,
     client_id: &str,
@@ -166,9 +192,9 @@ async fn write_batch<W: AsyncWrite + Unpin>(
 ) -> Result<()> {
     loop {
         write_one(wr, cmd, shared, client_id, out).await?;
-        match rx.try_recv() {
-            Ok(c) => cmd = c,
-            Err(_) => break,
+        match rx.as_mut().map(|rx| rx.try_recv()) {
+            Some(Ok(c)) => cmd = c,
+            _ => break,
         }
     }
     wr.flush().await.map_err(|e| Error::io(shared.addr.clone(), e))

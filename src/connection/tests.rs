@@ -229,3 +229,42 @@ async fn dropping_all_handles_closes_socket() {
     let n = tokio::time::timeout(Duration::from_secs(30), broker.read(&mut buf)).await.unwrap().unwrap();
     assert_eq!(n, 0);
 }
+
+#[tokio::test]
+async fn exclusive_exchange_pauses_other_requests_until_it_ends() {
+    use kafka_protocol::messages::{SaslHandshakeRequest, SaslHandshakeResponse};
+    let (conn, mut broker) = pair();
+    let guard = conn.exclusive().unwrap();
+    // An ordinary request queued while the exchange runs must wait for it.
+    let c = conn.clone();
+    let ordinary = tokio::spawn(async move { c.call_raw(3, 12, 2, Bytes::from_static(b"meta")).await });
+    let hs = SaslHandshakeRequest::default().with_mechanism("PLAIN".into());
+    let exchange = guard.call_timeout(&hs, 1, Duration::from_secs(30));
+    let broker_side = async {
+        let (key, id, _) = read_request(&mut broker).await.unwrap();
+        assert_eq!(key, 17, "the exchange's request goes first");
+        let mut body = BytesMut::new();
+        kafka_protocol::protocol::Encodable::encode(&SaslHandshakeResponse::default(), &mut body, 1).unwrap();
+        write_response(&mut broker, id, &body).await;
+    };
+    let (resp, ()) = tokio::join!(exchange, broker_side);
+    assert_eq!(resp.unwrap().error_code, 0);
+    // Still paused: nothing else reaches the broker while the guard lives.
+    assert!(tokio::time::timeout(Duration::from_millis(100), read_request(&mut broker)).await.is_err());
+    drop(guard);
+    let (key, id, body) = read_request(&mut broker).await.unwrap();
+    assert_eq!(key, 3);
+    write_response(&mut broker, id, &body).await;
+    assert_eq!(&ordinary.await.unwrap().unwrap()[4..], b"meta");
+}
+
+#[tokio::test]
+async fn a_weak_handle_does_not_keep_the_connection_open() {
+    let (conn, mut broker) = pair();
+    let weak = conn.downgrade();
+    assert!(weak.upgrade().is_some());
+    drop(conn);
+    // The writer stops and the socket closes once the last strong handle is gone.
+    assert!(read_request(&mut broker).await.is_none());
+    assert!(weak.upgrade().is_none_or(|c| c.is_closed()));
+}

@@ -326,6 +326,7 @@ mod tests {
             acquisition_lock_timeout_ms: AtomicI64::new(-1),
             renew_supported: AtomicBool::new(true),
             sessions: Mutex::new(BTreeMap::new()),
+            network: None,
         });
         let cfg = ShareConsumerConfig::new("127.0.0.1:9092", "g").acknowledgement_mode(mode);
         (ShareConsumer::new(tx, shared, cfg), rx)

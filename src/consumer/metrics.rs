@@ -128,6 +128,15 @@ impl Metrics {
     }
 }
 
+/// Adds the client's connection counters (Java's names, in the consumer group).
+pub(crate) fn add_network(s: &mut MetricsSnapshot, n: &crate::cluster::NetworkStats) {
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64;
+    s.put(CONSUMER, "connection-creation-total", get(&n.connections_created));
+    s.put(CONSUMER, "successful-authentication-total", get(&n.authentications));
+    s.put(CONSUMER, "successful-reauthentication-total", get(&n.reauthentications));
+    s.put(CONSUMER, "failed-reauthentication-total", get(&n.failed_reauthentications));
+}
+
 /// Metric values at one moment, keyed by (Java group, Java metric name).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MetricsSnapshot {
@@ -135,6 +144,10 @@ pub struct MetricsSnapshot {
 }
 
 impl MetricsSnapshot {
+    pub(crate) fn put(&mut self, group: &'static str, name: &'static str, value: f64) {
+        self.values.insert((group, name), value);
+    }
+
     /// One metric, e.g. `get(FETCH_MANAGER, "records-consumed-total")`.
     pub fn get(&self, group: &str, name: &str) -> Option<f64> {
         self.values.iter().find(|((g, n), _)| *g == group && *n == name).map(|(_, v)| *v)

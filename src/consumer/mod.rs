@@ -121,6 +121,7 @@ impl ShareConsumer {
             acquisition_lock_timeout_ms: AtomicI64::new(-1),
             renew_supported: AtomicBool::new(renew),
             sessions: Mutex::new(BTreeMap::new()),
+            network: Some(cluster.network_stats()),
         });
         let tx = Driver::spawn(cluster, cfg.clone(), shared.clone());
         Ok(ShareConsumer::new(tx, shared, cfg))
@@ -410,7 +411,11 @@ impl ShareConsumer {
 
     /// Metrics under the Java names.
     pub fn metrics(&self) -> MetricsSnapshot {
-        self.shared.metrics.snapshot()
+        let mut s = self.shared.metrics.snapshot();
+        if let Some(n) = &self.shared.network {
+            metrics::add_network(&mut s, n);
+        }
+        s
     }
 
     /// Makes the pending (or next) poll return [`Error::Wakeup`].

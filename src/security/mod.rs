@@ -23,12 +23,14 @@ mod secret;
 pub mod tls;
 #[cfg(feature = "tls")]
 pub mod tls_client;
+pub mod token;
 pub mod unsecured_jwt;
 
 pub use authenticator::{Authenticator, Step};
 pub use config::{OAuthBearerConfig, SaslConfig, SaslMechanism, SecurityConfig, SecurityProtocol};
 pub use secret::Secret;
 pub use tls::{ClientCert, TlsConfig, Trust};
+pub use token::{OAuthToken, TokenProvider, TokenSource};
 
 use crate::error::Error;
 

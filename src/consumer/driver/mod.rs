@@ -213,6 +213,8 @@ pub(crate) struct Shared {
     pub renew_supported: std::sync::atomic::AtomicBool,
     /// Open share sessions: broker node id -> next epoch (for observability and tests).
     pub sessions: std::sync::Mutex<BTreeMap<i32, i32>>,
+    /// Connection counters (connections made, SASL logins) for the metrics.
+    pub network: Option<Arc<crate::cluster::NetworkStats>>,
 }
 
 pub(crate) struct Driver {
