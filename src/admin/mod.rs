@@ -44,6 +44,7 @@ impl Admin {
     /// Connects with Java-named properties (bootstrap.servers, client.id, request.timeout.ms, ...).
     pub async fn from_properties(p: &Properties) -> Result<Admin> {
         let c = cluster_config(p, "kafka-share-admin")?;
+        crate::config::ignore_other_clients_keys(p, "admin client");
         p.reject_unused("admin client", COMMON_KEYS)?;
         Admin::connect(c).await
     }

@@ -23,7 +23,60 @@ pub const COMMON_KEYS: &[&str] = &[
     "retry.backoff.ms",
     "retry.backoff.max.ms",
     "security.protocol",
+    // Accepted and ignored: connecting already tries every address a name resolves to
+    // (what use_all_dns_ips asks for), and Confluent Cloud's client files set it.
+    "client.dns.lookup",
 ];
+
+/// Keys of the other Kafka clients and of Confluent's serializers. A client file shared by
+/// producer, consumer and admin (as Confluent Cloud hands out) carries them: each client warns
+/// about the ones that are not its own and ignores them, as the Java clients do, instead of
+/// refusing the file. Any other unknown key is still refused (a typo must not pass silently).
+const OTHER_CLIENTS_KEYS: &[&str] = &[
+    // consumers
+    "group.id",
+    "max.poll.records",
+    "fetch.max.wait.ms",
+    "fetch.min.bytes",
+    "fetch.max.bytes",
+    "max.partition.fetch.bytes",
+    "share.acknowledgement.mode",
+    "share.acquire.mode",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "key.deserializer",
+    "value.deserializer",
+    // producers
+    "acks",
+    "linger.ms",
+    "batch.size",
+    "compression.type",
+    "delivery.timeout.ms",
+    "max.request.size",
+    "max.in.flight.requests.per.connection",
+    "buffer.memory",
+    "max.block.ms",
+    "retries",
+    "partitioner.ignore.keys",
+    "enable.idempotence",
+    "key.serializer",
+    "value.serializer",
+];
+const OTHER_CLIENTS_PREFIXES: &[&str] = &["schema.registry.", "basic.auth.", "bearer.auth."];
+
+/// Marks the keys of other clients (see [`OTHER_CLIENTS_KEYS`]) that `client` did not read as
+/// used, with a warning each; call it after the client's own getters, before
+/// [`Properties::reject_unused`].
+pub(crate) fn ignore_other_clients_keys(p: &Properties, client: &str) {
+    for key in p.unused_keys() {
+        let foreign = OTHER_CLIENTS_KEYS.contains(&key.as_str())
+            || OTHER_CLIENTS_PREFIXES.iter().any(|prefix| key.starts_with(prefix));
+        if foreign {
+            let _ = p.get(&key);
+            tracing::warn!(key, client, "ignoring a setting of another client type (shared client file)");
+        }
+    }
+}
 
 /// Reads the settings shared by every client.
 pub fn cluster_config(p: &Properties, default_client_id: &str) -> Result<ClusterConfig> {
@@ -61,6 +114,21 @@ mod tests {
         assert_eq!(c.bootstrap_servers, vec!["127.0.0.1:19092", "h:1"]);
         assert_eq!(c.request_timeout, Duration::from_secs(5));
         assert_eq!(c.client_id, "x");
+    }
+
+    #[test]
+    fn a_shared_client_file_keeps_other_clients_keys_out_of_the_way() {
+        let p = Properties::from_pairs([
+            ("bootstrap.servers", "a:1"),
+            ("acks", "all"),
+            ("schema.registry.url", "https://sr"),
+            ("client.dns.lookup", "use_all_dns_ips"),
+            ("bootstrp.servers", "typo"),
+        ]);
+        cluster_config(&p, "x").unwrap();
+        ignore_other_clients_keys(&p, "admin client");
+        let e = p.reject_unused("admin client", COMMON_KEYS).unwrap_err();
+        assert!(e.to_string().contains("bootstrp.servers"), "only the typo is refused: {e}");
     }
 
     #[test]

@@ -30,27 +30,33 @@ impl Properties {
         p
     }
 
-    /// Parses `.properties` text: `key=value` or `key: value` lines, `#`/`!` comments, blank
-    /// lines ignored. (Line continuations and unicode escapes are not supported: a trailing
-    /// backslash is an error rather than a silent misread.)
+    /// Parses `.properties` text as `java.util.Properties` does: `key=value`, `key: value` or
+    /// `key value` lines; `#` and `!` comments; a line ending in an odd number of backslashes
+    /// continues on the next one (its leading blanks dropped), so a long `sasl.jaas.config`
+    /// may span lines; `\t`, `\n`, `\r`, `\f`, `\uXXXX` and `\<char>` escapes.
     pub fn parse(text: &str) -> Result<Self> {
         let mut p = Properties::new();
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+        let mut lines = text.lines().enumerate();
+        while let Some((n, first)) = lines.next() {
+            let first = first.trim_start();
+            if first.is_empty() || first.starts_with('#') || first.starts_with('!') {
                 continue;
             }
-            if line.ends_with('\\') {
-                return Err(Error::config(
-                    format!("line {}", n + 1),
-                    "line continuations (trailing '\\') are not supported; put the value on one line",
-                ));
+            let mut logical = first.to_string();
+            while ends_in_escape(&logical) {
+                logical.pop();
+                match lines.next() {
+                    Some((_, next)) => logical.push_str(next.trim_start()),
+                    None => break, // Java drops a trailing backslash on the last line
+                }
             }
-            let split = line.find(['=', ':']).ok_or_else(|| {
-                Error::config(format!("line {}", n + 1), format!("expected key=value, found {line:?}"))
-            })?;
-            let (k, v) = line.split_at(split);
-            p.set(k.trim(), v[1..].trim());
+            let (k, v) = split_key_value(&logical);
+            let key = unescape(k).map_err(|e| Error::config(format!("line {}", n + 1), e))?;
+            let value = unescape(v).map_err(|e| Error::config(format!("line {}", n + 1), e))?;
+            if key.is_empty() {
+                return Err(Error::config(format!("line {}", n + 1), format!("expected key=value, found {logical:?}")));
+            }
+            p.set(key, value.trim_end());
         }
         Ok(p)
     }
@@ -81,6 +87,12 @@ impl Properties {
             self.used.borrow_mut().insert(key.to_string());
         }
         v
+    }
+
+    /// The keys no getter has asked for yet.
+    pub fn unused_keys(&self) -> Vec<String> {
+        let used = self.used.borrow();
+        self.values.keys().filter(|k| !used.contains(*k)).cloned().collect()
     }
 
     /// All keys.
@@ -161,6 +173,59 @@ impl Properties {
     }
 }
 
+/// Whether a line ends in an odd number of backslashes (a continuation).
+fn ends_in_escape(line: &str) -> bool {
+    line.bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 1
+}
+
+/// The key ends at the first unescaped `=`, `:` or blank; then blanks and one `=` or `:`
+/// are skipped.
+fn split_key_value(line: &str) -> (&str, &str) {
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'=' | b':' | b' ' | b'\t' | 0x0c => break,
+            _ => i += 1,
+        }
+    }
+    let i = i.min(bytes.len());
+    let key = &line[..i];
+    let rest = line[i..].trim_start_matches([' ', '\t', '\u{c}']);
+    let rest = rest.strip_prefix(['=', ':']).unwrap_or(rest);
+    (key, rest.trim_start_matches([' ', '\t', '\u{c}']))
+}
+
+fn unescape(s: &str) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('f') => out.push('\u{c}'),
+            Some('u') => {
+                let hex: String = chars.by_ref().take(4).collect();
+                let code = u32::from_str_radix(&hex, 16)
+                    .ok()
+                    .filter(|_| hex.len() == 4)
+                    .and_then(char::from_u32)
+                    .ok_or_else(|| format!("malformed \\uXXXX escape \\u{hex}"))?;
+                out.push(code);
+            }
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,8 +236,23 @@ mod tests {
         assert_eq!(p.get("bootstrap.servers"), Some("a:1,b:2"));
         assert_eq!(p.get("client.id"), Some("me"));
         assert_eq!(p.get("empty"), Some(""));
-        assert!(Properties::parse("novalue").is_err());
-        assert!(Properties::parse("a=b\\").is_err());
+        // As in Java: a key alone has the empty value (and an unknown key is refused later).
+        assert_eq!(Properties::parse("novalue").unwrap().get("novalue"), Some(""));
+    }
+
+    #[test]
+    fn continuations_and_escapes_as_java_reads_them() {
+        let text = "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n    \
+                    username=\"k\" \\\n    password=\"s\";\nkey\\ with\\=odd = v\\u00e9\\\\x\npath=C:\\\\dir\nspaced value\n";
+        let p = Properties::parse(text).unwrap();
+        assert_eq!(
+            p.get("sasl.jaas.config"),
+            Some(r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="k" password="s";"#)
+        );
+        assert_eq!(p.get("key with=odd"), Some("v\u{e9}\\x"));
+        assert_eq!(p.get("path"), Some("C:\\dir"));
+        assert_eq!(p.get("spaced"), Some("value"));
+        assert!(Properties::parse("a=\\uZZZZ").is_err());
     }
 
     #[test]

@@ -178,6 +178,11 @@ impl ShareConsumerConfig {
         }
         let mut known: Vec<&str> = COMMON_KEYS.to_vec();
         known.extend(IGNORED);
+        // session.timeout.ms and heartbeat.interval.ms are the broker's for share groups (group
+        // configs share.session.timeout.ms / share.heartbeat.interval.ms): Java's share consumer
+        // refuses them, but Confluent Cloud's client files set session.timeout.ms, so they are
+        // ignored with a warning, as other clients' keys in a shared file are.
+        crate::config::ignore_other_clients_keys(p, "share consumer");
         p.reject_unused("share consumer", &known)?;
         c.validate()?;
         Ok(c)
@@ -192,12 +197,9 @@ const REFUSED: &[(&str, &str)] = &[
     ("group.instance.id", "static membership does not exist for share groups; remove it"),
     ("isolation.level", "not used by share consumers: set the group config share.isolation.level instead"),
     ("partition.assignment.strategy", "share groups are assigned by the broker's share-group assignor; remove it"),
-    ("session.timeout.ms", "set by the broker for share groups: use the group config share.session.timeout.ms"),
-    ("heartbeat.interval.ms", "set by the broker for share groups: use the group config share.heartbeat.interval.ms"),
     ("group.protocol", "share consumers always use the share-group protocol; remove it"),
     ("group.remote.assignor", "share groups are assigned by the broker; remove it"),
     ("max.poll.interval.ms", "share consumers have no poll-interval eviction; records return to others when their acquisition lock expires"),
-    ("enable.idempotence", "a producer setting, not a share consumer one"),
 ];
 
 /// Java settings accepted and ignored because they have no meaning here (documented).
@@ -252,8 +254,6 @@ mod tests {
             "enable.auto.commit",
             "group.instance.id",
             "isolation.level",
-            "session.timeout.ms",
-            "heartbeat.interval.ms",
             "partition.assignment.strategy",
             "group.protocol",
         ] {

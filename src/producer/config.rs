@@ -208,6 +208,7 @@ impl ProducerConfig {
             c.enable_idempotence = false;
         }
         let known: Vec<&str> = COMMON_KEYS.iter().chain(PRODUCER_KEYS).copied().collect();
+        crate::config::ignore_other_clients_keys(p, "producer");
         p.reject_unused("producer", &known)?;
         c.validate()?;
         Ok(c)

@@ -223,7 +223,7 @@ impl Parser {
             self.pos += 1;
             self.skip_blank()?;
             let value = match self.peek() {
-                Some('"') => self.quoted(&key)?,
+                Some(q @ ('"' | '\'')) => self.quoted(&key, q)?,
                 Some(';') | None => return Err(err(format!("option `{key}` has no value after `=`"))),
                 Some(_) => self.bare_value(),
             };
@@ -241,14 +241,15 @@ impl Parser {
         Ok(JaasConfig { module, flag, options })
     }
 
-    /// A `"..."` value, the opening quote under the cursor.
-    fn quoted(&mut self, key: &str) -> Result<String> {
+    /// A `"..."` or `'...'` value (Java's tokenizer takes both; Confluent Cloud's files use
+    /// single quotes), the opening quote under the cursor.
+    fn quoted(&mut self, key: &str, quote: char) -> Result<String> {
         self.pos += 1;
         let mut out = String::new();
         loop {
             match self.peek() {
-                None => return Err(err(format!("the quoted value of option `{key}` is not closed with `\"`"))),
-                Some('"') => {
+                None => return Err(err(format!("the quoted value of option `{key}` is not closed with `{quote}`"))),
+                Some(c) if c == quote => {
                     self.pos += 1;
                     return Ok(out);
                 }
@@ -345,6 +346,11 @@ mod tests {
         assert_eq!(c.option("username"), Some("ABC"));
         assert_eq!(c.option("password"), Some("x"));
         assert_eq!(c.keys().collect::<Vec<_>>(), ["password", "username"]);
+        // Confluent Cloud's files quote with single quotes, which Java's tokenizer takes too.
+        let c =
+            parse(r#"org.apache.kafka.common.security.plain.PlainLoginModule required username='ABC' password='x"y';"#);
+        assert_eq!(c.option("username"), Some("ABC"));
+        assert_eq!(c.option("password"), Some("x\"y"));
     }
 
     #[test]

@@ -49,7 +49,22 @@ pub fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>> {
 fn root_store(trust: &Trust) -> Result<RootCertStore> {
     let mut roots = RootCertStore::empty();
     match trust {
-        Trust::WebPkiRoots => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        Trust::WebPkiRoots => {
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            // As OpenSSL, Go and librdkafka do: SSL_CERT_FILE adds a CA bundle to the
+            // default trust (a corporate proxy's CA, or a test broker's).
+            if let Some(path) = std::env::var_os("SSL_CERT_FILE") {
+                let pem = std::fs::read(&path).map_err(|e| {
+                    Error::config("SSL_CERT_FILE", format!("cannot read {}: {e}", path.to_string_lossy()))
+                })?;
+                for cert in CertificateDer::pem_slice_iter(&pem) {
+                    let cert = cert.map_err(|e| Error::config("SSL_CERT_FILE", format!("bad PEM certificate: {e}")))?;
+                    roots
+                        .add(cert)
+                        .map_err(|e| Error::config("SSL_CERT_FILE", format!("unusable CA certificate: {e}")))?;
+                }
+            }
+        }
         Trust::System => system_roots(&mut roots)?,
         Trust::Pem { key, pem } => {
             for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
