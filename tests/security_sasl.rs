@@ -293,3 +293,52 @@ async fn cli_lists_groups_over_sasl() {
     let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(!all.contains("alice-secret"), "the CLI printed the password");
 }
+
+/// An identity provider on 127.0.0.1 that answers every token request with an unsecured JWT
+/// for `alice` (the test broker's validator accepts those); counts the requests.
+#[cfg(feature = "oidc")]
+async fn fake_identity_provider() -> (String, Arc<AtomicU32>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/oauth2/token", listener.local_addr().expect("addr"));
+    let count = Arc::new(AtomicU32::new(0));
+    let seen = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            seen.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let _ = s.read(&mut buf).await; // one small request: headers and form body
+                let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_secs();
+                let jwt = kafka_share::security::unsecured_jwt::unsecured_jwt("alice", now, 3600, &[]).expect("jwt");
+                let body = format!(r#"{{"access_token":"{}","token_type":"Bearer","expires_in":3600}}"#, jwt.expose());
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    (url, count)
+}
+
+#[cfg(feature = "oidc")]
+#[tokio::test]
+async fn oidc_client_credentials_log_in() {
+    let (url, requests) = fake_identity_provider().await;
+    let bootstrap = props("sasl_plaintext-oauthbearer").get("bootstrap.servers").expect("bootstrap").to_string();
+    let p = Properties::from_pairs([
+        ("bootstrap.servers", bootstrap.as_str()),
+        ("security.protocol", "SASL_PLAINTEXT"),
+        ("sasl.mechanism", "OAUTHBEARER"),
+        ("sasl.oauthbearer.token.endpoint.url", url.as_str()),
+        (
+            "sasl.jaas.config",
+            r#"org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required clientId="c" clientSecret="s" scope="kafka";"#,
+        ),
+    ]);
+    let admin = Admin::from_properties(&p).await.expect("admin with OIDC tokens");
+    admin.list_share_groups().await.expect("list");
+    assert_eq!(requests.load(Ordering::SeqCst), 1, "one token, cached for every connection");
+}

@@ -17,6 +17,8 @@ pub mod authenticator;
 pub mod config;
 pub mod jaas;
 pub mod oauthbearer;
+#[cfg(feature = "oidc")]
+pub mod oidc;
 pub mod plain;
 pub mod scram;
 mod secret;
