@@ -22,40 +22,40 @@ const CONSUMER: &str = "consumer-share-metrics";
 
 #[tokio::test]
 async fn every_client_works_over_sasl_plaintext_with_plain() {
-    round_trip(&props("sasl_plaintext-plain"), 10).await;
+    round_trip("sasl_plaintext-plain", 10).await;
 }
 
 #[tokio::test]
 async fn every_client_works_over_sasl_plaintext_with_scram_sha_256() {
-    round_trip(&props("sasl_plaintext-scram-sha-256"), 10).await;
+    round_trip("sasl_plaintext-scram-sha-256", 10).await;
 }
 
 #[tokio::test]
 async fn every_client_works_over_sasl_plaintext_with_scram_sha_512() {
-    round_trip(&props("sasl_plaintext-scram-sha-512"), 10).await;
+    round_trip("sasl_plaintext-scram-sha-512", 10).await;
 }
 
 #[tokio::test]
 async fn every_client_works_over_sasl_plaintext_with_oauthbearer() {
-    round_trip(&props("sasl_plaintext-oauthbearer"), 10).await;
+    round_trip("sasl_plaintext-oauthbearer", 10).await;
 }
 
 #[cfg(feature = "tls")]
 #[tokio::test]
 async fn every_client_works_over_sasl_ssl_with_plain() {
-    round_trip(&props("sasl_ssl-plain"), 10).await;
+    round_trip("sasl_ssl-plain", 10).await;
 }
 
 #[cfg(feature = "tls")]
 #[tokio::test]
 async fn every_client_works_over_sasl_ssl_with_scram_sha_512() {
-    round_trip(&props("sasl_ssl-scram-sha-512"), 10).await;
+    round_trip("sasl_ssl-scram-sha-512", 10).await;
 }
 
 #[cfg(feature = "tls")]
 #[tokio::test]
 async fn every_client_works_over_sasl_ssl_with_oauthbearer() {
-    round_trip(&props("sasl_ssl-oauthbearer"), 10).await;
+    round_trip("sasl_ssl-oauthbearer", 10).await;
 }
 
 #[tokio::test]

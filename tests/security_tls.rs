@@ -33,12 +33,12 @@ async fn tls_error_via_proxy(name: &str, overrides: &[(&str, &str)]) -> String {
 
 #[tokio::test]
 async fn every_client_works_over_ssl() {
-    round_trip(&props("ssl"), 20).await;
+    round_trip("ssl", 20).await;
 }
 
 #[tokio::test]
 async fn every_client_works_over_mtls() {
-    round_trip(&props("mtls"), 20).await;
+    round_trip("mtls", 20).await;
 }
 
 #[tokio::test]

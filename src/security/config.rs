@@ -32,6 +32,19 @@ const SASL_KEYS: &[&str] = &[
     "sasl.oauthbearer.client.secret",
     "sasl.oauthbearer.scope",
     "sasl.oauthbearer.extensions",
+    // Java login tuning: our timeouts and refresh schedule are fixed (the token cache
+    // refreshes after 80% of a token's life; the connect timeout bounds a login).
+    "sasl.login.connect.timeout.ms",
+    "sasl.login.read.timeout.ms",
+    "sasl.login.refresh.window.factor",
+    "sasl.login.refresh.window.jitter",
+    "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.buffer.seconds",
+    "sasl.login.retry.backoff.ms",
+    "sasl.login.retry.backoff.max.ms",
+    "sasl.oauthbearer.scope.claim.name",
+    "sasl.oauthbearer.sub.claim.name",
+    "sasl.kerberos.service.name",
 ];
 
 /// `security.protocol`.
@@ -248,6 +261,10 @@ impl SecurityConfig {
             return Ok(SecurityConfig { protocol, sasl: None, tls });
         }
         let mechanism = mechanism(p, protocol)?;
+        for key in SASL_KEYS {
+            let _ = p.get(key);
+        }
+        login_callback_class(p, mechanism)?;
         let jaas = p.get("sasl.jaas.config").map(JaasConfig::parse).transpose()?;
         if let Some(jaas) = &jaas {
             if jaas.module != mechanism.login_module() {
@@ -319,6 +336,23 @@ impl SecurityConfig {
     pub fn tls_or_default(&self) -> Option<TlsConfig> {
         self.protocol.uses_tls().then(|| self.tls.clone().unwrap_or_default())
     }
+}
+
+/// Java names its OIDC login with a callback class; that one is built in here, any other
+/// class cannot be loaded.
+fn login_callback_class(p: &Properties, mechanism: SaslMechanism) -> Result<()> {
+    let Some(class) = p.get("sasl.login.callback.handler.class").map(str::trim) else { return Ok(()) };
+    if mechanism == SaslMechanism::OAuthBearer && class.ends_with(".OAuthBearerLoginCallbackHandler") {
+        return Ok(());
+    }
+    Err(Error::config(
+        "sasl.login.callback.handler.class",
+        format!(
+            "{class} is a Java class and cannot run here: for OIDC use sasl.oauthbearer.token.endpoint.url with \
+             clientId/clientSecret (feature `oidc`), for anything else pass tokens with \
+             ClusterConfig::with_oauth_token_provider"
+        ),
+    ))
 }
 
 fn mechanism(p: &Properties, protocol: SecurityProtocol) -> Result<SaslMechanism> {

@@ -224,3 +224,40 @@ fn oauthbearer_errors() {
         "positive",
     );
 }
+
+#[test]
+fn confluent_cloud_oauth_file_with_the_java_oidc_callback_class() {
+    let p = Properties::parse(
+        "security.protocol=SASL_SSL\n\
+         sasl.mechanism=OAUTHBEARER\n\
+         sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n\
+         sasl.login.connect.timeout.ms=15000\n\
+         sasl.oauthbearer.token.endpoint.url=https://idp.example.com/oauth2/default/v1/token\n\
+         sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \\\n  \
+         clientId='cid' clientSecret='TOPSECRETvalue' scope='api://cid/.default' \\\n  \
+         extension_logicalCluster='lkc-1' extension_identityPoolId='pool-2';\n",
+    )
+    .unwrap();
+    let c = SecurityConfig::from_properties(&p).unwrap();
+    let Some(SaslConfig::OAuthBearer(OAuthBearerConfig::ClientCredentials { client_id, scope, extensions, .. })) =
+        c.sasl
+    else {
+        panic!("{c:?}")
+    };
+    assert_eq!(client_id, "cid");
+    assert_eq!(scope.as_deref(), Some("api://cid/.default"));
+    assert_eq!(extensions.get("logicalCluster").map(String::as_str), Some("lkc-1"));
+    assert_eq!(extensions.get("identityPoolId").map(String::as_str), Some("pool-2"));
+    p.reject_unused("test", &["security.protocol"]).unwrap();
+    err(
+        &[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "PLAIN"),
+            ("sasl.username", "u"),
+            ("sasl.password", SECRET),
+            ("sasl.login.callback.handler.class", "com.example.MyHandler"),
+        ],
+        "sasl.login.callback.handler.class",
+        "with_oauth_token_provider",
+    );
+}

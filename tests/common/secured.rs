@@ -46,10 +46,12 @@ pub fn file(name: &str) -> String {
     security_dir().join(name).display().to_string()
 }
 
-/// Over the listener `props` describes: the admin client creates a topic and a group, the
-/// producer writes `n` records, a share consumer reads, acknowledges and commits them all
-/// (each delivered once), closes, and the admin client finds the group. Returns the group.
-pub async fn round_trip(props: &Properties, n: usize) -> String {
+/// Over the listener of the client file `name`: the admin client creates a topic and a group,
+/// the producer writes `n` records, a share consumer reads, acknowledges and commits them all
+/// (each delivered once), closes, the admin client finds the group, and the CLI describes it
+/// with the same file. Returns the group.
+pub async fn round_trip(name: &str, n: usize) -> String {
+    let props = &props(name);
     let admin = Admin::from_properties(props).await.expect("admin over the secured listener");
     let topic = super::new_topic(&admin, "sec", 1).await;
     let group = super::new_group(&admin, "sec", None).await;
@@ -78,6 +80,15 @@ pub async fn round_trip(props: &Properties, n: usize) -> String {
 
     let groups = admin.list_share_groups().await.expect("list share groups");
     assert!(groups.iter().any(|g| g.group_id == group), "group {group} not listed");
+
+    let file = security_dir().join(format!("{name}.properties"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-share-groups"))
+        .args(["--command-config", &file.display().to_string(), "--describe", "--group", &group, "--offsets"])
+        .output()
+        .expect("run kafka-share-groups");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "kafka-share-groups over {name}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains(&topic), "the CLI over {name} did not show {topic}: {stdout}");
     group
 }
 
