@@ -6,6 +6,7 @@
 //!       [--size 100] [--partitions 4] [--rate R] [--linger-ms 10] [--batch-size 262144]
 //! cargo run --release --example bench_consumer -- group --bootstrap B --group G [--group G2 ...]
 //! cargo run --release --example bench_consumer -- consume --bootstrap B --topic T --group G
+//!     [--command-config client.properties]   (security settings; needs --features tls for SSL)
 //!       --records N [--mode implicit|explicit] [--consumers 1] [--max-poll-records 500]
 //!       [--timeout-s 300]
 //! cargo run --release --example bench_consumer -- latency --bootstrap B --topic T --group G
@@ -194,10 +195,20 @@ async fn cleanup(a: &Args) -> Result<(), BoxError> {
 
 fn consumer_config(a: &Args, explicit: bool, client_id: String) -> Result<ShareConsumerConfig, BoxError> {
     let mode = if explicit { AcknowledgementMode::Explicit } else { AcknowledgementMode::Implicit };
-    Ok(ShareConsumerConfig::new(a.req("bootstrap")?, a.req("group")?)
+    let mut cfg = ShareConsumerConfig::new(a.req("bootstrap")?, a.req("group")?)
         .client_id(client_id)
         .acknowledgement_mode(mode)
-        .max_poll_records(a.num("max-poll-records", 500)?))
+        .max_poll_records(a.num("max-poll-records", 500)?);
+    // --command-config FILE: security settings (and the bootstrap) from a client file, e.g.
+    // scripts/kafka's sasl_ssl-plain.properties for the SASL_SSL rows of bench-peers.
+    if let Some(file) = a.get("command-config") {
+        let p = kafka_share::config::Properties::load(file)?;
+        cfg.cluster.security = kafka_share::security::SecurityConfig::from_properties(&p)?;
+        if let Some(b) = p.get("bootstrap.servers") {
+            cfg.cluster.bootstrap_servers = b.split(',').map(|s| s.trim().to_string()).collect();
+        }
+    }
+    Ok(cfg)
 }
 
 fn rec_bytes(r: &kafka_share::ConsumerRecord) -> u64 {

@@ -27,7 +27,10 @@ CLIENTS = {
     "ks-4": ("kafka-share, 4 consumers in 1 process", "implicit", "ours"),
     "base-implicit": ("kafka-share at the --baseline revision", "implicit", "ours"),
     "base-explicit": ("kafka-share at the --baseline revision", "explicit, per-record ACCEPT", "ours"),
+    "ks-implicit-sasl_ssl": ("kafka-share over SASL_SSL (PLAIN)", "implicit", "ours"),
+    "ks-explicit-sasl_ssl": ("kafka-share over SASL_SSL (PLAIN)", "explicit, per-record ACCEPT", "ours"),
     "java-perf": ("Java ShareConsumerPerformance", "implicit", "java"),
+    "java-perf-sasl_ssl": ("Java ShareConsumerPerformance over SASL_SSL (PLAIN)", "implicit", "java"),
     "java-implicit": ("Java KafkaShareConsumer (peers/java)", "implicit", "java"),
     "java-explicit": ("Java KafkaShareConsumer (peers/java)", "explicit, per-record ACCEPT", "java"),
     "classic": ("Java ConsumerPerformance, classic group (ceiling)", "offsets, no acks", "classic"),
@@ -135,6 +138,8 @@ def ratio(a, b):
 
 
 def java_ref(c):
+    if c.endswith("-sasl_ssl"):
+        return "java-perf-sasl_ssl"
     return "java-explicit" if c.endswith("explicit") else "java-perf"
 
 
@@ -212,6 +217,11 @@ def targets(s, lat):
     ri, rj = s.get("ks-implicit", {}).get("rss_kb"), s.get("java-perf", {}).get("rss_kb")
     check(None if ri is None or rj is None else ri < rj / 10,
           f"peak RSS < 1/10 of Java's ({fmt(ri and ri / 1024, '{:.1f}')} MB vs {fmt(rj and rj / 1024, '{:.0f}')} MB)")
+    ti, te, tj = rate("ks-implicit-sasl_ssl"), rate("ks-explicit-sasl_ssl"), rate("java-perf-sasl_ssl")
+    if ti or te or tj:
+        check(ge(ti, ours_i, 0.85), f"SASL_SSL costs < 15% of plaintext, implicit ({ratio(ti, ours_i)} of plaintext)")
+        check(ge(te, ours_e, 0.85), f"SASL_SSL costs < 15% of plaintext, explicit ({ratio(te, ours_e)} of plaintext)")
+        check(ge(ti, tj, 1.5), f"over SASL_SSL, implicit ≥ 1.5× Java ShareConsumerPerformance ({ratio(ti, tj)})")
     lo = {l["client"]: l for l in lat if l.get("ok")}
     if "kafka-share" in lo and "java" in lo:
         check(lo["kafka-share"]["p99_ms"] <= lo["java"]["p99_ms"],
