@@ -16,9 +16,9 @@
 //!
 //! # Features
 //! Kafka 4.1 (share RPCs v1) to 4.4 (v2: RENEW, `record_limit`). Compression: gzip, snappy,
-//! lz4, zstd. Plaintext connections (TLS and SASL are planned). The `sasl` cargo feature adds
-//! `security`: SASL settings and mechanisms as sans-IO building blocks, **not yet used by any
-//! connection** (issue 10).
+//! lz4, zstd. PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256/512,
+//! OAUTHBEARER) with re-authentication; TLS needs the `tls` cargo feature (rustls on ring),
+//! OIDC tokens the `oidc` feature, the OS trust store `tls-native-roots`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

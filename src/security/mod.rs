@@ -1,14 +1,16 @@
-//! Security settings and SASL mechanisms (issue 10: TLS and SASL).
+//! Security settings, SASL mechanisms and TLS configuration.
 //!
-//! **Not yet wired into connections**: every client still connects in PLAINTEXT. What is here
-//! is sans-IO (no sockets, no clock), so that the connection layer can drive it right after
-//! ApiVersions (SaslHandshake v1, then one SaslAuthenticate per message):
+//! The SASL mechanisms are sans-IO (no sockets, no clock): `cluster/sasl.rs` drives them
+//! right after ApiVersions (SaslHandshake v1, then one SaslAuthenticate per message), and
+//! again to re-authenticate. The rustls side is [`tls_client`] (feature `tls`).
 //!
 //! - [`SecurityConfig`]: `security.protocol`, `sasl.mechanism` and the credentials, read from
 //!   Java / Confluent names (`sasl.jaas.config`) or librdkafka names (`sasl.username`).
 //! - [`jaas`]: the `sasl.jaas.config` parser.
 //! - [`plain`], [`scram`], [`oauthbearer`]: the client side of each mechanism, and
 //!   [`Authenticator`], which drives any of them through SaslAuthenticate round trips.
+//! - [`TlsConfig`]: the `ssl.*` settings; [`TokenSource`]: OAUTHBEARER tokens from a callback
+//!   or (feature `oidc`) an identity provider, cached.
 //! - [`Secret`]: passwords and tokens never appear in `Debug`, `Display` or error messages.
 //!
 //! Failed logins are [`Error::Authentication`] values (see [`auth_failed`]).
@@ -37,8 +39,7 @@ pub use token::{OAuthToken, TokenProvider, TokenSource};
 use crate::error::Error;
 
 /// The error for a login the server refused or an exchange that went wrong. `message` must
-/// never contain a secret. (Stands in for a future `Error::Authentication { mechanism,
-/// message }`: it is not retriable, and retrying would not help.)
+/// never contain a secret. It is not retriable: retrying would not help.
 pub fn auth_failed(mechanism: &str, message: impl std::fmt::Display) -> Error {
     Error::Authentication { mechanism: mechanism.to_string(), message: message.to_string() }
 }

@@ -156,7 +156,7 @@ impl ServerCertVerifier for AnyName {
     }
 }
 
-/// The host of `addr` ("host:port", "[v6]:port") as a TLS server name: an IP address is
+/// The host of `addr` (`host:port`, `[v6]:port`) as a TLS server name: an IP address is
 /// checked against the certificate's IP SANs, a name against its DNS SANs.
 pub fn server_name(addr: &str) -> Result<ServerName<'static>> {
     let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr);
