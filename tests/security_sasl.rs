@@ -342,3 +342,55 @@ async fn oidc_client_credentials_log_in() {
     admin.list_share_groups().await.expect("list");
     assert_eq!(requests.load(Ordering::SeqCst), 1, "one token, cached for every connection");
 }
+
+#[tokio::test]
+async fn every_client_fails_fast_on_a_wrong_password() {
+    let jaas =
+        r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="wrong-secret";"#;
+    let mut p = props_with("sasl_plaintext-scram-sha-512", &[("sasl.jaas.config", jaas)]);
+    let started = Instant::now();
+    let e = kafka_share::producer::Producer::from_properties(&p)
+        .await
+        .expect_err("producer with a wrong password");
+    assert!(matches!(e, Error::Authentication { .. }), "{e:?}");
+    p.set("group.id", "g");
+    let e = ShareConsumer::from_properties(&p).await.expect_err("consumer with a wrong password");
+    assert!(matches!(e, Error::Authentication { .. }), "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_token_that_can_no_longer_be_had_fails_poll_after_reauthentication() {
+    // Tokens of 2 s on the REAUTH listener: the first logins work, then the provider fails,
+    // so the next re-authentication fails, its connection closes, and the redial cannot log
+    // in either. poll must report that, not retry behind the caller's back.
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "reauth-fail", 1).await;
+    let group = common::new_group(&admin, "reauth-fail", None).await;
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = calls.clone();
+    let provider = move || {
+        let n = counter.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n >= 3 {
+                return Err(Error::InvalidState("the identity provider revoked this client".into()));
+            }
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_secs();
+            let jwt = kafka_share::security::unsecured_jwt::unsecured_jwt("alice", now, 60, &[])?;
+            Ok(OAuthToken::new(jwt.expose()).expires_at(SystemTime::now() + Duration::from_secs(2)))
+        }
+    };
+    let p = props("reauth-oauthbearer");
+    let mut cfg = ShareConsumerConfig::new(p.get("bootstrap.servers").expect("bootstrap"), &group);
+    cfg.cluster = cfg.cluster.with_oauth_token_provider(provider);
+    cfg.cluster.security = SecurityConfig::from_properties(&p).expect("security");
+    let consumer = ShareConsumer::connect(cfg).await.expect("the first logins work");
+    consumer.subscribe([&topic]).expect("subscribe");
+    let e = poll_error(&consumer, Duration::from_secs(60)).await;
+    assert!(matches!(e, Error::Authentication { .. }), "{e:?}");
+    assert!(e.to_string().contains("revoked"), "{e}");
+    let attempts = calls.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(calls.load(Ordering::SeqCst) <= attempts + 2, "the provider is asked again and again");
+    let _ = consumer.close(Duration::from_secs(5)).await;
+}
