@@ -28,25 +28,8 @@ pub const COMMON_KEYS: &[&str] = &[
     "client.dns.lookup",
 ];
 
-/// Keys of the other Kafka clients and of Confluent's serializers. A client file shared by
-/// producer, consumer and admin (as Confluent Cloud hands out) carries them: each client warns
-/// about the ones that are not its own and ignores them, as the Java clients do, instead of
-/// refusing the file. Any other unknown key is still refused (a typo must not pass silently).
-const OTHER_CLIENTS_KEYS: &[&str] = &[
-    // consumers
-    "group.id",
-    "max.poll.records",
-    "fetch.max.wait.ms",
-    "fetch.min.bytes",
-    "fetch.max.bytes",
-    "max.partition.fetch.bytes",
-    "share.acknowledgement.mode",
-    "share.acquire.mode",
-    "session.timeout.ms",
-    "heartbeat.interval.ms",
-    "key.deserializer",
-    "value.deserializer",
-    // producers
+/// The producer's keys (see `ProducerConfig::from_properties`).
+pub const PRODUCER_KEYS: &[&str] = &[
     "acks",
     "linger.ms",
     "batch.size",
@@ -59,6 +42,27 @@ const OTHER_CLIENTS_KEYS: &[&str] = &[
     "retries",
     "partitioner.ignore.keys",
     "enable.idempotence",
+    "transactional.id",
+];
+
+/// Keys of the consumers and of the serializers (Java's and Confluent's). With
+/// [`PRODUCER_KEYS`], what a client file shared by producer, consumer and admin (as Confluent
+/// Cloud hands out) carries: each client warns about the ones that are not its own and ignores
+/// them, as the Java clients do, instead of refusing the file. Any other unknown key is still
+/// refused (a typo must not pass silently).
+const OTHER_CLIENTS_KEYS: &[&str] = &[
+    "group.id",
+    "max.poll.records",
+    "fetch.max.wait.ms",
+    "fetch.min.bytes",
+    "fetch.max.bytes",
+    "max.partition.fetch.bytes",
+    "share.acknowledgement.mode",
+    "share.acquire.mode",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "key.deserializer",
+    "value.deserializer",
     "key.serializer",
     "value.serializer",
 ];
@@ -70,6 +74,7 @@ const OTHER_CLIENTS_PREFIXES: &[&str] = &["schema.registry.", "basic.auth.", "be
 pub(crate) fn ignore_other_clients_keys(p: &Properties, client: &str) {
     for key in p.unused_keys() {
         let foreign = OTHER_CLIENTS_KEYS.contains(&key.as_str())
+            || PRODUCER_KEYS.contains(&key.as_str())
             || OTHER_CLIENTS_PREFIXES.iter().any(|prefix| key.starts_with(prefix));
         if foreign {
             let _ = p.get(&key);

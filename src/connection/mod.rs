@@ -203,19 +203,43 @@ impl Connection {
         request
             .encode_body(version, &mut body)
             .map_err(|source| Error::Codec { context: Context::api(R::NAME), source })?;
-        let (api_key, header_version) = (R::KEY, R::request_header_version(version));
-        if !priority {
-            return self.enqueue_raw(api_key, version, header_version, body.freeze()).await;
+        let header_version = R::request_header_version(version);
+        if priority {
+            self.enqueue_priority(R::KEY, version, header_version, body.freeze())
+        } else {
+            self.enqueue_raw(R::KEY, version, header_version, body.freeze()).await
         }
-        if let Some(e) = self.shared.lock().poisoned.clone() {
-            return Err(e);
-        }
-        let (reply, rx) = oneshot::channel();
-        let cmd = Command { api_key, api_version: version, header_version, body: body.freeze(), reply };
+    }
+
+    /// Queues one request of an exclusive exchange (see [`Connection::exclusive`]).
+    fn enqueue_priority(
+        &self,
+        api_key: i16,
+        api_version: i16,
+        header_version: i16,
+        body: Bytes,
+    ) -> Result<oneshot::Receiver<Result<Bytes>>> {
+        let (cmd, rx) = self.command(api_key, api_version, header_version, body)?;
         if self.ptx.send(task::Priority::Request(cmd)).is_err() {
             return Err(self.closed_error());
         }
         Ok(rx)
+    }
+
+    /// A request for the writer and the receiver of its answer; fails at once on a poisoned
+    /// connection.
+    fn command(
+        &self,
+        api_key: i16,
+        api_version: i16,
+        header_version: i16,
+        body: Bytes,
+    ) -> Result<(Command, oneshot::Receiver<Result<Bytes>>)> {
+        if let Some(e) = self.shared.lock().poisoned.clone() {
+            return Err(e);
+        }
+        let (reply, rx) = oneshot::channel();
+        Ok((Command { api_key, api_version, header_version, body, reply }, rx))
     }
 
     /// Decodes a response frame of `R`; a frame we cannot read poisons the connection.
@@ -304,11 +328,7 @@ impl Connection {
         header_version: i16,
         body: Bytes,
     ) -> Result<oneshot::Receiver<Result<Bytes>>> {
-        if let Some(e) = self.shared.lock().poisoned.clone() {
-            return Err(e);
-        }
-        let (reply, rx) = oneshot::channel();
-        let cmd = Command { api_key, api_version, header_version, body, reply };
+        let (cmd, rx) = self.command(api_key, api_version, header_version, body)?;
         if self.tx.send(cmd).await.is_err() {
             return Err(self.closed_error());
         }

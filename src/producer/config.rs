@@ -91,21 +91,7 @@ impl Default for ProducerConfig {
 }
 
 /// The keys [`ProducerConfig::from_properties`] reads, besides [`COMMON_KEYS`].
-pub const PRODUCER_KEYS: &[&str] = &[
-    "acks",
-    "linger.ms",
-    "batch.size",
-    "compression.type",
-    "delivery.timeout.ms",
-    "max.request.size",
-    "max.in.flight.requests.per.connection",
-    "buffer.memory",
-    "max.block.ms",
-    "retries",
-    "partitioner.ignore.keys",
-    "enable.idempotence",
-    "transactional.id",
-];
+pub use crate::config::PRODUCER_KEYS;
 
 macro_rules! setter {
     ($(#[$doc:meta])* $name:ident: $ty:ty) => {
