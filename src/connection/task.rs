@@ -145,10 +145,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     loop {
         // A poisoned connection stops here, even while a write waits on a full socket: the
         // socket closes (the broker drops our share sessions) instead of lingering until
-        // every handle is gone. Priority work goes first; while paused, only it is written.
+        // every handle is gone. While paused, only the exclusive exchange's requests are
+        // written. (No bias is needed: whatever the ordinary queue hands over before the Pause
+        // is taken is written before the exchange begins, which the broker accepts.)
         let (cmd, drain) = tokio::select! {
-            biased;
-            _ = shared.closed.notified() => return,
             p = prx.recv() => match p {
                 Some(Priority::Pause) => { paused = true; continue }
                 Some(Priority::Resume) => { paused = false; continue }
@@ -159,6 +159,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 Some(c) => (c, true),
                 None => return,
             },
+            _ = shared.closed.notified() => return,
         };
         let batch = write_batch(&mut wr, drain.then_some(&mut rx), cmd, &shared, &client_id, &mut out);
         let result = tokio::select! {
