@@ -19,8 +19,8 @@ use kafka_protocol::protocol::StrBytes;
 use tracing::debug;
 
 pub use metadata::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
-pub use settings::{ClusterConfig, NetworkStats};
 pub use pool::{dial, BrokerConnection, DialConfig, Pool, TrafficClass};
+pub use settings::{ClusterConfig, NetworkStats};
 pub use versions::ApiVersions;
 
 use crate::connection::ConnectionConfig;
