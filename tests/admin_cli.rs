@@ -173,15 +173,15 @@ fn command_config_file() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(serde_json::from_slice::<Value>(&out.stdout).unwrap().is_array());
-    // A setting the admin client does not know is refused with its name.
+    // A setting the admin client does not know (here a typo) is refused with its name.
     let bad = dir.join("bad.properties");
-    std::fs::write(&bad, "sasl.mechanism=PLAIN\n").unwrap();
+    std::fs::write(&bad, "request.timout.ms=5000\n").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups"))
         .args(["--bootstrap-server", &common::bootstrap(), "--command-config", bad.to_str().unwrap(), "--list"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("sasl.mechanism") && err.trim_end().lines().count() == 1, "{err}");
+    assert!(err.contains("request.timout.ms") && err.trim_end().lines().count() == 1, "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
