@@ -60,7 +60,7 @@ pub async fn dial(node_id: i32, addr: &str, config: &DialConfig) -> Result<Broke
     // itself (it is fatal), not the retriable "connection closed" around it.
     let resp = conn.call_timeout(&req, 3, request_timeout).await.map_err(Error::into_fatal_cause)?;
     check(resp.error_code, None, || Context::api("ApiVersions").broker(node_id))?;
-    let versions = ApiVersions::from_response(node_id, &resp);
+    let versions = Arc::new(ApiVersions::from_response(node_id, &resp));
     if let Some(login) = &config.sasl {
         if let Err(e) = super::sasl::authenticate(&conn, &versions, login, connect_timeout).await {
             conn.close(None);
@@ -68,7 +68,7 @@ pub async fn dial(node_id: i32, addr: &str, config: &DialConfig) -> Result<Broke
         }
     }
     debug!(node_id, addr, "connected");
-    Ok(BrokerConnection { node_id, conn, versions: Arc::new(versions) })
+    Ok(BrokerConnection { node_id, conn, versions })
 }
 
 /// One slot per (node, class); the slot's async mutex makes concurrent callers share one dial.

@@ -65,14 +65,14 @@ impl SaslLogin {
 /// it alive by re-authenticating in the background.
 pub async fn authenticate(
     conn: &Connection,
-    versions: &ApiVersions,
+    versions: &Arc<ApiVersions>,
     login: &Arc<SaslLogin>,
     timeout: Duration,
 ) -> Result<()> {
     let lifetime = exchange(conn, versions, login, timeout).await?;
     login.stats.authentications.fetch_add(1, Ordering::Relaxed);
     if let Some(lifetime) = lifetime {
-        tokio::spawn(keep_alive(conn.downgrade(), Arc::new(versions.clone()), login.clone(), lifetime, timeout));
+        tokio::spawn(keep_alive(conn.downgrade(), versions.clone(), login.clone(), lifetime, timeout));
     }
     Ok(())
 }

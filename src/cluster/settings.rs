@@ -136,7 +136,7 @@ pub(super) fn tls_client_config(config: &ClusterConfig) -> Result<Option<Arc<rus
     if let Some(c) = &config.tls_client_config {
         return Ok(Some(c.clone()));
     }
-    let tls = config.security.tls_or_default().unwrap_or_default();
+    let tls = config.security.tls.clone().unwrap_or_default();
     crate::security::tls_client::client_config(&tls).map(Some)
 }
 

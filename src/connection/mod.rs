@@ -203,43 +203,7 @@ impl Connection {
         request
             .encode_body(version, &mut body)
             .map_err(|source| Error::Codec { context: Context::api(R::NAME), source })?;
-        let header_version = R::request_header_version(version);
-        if priority {
-            self.enqueue_priority(R::KEY, version, header_version, body.freeze())
-        } else {
-            self.enqueue_raw(R::KEY, version, header_version, body.freeze()).await
-        }
-    }
-
-    /// Queues one request of an exclusive exchange (see [`Connection::exclusive`]).
-    fn enqueue_priority(
-        &self,
-        api_key: i16,
-        api_version: i16,
-        header_version: i16,
-        body: Bytes,
-    ) -> Result<oneshot::Receiver<Result<Bytes>>> {
-        let (cmd, rx) = self.command(api_key, api_version, header_version, body)?;
-        if self.ptx.send(task::Priority::Request(cmd)).is_err() {
-            return Err(self.closed_error());
-        }
-        Ok(rx)
-    }
-
-    /// A request for the writer and the receiver of its answer; fails at once on a poisoned
-    /// connection.
-    fn command(
-        &self,
-        api_key: i16,
-        api_version: i16,
-        header_version: i16,
-        body: Bytes,
-    ) -> Result<(Command, oneshot::Receiver<Result<Bytes>>)> {
-        if let Some(e) = self.shared.lock().poisoned.clone() {
-            return Err(e);
-        }
-        let (reply, rx) = oneshot::channel();
-        Ok((Command { api_key, api_version, header_version, body, reply }, rx))
+        self.enqueue_raw(R::KEY, version, R::request_header_version(version), body.freeze(), priority).await
     }
 
     /// Decodes a response frame of `R`; a frame we cannot read poisons the connection.
@@ -316,20 +280,31 @@ impl Connection {
     /// Sends an already encoded body; returns the response frame after the length prefix
     /// (starting with the correlation id).
     pub async fn call_raw(&self, api_key: i16, api_version: i16, header_version: i16, body: Bytes) -> Result<Bytes> {
-        let rx = self.enqueue_raw(api_key, api_version, header_version, body).await?;
+        let rx = self.enqueue_raw(api_key, api_version, header_version, body, false).await?;
         self.answer(rx).await
     }
 
-    /// Queues one request for the writer task.
+    /// Queues one request for the writer task: on the ordinary queue, or (`priority`) as a
+    /// request of an exclusive exchange (see [`Connection::exclusive`]).
     async fn enqueue_raw(
         &self,
         api_key: i16,
         api_version: i16,
         header_version: i16,
         body: Bytes,
+        priority: bool,
     ) -> Result<oneshot::Receiver<Result<Bytes>>> {
-        let (cmd, rx) = self.command(api_key, api_version, header_version, body)?;
-        if self.tx.send(cmd).await.is_err() {
+        if let Some(e) = self.shared.lock().poisoned.clone() {
+            return Err(e);
+        }
+        let (reply, rx) = oneshot::channel();
+        let cmd = Command { api_key, api_version, header_version, body, reply };
+        let queued = if priority {
+            self.ptx.send(task::Priority::Request(cmd)).is_ok()
+        } else {
+            self.tx.send(cmd).await.is_ok()
+        };
+        if !queued {
             return Err(self.closed_error());
         }
         Ok(rx)

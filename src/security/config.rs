@@ -254,16 +254,14 @@ impl SecurityConfig {
             TlsConfig::ignore_keys(p);
             None
         };
-        if !protocol.uses_sasl() {
-            for key in SASL_KEYS {
-                let _ = p.get(key);
-            }
-            return Ok(SecurityConfig { protocol, sasl: None, tls });
-        }
-        let mechanism = mechanism(p, protocol)?;
+        // Understood whether used or not (see SASL_KEYS).
         for key in SASL_KEYS {
             let _ = p.get(key);
         }
+        if !protocol.uses_sasl() {
+            return Ok(SecurityConfig { protocol, sasl: None, tls });
+        }
+        let mechanism = mechanism(p, protocol)?;
         login_callback_class(p, mechanism)?;
         let jaas = p.get("sasl.jaas.config").map(JaasConfig::parse).transpose()?;
         if let Some(jaas) = &jaas {
@@ -330,11 +328,6 @@ impl SecurityConfig {
             ));
         }
         Ok(())
-    }
-
-    /// The TLS settings for a protocol with TLS (the defaults when none were given).
-    pub fn tls_or_default(&self) -> Option<TlsConfig> {
-        self.protocol.uses_tls().then(|| self.tls.clone().unwrap_or_default())
     }
 }
 
