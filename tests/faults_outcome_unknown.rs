@@ -7,7 +7,10 @@ mod fake_broker;
 
 use std::time::Duration;
 
-use fake_broker::{ack_recorder, poll_all_at_once, poll_until, poll_while_not, Action, FakeCluster, Rule, SHARE_FETCH};
+use fake_broker::{
+    accept_and_commit, ack_recorder, poll_all_at_once, poll_until, poll_while_not, Action, FakeCluster, Rule,
+    SHARE_FETCH,
+};
 use kafka_share::consumer::{AcknowledgementMode, TopicPartition};
 use kafka_share::Error;
 
@@ -41,11 +44,7 @@ async fn commit_whose_ack_request_was_read_then_dropped_reports_unknown_outcome(
     assert_unknown_outcome(outcome.result.as_ref().unwrap_err(), "ShareAcknowledge");
     // This fake did not apply them: the records come back and are accepted on a new session.
     let again = poll_all_at_once(&fake, &c, 5).await;
-    for r in &again {
-        c.acknowledge(r).unwrap();
-    }
-    let results = c.commit_sync(T).await.unwrap();
-    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+    accept_and_commit(&c, &again, T).await;
     assert_eq!(fake.done(0), vec![0, 1, 2, 3, 4]);
     c.close(T).await.unwrap();
     fake.assert_clean();

@@ -5,8 +5,8 @@ mod fake_broker;
 use std::time::Duration;
 
 use fake_broker::{
-    ack_recorder, code, poll_all_at_once, poll_until, poll_while_not, Action, FakeCluster, FakeConfig, Logged, Rule,
-    HEARTBEAT, SHARE_FETCH,
+    accept_and_commit, ack_recorder, code, poll_all_at_once, poll_until, poll_while_not, Action, FakeCluster,
+    FakeConfig, Logged, Rule, HEARTBEAT, SHARE_FETCH,
 };
 use kafka_share::consumer::{AcknowledgementMode, TopicPartition};
 use kafka_share::{ErrorCode, ShareConsumerConfig};
@@ -95,11 +95,7 @@ async fn dropped_connection_fails_pending_acks_and_reopens_at_epoch_0() {
     assert_eq!(next.epoch(), Some(0), "{}", next.summary());
     assert!(next.acks().is_empty());
     assert_ne!(next.conn, failed_req.conn, "a new connection");
-    for r in &again {
-        c.acknowledge(r).unwrap();
-    }
-    let results = c.commit_sync(T).await.unwrap();
-    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+    accept_and_commit(&c, &again, T).await;
     assert_eq!(fake.done(0), vec![0, 1, 2, 3, 4]);
     c.close(T).await.unwrap();
     fake.assert_clean();

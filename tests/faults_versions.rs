@@ -7,7 +7,7 @@ use std::time::Duration;
 /// Overall limit of a wait: generous (a loaded machine is slow); tests end on the condition.
 const T: Duration = Duration::from_secs(30);
 
-use fake_broker::{poll_until, FakeCluster, FakeConfig};
+use fake_broker::{accept_and_commit, poll_until, FakeCluster, FakeConfig};
 use kafka_share::consumer::{AcknowledgementMode, AcquireMode};
 use kafka_share::{AcknowledgeType, Error, ShareConsumer};
 
@@ -31,11 +31,7 @@ async fn renew_on_a_v1_only_broker_is_refused_locally_and_nothing_is_sent() {
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
     assert!(err.to_string().contains("RENEW"), "{err}");
     // The record is still ours to acknowledge normally.
-    for r in &got {
-        c.acknowledge(r).unwrap();
-    }
-    let results = c.commit_sync(T).await.unwrap();
-    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+    accept_and_commit(&c, &got, T).await;
     c.close(T).await.unwrap();
     let log = fake.share_log();
     assert!(log.iter().all(|l| l.version == 1), "only v1 share requests on a v1 broker");

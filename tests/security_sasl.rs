@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::proxy::CountingProxy;
-use common::secured::{admin_error, props, props_with, round_trip};
+use common::secured::{admin_error_via_proxy, props, props_with, round_trip};
 use kafka_share::admin::Admin;
 use kafka_share::cluster::ClusterConfig;
 use kafka_share::config::Properties;
@@ -75,12 +74,7 @@ async fn librdkafka_names_work_too() {
 /// The error of connecting through a counting proxy with `name`'s file and `overrides`: an
 /// Error::Authentication, after at most two connection attempts.
 async fn login_error_via_proxy(name: &str, overrides: &[(&str, &str)]) -> String {
-    let p = props_with(name, overrides);
-    let proxy = CountingProxy::start(p.get("bootstrap.servers").expect("bootstrap")).await;
-    let mut p = p.clone();
-    p.set("bootstrap.servers", &proxy.addr);
-    let e = admin_error(&p).await;
-    assert!(proxy.accepted() <= 2, "{} connection attempts for a fatal error: {e}", proxy.accepted());
+    let e = admin_error_via_proxy(props_with(name, overrides)).await;
     let text = e.to_string();
     assert!(!text.contains("wrong-secret"), "the password leaked: {text}");
     match e {

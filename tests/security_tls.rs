@@ -7,8 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::proxy::CountingProxy;
-use common::secured::{admin_error, file, props, props_with, round_trip};
+use common::secured::{admin_error, admin_error_via_proxy, file, props, props_with, round_trip};
 use kafka_share::admin::Admin;
 use kafka_share::cluster::ClusterConfig;
 use kafka_share::config::Properties;
@@ -18,14 +17,7 @@ use rustls_pki_types::pem::PemObject;
 /// An error from connecting through a counting proxy to the listener of `name`, with
 /// `overrides`: it must be Error::Tls, and the client must have dialed at most twice.
 async fn tls_error_via_proxy(name: &str, overrides: &[(&str, &str)]) -> String {
-    let p = props_with(name, overrides);
-    let target = p.get("bootstrap.servers").expect("bootstrap.servers").to_string();
-    let proxy = CountingProxy::start(&target).await;
-    let mut p = p.clone();
-    p.set("bootstrap.servers", &proxy.addr);
-    let e = admin_error(&p).await;
-    assert!(proxy.accepted() <= 2, "{} connection attempts for a fatal error: {e}", proxy.accepted());
-    match e {
+    match admin_error_via_proxy(props_with(name, overrides)).await {
         Error::Tls { message, .. } => message,
         other => panic!("expected a TLS error, got {other:?}"),
     }
@@ -130,13 +122,11 @@ async fn tls_client_on_a_plaintext_port_fails_fast() {
 #[tokio::test]
 async fn plaintext_client_on_a_tls_port_fails_fast() {
     let tls_port = props("ssl").get("bootstrap.servers").expect("bootstrap").to_string();
-    let proxy = CountingProxy::start(&tls_port).await;
-    let p = Properties::from_pairs([("bootstrap.servers", proxy.addr.as_str())]);
-    match admin_error(&p).await {
+    let p = Properties::from_pairs([("bootstrap.servers", tls_port.as_str())]);
+    match admin_error_via_proxy(p).await {
         Error::Tls { message, .. } => assert!(message.contains("security.protocol to SSL"), "{message}"),
         other => panic!("expected a TLS error, got {other:?}"),
     }
-    assert!(proxy.accepted() <= 2, "{} connection attempts", proxy.accepted());
 }
 
 #[tokio::test]

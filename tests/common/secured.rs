@@ -103,3 +103,15 @@ pub async fn admin_error(props: &Properties) -> Error {
     assert!(!e.is_retriable(), "a retriable error for a setting retrying cannot fix: {e:?}");
     e
 }
+
+/// [`admin_error`] with `props`, dialed through a counting proxy in front of its
+/// `bootstrap.servers`: the client must also have made at most two connection attempts (no
+/// redial loop on an error retrying cannot fix).
+pub async fn admin_error_via_proxy(mut props: Properties) -> Error {
+    let target = props.get("bootstrap.servers").expect("bootstrap.servers").to_string();
+    let proxy = super::proxy::CountingProxy::start(&target).await;
+    props.set("bootstrap.servers", &proxy.addr);
+    let e = admin_error(&props).await;
+    assert!(proxy.accepted() <= 2, "{} connection attempts for a fatal error: {e}", proxy.accepted());
+    e
+}

@@ -463,6 +463,15 @@ pub async fn poll_all_at_once(fake: &FakeCluster, c: &ShareConsumer, n: usize) -
     out
 }
 
+/// Accepts every record of `records` and commits, expecting every partition's result to be ok.
+pub async fn accept_and_commit(c: &ShareConsumer, records: &[ConsumerRecord], timeout: Duration) {
+    for r in records {
+        c.acknowledge(r).unwrap();
+    }
+    let results = c.commit_sync(timeout).await.unwrap();
+    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+}
+
 /// Keeps polling (sending the acks of each poll) until `n` more ShareFetch requests reached
 /// the fake: the consumer had that many chances to do something it must not (resend an ack,
 /// refetch a partition), however slow the machine. Returns the records that came meanwhile.
