@@ -88,6 +88,8 @@ pub struct ShareConsumer {
     local: Mutex<Local>,
     /// Set (under the `local` lock) by `close` and drop; read without it by `acknowledge`.
     closed: AtomicBool,
+    /// Set while a poll runs (see `PollingGuard`).
+    polling: AtomicBool,
     wakeup: WakeupHandle,
 }
 
@@ -135,6 +137,7 @@ impl ShareConsumer {
             id: NEXT_CONSUMER_ID.fetch_add(1, Ordering::Relaxed),
             local: Mutex::new(Local::default()),
             closed: AtomicBool::new(false),
+            polling: AtomicBool::new(false),
             wakeup: WakeupHandle::default(),
         }
     }
@@ -211,7 +214,18 @@ impl ShareConsumer {
     /// other topics. It is reported again after a new `subscribe` that still names it, or if
     /// the broker refuses it again after having accepted it. A topic that does not exist
     /// yet is no error: its records come once it is created.
+    ///
+    /// One poll at a time: a poll started while another runs on the same consumer fails at
+    /// once with [`Error::InvalidState`].
+    ///
+    /// # Cancel safety
+    /// Cancel-safe. Dropping the future (a `select!` arm that lost, a `timeout`) loses no
+    /// record: records the driver had handed over go back to the front of the buffer and come
+    /// out of the next poll, with their locks running. The acknowledgements the poll took were
+    /// already given to the driver before its first await, so they are sent either way.
     pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
+        // One poll at a time: a second one would race the first for the same records.
+        let _polling = PollingGuard::enter(&self.polling)?;
         if self.wakeup.take() {
             return Err(Error::Wakeup);
         }
@@ -237,19 +251,22 @@ impl ShareConsumer {
             }
             take_acks(&mut local, self.unacknowledged_on_poll())
         };
-        let (reply, mut rx) = oneshot::channel();
+        let (reply, rx) = oneshot::channel();
         let wait = !timeout.is_zero();
         self.send(Command::Poll { max: self.cfg.max_poll_records, wait, acks, reply })?;
+        // From here the future may be dropped at any await: the guard then gives back to the
+        // driver whatever it handed over (see `PollReply`). Nothing above awaits.
+        let mut rx = PollReply { rx, tx: &self.tx };
         if !wait {
             // The driver answers at once with what is buffered: no race with a timer.
-            let delivered = rx.await.unwrap_or(Err(Error::Closed))?;
+            let delivered = (&mut rx.rx).await.unwrap_or(Err(Error::Closed))?;
             return Ok(hold(&mut self.lock(), self.id, delivered));
         }
         let mut woken = false;
         let result = tokio::select! {
-            r = &mut rx => r.unwrap_or(Err(Error::Closed)),
-            _ = tokio::time::sleep(timeout) => late(&mut rx),
-            _ = self.wakeup.woken() => { woken = true; late(&mut rx) }
+            r = &mut rx.rx => r.unwrap_or(Err(Error::Closed)),
+            _ = tokio::time::sleep(timeout) => late(&mut rx.rx),
+            _ = self.wakeup.woken() => { woken = true; late(&mut rx.rx) }
         };
         let delivered = result?;
         if woken && delivered.is_empty() {
@@ -482,6 +499,49 @@ impl std::future::IntoFuture for CommitHandle {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move { self.rx.await.map_err(|_| Error::Closed) })
+    }
+}
+
+/// The driver's answer to a poll, given back if the poll's future is dropped before taking it.
+///
+/// Dropping a poll (a `select!` arm that lost, a `timeout`) must not strand records: the
+/// broker counts them as acquired by this member, so lost ones would come back only when their
+/// lock expires, with a delivery attempt burnt. On drop the channel is closed (from then on
+/// the driver's send fails and it keeps the records itself) and anything already sent is sent
+/// back with `Command::Requeue`, to the front of the buffer.
+struct PollReply<'a> {
+    rx: oneshot::Receiver<Result<Vec<driver::Delivered>>>,
+    tx: &'a mpsc::UnboundedSender<Command>,
+}
+
+impl Drop for PollReply<'_> {
+    fn drop(&mut self) {
+        self.rx.close();
+        if let Ok(Ok(back)) = self.rx.try_recv() {
+            if !back.is_empty() {
+                let _ = self.tx.send(Command::Requeue(back));
+            }
+        }
+    }
+}
+
+/// Marks a poll in progress; a second concurrent poll gets a clear error.
+struct PollingGuard<'a>(&'a AtomicBool);
+
+impl<'a> PollingGuard<'a> {
+    fn enter(flag: &'a AtomicBool) -> Result<PollingGuard<'a>> {
+        if flag.swap(true, Ordering::AcqRel) {
+            return Err(Error::InvalidState(
+                "another poll is in progress on this consumer: poll from one task (share the records, not the polling), or use one consumer per task".into(),
+            ));
+        }
+        Ok(PollingGuard(flag))
+    }
+}
+
+impl Drop for PollingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 

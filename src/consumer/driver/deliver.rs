@@ -49,7 +49,7 @@ impl Driver {
         }
     }
 
-    fn requeue(&mut self, back: Vec<Delivered>) {
+    pub(super) fn requeue(&mut self, back: Vec<Delivered>) {
         for d in back.into_iter().rev() {
             if let Some(n) = self.nodes.get_mut(&d.node) {
                 n.pace.settled(1);

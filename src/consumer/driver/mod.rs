@@ -135,6 +135,9 @@ pub(crate) enum Command {
         reply: Option<oneshot::Sender<CommitResults>>,
     },
     SetCallback(Option<AckCallback>),
+    /// Records a poll received but could not hand out (its future was dropped): they go
+    /// back to the front of the buffer, for the next poll.
+    Requeue(Vec<Delivered>),
     Close {
         acks: Vec<AckEntry>,
         deadline: Instant,
@@ -386,6 +389,7 @@ impl Driver {
                 }
             }
             Command::SetCallback(cb) => self.callback = cb,
+            Command::Requeue(back) => self.requeue(back),
             Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply),
         }
     }
