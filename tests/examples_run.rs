@@ -154,6 +154,17 @@ fn concurrent_workers_example_acks_from_workers() {
 }
 
 #[test]
+fn renewal_loop_example_keeps_slow_records_with_renew() {
+    let out = run_example("renewal_loop", &["processed 100 records", "records by delivery count: {1: 100}"]);
+    let renewals: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix("renewals: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no renewals line: {out}"));
+    assert!(renewals >= 4, "the four slow records are renewed at least once each: {out}");
+}
+
+#[test]
 fn blocking_example_stops_on_wakeup() {
     run_example("blocking", &["received 100 records", "records by delivery count: {1: 100}"]);
 }

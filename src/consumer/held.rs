@@ -1,7 +1,7 @@
 //! The held set: what this consumer handed out and has not acknowledged-and-sent yet.
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::driver::{AckEntry, Delivered};
 use super::{AcknowledgeType, ConsumerRecord, Local};
@@ -32,19 +32,14 @@ use crate::share::TopicIdPartition;
 /// Slot state: delivered, not acknowledged. (1 to 4, the wire values of [`AcknowledgeType`],
 /// mean acknowledged that way and not yet taken for sending.)
 pub(super) const UNACKED: u8 = 0;
-/// Slot state: acknowledged as RENEW, not yet taken (after which it is UNACKED again).
+/// Slot state: acknowledged as RENEW, not yet taken. Once taken the slot is SENT, and the
+/// record waits in `Local::renewing` for the broker's answer: the poll after it comes back
+/// returns the record again, as a new delivery with its lock extended (as Java 4.4 does).
 pub(super) const RENEW: u8 = AcknowledgeType::Renew.wire() as u8;
 /// Slot state: acknowledged and taken for sending (or released on close): no longer held.
 pub(super) const SENT: u8 = 8;
 /// Slot state: delivered again since, in a later slot, which is the one held now.
 pub(super) const SUPERSEDED: u8 = 9;
-
-/// The acknowledgement a slot state records, if it records one.
-pub(super) fn acked_as(state: u8) -> Option<AcknowledgeType> {
-    [AcknowledgeType::Accept, AcknowledgeType::Release, AcknowledgeType::Reject, AcknowledgeType::Renew]
-        .into_iter()
-        .find(|t| t.wire() as u8 == state)
-}
 
 /// Whether a slot state is a record still held: unacknowledged, or acknowledged and not sent.
 pub(super) fn is_live(state: u8) -> bool {
@@ -64,6 +59,9 @@ pub(crate) struct PollBatch {
     pub(super) delivery_counts: Vec<i16>,
     /// Per record: UNACKED, an acknowledge type's wire value, SENT or SUPERSEDED.
     pub(super) slots: Vec<AtomicU8>,
+    /// The records acknowledged as RENEW, by index (a renewed record is handed out again, so
+    /// the batch keeps a copy; RENEW is rare, so this is usually empty and never locked).
+    pub(super) renewals: Mutex<Vec<(usize, ConsumerRecord)>>,
 }
 
 /// Consecutive records of a batch from one partition, broker and session generation, with
@@ -91,10 +89,10 @@ pub(crate) struct AckSlot {
 /// What setting a slot did.
 #[derive(Debug, PartialEq)]
 pub(super) enum Set {
+    /// Recorded; it replaces an earlier acknowledgement not sent yet (the last one wins, as
+    /// in Java).
     Done,
-    /// Finally acknowledged already, otherwise (acknowledging again the same way is Done).
-    Already(AcknowledgeType),
-    /// Not live: sent.
+    /// Not live: acknowledged and taken for sending already.
     NotHeld,
     /// The record was delivered again since (its lock had expired): this delivery can no
     /// longer be acknowledged; the newer one can.
@@ -147,23 +145,22 @@ impl PollBatch {
         }
         let slots = delivered.iter().map(|_| AtomicU8::new(UNACKED)).collect();
         let delivery_counts = delivered.iter().map(|d| d.record.delivery_count).collect();
-        PollBatch { owner, runs, offsets, delivery_counts, slots }
+        PollBatch { owner, runs, offsets, delivery_counts, slots, renewals: Mutex::new(Vec::new()) }
     }
 
-    /// Acknowledges record `index` with `ack`, unless it is finally acknowledged otherwise or
-    /// not held. A compare-and-swap, so that it races safely with other acknowledgements
-    /// and with `take` (which swaps the slot to SENT or back to UNACKED under the lock).
+    /// Acknowledges record `index` with `ack` while it is held, replacing an earlier
+    /// acknowledgement not sent yet (the last one wins, as in Java). A compare-and-swap, so
+    /// that it races safely with other acknowledgements and with `take` (which swaps the slot
+    /// to SENT under the lock).
     pub(super) fn set(&self, index: usize, ack: AcknowledgeType) -> Set {
         let slot = &self.slots[index];
         let mut state = slot.load(Ordering::Acquire);
         loop {
-            match acked_as(state) {
-                None if state == UNACKED => {}
-                Some(AcknowledgeType::Renew) => {}
-                Some(prev) if prev == ack => return Set::Done,
-                Some(prev) => return Set::Already(prev),
-                None if state == SUPERSEDED => return Set::Superseded,
-                None => return Set::NotHeld,
+            match state {
+                SUPERSEDED => return Set::Superseded,
+                s if !is_live(s) => return Set::NotHeld,
+                s if s == ack.wire() as u8 => return Set::Done,
+                _ => {}
             }
             match slot.compare_exchange_weak(state, ack.wire() as u8, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Set::Done,
@@ -180,14 +177,26 @@ impl PollBatch {
         })
     }
 
-    /// How many records are not acknowledged at all (RENEW counts as acknowledged, as before).
+    /// Keeps a copy of record `index` for its renewal: called before its slot is set to RENEW,
+    /// so that `take` always finds it.
+    pub(super) fn keep_for_renewal(&self, index: usize, record: &ConsumerRecord) {
+        self.renewals.lock().unwrap_or_else(|p| p.into_inner()).push((index, record.clone()));
+    }
+
+    /// The copy of record `index` kept for its renewal (the newest, if it was renewed twice).
+    fn renewal_copy(&self, index: usize) -> Option<ConsumerRecord> {
+        let kept = self.renewals.lock().unwrap_or_else(|p| p.into_inner());
+        kept.iter().rev().find(|(i, _)| *i == index).map(|(_, r)| r.clone())
+    }
+
+    /// How many records are not acknowledged at all (RENEW counts as acknowledged).
     pub(super) fn unacknowledged(&self) -> usize {
         self.slots.iter().filter(|s| s.load(Ordering::Acquire) == UNACKED).count()
     }
 
-    /// Takes the acknowledgements out of the slots as ack entries (see `take_acks`); returns
-    /// whether the batch still holds records.
-    pub(super) fn take(&self, unacked: Unacked, out: &mut Vec<AckEntry>) -> bool {
+    /// Takes the acknowledgements out of the slots as ack entries (see `take_acks`), and the
+    /// renewed records into `renewing`; returns whether the batch still holds records.
+    pub(super) fn take(&self, unacked: Unacked, out: &mut Vec<AckEntry>, renewing: &mut Vec<Delivered>) -> bool {
         let mut held = false;
         for run in &self.runs {
             for i in run.start..run.end {
@@ -202,8 +211,6 @@ impl PollBatch {
                         }
                         (UNACKED, Unacked::Accept) => (AcknowledgeType::Accept.wire(), SENT),
                         (UNACKED, Unacked::ReleaseAll) => (AcknowledgeType::Release.wire(), SENT),
-                        // A renewal leaves the record held, unacknowledged again.
-                        (RENEW, Unacked::Keep | Unacked::Accept) => (RENEW as i8, UNACKED),
                         (acked, _) => (acked as i8, SENT),
                     };
                     // An acknowledgement may land between the load and here: then look again.
@@ -218,7 +225,17 @@ impl PollBatch {
                                 node: run.node,
                                 generation: run.generation,
                             });
-                            held |= next == UNACKED;
+                            if state == RENEW && unacked != Unacked::ReleaseAll {
+                                // The record comes back from a poll once the broker renewed it.
+                                if let Some(record) = self.renewal_copy(i) {
+                                    renewing.push(Delivered {
+                                        record,
+                                        tp: run.tp,
+                                        node: run.node,
+                                        generation: run.generation,
+                                    });
+                                }
+                            }
                             break;
                         }
                         Err(now) => state = now,
@@ -292,10 +309,16 @@ pub(super) fn supersede(held: &[Arc<PollBatch>], new: &PollBatch) {
 }
 
 /// Takes every acknowledged record out of the held set as ack entries. Unacknowledged ones get
-/// accepted or released (`unacked`), or stay held. Renewed records stay held (but on close).
+/// accepted or released (`unacked`), or stay held. Renewed records wait in `local.renewing`
+/// for their renewal's outcome (on close they are let go: the session's close releases them).
 pub(super) fn take_acks(local: &mut Local, unacked: Unacked) -> Vec<AckEntry> {
     let mut out = Vec::new();
-    local.held.retain(|b| b.take(unacked, &mut out));
+    let mut renewing = std::mem::take(&mut local.renewing);
+    local.held.retain(|b| b.take(unacked, &mut out, &mut renewing));
+    if unacked == Unacked::ReleaseAll {
+        renewing.clear();
+    }
+    local.renewing = renewing;
     out
 }
 
@@ -310,8 +333,11 @@ pub(super) fn superseded(record: &ConsumerRecord) -> Error {
     }
 }
 
-pub(super) fn already_acknowledged(topic: &str, partition: i32, offset: i64, prev: AcknowledgeType) -> Error {
-    Error::InvalidState(format!("{topic}-{partition} offset {offset} was already acknowledged as {prev}"))
+/// The error for acknowledging a record whose acknowledgement was already sent.
+pub(super) fn already_sent(topic: &str, partition: i32, offset: i64) -> Error {
+    Error::InvalidState(format!(
+        "{topic}-{partition} offset {offset} was already acknowledged and the acknowledgement sent (by a poll, commit or close): it can no longer change. A renewed record comes back from a later poll: acknowledge that one"
+    ))
 }
 
 #[cfg(test)]
@@ -376,7 +402,7 @@ mod tests {
         assert_eq!(take(&c, Unacked::Keep), vec![(0, 6, ACCEPT), (1, 3, REJECT), (0, 7, RELEASE)]);
         assert_eq!(c.lock().held.len(), 1, "offset 5 is still held");
         let e = c.acknowledge(&recs[1]).unwrap_err();
-        assert!(e.to_string().contains("t-0 offset 6 is not held by this consumer"), "{e}");
+        assert!(e.to_string().contains("t-0 offset 6 was already acknowledged and the acknowledgement sent"), "{e}");
         let e = c.acknowledge_offset("t", 1, 3, AcknowledgeType::Accept).unwrap_err();
         assert!(e.to_string().contains("not held"), "{e}");
         c.acknowledge(&recs[0].clone()).unwrap();
@@ -387,32 +413,66 @@ mod tests {
     }
 
     #[test]
-    fn a_final_acknowledgement_stands_until_sent() {
+    fn the_last_acknowledgement_wins_until_sent_then_none_changes_it() {
         let (c, _rx) = consumer(AcknowledgementMode::Explicit);
-        let recs = deliver(&c, &[(0, 1)]);
+        let recs = deliver(&c, &[(0, 1), (0, 2)]);
         c.acknowledge(&recs[0]).unwrap();
         c.acknowledge(&recs[0]).unwrap(); // the same again is fine
-        let e = c.acknowledge_with(&recs[0], AcknowledgeType::Release).unwrap_err();
-        assert!(matches!(&e, Error::InvalidState(m) if m == "t-0 offset 1 was already acknowledged as ACCEPT"), "{e}");
-        let e = c.acknowledge_offset("t", 0, 1, AcknowledgeType::Renew).unwrap_err();
-        assert!(e.to_string().contains("already acknowledged as ACCEPT"), "{e}");
-        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, ACCEPT)]);
+        c.acknowledge_with(&recs[0], AcknowledgeType::Release).unwrap(); // as in Java: last wins
+        c.acknowledge_offset("t", 0, 1, AcknowledgeType::Reject).unwrap();
+        c.acknowledge_with(&recs[1], AcknowledgeType::Renew).unwrap();
+        c.acknowledge_with(&recs[1], AcknowledgeType::Accept).unwrap(); // a renewal too
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, REJECT), (0, 2, ACCEPT)]);
+        assert!(c.lock().renewing.is_empty(), "the RENEW was replaced before it was sent");
+        for e in
+            [c.acknowledge(&recs[0]).unwrap_err(), c.acknowledge_with(&recs[1], AcknowledgeType::Renew).unwrap_err()]
+        {
+            assert!(
+                matches!(&e, Error::InvalidState(m) if m.contains("already acknowledged and the acknowledgement sent")),
+                "{e}"
+            );
+        }
+        let e = c.acknowledge_offset("t", 0, 1, AcknowledgeType::Accept).unwrap_err();
+        assert!(e.to_string().contains("not held"), "{e}");
     }
 
     #[test]
-    fn a_renewed_record_stays_held_and_unacknowledged() {
+    fn a_renewed_record_waits_for_its_renewal_and_then_comes_back() {
         let (c, _rx) = consumer(AcknowledgementMode::Explicit);
         let recs = deliver(&c, &[(0, 1), (0, 2)]);
         c.acknowledge_with(&recs[0], AcknowledgeType::Renew).unwrap();
         c.acknowledge(&recs[1]).unwrap();
-        assert_eq!(pending(&c), 0, "a renewal counts as acknowledged until it is sent");
+        assert_eq!(pending(&c), 0, "a renewal counts as acknowledged");
         assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, RENEW_WIRE), (0, 2, ACCEPT)]);
-        assert_eq!(pending(&c), 1);
-        // Renew then a final type (a renewal can always be overridden).
+        assert_eq!(pending(&c), 0);
+        assert!(c.lock().held.is_empty(), "the renewed record is not held by its old batch");
+        assert_eq!(c.lock().renewing.iter().map(|d| d.record.offset).collect::<Vec<_>>(), vec![1]);
+        // The broker renewed it: the next poll returns it again, held anew.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let answer = driver::PollAnswer {
+            records: Vec::new(),
+            renewed: vec![driver::Renewed { tp: tp(0), offset: 1, result: Ok(()), lock_deadline: Some(deadline) }],
+        };
+        let again = c.hand_out(answer);
+        assert_eq!(again.len(), 1);
+        assert_eq!((again[0].offset, again[0].lock_deadline), (1, Some(deadline)));
+        assert!(c.lock().renewing.is_empty());
+        assert_eq!(pending(&c), 1, "the returned record must be acknowledged again");
+        c.acknowledge(&again[0]).unwrap();
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, ACCEPT)]);
+        // RENEW needs the record: by coordinates it is refused.
+        let recs = deliver(&c, &[(0, 3)]);
+        let e = c.acknowledge_offset("t", 0, 3, AcknowledgeType::Renew).unwrap_err();
+        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("acknowledge_with")), "{e}");
+        // A renewal that failed: the record is not returned.
         c.acknowledge_with(&recs[0], AcknowledgeType::Renew).unwrap();
-        c.acknowledge_with(&recs[0], AcknowledgeType::Reject).unwrap();
-        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, REJECT)]);
-        assert!(c.lock().held.is_empty());
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 3, RENEW_WIRE)]);
+        let answer = driver::PollAnswer {
+            records: Vec::new(),
+            renewed: vec![driver::Renewed { tp: tp(0), offset: 3, result: Err(Error::Closed), lock_deadline: None }],
+        };
+        assert!(c.hand_out(answer).is_empty());
+        assert!(c.lock().renewing.is_empty());
     }
 
     #[test]
@@ -476,11 +536,9 @@ mod tests {
     fn a_record_delivered_again_while_held_is_held_once_by_its_newest_delivery() {
         let (c, _rx) = consumer(AcknowledgementMode::Explicit);
         let first = deliver(&c, &[(0, 1), (0, 2), (1, 1)]);
-        c.acknowledge_with(&first[0], AcknowledgeType::Renew).unwrap();
         c.acknowledge(&first[1]).unwrap();
-        c.acknowledge_with(&first[2], AcknowledgeType::Renew).unwrap();
-        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, RENEW_WIRE), (0, 2, ACCEPT), (1, 1, RENEW_WIRE)]);
-        // The lock of t-0@1 expired all the same: it comes again, along with new offsets.
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 2, ACCEPT)]);
+        // The lock of t-0@1 expired while it was held: it comes again, along with new offsets.
         let second = deliver(&c, &[(0, 0), (0, 1), (0, 3)]);
         assert_eq!(pending(&c), 4, "t-0@1 counts once, t-1@1 is still held");
         // Through the old record, the acknowledgement is refused: it would land on the newer
@@ -488,9 +546,8 @@ mod tests {
         let e = c.acknowledge(&first[0]).unwrap_err();
         assert!(matches!(e, Error::LockExpired { offset: 1, redelivered: true, .. }), "{e}");
         assert_eq!(e.code(), Some(crate::error::ErrorCode::INVALID_RECORD_STATE));
+        c.acknowledge_with(&second[1], AcknowledgeType::Release).unwrap();
         c.acknowledge(&second[1]).unwrap();
-        let e = c.acknowledge_with(&second[1], AcknowledgeType::Release).unwrap_err();
-        assert!(e.to_string().contains("already acknowledged as ACCEPT"), "{e}");
         c.acknowledge(&second[0]).unwrap();
         c.acknowledge(&second[2]).unwrap();
         c.acknowledge(&first[2]).unwrap();

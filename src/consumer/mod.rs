@@ -70,6 +70,9 @@ struct Local {
     /// first (see [`PollBatch`]). Usually none or one: a poll or commit takes every ack, and a
     /// batch goes once all of its records are finally acknowledged.
     held: Vec<Arc<PollBatch>>,
+    /// Records whose RENEW was sent, waiting for the broker's answer: a poll returns each
+    /// again once renewed (see `PollBatch::take`). While any wait, polls hand out nothing else.
+    renewing: Vec<driver::Delivered>,
     subscription: BTreeSet<String>,
     /// A subscription change the driver has not heard of yet (sent by the next poll).
     subscription_pending: bool,
@@ -249,18 +252,20 @@ impl ShareConsumer {
                     )));
                 }
             }
-            take_acks(&mut local, self.unacknowledged_on_poll())
+            let acks = take_acks(&mut local, self.unacknowledged_on_poll());
+            (acks, !local.renewing.is_empty())
         };
+        let (acks, renewing) = acks;
         let (reply, rx) = oneshot::channel();
         let wait = !timeout.is_zero();
-        self.send(Command::Poll { max: self.cfg.max_poll_records, wait, acks, reply })?;
+        self.send(Command::Poll { max: self.cfg.max_poll_records, wait, renewing, acks, reply })?;
         // From here the future may be dropped at any await: the guard then gives back to the
         // driver whatever it handed over (see `PollReply`). Nothing above awaits.
         let mut rx = PollReply { rx, tx: &self.tx };
         if !wait {
             // The driver answers at once with what is buffered: no race with a timer.
-            let delivered = (&mut rx.rx).await.unwrap_or(Err(Error::Closed))?;
-            return Ok(hold(&mut self.lock(), self.id, delivered));
+            let answer = (&mut rx.rx).await.unwrap_or(Err(Error::Closed))?;
+            return Ok(self.hand_out(answer));
         }
         let mut woken = false;
         let result = tokio::select! {
@@ -268,12 +273,32 @@ impl ShareConsumer {
             _ = tokio::time::sleep(timeout) => late(&mut rx.rx),
             _ = self.wakeup.woken() => { woken = true; late(&mut rx.rx) }
         };
-        let delivered = result?;
-        if woken && delivered.is_empty() {
+        let answer = result?;
+        if woken && answer.is_empty() {
             self.wakeup.take();
             return Err(Error::Wakeup);
         }
-        Ok(hold(&mut self.lock(), self.id, delivered))
+        Ok(self.hand_out(answer))
+    }
+
+    /// Holds and returns a poll's records: the renewed ones first (a record whose renewal
+    /// failed is not returned: its lock is gone, and the callback and commit results say
+    /// why), then the new ones.
+    fn hand_out(&self, answer: driver::PollAnswer) -> Vec<ConsumerRecord> {
+        let mut local = self.lock();
+        let mut delivered = Vec::with_capacity(answer.records.len() + answer.renewed.len());
+        for r in answer.renewed {
+            let Some(pos) = local.renewing.iter().position(|d| d.tp == r.tp && d.record.offset == r.offset) else {
+                continue;
+            };
+            let mut d = local.renewing.swap_remove(pos);
+            if r.result.is_ok() {
+                d.record.lock_deadline = r.lock_deadline.or(d.record.lock_deadline);
+                delivered.push(d);
+            }
+        }
+        delivered.extend(answer.records);
+        hold(&mut local, self.id, delivered)
     }
 
     /// Accepts a record (explicit mode), as Java's `acknowledge(record)`.
@@ -292,20 +317,25 @@ impl ShareConsumer {
         // application has not processed. Anything else (a record of another consumer, one
         // already sent) is looked up by its coordinates, exactly as `acknowledge_offset` does.
         if let Some(slot) = record.ack_slot.as_ref().filter(|s| s.batch.owner == self.id) {
-            match slot.batch.set(slot.index, ack_type) {
-                Set::Done => return Ok(()),
-                Set::Already(prev) => {
-                    return Err(already_acknowledged(record.topic(), record.partition, record.offset, prev))
-                }
-                Set::Superseded => return Err(superseded(record)),
-                Set::NotHeld => {}
+            if ack_type == AcknowledgeType::Renew {
+                // Before the slot says RENEW, so that `take` finds the copy to hand out again.
+                slot.batch.keep_for_renewal(slot.index, record);
             }
+            return match slot.batch.set(slot.index, ack_type) {
+                Set::Done => Ok(()),
+                Set::Superseded => Err(superseded(record)),
+                Set::NotHeld => Err(already_sent(record.topic(), record.partition, record.offset)),
+            };
+        }
+        if ack_type == AcknowledgeType::Renew {
+            return Err(renew_needs_the_record(record.topic(), record.partition, record.offset));
         }
         self.acknowledge_held(record.topic(), record.partition, record.offset, ack_type)
     }
 
     /// Acknowledges by topic, partition and offset (explicit mode), e.g. for a record that
-    /// failed to deserialize in your code.
+    /// failed to deserialize in your code. RENEW needs the record itself
+    /// ([`acknowledge_with`](Self::acknowledge_with)): a renewed record is handed out again.
     pub fn acknowledge_offset(
         &self,
         topic: &str,
@@ -314,6 +344,9 @@ impl ShareConsumer {
         ack_type: AcknowledgeType,
     ) -> Result<()> {
         self.check_acknowledge(ack_type)?;
+        if ack_type == AcknowledgeType::Renew {
+            return Err(renew_needs_the_record(topic, partition, offset));
+        }
         self.acknowledge_held(topic, partition, offset, ack_type)
     }
 
@@ -346,7 +379,6 @@ impl ShareConsumer {
         let set = local.held.iter().rev().find_map(|b| b.find(topic, partition, offset).map(|i| b.set(i, ack_type)));
         match set {
             Some(Set::Done) => Ok(()),
-            Some(Set::Already(prev)) => Err(already_acknowledged(topic, partition, offset, prev)),
             // (`find` found a live slot, and under the lock it stays live: NotHeld and
             // Superseded cannot be.)
             None | Some(Set::NotHeld | Set::Superseded) => Err(Error::InvalidArgument(format!(
@@ -502,6 +534,13 @@ impl std::future::IntoFuture for CommitHandle {
     }
 }
 
+/// The error for a RENEW without the record (by coordinates, or a record of another consumer).
+fn renew_needs_the_record(topic: &str, partition: i32, offset: i64) -> Error {
+    Error::InvalidArgument(format!(
+        "RENEW {topic}-{partition} offset {offset}: renew with acknowledge_with(&record, AcknowledgeType::Renew), passing a record this consumer's poll returned (the renewed record is returned again by a later poll)"
+    ))
+}
+
 /// The driver's answer to a poll, given back if the poll's future is dropped before taking it.
 ///
 /// Dropping a poll (a `select!` arm that lost, a `timeout`) must not strand records: the
@@ -510,7 +549,7 @@ impl std::future::IntoFuture for CommitHandle {
 /// the driver's send fails and it keeps the records itself) and anything already sent is sent
 /// back with `Command::Requeue`, to the front of the buffer.
 struct PollReply<'a> {
-    rx: oneshot::Receiver<Result<Vec<driver::Delivered>>>,
+    rx: oneshot::Receiver<Result<driver::PollAnswer>>,
     tx: &'a mpsc::UnboundedSender<Command>,
 }
 
@@ -547,10 +586,10 @@ impl Drop for PollingGuard<'_> {
 
 /// The answer of a poll that gave up (timeout or wakeup): whatever the driver sent in the
 /// meantime is taken, never dropped.
-fn late(rx: &mut oneshot::Receiver<Result<Vec<driver::Delivered>>>) -> Result<Vec<driver::Delivered>> {
+fn late(rx: &mut oneshot::Receiver<Result<driver::PollAnswer>>) -> Result<driver::PollAnswer> {
     rx.close();
     match rx.try_recv() {
         Ok(r) => r,
-        Err(_) => Ok(Vec::new()),
+        Err(_) => Ok(driver::PollAnswer::default()),
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use super::{Delivered, Driver, Fetched};
+use super::{Delivered, Driver, Fetched, PollAnswer};
 use crate::protocol::share::ACK_RELEASE;
 
 impl Driver {
@@ -16,6 +16,18 @@ impl Driver {
         if let Some(e) = &self.fatal {
             if let Some(w) = self.waiter.take() {
                 let _ = w.reply.send(Err(e.clone()));
+            }
+            return;
+        }
+        if w.renewing {
+            // Renewals pending: no new records until one completes (as in Java 4.4).
+            if self.renewed.is_empty() {
+                return;
+            }
+            let Some(w) = self.waiter.take() else { return };
+            let answer = PollAnswer { records: Vec::new(), renewed: std::mem::take(&mut self.renewed) };
+            if let Err(Ok(back)) = w.reply.send(Ok(answer)) {
+                self.requeue(back);
             }
             return;
         }
@@ -43,14 +55,20 @@ impl Driver {
         self.drain.record(out.len(), now);
         // The application has these now: its idle time counts from here.
         self.activity.last_poll = Some(now);
-        if let Err(Ok(back)) = w.reply.send(Ok(out)) {
+        let answer = PollAnswer { records: out, renewed: std::mem::take(&mut self.renewed) };
+        if let Err(Ok(back)) = w.reply.send(Ok(answer)) {
             // The poll gave up at this very moment: keep the records for the next one.
             self.requeue(back);
         }
     }
 
-    pub(super) fn requeue(&mut self, back: Vec<Delivered>) {
-        for d in back.into_iter().rev() {
+    /// Takes back what a poll could not hand out: records to the front of the buffer,
+    /// renewal outcomes for the next poll.
+    pub(super) fn requeue(&mut self, back: PollAnswer) {
+        let mut renewed = back.renewed;
+        renewed.append(&mut self.renewed);
+        self.renewed = renewed;
+        for d in back.records.into_iter().rev() {
             if let Some(n) = self.nodes.get_mut(&d.node) {
                 n.pace.settled(1);
             }

@@ -40,7 +40,7 @@ impl Driver {
         let fetch_turn = self.record_limit_pick(&ids, now);
         let urgent_nodes: std::collections::HashSet<i32> =
             self.commits.iter().flat_map(|w| w.nodes.iter().copied()).collect();
-        let waiting = self.waiter.is_some();
+        let waiting = self.waiting_for_records();
         for n in self.nodes.values_mut() {
             n.pace.note_acks(n.session.has_acks(), now);
         }

@@ -120,15 +120,42 @@ pub(crate) struct Delivered {
     pub generation: u64,
 }
 
+/// The outcome of a RENEW the driver sent: the record's partition and offset, and until when
+/// the record is now locked (conservatively).
+#[derive(Debug)]
+pub(crate) struct Renewed {
+    pub tp: TopicIdPartition,
+    pub offset: i64,
+    pub result: Result<()>,
+    pub lock_deadline: Option<Instant>,
+}
+
+/// What the driver answers a poll with: records to hand out, and the outcomes of renewals.
+#[derive(Debug, Default)]
+pub(crate) struct PollAnswer {
+    pub records: Vec<Delivered>,
+    pub renewed: Vec<Renewed>,
+}
+
+impl PollAnswer {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.renewed.is_empty()
+    }
+}
+
 pub(crate) enum Command {
     Subscribe(Vec<String>),
     /// A poll. `wait: false` (a zero timeout) is answered at once with what is buffered,
     /// so `poll(Duration::ZERO)` returns buffered records every time, deterministically.
+    ///
+    /// `renewing`: the handle waits for renewals; until one completes the poll gets no new
+    /// records, only the renewals' outcomes (as in Java 4.4).
     Poll {
         max: usize,
         wait: bool,
+        renewing: bool,
         acks: Vec<AckEntry>,
-        reply: oneshot::Sender<Result<Vec<Delivered>>>,
+        reply: oneshot::Sender<Result<PollAnswer>>,
     },
     Commit {
         acks: Vec<AckEntry>,
@@ -137,7 +164,7 @@ pub(crate) enum Command {
     SetCallback(Option<AckCallback>),
     /// Records a poll received but could not hand out (its future was dropped): they go
     /// back to the front of the buffer, for the next poll.
-    Requeue(Vec<Delivered>),
+    Requeue(PollAnswer),
     Close {
         acks: Vec<AckEntry>,
         deadline: Instant,
@@ -185,7 +212,8 @@ pub(crate) struct Fetched {
 
 struct PollWaiter {
     max: usize,
-    reply: oneshot::Sender<Result<Vec<Delivered>>>,
+    renewing: bool,
+    reply: oneshot::Sender<Result<PollAnswer>>,
 }
 
 pub(crate) struct CommitWaiter {
@@ -244,6 +272,10 @@ pub(crate) struct Driver {
     drain: pace::DrainRate,
     activity: pace::Activity,
     topic_errors: topic_errors::TopicErrors,
+    /// RENEWs sent and not answered yet, by partition and offset.
+    renewing: HashSet<(TopicIdPartition, i64)>,
+    /// Outcomes of renewals, for the next poll.
+    renewed: Vec<Renewed>,
 }
 
 impl Driver {
@@ -277,6 +309,8 @@ impl Driver {
             drain: pace::DrainRate::default(),
             activity: pace::Activity::default(),
             topic_errors: Default::default(),
+            renewing: HashSet::new(),
+            renewed: Vec::new(),
         };
         // Every event of this consumer's driver carries its group and member id.
         let span = tracing::info_span!(
@@ -355,19 +389,25 @@ impl Driver {
                     self.reconcile_assignment();
                 }
             }
-            Command::Poll { max, wait, acks, reply } => {
+            Command::Poll { max, wait, renewing, acks, reply } => {
                 // First the poll (it grants each broker a refill), then its acks (a RELEASE
-                // among them withdraws its broker's).
-                self.note_poll(now);
+                // among them withdraws its broker's). A poll waiting for renewals takes no
+                // records: it grants nothing.
+                if !renewing {
+                    self.note_poll(now);
+                }
                 let failed = self.route_acks(acks, now);
                 self.report_local_failures(failed, None);
                 self.shared.metrics.record_poll();
-                self.waiter = Some(PollWaiter { max, reply });
+                self.waiter = Some(PollWaiter { max, renewing, reply });
                 if !wait {
                     // Answer now, with whatever is buffered (perhaps nothing).
                     self.try_deliver(now);
                     if let Some(w) = self.waiter.take() {
-                        let _ = w.reply.send(self.fatal.clone().map_or(Ok(Vec::new()), Err));
+                        let answer = PollAnswer { records: Vec::new(), renewed: std::mem::take(&mut self.renewed) };
+                        if let Err(Ok(back)) = w.reply.send(self.fatal.clone().map_or(Ok(answer), Err)) {
+                            self.requeue(back);
+                        }
                     }
                 }
             }
@@ -470,6 +510,7 @@ impl Driver {
                     if a.wire == renew {
                         // Renewed from when the broker takes it, no earlier than now.
                         n.redeliveries.renewed(a.tp, a.offset, now + lock);
+                        self.renewing.insert((a.tp, a.offset));
                     } else {
                         n.redeliveries.settled(a.tp, a.offset);
                         n.pace.settled(1);
@@ -598,6 +639,9 @@ impl Driver {
     /// Hands completed acknowledgement results to commit waiters, the callback and metrics.
     fn complete_acks(&mut self, node: Option<i32>, results: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>) {
         for (tp, (offsets, r)) in results {
+            if !self.renewing.is_empty() {
+                self.note_renewals(node, tp, &offsets, &r);
+            }
             let name = self.to_topic_partition(&tp);
             self.shared.metrics.record_acks(offsets.len() as u64, r.is_err());
             if let Some(cb) = &self.callback {
@@ -615,6 +659,17 @@ impl Driver {
             }
         }
         self.settle_commits();
+    }
+
+    /// Keeps the outcomes of the renewals among completed acks, for the next poll.
+    fn note_renewals(&mut self, node: Option<i32>, tp: TopicIdPartition, offsets: &[i64], r: &Result<()>) {
+        for &offset in offsets {
+            if self.renewing.remove(&(tp, offset)) {
+                let lock_deadline =
+                    node.and_then(|n| self.nodes.get(&n)).and_then(|n| n.redeliveries.lock_until(tp, offset, None));
+                self.renewed.push(Renewed { tp, offset, result: r.clone(), lock_deadline });
+            }
+        }
     }
 
     /// Completes commit waiters whose nodes have nothing left in flight or queued.

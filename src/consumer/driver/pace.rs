@@ -197,7 +197,7 @@ impl Driver {
         }
         // Every fetch may acquire records: only for a poll that waits (or gave up waiting),
         // or as the refill of an application that is taking records and has room ahead.
-        let owed = self.waiter.is_some() || self.owes_fetch(id, now);
+        let owed = self.waiting_for_records() || self.owes_fetch(id, now);
         if !owed && !self.may_refill(id, now) {
             return FetchPlan::None;
         }
@@ -268,9 +268,17 @@ impl Driver {
         self.nodes.get(&id).is_some_and(|n| n.pace.demand) && !self.app_idle(now)
     }
 
+    /// Whether a poll waits for records. A poll that waits for renewals takes none (as in
+    /// Java 4.4), so it neither calls for a fetch nor counts as the application taking records:
+    /// what is buffered meanwhile goes back to the group once the application has taken
+    /// nothing for a quarter of the lock, instead of ageing here.
+    pub(super) fn waiting_for_records(&self) -> bool {
+        self.waiter.as_ref().is_some_and(|w| !w.renewing)
+    }
+
     /// Whether a poll wants records now: one waits, or one found nothing buffered lately.
     pub(super) fn wants_records(&self, now: Instant) -> bool {
-        self.waiter.is_some() || self.nodes.keys().any(|&id| self.owes_fetch(id, now))
+        self.waiting_for_records() || self.nodes.keys().any(|&id| self.owes_fetch(id, now))
     }
 
     /// Whether a broker that joins the fetch plan now owes the last poll a fetch.
@@ -281,7 +289,7 @@ impl Driver {
     /// Whether the application has stopped taking records: no poll waits and none came for
     /// a quarter of the lock ([`IDLE_AFTER`] before the lock is known).
     pub(super) fn app_idle(&self, now: Instant) -> bool {
-        self.waiter.is_none() && self.activity.last_poll.is_none_or(|t| now >= t + self.idle_after())
+        !self.waiting_for_records() && self.activity.last_poll.is_none_or(|t| now >= t + self.idle_after())
     }
 
     fn idle_after(&self) -> Duration {
@@ -295,7 +303,7 @@ impl Driver {
 
     /// When buffered records go back to the group if no poll comes first.
     fn idle_deadline(&self) -> Option<Instant> {
-        if self.waiter.is_some() || self.buffer.is_empty() {
+        if self.waiting_for_records() || self.buffer.is_empty() {
             return None;
         }
         self.activity.last_poll.map(|t| t + self.idle_after())
