@@ -59,8 +59,9 @@ async fn run() -> Result<(), BoxError> {
     let consumer = ShareConsumer::connect(config).await?;
     consumer.subscribe([topic.as_str()])?;
 
-    // Told of every acknowledgement the broker answered (from the consumer's background
-    // task, so keep it short). A failure usually means the record's lock had expired.
+    // Told of every acknowledgement the broker answered, inside our own poll and commit calls
+    // (as in Java), so it may touch our state freely. A failure usually means the record's
+    // lock had expired.
     let confirmed = Arc::new(AtomicUsize::new(0));
     let counter = confirmed.clone();
     consumer.set_acknowledgement_commit_callback(move |partition, offsets, result| match result {

@@ -353,6 +353,7 @@ mod tests {
             renew_supported: AtomicBool::new(true),
             sessions: Mutex::new(BTreeMap::new()),
             network: None,
+            callbacks: Default::default(),
         });
         let cfg = ShareConsumerConfig::new("127.0.0.1:9092", "g").acknowledgement_mode(mode);
         (ShareConsumer::new(tx, shared, cfg), rx)

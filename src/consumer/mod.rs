@@ -26,6 +26,7 @@
 //! in both modes (as the Java client does): call `commit_sync` first to accept the last
 //! poll's records in implicit mode.
 
+mod callback;
 mod config;
 mod driver;
 mod held;
@@ -127,6 +128,7 @@ impl ShareConsumer {
             renew_supported: AtomicBool::new(renew),
             sessions: Mutex::new(BTreeMap::new()),
             network: Some(cluster.network_stats()),
+            callbacks: Default::default(),
         });
         let tx = Driver::spawn(cluster, cfg.clone(), shared.clone());
         Ok(ShareConsumer::new(tx, shared, cfg))
@@ -174,6 +176,7 @@ impl ShareConsumer {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        callback::refuse_reentry()?;
         let topics: BTreeSet<String> = topics.into_iter().map(Into::into).collect();
         for t in &topics {
             crate::topic_name::validate_topic_name(t)?;
@@ -227,8 +230,10 @@ impl ShareConsumer {
     /// out of the next poll, with their locks running. The acknowledgements the poll took were
     /// already given to the driver before its first await, so they are sent either way.
     pub async fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
+        callback::refuse_reentry()?;
         // One poll at a time: a second one would race the first for the same records.
         let _polling = PollingGuard::enter(&self.polling)?;
+        self.shared.callbacks.run();
         if self.wakeup.take() {
             return Err(Error::Wakeup);
         }
@@ -265,7 +270,9 @@ impl ShareConsumer {
         if !wait {
             // The driver answers at once with what is buffered: no race with a timer.
             let answer = (&mut rx.rx).await.unwrap_or(Err(Error::Closed))?;
-            return Ok(self.hand_out(answer));
+            let records = self.hand_out(answer);
+            self.shared.callbacks.run();
+            return Ok(records);
         }
         let mut woken = false;
         let result = tokio::select! {
@@ -278,7 +285,9 @@ impl ShareConsumer {
             self.wakeup.take();
             return Err(Error::Wakeup);
         }
-        Ok(self.hand_out(answer))
+        let records = self.hand_out(answer);
+        self.shared.callbacks.run();
+        Ok(records)
     }
 
     /// Holds and returns a poll's records: the renewed ones first (a record whose renewal
@@ -352,6 +361,7 @@ impl ShareConsumer {
 
     /// The checks every acknowledgement passes first: mode, RENEW support, closed.
     fn check_acknowledge(&self, ack_type: AcknowledgeType) -> Result<()> {
+        callback::refuse_reentry()?;
         if self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit {
             return Err(Error::InvalidState(
                 "acknowledge is for explicit mode; set share.acknowledgement.mode=explicit (implicit mode accepts every record on the next poll or commit)".into(),
@@ -405,7 +415,10 @@ impl ShareConsumer {
     pub async fn commit_sync(&self, timeout: Duration) -> Result<CommitResults> {
         let rx = self.start_commit()?;
         match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(r)) => Ok(r),
+            Ok(Ok(r)) => {
+                self.shared.callbacks.run();
+                Ok(r)
+            }
             Ok(Err(_)) => Err(Error::Closed),
             Err(_) => Err(Error::Timeout { what: "commit_sync".into(), after: timeout }),
         }
@@ -415,10 +428,12 @@ impl ShareConsumer {
     /// returned handle for the per-partition results, or drop it and read them in the
     /// acknowledgement commit callback (as with Java's `commitAsync`).
     pub fn commit_async(&self) -> Result<CommitHandle> {
-        Ok(CommitHandle { rx: self.start_commit()? })
+        Ok(CommitHandle { rx: self.start_commit()?, shared: self.shared.clone() })
     }
 
     fn start_commit(&self) -> Result<oneshot::Receiver<CommitResults>> {
+        callback::refuse_reentry()?;
+        self.shared.callbacks.run();
         let acks = {
             let mut local = self.lock();
             if self.is_closed() {
@@ -432,18 +447,28 @@ impl ShareConsumer {
     }
 
     /// Sets the callback told of every completed acknowledgement (partition, offsets,
-    /// result), as Java's `setAcknowledgementCommitCallback`. It runs on the background task:
-    /// keep it short.
+    /// result), as Java's `setAcknowledgementCommitCallback`.
+    ///
+    /// As in Java, it runs on the application's side: inside [`poll`](Self::poll),
+    /// [`commit_sync`](Self::commit_sync), [`commit_async`](Self::commit_async) (for earlier
+    /// completions; the returned handle, when awaited, for its own) and [`close`](Self::close),
+    /// on the task that calls them, never on the background task. A panic in it is caught and
+    /// logged and the consumer goes on. Calling the consumer from inside it fails with
+    /// [`Error::InvalidState`].
     pub fn set_acknowledgement_commit_callback<F>(&self, callback: F) -> Result<()>
     where
         F: Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync + 'static,
     {
-        self.send(Command::SetCallback(Some(std::sync::Arc::new(callback))))
+        callback::refuse_reentry()?;
+        self.shared.callbacks.set(Some(std::sync::Arc::new(callback)));
+        Ok(())
     }
 
     /// Removes the acknowledgement commit callback.
     pub fn clear_acknowledgement_commit_callback(&self) -> Result<()> {
-        self.send(Command::SetCallback(None))
+        callback::refuse_reentry()?;
+        self.shared.callbacks.set(None);
+        Ok(())
     }
 
     /// The acquisition lock duration the broker reported (None before the first fetch).
@@ -481,6 +506,7 @@ impl ShareConsumer {
     /// so far, releases every other record it holds (so other members get them at once),
     /// closes each share session (epoch -1), and leaves the group.
     pub async fn close(&self, timeout: Duration) -> Result<()> {
+        callback::refuse_reentry()?;
         let acks = {
             let mut local = self.lock();
             if self.is_closed() {
@@ -492,7 +518,10 @@ impl ShareConsumer {
         let (reply, rx) = oneshot::channel();
         let deadline = Instant::now() + timeout;
         self.send(Command::Close { acks, deadline, reply: Some(reply) })?;
-        match tokio::time::timeout(timeout + Duration::from_millis(100), rx).await {
+        let outcome = tokio::time::timeout(timeout + Duration::from_millis(100), rx).await;
+        // The last completions (the final acknowledgements) reach the callback now.
+        self.shared.callbacks.run();
+        match outcome {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Ok(()),
             Err(_) => Err(Error::Timeout { what: "close".into(), after: timeout }),
@@ -520,9 +549,15 @@ impl Drop for ShareConsumer {
 
 /// The results of a [`ShareConsumer::commit_async`]: await it (it is `IntoFuture`) for the
 /// per-partition results, or drop it; the acknowledgements were sent either way.
-#[derive(Debug)]
 pub struct CommitHandle {
     rx: oneshot::Receiver<CommitResults>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for CommitHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommitHandle").finish_non_exhaustive()
+    }
 }
 
 impl std::future::IntoFuture for CommitHandle {
@@ -530,7 +565,12 @@ impl std::future::IntoFuture for CommitHandle {
     type IntoFuture = std::pin::Pin<Box<dyn Future<Output = Result<CommitResults>> + Send>>;
 
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move { self.rx.await.map_err(|_| Error::Closed) })
+        Box::pin(async move {
+            let results = self.rx.await.map_err(|_| Error::Closed)?;
+            // Its completions reach the callback here, on the awaiting task (as in Java).
+            self.shared.callbacks.run();
+            Ok(results)
+        })
     }
 }
 

@@ -161,7 +161,6 @@ pub(crate) enum Command {
         acks: Vec<AckEntry>,
         reply: Option<oneshot::Sender<CommitResults>>,
     },
-    SetCallback(Option<AckCallback>),
     /// Records a poll received but could not hand out (its future was dropped): they go
     /// back to the front of the buffer, for the next poll.
     Requeue(PollAnswer),
@@ -246,6 +245,8 @@ pub(crate) struct Shared {
     pub sessions: std::sync::Mutex<BTreeMap<i32, i32>>,
     /// Connection counters (connections made, SASL logins) for the metrics.
     pub network: Option<Arc<crate::cluster::NetworkStats>>,
+    /// The acknowledgement commit callback and the completions it is to be told of.
+    pub callbacks: super::callback::Callbacks,
 }
 
 pub(crate) struct Driver {
@@ -264,7 +265,6 @@ pub(crate) struct Driver {
     buffer: VecDeque<Fetched>,
     waiter: Option<PollWaiter>,
     commits: Vec<CommitWaiter>,
-    callback: Option<AckCallback>,
     tasks: JoinSet<Event>,
     fatal: Option<Error>,
     closing: Option<Closing>,
@@ -301,7 +301,6 @@ impl Driver {
             buffer: VecDeque::new(),
             waiter: None,
             commits: Vec::new(),
-            callback: None,
             tasks: JoinSet::new(),
             fatal: None,
             closing: None,
@@ -428,7 +427,6 @@ impl Driver {
                     self.commits.push(waiter);
                 }
             }
-            Command::SetCallback(cb) => self.callback = cb,
             Command::Requeue(back) => self.requeue(back),
             Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply),
         }
@@ -643,10 +641,12 @@ impl Driver {
                 self.note_renewals(node, tp, &offsets, &r);
             }
             let name = self.to_topic_partition(&tp);
-            self.shared.metrics.record_acks(offsets.len() as u64, r.is_err());
-            if let Some(cb) = &self.callback {
-                cb(&name, &offsets, &r);
+            // The callback's record first: a completion counted is one the callback will see.
+            let count = offsets.len() as u64;
+            if self.shared.callbacks.wanted() {
+                self.shared.callbacks.completed(name.clone(), offsets, r.clone());
             }
+            self.shared.metrics.record_acks(count, r.is_err());
             for w in &mut self.commits {
                 if node.is_none_or(|n| w.nodes.contains(&n)) {
                     match (w.results.get(&name), &r) {
