@@ -160,7 +160,16 @@ async fn close_gives_up_at_its_timeout_when_the_broker_does_not_answer() {
     ));
     let r = tokio::time::timeout(T, c.close(Duration::from_millis(500))).await;
     let r = r.unwrap_or_else(|_| panic!("close ignored its 500 ms timeout:\n{}", fake.dump()));
-    assert!(matches!(r, Err(kafka_share::Error::Timeout { .. })), "{r:?}");
+    // It says what it could not finish: which broker left the final acknowledgements
+    // unanswered, and that the group was not left.
+    match &r {
+        Err(kafka_share::Error::Timeout { what, after }) => {
+            assert_eq!(*after, Duration::from_millis(500));
+            assert!(what.contains("brokers [1] did not answer the final acknowledgements"), "{what}");
+            assert!(what.contains("the group was not left"), "{what}");
+        }
+        other => panic!("expected a close timeout, got {other:?}"),
+    }
     // The connection goes with the consumer: the broker releases what it held.
     assert!(fake_broker::eventually(T, || fake.held().is_empty()).await, "{:?}", fake.held());
 }

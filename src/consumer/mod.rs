@@ -522,6 +522,8 @@ impl ShareConsumer {
         // The last completions (the final acknowledgements) reach the callback now.
         self.shared.callbacks.run();
         match outcome {
+            // The driver says what it could not finish; the limit is the caller's.
+            Ok(Ok(Err(Error::Timeout { what, .. }))) => Err(Error::Timeout { what, after: timeout }),
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Ok(()),
             Err(_) => Err(Error::Timeout { what: "close".into(), after: timeout }),

@@ -550,15 +550,15 @@ impl Driver {
     fn drive_close(&mut self, now: Instant) {
         let Some(c) = &mut self.closing else { return };
         if now >= c.deadline {
-            warn!(
-                group = self.cfg.group_id,
-                "close timed out; the broker releases what is left when the connection drops"
-            );
             let r = c.reply.take();
-            c.phase = ClosePhase::Leaving;
+            let unfinished = self.close_unfinished();
+            warn!(group = self.cfg.group_id, unfinished, "close timed out");
+            if let Some(c) = &mut self.closing {
+                c.phase = ClosePhase::Leaving;
+            }
             self.membership = Membership::new(self.cfg.group_id.clone(), None); // stop heartbeating
             if let Some(r) = r {
-                let _ = r.send(Err(Error::Timeout { what: "close".into(), after: Duration::ZERO }));
+                let _ = r.send(Err(Error::Timeout { what: format!("close ({unfinished})"), after: Duration::ZERO }));
             }
             return;
         }
@@ -594,6 +594,27 @@ impl Driver {
         }
     }
 
+    /// What a close that ran out of time leaves undone, in words for its error.
+    fn close_unfinished(&self) -> String {
+        let busy = |f: &dyn Fn(&Node) -> bool| {
+            let mut ids: Vec<i32> = self.nodes.iter().filter(|(_, n)| f(n)).map(|(id, _)| *id).collect();
+            ids.sort_unstable();
+            ids.iter().map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
+        };
+        let leave = "the group was not left (the broker drops the member after the group's session timeout)";
+        match self.closing.as_ref().map(|c| &c.phase) {
+            Some(ClosePhase::Draining) => format!(
+                "requests to brokers [{}] did not finish, so the final acknowledgements were not sent: the brokers release the unacknowledged records when the connections drop, and acknowledgements not sent are lost; {leave}",
+                busy(&|n| n.session.in_flight())
+            ),
+            Some(ClosePhase::SessionsClosing) => format!(
+                "brokers [{}] did not answer the final acknowledgements, so their outcome is unknown (records not acknowledged are released when the sessions end); {leave}",
+                busy(&|n| n.session.in_flight())
+            ),
+            _ => format!("the acknowledgements were sent, but {leave}"),
+        }
+    }
+
     fn close_finished(&mut self) -> bool {
         let Some(c) = &mut self.closing else {
             return false;
@@ -602,11 +623,17 @@ impl Driver {
             return false;
         }
         let leaving = self.membership.is_active() || matches!(self.membership.state(), MemberState::Leaving);
-        if (leaving || self.heartbeat_in_flight) && Instant::now() < c.deadline {
+        let unanswered = leaving || self.heartbeat_in_flight;
+        if unanswered && Instant::now() < c.deadline {
             return false;
         }
         if let Some(r) = c.reply.take() {
-            let _ = r.send(Ok(()));
+            let outcome = if unanswered {
+                Err(Error::Timeout { what: format!("close ({})", self.close_unfinished()), after: Duration::ZERO })
+            } else {
+                Ok(())
+            };
+            let _ = r.send(outcome);
         }
         // Everyone still waiting on a commit hears that the consumer closed.
         for w in self.commits.drain(..) {
