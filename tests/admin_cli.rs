@@ -161,6 +161,15 @@ fn bad_usage_exits_2_with_one_line() {
 }
 
 #[test]
+fn version_prints_name_and_version() {
+    // No action and no broker needed, as with Java's --version.
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups")).arg("--version").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let expected = format!("kafka-share-groups {}\n", env!("CARGO_PKG_VERSION"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}
+
+#[test]
 fn command_config_file() {
     let dir = std::env::temp_dir().join(common::unique("adm-cli-props"));
     std::fs::create_dir_all(&dir).unwrap();

@@ -43,6 +43,10 @@ async fn main() -> ExitCode {
             println!("{}", args::HELP);
             return ExitCode::SUCCESS;
         }
+        Ok(a) if a.version => {
+            println!("{PROG} {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
         Ok(a) => run(a).await,
         Err(u) => Err(u.into()),
     };

@@ -59,6 +59,7 @@ pub struct Args {
     pub json: bool,
     pub timeout_ms: Option<u64>,
     pub help: bool,
+    pub version: bool,
 }
 
 /// A usage mistake: printed as one line, exit code 2.
@@ -94,6 +95,7 @@ Other options:
   --command-config FILE   client properties (bootstrap.servers, client.id, request.timeout.ms, ...)
   --output json|text      machine-readable output (default text)
   --timeout MS            request timeout (default 30000)
+  --version               print the version and exit
   --help";
 
 /// Parses `argv` (without the program name).
@@ -182,10 +184,13 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
             },
             "--timeout" => a.timeout_ms = Some(number("--timeout", &value("--timeout")?)?.max(1) as u64),
             "--help" | "-h" => a.help = true,
+            "--version" => a.version = true,
             other => return usage(format!("unknown option {other:?} (see --help)")),
         }
     }
-    if !a.help {
+    // As in Java (CommandLineUtils.maybePrintHelpOrVersion), --help and --version need no
+    // action or --bootstrap-server.
+    if !a.help && !a.version {
         check(&a)?;
     }
     Ok(a)
@@ -308,6 +313,14 @@ mod tests {
         assert_eq!(a.reset_to, vec![ResetTo::ShiftBy(-3)]);
         let a = p("--bootstrap-server h:1 --alter-config --group g --config a=1,b=2 --delete-config c").unwrap();
         assert_eq!(a.set_configs.len(), 2);
+    }
+
+    #[test]
+    fn help_and_version_need_nothing_else() {
+        assert!(p("--version").unwrap().version);
+        assert!(p("--help").unwrap().help);
+        // Other mistakes on the line are still caught while parsing.
+        assert!(p("--version --bogus").is_err());
     }
 
     #[test]
