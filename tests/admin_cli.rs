@@ -142,6 +142,62 @@ async fn cli_list_describe_reset_configs() {
     assert!(e.contains(&group), "{e}");
 }
 
+/// `--export` writes a plan as Java's tool does; `--from-file` applies it (or a plan in the
+/// group,topic,partition,offset form), clamped to the log, refusing partitions that do not exist.
+#[tokio::test]
+async fn reset_plan_export_then_from_file() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let topic = common::new_topic(&admin, "adm-cli-plan", 2).await;
+    let group = common::unique("adm-cli-plan-g");
+    produce(&cluster, &topic, 0, 5).await;
+    produce(&cluster, &topic, 1, 3).await;
+    let dir = std::env::temp_dir().join(common::unique("adm-cli-plan"));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    // A dry run exports topic,partition,offset lines and an empty line, as Java prints them;
+    // Jackson (and so we) quote a topic longer than 24 characters.
+    assert!(topic.len() > 24, "{topic}");
+    let csv =
+        ok(&["--reset-offsets", "--group", &group, "--topic", &topic, "--to-offset", "2", "--dry-run", "--export"]);
+    assert_eq!(csv, format!("\"{topic}\",0,2\n\"{topic}\",1,2\n\n"));
+    let plan = dir.join("plan.csv");
+    std::fs::write(&plan, &csv).unwrap();
+    let plan = plan.to_str().unwrap();
+
+    // The group,topic,partition,offset form: only this group's lines count; 99 is past the
+    // end of partition 1 (3 records), so it becomes 3.
+    let multi = dir.join("multi.csv");
+    std::fs::write(&multi, format!("other-group,{topic},0,1\n{group},{topic},0,4\n{group},{topic},1,99\n")).unwrap();
+    let j = json(&["--reset-offsets", "--group", &group, "--from-file", multi.to_str().unwrap(), "--dry-run"]);
+    let new: Vec<&Value> = j["partitions"].as_array().unwrap().iter().map(|p| &p["new_offset"]).collect();
+    assert_eq!(new, [4, 3], "{j}");
+
+    // Mistakes in the file: one line naming the file, the line and the fix; nothing applied.
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, format!("{topic},0,2\n{topic},1,two\n")).unwrap();
+    let e = fails(&["--reset-offsets", "--group", &group, "--from-file", bad.to_str().unwrap(), "--execute"], 1);
+    assert!(e.contains("bad.csv: line 2: offset \"two\"") && e.contains("each line must be"), "{e}");
+    std::fs::write(&bad, format!("{topic},7,0\n")).unwrap();
+    let e = fails(&["--reset-offsets", "--group", &group, "--from-file", bad.to_str().unwrap(), "--execute"], 1);
+    assert!(e.contains("has no partition 7"), "{e}");
+
+    // Apply the exported plan and read the start offsets back.
+    let execute = ["--reset-offsets", "--group", &group, "--from-file", plan, "--execute"];
+    if common::broker_has_v2() {
+        let t = ok(&execute);
+        assert!(t.contains("NEW-OFFSET"), "{t}");
+        let j = json(&["--describe", "--group", &group]);
+        let starts: Vec<(&Value, &Value)> =
+            j[0]["offsets"].as_array().unwrap().iter().map(|o| (&o["partition"], &o["start_offset"])).collect();
+        assert_eq!(starts, [(&Value::from(0), &Value::from(2)), (&Value::from(1), &Value::from(2))], "{j}");
+    } else {
+        let e = fails(&execute, 1);
+        assert!(e.contains("Kafka 4.1 brokers drop AlterShareGroupOffsets"), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn bad_usage_exits_2_with_one_line() {
     for args in [
@@ -151,6 +207,7 @@ fn bad_usage_exits_2_with_one_line() {
         vec!["--reset-offsets", "--group", "g", "--topic", "t", "--to-earliest"],
         vec!["--reset-offsets", "--group", "g", "--topic", "t", "--to-datetime", "yesterday", "--dry-run"],
         vec!["--list", "--output", "yaml"],
+        vec!["--reset-offsets", "--group", "g", "--from-file", "plan.csv", "--topic", "t", "--dry-run"],
     ] {
         let e = fails(&args, 2);
         assert!(e.starts_with("kafka-share-groups: "), "{e}");
@@ -158,6 +215,15 @@ fn bad_usage_exits_2_with_one_line() {
     let out = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups")).arg("--help").output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("--reset-offsets"));
+}
+
+#[test]
+fn version_prints_name_and_version() {
+    // No action and no broker needed, as with Java's --version.
+    let out = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups")).arg("--version").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let expected = format!("kafka-share-groups {}\n", env!("CARGO_PKG_VERSION"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
 }
 
 #[test]

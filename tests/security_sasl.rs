@@ -276,6 +276,8 @@ async fn consumer_config_takes_the_security_settings() {
     c.close(Duration::from_secs(5)).await.expect("close");
 }
 
+// The binary is built only with the `cli` feature (scripts/test enables it).
+#[cfg(feature = "cli")]
 #[tokio::test]
 async fn cli_lists_groups_over_sasl() {
     let path = common::secured::security_dir().join("sasl_plaintext-scram-sha-512.properties");

@@ -129,6 +129,8 @@ async fn plaintext_client_on_a_tls_port_fails_fast() {
     }
 }
 
+// The binary is built only with the `cli` feature (scripts/test enables it).
+#[cfg(feature = "cli")]
 #[tokio::test]
 async fn cli_lists_groups_over_ssl() {
     let path = common::secured::security_dir().join("ssl.properties");

@@ -1,8 +1,10 @@
 //! Resetting share-group start offsets: to earliest, latest, a timestamp, an explicit offset,
-//! or shifted from the current start offsets, with a dry run that only plans.
+//! shifted from the current start offsets, or to per-partition offsets from a reset plan, with
+//! a dry run that only plans.
 //!
-//! Follows the Java `GroupOffsetsResetter`: explicit and shifted offsets are clamped to the
-//! log's [earliest, latest] range; a timestamp after the last record falls back to latest.
+//! Follows the Java `GroupOffsetsResetter`: explicit, shifted and planned offsets are clamped
+//! to the log's [earliest, latest] range; a timestamp after the last record falls back to
+//! latest.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -84,19 +86,7 @@ impl Admin {
         spec: OffsetResetSpec,
         execute: bool,
     ) -> Result<Vec<PlannedReset>> {
-        match self.describe_share_group(group).await {
-            Ok(d) if matches!(d.state, ShareGroupState::Empty | ShareGroupState::Dead) => {}
-            Ok(_) => return Err(non_empty(group)),
-            // A group that does not exist yet can get offsets before its first consumer.
-            Err(e) if e.code() == Some(ErrorCode::GROUP_ID_NOT_FOUND) => {}
-            Err(e) => return Err(e),
-        }
-        let (current, known) = match self.list_share_group_offsets(group, None).await {
-            // Partitions without a start offset yet are listed too, and reset with the rest.
-            Ok(o) => (o.start_offsets(), o.partitions.into_iter().map(|(tp, _)| tp).collect()),
-            Err(e) if e.code() == Some(ErrorCode::GROUP_ID_NOT_FOUND) => (BTreeMap::new(), BTreeSet::new()),
-            Err(e) => return Err(e),
-        };
+        let (current, known) = self.inactive_group_offsets(group).await?;
         let tps: BTreeSet<TopicPartition> = match scope {
             None => known,
             Some(sel) => self.expand(sel).await?,
@@ -139,9 +129,70 @@ impl Admin {
                 out
             }
         };
-        let mut plan: Vec<PlannedReset> = tps
-            .iter()
-            .map(|tp| PlannedReset { tp: tp.clone(), current: current.get(tp).copied(), new: new[tp], applied: None })
+        self.plan_and_apply(group, &current, new, execute).await
+    }
+
+    /// Plans (and with `execute`, applies) a reset of `group`'s start offsets to the given
+    /// offsets: a reset plan, such as `kafka-share-groups --reset-offsets --from-file` reads.
+    /// Every partition must exist; each offset is clamped to its log's [earliest, latest]
+    /// range, as Java's `GroupOffsetsResetter.resetFromFile` does. Refused, like
+    /// [`Admin::reset_share_group_offsets`], when the group has members.
+    pub async fn reset_share_group_offsets_to(
+        &self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, i64>,
+        execute: bool,
+    ) -> Result<Vec<PlannedReset>> {
+        let (current, _) = self.inactive_group_offsets(group).await?;
+        if offsets.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+        for tp in offsets.keys() {
+            by_topic.entry(&tp.topic).or_default().push(tp.partition);
+        }
+        let sel: Vec<TopicSelection> = by_topic
+            .into_iter()
+            .map(|(t, ps)| TopicSelection { topic: t.to_string(), partitions: Some(ps) })
+            .collect();
+        // Checks that each partition exists, so a stale plan fails with its name.
+        self.expand(&sel).await?;
+        let new = self.clamp(offsets.clone()).await?;
+        self.plan_and_apply(group, &current, new, execute).await
+    }
+
+    /// The group's current start offsets and every partition it has state for, after checking
+    /// that it has no members (the plan would be stale by the time it ran).
+    async fn inactive_group_offsets(
+        &self,
+        group: &str,
+    ) -> Result<(BTreeMap<TopicPartition, i64>, BTreeSet<TopicPartition>)> {
+        match self.describe_share_group(group).await {
+            Ok(d) if matches!(d.state, ShareGroupState::Empty | ShareGroupState::Dead) => {}
+            Ok(_) => return Err(non_empty(group)),
+            // A group that does not exist yet can get offsets before its first consumer.
+            Err(e) if e.code() == Some(ErrorCode::GROUP_ID_NOT_FOUND) => {}
+            Err(e) => return Err(e),
+        }
+        match self.list_share_group_offsets(group, None).await {
+            // Partitions without a start offset yet are listed too, and reset with the rest.
+            Ok(o) => Ok((o.start_offsets(), o.partitions.into_iter().map(|(tp, _)| tp).collect())),
+            Err(e) if e.code() == Some(ErrorCode::GROUP_ID_NOT_FOUND) => Ok((BTreeMap::new(), BTreeSet::new())),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The plan for the partitions of `new`; with `execute`, applied, each with its result.
+    async fn plan_and_apply(
+        &self,
+        group: &str,
+        current: &BTreeMap<TopicPartition, i64>,
+        new: BTreeMap<TopicPartition, i64>,
+        execute: bool,
+    ) -> Result<Vec<PlannedReset>> {
+        let mut plan: Vec<PlannedReset> = new
+            .into_iter()
+            .map(|(tp, new)| PlannedReset { current: current.get(&tp).copied(), tp, new, applied: None })
             .collect();
         if execute {
             let offsets: BTreeMap<TopicPartition, i64> = plan.iter().map(|p| (p.tp.clone(), p.new)).collect();

@@ -4,14 +4,17 @@
 
 mod kafka_share_groups;
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use kafka_share::admin::{
-    parse_datetime, Admin, OffsetResetSpec, ShareGroupDescription, ShareGroupState, TopicSelection,
+    parse_datetime, Admin, OffsetResetSpec, PlannedReset, ShareGroupDescription, ShareGroupState, TopicPartition,
+    TopicSelection,
 };
 use kafka_share::config::Properties;
 use kafka_share::Error;
 use kafka_share_groups::args::{self, Action, Args, DescribeWhat, ResetTo, Usage};
+use kafka_share_groups::reset_plan::{self, PlanFileError};
 use kafka_share_groups::{json, text};
 use serde_json::Value;
 
@@ -35,12 +38,22 @@ impl From<Usage> for Failure {
     }
 }
 
+impl From<PlanFileError> for Failure {
+    fn from(e: PlanFileError) -> Self {
+        Failure::Op(e.to_string())
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let result = match args::parse(&argv) {
         Ok(a) if a.help => {
             println!("{}", args::HELP);
+            return ExitCode::SUCCESS;
+        }
+        Ok(a) if a.version => {
+            println!("{PROG} {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
         Ok(a) => run(a).await,
@@ -83,6 +96,11 @@ fn emit(a: &Args, v: Value, human: String) {
 }
 
 async fn run(a: Args) -> Result<(), Failure> {
+    // A reset plan file is read before connecting: a mistake in it needs no broker to show.
+    let planned = match (a.reset_to.first(), a.groups.first()) {
+        (Some(ResetTo::FromFile(path)), Some(g)) => Some(reset_plan::load(path, g)?),
+        _ => None,
+    };
     let admin = connect(&a).await?;
     let action = a.action.expect("checked by args::parse");
     match action {
@@ -90,7 +108,7 @@ async fn run(a: Args) -> Result<(), Failure> {
         Action::Describe => describe(&admin, &a).await,
         Action::Delete => delete(&admin, &a).await,
         Action::DeleteOffsets => delete_offsets(&admin, &a).await,
-        Action::ResetOffsets => reset(&admin, &a).await,
+        Action::ResetOffsets => reset(&admin, &a, planned).await,
         Action::DescribeConfig => {
             let g = &a.groups[0];
             let entries = admin.describe_group_configs(g).await?;
@@ -245,8 +263,38 @@ async fn delete_offsets(admin: &Admin, a: &Args) -> Result<(), Failure> {
     }
 }
 
-async fn reset(admin: &Admin, a: &Args) -> Result<(), Failure> {
+/// `--reset-offsets`; `planned` holds the offsets of `--from-file`, read by `run`.
+async fn reset(admin: &Admin, a: &Args, planned: Option<BTreeMap<TopicPartition, i64>>) -> Result<(), Failure> {
     let g = &a.groups[0];
+    let plan = match planned {
+        Some(offsets) => admin.reset_share_group_offsets_to(g, &offsets, a.execute).await?,
+        None => reset_by_spec(admin, a, g).await?,
+    };
+    if plan.is_empty() && !a.json {
+        eprintln!("Share group '{g}' has no offsets to reset.");
+    }
+    if a.export {
+        // Java: `System.out.println(exportOffsetsToCsv(..))`, the lines then an empty one.
+        println!("{}", reset_plan::export(&plan));
+    } else {
+        emit(a, json::reset(g, a.dry_run, &plan), if plan.is_empty() { String::new() } else { text::reset(g, &plan) });
+    }
+    let bad: Vec<String> = plan
+        .iter()
+        .filter_map(|p| match &p.applied {
+            Some(Err(e)) => Some(format!("{}: {e}", p.tp)),
+            _ => None,
+        })
+        .collect();
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Op(format!("could not reset {}", bad.join("; "))))
+    }
+}
+
+/// The plan for `--to-*` / `--shift-by` over `--topic` / `--all-topics`.
+async fn reset_by_spec(admin: &Admin, a: &Args, g: &str) -> Result<Vec<PlannedReset>, Failure> {
     let spec = match &a.reset_to[0] {
         ResetTo::Earliest => OffsetResetSpec::Earliest,
         ResetTo::Latest => OffsetResetSpec::Latest,
@@ -255,6 +303,9 @@ async fn reset(admin: &Admin, a: &Args) -> Result<(), Failure> {
         ResetTo::ShiftBy(n) => OffsetResetSpec::ShiftBy(*n),
         ResetTo::Datetime(s) => {
             OffsetResetSpec::Timestamp(parse_datetime(s).map_err(|e| Failure::Usage(e.to_string()))?)
+        }
+        ResetTo::FromFile(_) => {
+            return Err(Failure::Op("internal error: the --from-file plan was not read before the reset".into()))
         }
     };
     let scope: Option<Vec<TopicSelection>> = if a.all_topics {
@@ -268,21 +319,5 @@ async fn reset(admin: &Admin, a: &Args) -> Result<(), Failure> {
                 .map_err(|e| Failure::Usage(e.to_string()))?,
         )
     };
-    let plan = admin.reset_share_group_offsets(g, scope.as_deref(), spec, a.execute).await?;
-    if plan.is_empty() && !a.json {
-        eprintln!("Share group '{g}' has no offsets to reset.");
-    }
-    emit(a, json::reset(g, a.dry_run, &plan), if plan.is_empty() { String::new() } else { text::reset(g, &plan) });
-    let bad: Vec<String> = plan
-        .iter()
-        .filter_map(|p| match &p.applied {
-            Some(Err(e)) => Some(format!("{}: {e}", p.tp)),
-            _ => None,
-        })
-        .collect();
-    if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(Failure::Op(format!("could not reset {}", bad.join("; "))))
-    }
+    Ok(admin.reset_share_group_offsets(g, scope.as_deref(), spec, a.execute).await?)
 }

@@ -48,8 +48,8 @@ pub fn file(name: &str) -> String {
 
 /// Over the listener of the client file `name`: the admin client creates a topic and a group,
 /// the producer writes `n` records, a share consumer reads, acknowledges and commits them all
-/// (each delivered once), closes, the admin client finds the group, and the CLI describes it
-/// with the same file. Returns the group.
+/// (each delivered once), closes, the admin client finds the group, and (feature `cli`) the
+/// CLI describes it with the same file. Returns the group.
 pub async fn round_trip(name: &str, n: usize) -> String {
     let props = &props(name);
     let admin = Admin::from_properties(props).await.expect("admin over the secured listener");
@@ -81,15 +81,23 @@ pub async fn round_trip(name: &str, n: usize) -> String {
     let groups = admin.list_share_groups().await.expect("list share groups");
     assert!(groups.iter().any(|g| g.group_id == group), "group {group} not listed");
 
+    #[cfg(feature = "cli")]
+    cli_describes(name, &group, &topic);
+    group
+}
+
+/// The CLI, given the client file `name`, describes `group` and shows `topic`. The binary is
+/// built only with the `cli` feature (scripts/test enables it).
+#[cfg(feature = "cli")]
+fn cli_describes(name: &str, group: &str, topic: &str) {
     let file = security_dir().join(format!("{name}.properties"));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-share-groups"))
-        .args(["--command-config", &file.display().to_string(), "--describe", "--group", &group, "--offsets"])
+        .args(["--command-config", &file.display().to_string(), "--describe", "--group", group, "--offsets"])
         .output()
         .expect("run kafka-share-groups");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "kafka-share-groups over {name}: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains(&topic), "the CLI over {name} did not show {topic}: {stdout}");
-    group
+    assert!(stdout.contains(topic), "the CLI over {name} did not show {topic}: {stdout}");
 }
 
 /// Connecting an admin client with `props` must fail, fast, with a fatal error: returns it.

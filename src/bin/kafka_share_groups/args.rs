@@ -35,6 +35,8 @@ pub enum ResetTo {
     Datetime(String),
     Offset(i64),
     ShiftBy(i64),
+    /// The offsets of a reset plan file (`--from-file`), as `--export` writes it.
+    FromFile(String),
 }
 
 /// A parsed command line.
@@ -53,12 +55,15 @@ pub struct Args {
     pub verbose: bool,
     pub dry_run: bool,
     pub execute: bool,
+    /// `--export`: the reset plan as CSV (`reset_plan::export`) instead of a table.
+    pub export: bool,
     pub reset_to: Vec<ResetTo>,
     pub set_configs: Vec<(String, String)>,
     pub delete_configs: Vec<String>,
     pub json: bool,
     pub timeout_ms: Option<u64>,
     pub help: bool,
+    pub version: bool,
 }
 
 /// A usage mistake: printed as one line, exit code 2.
@@ -86,7 +91,10 @@ Actions (exactly one):
   --delete-offsets --group G --topic T ...  delete a group's share state for topics
   --reset-offsets --group G (--topic T[:P,P] ... | --all-topics)
       (--to-earliest | --to-latest | --to-current | --to-datetime YYYY-MM-DDTHH:mm:SS.sss
-       | --to-offset N | --shift-by N) (--dry-run | --execute)
+       | --to-offset N | --shift-by N) (--dry-run | --execute) [--export]
+  --reset-offsets --group G --from-file FILE (--dry-run | --execute) [--export]
+      --export prints the plan as CSV (topic,partition,offset lines, as Java's tool), which
+      --from-file reads back (also group,topic,partition,offset lines)
   --describe-config --group G               show the group's configs
   --alter-config --group G [--config k=v[,k=v]] [--delete-config k[,k]]
 
@@ -94,6 +102,7 @@ Other options:
   --command-config FILE   client properties (bootstrap.servers, client.id, request.timeout.ms, ...)
   --output json|text      machine-readable output (default text)
   --timeout MS            request timeout (default 30000)
+  --version               print the version and exit
   --help";
 
 /// Parses `argv` (without the program name).
@@ -151,6 +160,8 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
             "--verbose" => a.verbose = true,
             "--dry-run" => a.dry_run = true,
             "--execute" => a.execute = true,
+            "--export" => a.export = true,
+            "--from-file" => a.reset_to.push(ResetTo::FromFile(value("--from-file")?)),
             "--to-earliest" => a.reset_to.push(ResetTo::Earliest),
             "--to-latest" => a.reset_to.push(ResetTo::Latest),
             "--to-current" => a.reset_to.push(ResetTo::Current),
@@ -182,10 +193,13 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
             },
             "--timeout" => a.timeout_ms = Some(number("--timeout", &value("--timeout")?)?.max(1) as u64),
             "--help" | "-h" => a.help = true,
+            "--version" => a.version = true,
             other => return usage(format!("unknown option {other:?} (see --help)")),
         }
     }
-    if !a.help {
+    // As in Java (CommandLineUtils.maybePrintHelpOrVersion), --help and --version need no
+    // action or --bootstrap-server.
+    if !a.help && !a.version {
         check(&a)?;
     }
     Ok(a)
@@ -224,8 +238,14 @@ fn check(a: &Args) -> Result<(), Usage> {
     if a.state.is_some() && !matches!(action, Action::List | Action::Describe) {
         return usage("--state goes with --list or --describe only");
     }
-    if action != Action::ResetOffsets && (!a.reset_to.is_empty() || a.dry_run || a.execute || a.all_topics) {
-        return usage("--to-*, --shift-by, --dry-run, --execute and --all-topics go with --reset-offsets only");
+    if action != Action::ResetOffsets && (!a.reset_to.is_empty() || a.dry_run || a.execute || a.all_topics || a.export)
+    {
+        return usage(
+            "--to-*, --shift-by, --from-file, --dry-run, --execute, --export and --all-topics go with --reset-offsets only",
+        );
+    }
+    if a.export && a.json {
+        return usage("--export prints CSV; it does not go with --output json");
     }
     if action != Action::AlterConfig && (!a.set_configs.is_empty() || !a.delete_configs.is_empty()) {
         return usage("--config and --delete-config go with --alter-config only");
@@ -272,11 +292,16 @@ fn check(a: &Args) -> Result<(), Usage> {
             if a.dry_run == a.execute {
                 return usage("--reset-offsets takes exactly one of --dry-run or --execute");
             }
-            if a.topics.is_empty() != a.all_topics {
-                return usage("--reset-offsets takes either --topic T (repeatable) or --all-topics");
-            }
             if a.reset_to.len() != 1 {
-                return usage("--reset-offsets takes exactly one of --to-earliest, --to-latest, --to-current, --to-datetime, --to-offset, --shift-by");
+                return usage("--reset-offsets takes exactly one of --to-earliest, --to-latest, --to-current, --to-datetime, --to-offset, --shift-by, --from-file");
+            }
+            // As in Java, the file names the partitions: it is the scope as well.
+            let from_file = matches!(a.reset_to[0], ResetTo::FromFile(_));
+            if from_file && (!a.topics.is_empty() || a.all_topics) {
+                return usage("--from-file takes the partitions from the file; leave out --topic and --all-topics");
+            }
+            if !from_file && a.topics.is_empty() != a.all_topics {
+                return usage("--reset-offsets takes either --topic T (repeatable), --all-topics or --from-file");
             }
         }
         Action::DescribeConfig => one_group("--describe-config")?,
@@ -308,6 +333,35 @@ mod tests {
         assert_eq!(a.reset_to, vec![ResetTo::ShiftBy(-3)]);
         let a = p("--bootstrap-server h:1 --alter-config --group g --config a=1,b=2 --delete-config c").unwrap();
         assert_eq!(a.set_configs.len(), 2);
+    }
+
+    #[test]
+    fn export_and_from_file() {
+        let a = p("--bootstrap-server h:1 --reset-offsets --group g --all-topics --to-earliest --dry-run --export")
+            .unwrap();
+        assert!(a.export);
+        let a = p("--bootstrap-server h:1 --reset-offsets --group g --from-file plan.csv --execute").unwrap();
+        assert_eq!(a.reset_to, vec![ResetTo::FromFile("plan.csv".into())]);
+        for bad in [
+            // The file is the scope: no --topic or --all-topics beside it (as Java).
+            "--bootstrap-server h:1 --reset-offsets --group g --from-file f --topic t --execute",
+            "--bootstrap-server h:1 --reset-offsets --group g --from-file f --all-topics --execute",
+            // One reset specification only.
+            "--bootstrap-server h:1 --reset-offsets --group g --from-file f --to-earliest --execute",
+            "--bootstrap-server h:1 --reset-offsets --group g --from-file --execute",
+            "--bootstrap-server h:1 --reset-offsets --group g --all-topics --to-latest --dry-run --export --output json",
+            "--bootstrap-server h:1 --list --export",
+        ] {
+            assert!(p(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn help_and_version_need_nothing_else() {
+        assert!(p("--version").unwrap().version);
+        assert!(p("--help").unwrap().help);
+        // Other mistakes on the line are still caught while parsing.
+        assert!(p("--version --bogus").is_err());
     }
 
     #[test]

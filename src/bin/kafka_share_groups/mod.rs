@@ -1,5 +1,7 @@
-//! Pieces of the `kafka-share-groups` binary: argument parsing and the two output formats.
+//! Pieces of the `kafka-share-groups` binary: argument parsing, the two output formats, and
+//! the CSV reset plans of `--export` / `--from-file`.
 
 pub mod args;
 pub mod json;
+pub mod reset_plan;
 pub mod text;
