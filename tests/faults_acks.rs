@@ -282,3 +282,55 @@ async fn lock_deadline_counts_from_when_the_fetch_was_sent() {
     c.close(T).await.unwrap();
     fake.assert_clean();
 }
+
+/// COORDINATOR_LOAD_IN_PROGRESS for one partition's acks (the share coordinator is loading):
+/// those acks, and only those, go again to the same broker, and the commit succeeds.
+#[tokio::test]
+async fn transiently_failed_acks_are_retried_alone_until_they_succeed() {
+    let fake = FakeCluster::start(FakeConfig::cluster(&[1, 2], &[1, 2]).records(5)).await;
+    let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
+    let c = fake.consumer(cfg).await;
+    let got = poll_all_at_once(&fake, &c, 10).await;
+    const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
+    fake.script(
+        Rule::any(Action::AckError { partition: 1, code: COORDINATOR_LOAD_IN_PROGRESS })
+            .node(2)
+            .acks_for(1)
+            .times(2),
+    );
+    for r in &got {
+        c.acknowledge(r).unwrap();
+    }
+    let results = c.commit_sync(T).await.unwrap();
+    assert!(results.values().all(|r| r.is_ok()), "{results:?}\n{}", fake.dump());
+    let counts = ack_counts(&fake);
+    assert!((0..5).all(|o| counts[&(0, o)] == 1), "partition 0 sent once: {counts:?}");
+    assert!((0..5).all(|o| counts[&(1, o)] == 3), "partition 1 sent three times (two refusals): {counts:?}");
+    assert_eq!(fake.done(1), vec![0, 1, 2, 3, 4]);
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+/// REQUEST_TIMED_OUT (the state write may have happened), then INVALID_RECORD_STATE on the
+/// retry: the first attempt most likely took effect, so the outcome is reported as unknown,
+/// not as a failure.
+#[tokio::test]
+async fn a_retry_after_an_unknown_outcome_that_meets_invalid_record_state_reports_unknown() {
+    let fake = FakeCluster::single(1, 3).await;
+    let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
+    let c = fake.consumer(cfg).await;
+    let got = poll_all_at_once(&fake, &c, 3).await;
+    const REQUEST_TIMED_OUT: i16 = 7;
+    fake.script(Rule::any(Action::AckError { partition: 0, code: REQUEST_TIMED_OUT }).acks_for(0));
+    fake.script(Rule::any(Action::AckError { partition: 0, code: code::INVALID_RECORD_STATE }).acks_for(0).after(1));
+    for r in &got {
+        c.acknowledge(r).unwrap();
+    }
+    let results = c.commit_sync(T).await.unwrap();
+    let e = results[&TopicPartition::new(fake.topic(), 0)].as_ref().expect_err("not a success");
+    assert!(e.is_outcome_unknown(), "{e}");
+    assert!(format!("{e:?}").contains("InvalidRecordState"), "{e:?}");
+    assert!((0..3).all(|o| ack_counts(&fake)[&(0, o)] == 2), "sent twice: {:?}", ack_counts(&fake));
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}

@@ -68,6 +68,8 @@ pub struct Rule {
     pub acks_for: Option<i32>,
     /// How many more times it fires (None: forever).
     pub times: Option<u32>,
+    /// How many matching requests it lets pass before it starts firing.
+    pub skip: u32,
     /// What it does.
     pub action: Action,
 }
@@ -75,7 +77,7 @@ pub struct Rule {
 impl Rule {
     /// A rule for API `api` (e.g. [`SHARE_FETCH`](super::SHARE_FETCH)), firing once.
     pub fn on(api: i16, action: Action) -> Rule {
-        Rule { node: None, api: Some(api), with_acks: false, acks_for: None, times: Some(1), action }
+        Rule { node: None, api: Some(api), with_acks: false, acks_for: None, times: Some(1), skip: 0, action }
     }
 
     /// A rule for any API, firing once (combine with [`with_acks`](Self::with_acks)).
@@ -99,6 +101,13 @@ impl Rule {
     pub fn acks_for(mut self, partition: i32) -> Rule {
         self.with_acks = true;
         self.acks_for = Some(partition);
+        self
+    }
+
+    /// Lets the first `n` matching requests pass (so rules can take turns: one for the
+    /// first attempt, another for the retry).
+    pub fn after(mut self, n: u32) -> Rule {
+        self.skip = n;
         self
     }
 
@@ -142,6 +151,10 @@ impl Effects {
         let mut fx = Effects::default();
         for r in rules.iter_mut() {
             if !r.matches(node, api, ack_partitions) {
+                continue;
+            }
+            if r.skip > 0 {
+                r.skip -= 1;
                 continue;
             }
             if let Some(t) = &mut r.times {

@@ -1,6 +1,6 @@
 //! Share sessions on the wire: sending ShareFetch / ShareAcknowledge, handling their answers.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,6 +26,7 @@ type AckResults = BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>;
 
 /// FENCED_LEADER_EPOCH: like NOT_LEADER_OR_FOLLOWER, the partition moved.
 const FENCED_LEADER_EPOCH: i16 = 74;
+pub(super) const FENCED_LEADER_EPOCH_CODE: ErrorCode = ErrorCode(FENCED_LEADER_EPOCH);
 
 impl Driver {
     pub(super) fn drive_nodes(&mut self, now: Instant) {
@@ -227,6 +228,7 @@ impl Driver {
         let lock = self.lock_duration();
         let deadline = (lock > Duration::ZERO).then(|| sent_at + lock);
         let mut results: AckResults = BTreeMap::new();
+        let mut retried: BTreeSet<TopicIdPartition> = BTreeSet::new();
         let mut moved = false;
         let mut records = 0;
         for t in resp.responses {
@@ -235,7 +237,14 @@ impl Driver {
                 if let Some(a) = sent.acks.get(&tp) {
                     let r =
                         code_result(p.acknowledge_error_code, p.acknowledge_error_message.clone(), "ShareFetch", node);
-                    results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
+                    match self.ack_outcome(node, tp, a, r, now) {
+                        Some(r) => {
+                            results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
+                        }
+                        None => {
+                            retried.insert(tp); // queued again: no news yet
+                        }
+                    }
                 }
                 moved |= self.partition_error(&tp, &p, node);
                 records += self.take_records(node, sent.generation, tp, p, deadline, now);
@@ -245,7 +254,7 @@ impl Driver {
             n.pace.fetched(records, now);
             n.redeliveries.expire(now, lock);
         }
-        for (tp, a) in &sent.acks {
+        for (tp, a) in sent.acks.iter().filter(|(tp, _)| !retried.contains(tp)) {
             results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
         }
         self.complete_acks(Some(node), results);
@@ -388,13 +397,21 @@ impl Driver {
         }
         self.learn_endpoints(&resp.node_endpoints);
         let mut results: AckResults = BTreeMap::new();
+        let mut retried: BTreeSet<TopicIdPartition> = BTreeSet::new();
         let mut moved = false;
         for t in &resp.responses {
             for p in &t.partitions {
                 let tp = TopicIdPartition { topic_id: t.topic_id, partition: p.partition_index };
                 if let Some(a) = sent.acks.get(&tp) {
                     let r = code_result(p.error_code, p.error_message.clone(), "ShareAcknowledge", node);
-                    results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
+                    match self.ack_outcome(node, tp, a, r, now) {
+                        Some(r) => {
+                            results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
+                        }
+                        None => {
+                            retried.insert(tp); // queued again: no news yet
+                        }
+                    }
                 }
                 if p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 && p.current_leader.leader_id >= 0 {
                     if let Some(name) = self.topic_name(&tp.topic_id) {
@@ -409,7 +426,7 @@ impl Driver {
                 }
             }
         }
-        for (tp, a) in &sent.acks {
+        for (tp, a) in sent.acks.iter().filter(|(tp, _)| !retried.contains(tp)) {
             results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
         }
         self.complete_acks(Some(node), results);
@@ -473,6 +490,7 @@ impl Driver {
         };
         let failed = n.session.reset();
         n.pace.reset();
+        n.ack_retries.clear();
         n.redeliveries.clear();
         self.buffer.retain(|f| f.node != node);
         let results: AckResults = failed

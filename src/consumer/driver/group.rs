@@ -177,6 +177,7 @@ impl Driver {
                     in_flight_acks: false,
                     pace: super::pace::Pace { demand, ..Default::default() },
                     redeliveries: Default::default(),
+                    ack_retries: Default::default(),
                 },
             );
         }

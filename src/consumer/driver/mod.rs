@@ -9,6 +9,7 @@
 //! send what the state machines now want sent (heartbeat, fetch, ack, close), and answer a
 //! waiting poll if records are buffered.
 
+mod ack_retry;
 mod deliver;
 mod fetch;
 mod group;
@@ -199,6 +200,8 @@ pub(crate) struct Node {
     pub pace: pace::Pace,
     /// Offsets this session acquired again, so late acks of older deliveries are refused.
     pub redeliveries: crate::share::redeliveries::Redeliveries,
+    /// Partitions whose acks are being retried after a transient error (`ack_retry.rs`).
+    pub ack_retries: HashMap<TopicIdPartition, ack_retry::AckRetry>,
 }
 
 /// Records fetched from one partition, not yet handed out.
