@@ -90,6 +90,26 @@ impl ShareConsumer {
         self.c()?.acknowledge_with(record, t)
     }
 
+    /// See [`super::ShareConsumer::acknowledge_all`].
+    pub fn acknowledge_all(&self, t: AcknowledgeType) -> Result<usize> {
+        self.c()?.acknowledge_all(t)
+    }
+
+    /// See [`super::ShareConsumer::pause`].
+    pub fn pause<I: IntoIterator<Item = TopicPartition>>(&self, partitions: I) -> Result<()> {
+        self.c()?.pause(partitions)
+    }
+
+    /// See [`super::ShareConsumer::resume`].
+    pub fn resume<I: IntoIterator<Item = TopicPartition>>(&self, partitions: I) -> Result<()> {
+        self.c()?.resume(partitions)
+    }
+
+    /// See [`super::ShareConsumer::paused`].
+    pub fn paused(&self) -> BTreeSet<TopicPartition> {
+        self.inner.as_ref().map(|c| c.paused()).unwrap_or_default()
+    }
+
     /// See [`super::ShareConsumer::acknowledge_offset`].
     pub fn acknowledge_offset(&self, topic: &str, partition: i32, offset: i64, t: AcknowledgeType) -> Result<()> {
         self.c()?.acknowledge_offset(topic, partition, offset, t)

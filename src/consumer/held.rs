@@ -189,6 +189,15 @@ impl PollBatch {
         kept.iter().rev().find(|(i, _)| *i == index).map(|(_, r)| r.clone())
     }
 
+    /// Acknowledges with `ack` every record not acknowledged yet; returns how many.
+    pub(super) fn acknowledge_unacknowledged(&self, ack: AcknowledgeType) -> usize {
+        let wire = ack.wire() as u8;
+        self.slots
+            .iter()
+            .filter(|s| s.compare_exchange(UNACKED, wire, Ordering::AcqRel, Ordering::Acquire).is_ok())
+            .count()
+    }
+
     /// How many records are not acknowledged at all (RENEW counts as acknowledged).
     pub(super) fn unacknowledged(&self) -> usize {
         self.slots.iter().filter(|s| s.load(Ordering::Acquire) == UNACKED).count()

@@ -77,6 +77,8 @@ struct Local {
     subscription: BTreeSet<String>,
     /// A subscription change the driver has not heard of yet (sent by the next poll).
     subscription_pending: bool,
+    /// Partitions the application paused.
+    paused: BTreeSet<TopicPartition>,
 }
 
 /// A share-group consumer, like Java's `KafkaShareConsumer`.
@@ -205,6 +207,47 @@ impl ShareConsumer {
     /// The current subscription.
     pub fn subscription(&self) -> BTreeSet<String> {
         self.lock().subscription.clone()
+    }
+
+    /// Stops fetching from `partitions` until [`resume`](Self::resume) (franz-go's
+    /// `PauseFetchPartitions`; Java's share consumer has no pause). Records this consumer
+    /// already handed out stay held under their locks, to be acknowledged as usual; records
+    /// fetched but not handed out yet go back to the group at once, so other members take
+    /// them; no new ones are acquired. A partition not assigned (yet) is paused once it is.
+    /// Takes effect with the next fetch; pausing twice is the same as once.
+    pub fn pause<I>(&self, partitions: I) -> Result<()>
+    where
+        I: IntoIterator<Item = TopicPartition>,
+    {
+        self.set_paused(|paused| paused.extend(partitions))
+    }
+
+    /// Fetches again from `partitions` (see [`pause`](Self::pause)); resuming a partition that
+    /// is not paused does nothing.
+    pub fn resume<I>(&self, partitions: I) -> Result<()>
+    where
+        I: IntoIterator<Item = TopicPartition>,
+    {
+        self.set_paused(|paused| {
+            for tp in partitions {
+                paused.remove(&tp);
+            }
+        })
+    }
+
+    /// The partitions paused now.
+    pub fn paused(&self) -> BTreeSet<TopicPartition> {
+        self.lock().paused.clone()
+    }
+
+    fn set_paused(&self, change: impl FnOnce(&mut BTreeSet<TopicPartition>)) -> Result<()> {
+        callback::refuse_reentry()?;
+        let mut local = self.lock();
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        change(&mut local.paused);
+        self.send(Command::Paused(local.paused.iter().cloned().collect()))
     }
 
     /// Fetches records, waiting up to `timeout` for some. Sends the acknowledgements made since
@@ -340,6 +383,25 @@ impl ShareConsumer {
             return Err(renew_needs_the_record(record.topic(), record.partition, record.offset));
         }
         self.acknowledge_held(record.topic(), record.partition, record.offset, ack_type)
+    }
+
+    /// Acknowledges every record of earlier polls that is not acknowledged yet with `ack_type`
+    /// (explicit mode), e.g. RELEASE them all on shutdown, or REJECT a batch that cannot be
+    /// processed. Records already acknowledged keep their acknowledgement. Returns how many
+    /// records it acknowledged. RENEW is refused here: renew each record with
+    /// [`acknowledge_with`](Self::acknowledge_with).
+    pub fn acknowledge_all(&self, ack_type: AcknowledgeType) -> Result<usize> {
+        self.check_acknowledge(ack_type)?;
+        if ack_type == AcknowledgeType::Renew {
+            return Err(Error::InvalidArgument(
+                "acknowledge_all cannot RENEW: a renewed record is handed out again, so renew each with acknowledge_with(&record, AcknowledgeType::Renew)".into(),
+            ));
+        }
+        let local = self.lock();
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        Ok(local.held.iter().map(|b| b.acknowledge_unacknowledged(ack_type)).sum())
     }
 
     /// Acknowledges by topic, partition and offset (explicit mode), e.g. for a record that

@@ -6,7 +6,7 @@ use std::time::Instant;
 use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use tracing::{debug, info, warn};
 
-use super::{Driver, Event, Node};
+use super::{Driver, Event, Node, TopicPartition};
 use crate::cluster::TrafficClass;
 use crate::error::Result;
 use crate::share::membership::Outcome;
@@ -144,6 +144,9 @@ impl Driver {
                     continue;
                 };
                 for &p in parts {
+                    if !self.paused.is_empty() && self.paused.contains(&TopicPartition::new(name, p)) {
+                        continue; // paused: not fetched (its records already held keep their locks)
+                    }
                     match m.leader(name, p) {
                         Some(leader) => {
                             per_node

@@ -165,6 +165,8 @@ pub(crate) enum Command {
     /// Records a poll received but could not hand out (its future was dropped): they go
     /// back to the front of the buffer, for the next poll.
     Requeue(PollAnswer),
+    /// The partitions paused now (the whole set: pause and resume send it).
+    Paused(HashSet<TopicPartition>),
     Close {
         acks: Vec<AckEntry>,
         deadline: Instant,
@@ -279,6 +281,8 @@ pub(crate) struct Driver {
     renewing: HashSet<(TopicIdPartition, i64)>,
     /// Outcomes of renewals, for the next poll.
     renewed: Vec<Renewed>,
+    /// Partitions the application paused: not fetched (see `reconcile_assignment`).
+    paused: HashSet<TopicPartition>,
 }
 
 impl Driver {
@@ -313,6 +317,7 @@ impl Driver {
             topic_errors: Default::default(),
             renewing: HashSet::new(),
             renewed: Vec::new(),
+            paused: HashSet::new(),
         };
         // Every event of this consumer's driver carries its group and member id.
         let span = tracing::info_span!(
@@ -431,6 +436,10 @@ impl Driver {
                 }
             }
             Command::Requeue(back) => self.requeue(back),
+            Command::Paused(paused) => {
+                self.paused = paused;
+                self.reconcile_assignment();
+            }
             Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply),
         }
     }
