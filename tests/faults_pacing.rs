@@ -115,3 +115,24 @@ async fn in_steady_consumption_acks_never_go_alone() {
     c.close(T).await.unwrap();
     fake.assert_clean();
 }
+
+/// `poll(Duration::ZERO)` hands out what is buffered every time, at once: after one waiting
+/// poll took 2 of 10 records that came in one response, each zero poll returns the next 2.
+#[tokio::test]
+async fn zero_polls_return_buffered_records_every_time() {
+    let fake = FakeCluster::start(fake_broker::FakeConfig::default().records(10).min_fetch_records(10)).await;
+    let c = fake.consumer(fake.consumer_config("g").max_poll_records(2)).await;
+    let mut offsets = Vec::new();
+    let first = fake_broker::poll_until(&c, 1, T).await;
+    assert_eq!(first.len(), 2, "one poll's worth");
+    offsets.extend(first.iter().map(|r| r.offset));
+    assert_eq!(fake.share_log().iter().filter(|l| matches!(l.req, Req::Fetch(_))).count(), 1, "{}", fake.dump());
+    for _ in 0..4 {
+        let got = c.poll(Duration::ZERO).await.unwrap();
+        assert_eq!(got.len(), 2, "buffered records, at once: {}", fake.dump());
+        offsets.extend(got.iter().map(|r| r.offset));
+    }
+    assert_eq!(offsets, (0..10).collect::<Vec<i64>>());
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}

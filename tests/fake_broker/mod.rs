@@ -74,6 +74,9 @@ pub struct FakeConfig {
     pub topic: String,
     /// HeartbeatIntervalMs given to members.
     pub heartbeat_interval_ms: i32,
+    /// Records a fetch acquires at least (when there are that many), whatever its
+    /// `max_records`: a real broker in batch_optimized mode hands out whole batches.
+    pub min_fetch_records: usize,
 }
 
 impl Default for FakeConfig {
@@ -89,6 +92,7 @@ impl Default for FakeConfig {
             coordinator: 1,
             topic: "fault-topic".into(),
             heartbeat_interval_ms: 100,
+            min_fetch_records: 0,
         }
     }
 }
@@ -126,6 +130,12 @@ impl FakeConfig {
     /// ShareFetch / ShareAcknowledge v1 only.
     pub fn v1_only(mut self) -> Self {
         self.v1_only = true;
+        self
+    }
+
+    /// Every fetch acquires at least `n` records (see [`FakeConfig::min_fetch_records`]).
+    pub fn min_fetch_records(mut self, n: usize) -> Self {
+        self.min_fetch_records = n;
         self
     }
 

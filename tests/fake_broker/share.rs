@@ -190,6 +190,7 @@ fn gather(
         return false;
     };
     let mut remaining = if r.max_records > 0 { r.max_records as usize } else { 500 };
+    remaining = remaining.max(st.cfg.min_fetch_records);
     let mut found = false;
     for p in session.parts.clone() {
         let blank = FetchPartitionResponse {
