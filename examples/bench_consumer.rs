@@ -124,7 +124,7 @@ async fn produce(a: &Args) -> Result<(), BoxError> {
         .batch_size(a.num("batch-size", if paced { 16_384 } else { 262_144 })?)
         .linger(Duration::from_millis(a.num("linger-ms", if paced { 0 } else { 10 })?))
         .buffer_memory(64 << 20);
-    let producer = Producer::new(cfg).await?;
+    let producer = Producer::connect(cfg).await?;
     let value = Bytes::from(vec![b'x'; size]);
 
     let start = Instant::now();

@@ -149,7 +149,7 @@ async fn setup(bootstrap: &str, topic: &str, group: &str, n: usize) -> Result<()
                                          // A new share group starts at the *latest* offset by default; read what is there.
     admin.set_share_auto_offset_reset(group, "earliest").await?;
 
-    let producer = Producer::new(ProducerConfig::new(bootstrap)).await?;
+    let producer = Producer::connect(ProducerConfig::new(bootstrap)).await?;
     let mut deliveries = Vec::with_capacity(n);
     for i in 0..n {
         let value = if i % 25 == 24 { "poison".to_string() } else { format!("job-{i}") };

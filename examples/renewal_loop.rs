@@ -130,7 +130,7 @@ async fn setup(bootstrap: &str, topic: &str, group: &str, n: usize) -> Result<()
         .set_group_config(group, "share.record.lock.duration.ms", &LOCK.as_millis().to_string())
         .await?;
 
-    let producer = Producer::new(ProducerConfig::new(bootstrap)).await?;
+    let producer = Producer::connect(ProducerConfig::new(bootstrap)).await?;
     let mut deliveries = Vec::with_capacity(n);
     for i in 0..n {
         deliveries.push(producer.send(ProducerRecord::new(topic, format!("job-{i}"))).await?);

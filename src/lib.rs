@@ -35,7 +35,9 @@ pub mod protocol;
 pub mod security;
 pub mod share;
 mod topic_name;
+mod topic_partition;
 
 pub use consumer::{AcknowledgeType, ConsumerRecord, ShareConsumer, ShareConsumerConfig};
 pub use error::{Context, Error, ErrorCode, Result};
 pub use producer::{Producer, ProducerRecord, RecordMetadata};
+pub use topic_partition::TopicPartition;

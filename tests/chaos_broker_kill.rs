@@ -124,7 +124,7 @@ async fn kill_one_broker(kill_coordinator: bool) {
     for p in 0..PARTITIONS {
         let (bs, topic, stop, seen) = (bs.clone(), topic.clone(), stop.clone(), seen.clone());
         producers.push(tokio::spawn(async move {
-            let prod = Producer::new(ProducerConfig::new(&bs)).await.unwrap();
+            let prod = Producer::connect(ProducerConfig::new(&bs)).await.unwrap();
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let r = prod.send_and_wait(ProducerRecord::new(topic.as_str(), format!("v{i}")).partition(p)).await;

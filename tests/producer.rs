@@ -19,7 +19,7 @@ fn config() -> ProducerConfig {
 }
 
 async fn producer(config: ProducerConfig) -> Producer {
-    Producer::new(config).await.expect("producer (is the broker up? `scripts/kafka up`)")
+    Producer::connect(config).await.expect("producer (is the broker up? `scripts/kafka up`)")
 }
 
 /// Checks each partition's offsets are exactly 0..n (no gap, no duplicate).

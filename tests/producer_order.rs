@@ -14,7 +14,7 @@ fn config() -> ProducerConfig {
 }
 
 async fn producer(config: ProducerConfig) -> Producer {
-    Producer::new(config).await.expect("producer (is the broker up? `scripts/kafka up`)")
+    Producer::connect(config).await.expect("producer (is the broker up? `scripts/kafka up`)")
 }
 
 /// The setup: one partition, one sending task, 5 requests in flight, linger 10 ms, no

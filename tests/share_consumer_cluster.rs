@@ -84,7 +84,7 @@ async fn eight_consumers_on_two_partitions_all_get_work() {
     let (bs2, topic2) = (bs.clone(), topic.clone());
     let produce = async move {
         use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
-        let p = Producer::new(ProducerConfig::new(&bs2)).await.unwrap();
+        let p = Producer::connect(ProducerConfig::new(&bs2)).await.unwrap();
         for i in 0..n {
             p.send_and_wait(ProducerRecord::new(topic2.as_str(), format!("v{i}")).partition((i % 2) as i32))
                 .await

@@ -208,7 +208,7 @@ async fn with_a_delivery_limit_of_2_a_slow_member_archives_nothing_unseen() {
 /// whole batches, so small ones let the work spread over the members).
 async fn produce_small_batches(bs: &str, topic: &str, n: usize) {
     use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
-    let p = Producer::new(ProducerConfig::new(bs).batch_size(400).linger(Duration::ZERO))
+    let p = Producer::connect(ProducerConfig::new(bs).batch_size(400).linger(Duration::ZERO))
         .await
         .expect("producer");
     let mut futs = Vec::with_capacity(n);

@@ -6,7 +6,6 @@
 //! "has active members; stop them first" error, with nothing changed.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use kafka_protocol::messages::alter_share_group_offsets_request::{
     AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
@@ -26,32 +25,11 @@ use super::groups::non_empty;
 use super::offsets_wire::DescribeOffsetsRequest;
 use super::Admin;
 use crate::error::{Context, Error, ErrorCode, Result};
+pub use crate::topic_partition::TopicPartition;
 
 /// Why lag is missing when the broker predates DescribeShareGroupOffsets v1.
 pub const LAG_NEEDS_KAFKA_4_2: &str =
     "lag needs Kafka 4.2+ (DescribeShareGroupOffsets v1, KIP-1226); this broker only has v0";
-
-/// A topic-partition by name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    /// Topic name.
-    pub topic: String,
-    /// Partition index.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// A topic-partition.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        TopicPartition { topic: topic.into(), partition }
-    }
-}
-
-impl fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
 
 /// The offset state of one share partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

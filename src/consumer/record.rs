@@ -7,28 +7,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 pub use crate::protocol::records::{Header, TimestampType};
-
-/// A topic and partition, by name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    /// Topic name.
-    pub topic: String,
-    /// Partition index.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// A topic-partition.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        TopicPartition { topic: topic.into(), partition }
-    }
-}
-
-impl fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
+pub use crate::topic_partition::TopicPartition;
 
 /// One record delivered to this consumer, held under an acquisition lock until acknowledged.
 #[derive(Clone)]

@@ -3,7 +3,7 @@
 //! ```no_run
 //! # async fn demo() -> kafka_share::Result<()> {
 //! use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
-//! let producer = Producer::new(ProducerConfig::new("127.0.0.1:19092")).await?;
+//! let producer = Producer::connect(ProducerConfig::new("127.0.0.1:19092")).await?;
 //! let delivery = producer.send(ProducerRecord::new("orders", "hello").key("k1")).await?;
 //! let meta = delivery.await?; // where it landed
 //! println!("{}-{}@{}", meta.topic, meta.partition, meta.offset);
@@ -106,8 +106,10 @@ impl std::fmt::Debug for Producer {
 }
 
 impl Producer {
-    /// Connects to the cluster and starts the background task.
-    pub async fn new(config: ProducerConfig) -> Result<Producer> {
+    /// Connects to the cluster and starts the background task (named as
+    /// [`ShareConsumer::connect`](crate::ShareConsumer::connect) and
+    /// [`Admin::connect`](crate::admin::Admin::connect)).
+    pub async fn connect(config: ProducerConfig) -> Result<Producer> {
         config.validate()?;
         let cluster = Cluster::connect(config.cluster.clone()).await?;
         Ok(Producer::start(cluster, config, true))
@@ -115,7 +117,7 @@ impl Producer {
 
     /// Connects with Java-named properties; see [`ProducerConfig::from_properties`].
     pub async fn from_properties(p: &Properties) -> Result<Producer> {
-        Producer::new(ProducerConfig::from_properties(p)?).await
+        Producer::connect(ProducerConfig::from_properties(p)?).await
     }
 
     /// Produces through an existing cluster handle (e.g. an admin client's); its connection

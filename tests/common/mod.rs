@@ -93,7 +93,7 @@ pub async fn new_topic(admin: &Admin, prefix: &str, partitions: i32) -> String {
 /// partitions of `topic`, and waits for all of them.
 pub async fn produce(bootstrap: &str, topic: &str, partitions: i32, n: usize, prefix: &str) {
     use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
-    let p = Producer::new(ProducerConfig::new(bootstrap)).await.expect("producer");
+    let p = Producer::connect(ProducerConfig::new(bootstrap)).await.expect("producer");
     let mut futs = Vec::with_capacity(n);
     for i in 0..n {
         let rec = ProducerRecord::new(topic, format!("{prefix}-{i}"))
@@ -169,7 +169,7 @@ pub async fn wait_for_members(admin: &Admin, group: &str, n: usize, timeout: std
 /// batch_optimized mode, so one-record batches let work spread over many members).
 pub async fn produce_one_by_one(bootstrap: &str, topic: &str, n: usize, prefix: &str) {
     use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
-    let p = Producer::new(ProducerConfig::new(bootstrap)).await.expect("producer");
+    let p = Producer::connect(ProducerConfig::new(bootstrap)).await.expect("producer");
     for i in 0..n {
         p.send_and_wait(ProducerRecord::new(topic, format!("{prefix}-{i}")).partition(0))
             .await
