@@ -361,7 +361,8 @@ impl Driver {
                 self.shared.metrics.record_poll();
                 self.waiter = Some(PollWaiter { max, reply });
                 if !wait {
-                    // Answer now, with whatever is buffered (perhaps nothing).
+                    // Answer now, with whatever is buffered (perhaps nothing), or an error.
+                    self.report_topic_error();
                     self.try_deliver(now);
                     if let Some(w) = self.waiter.take() {
                         let _ = w.reply.send(self.fatal.clone().map_or(Ok(Vec::new()), Err));
