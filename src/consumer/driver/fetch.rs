@@ -13,7 +13,7 @@ use crate::cluster::{BrokerInfo, TrafficClass};
 use crate::consumer::config::AcquireMode;
 use crate::consumer::record::ConsumerRecord;
 use crate::error::{check, Context, Error, ErrorCode, Result};
-use crate::protocol::records::{decode_acquired, AcquiredRange};
+use crate::protocol::records::{decode_acquired_with, AcquiredRange, DecodeOptions};
 use crate::protocol::share::{
     FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
     ShareFetchResponse, ACK_RELEASE,
@@ -278,7 +278,8 @@ impl Driver {
         for r in &ranges {
             n.redeliveries.acquired(tp, r.first_offset, r.last_offset, r.delivery_count, now);
         }
-        match decode_acquired(p.records.unwrap_or_default(), &ranges) {
+        let options = DecodeOptions { check_crcs: self.cfg.check_crcs };
+        match decode_acquired_with(p.records.unwrap_or_default(), &ranges, options) {
             Ok(set) => {
                 for (first, last) in set.gaps {
                     for o in first..=last {

@@ -13,18 +13,36 @@ use crate::protocol::CodecError;
 /// value length, header count, one byte each. Bounds pre-allocation by the bytes present.
 const MIN_RECORD_LEN: usize = 7;
 
+/// What [`decode_acquired_with`] checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Verify the CRC-32C of every batch that is read (`check.crcs`, default true).
+    pub check_crcs: bool,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions { check_crcs: true }
+    }
+}
+
 /// Decodes every data record of every complete batch in `records` (a fetch response's
 /// `records` field), with `delivery_count` 0. Control batches are skipped and a trailing
-/// partial batch is ignored.
+/// partial batch is ignored. The first bad batch fails the whole decode.
 pub fn decode_batches(records: Bytes) -> Result<Vec<Record>, CodecError> {
     let mut out = Vec::new();
     for batch in Batches::new(records) {
         let batch = batch?;
         if !batch.is_control() {
-            decode_batch(&batch, |_| Some(0), &mut out)?;
+            decode_batch(&batch, |_| Some(0), true, &mut out)?;
         }
     }
     Ok(out)
+}
+
+/// [`decode_acquired_with`] with the default options (CRCs checked).
+pub fn decode_acquired(records: Bytes, acquired: &[AcquiredRange]) -> Result<AcquiredSet, CodecError> {
+    decode_acquired_with(records, acquired, DecodeOptions::default())
 }
 
 /// Decodes the records a share consumer acquired: those of `records` (a ShareFetch partition's
@@ -33,14 +51,18 @@ pub fn decode_batches(records: Bytes) -> Result<Vec<Record>, CodecError> {
 ///
 /// * Batches entirely outside the acquired ranges are skipped unread: not decompressed, not
 ///   parsed, and not CRC-checked (their payload is never handed out).
-/// * Every other batch must be magic v2 and pass its CRC-32C check.
+/// * Every other batch must be magic v2 and, with `check_crcs`, pass its CRC-32C check.
 /// * Control batches (transaction markers) are skipped; their acquired offsets become gaps.
 /// * A trailing partial batch is ignored; its acquired offsets become gaps too, as anything
 ///   acquired but absent from the bytes does (the Java share consumer does the same).
 /// * Ranges may come in any order; where ranges overlap, the one with the lower
 ///   `first_offset` decides the delivery count. A range with `first_offset > last_offset` is an
 ///   error.
-pub fn decode_acquired(records: Bytes, acquired: &[AcquiredRange]) -> Result<AcquiredSet, CodecError> {
+pub fn decode_acquired_with(
+    records: Bytes,
+    acquired: &[AcquiredRange],
+    options: DecodeOptions,
+) -> Result<AcquiredSet, CodecError> {
     let ranges = Ranges::new(acquired)?;
     let mut out = Vec::new();
     if !ranges.0.is_empty() {
@@ -50,7 +72,8 @@ pub fn decode_acquired(records: Bytes, acquired: &[AcquiredRange]) -> Result<Acq
             if batch.is_control() || !ranges.intersects(batch.base_offset, batch.last_offset()?) {
                 continue;
             }
-            decode_batch(&batch, |offset| ranges.delivery_count(offset, &mut hint), &mut out)?;
+            let select = |offset| ranges.delivery_count(offset, &mut hint);
+            decode_batch(&batch, select, options.check_crcs, &mut out)?;
         }
     }
     // Brokers return batches in offset order, but the contract must not depend on it.
@@ -143,9 +166,12 @@ impl Ranges {
 fn decode_batch(
     batch: &RawBatch,
     mut select: impl FnMut(i64) -> Option<i16>,
+    check_crc: bool,
     out: &mut Vec<Record>,
 ) -> Result<(), CodecError> {
-    batch.verify_crc()?;
+    if check_crc {
+        batch.verify_crc()?;
+    }
     let data = decompress(batch.compression()?, batch.records_section())?;
     let count = usize::try_from(batch.record_count).map_err(|_| CodecError::Invalid {
         what: "record batch record count",

@@ -6,7 +6,8 @@
 //!
 //! * [`decode_acquired`] turns a ShareFetch partition's `records` plus its acquired ranges into
 //!   the records this consumer owns, their delivery counts, and the acquired offsets that had no
-//!   record (gaps, which a share consumer must still acknowledge).
+//!   record (gaps, which a share consumer must still acknowledge). [`decode_acquired_with`] can
+//!   skip the CRC check.
 //! * [`decode_batches`] decodes every data record, for tests and tools.
 //! * [`BatchBuilder`] encodes one producer batch with any [`Compression`].
 
@@ -24,7 +25,7 @@ mod tests;
 mod tests_acquired;
 
 pub use compression::Compression;
-pub use decode::{decode_acquired, decode_batches};
+pub use decode::{decode_acquired, decode_acquired_with, decode_batches, DecodeOptions};
 pub use encode::{restamp, BatchBuilder, ProducerStamp, RecordInput};
 
 /// How a record's timestamp was assigned (batch attribute bit 3).

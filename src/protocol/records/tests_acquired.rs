@@ -91,6 +91,16 @@ fn batches_outside_the_ranges_are_not_read() {
 }
 
 #[test]
+fn unchecked_crcs_pass_a_batch_whose_only_fault_is_its_crc() {
+    let mut data = batch_at(0, 5, Compression::None);
+    data[17] ^= 0xff; // the stored CRC
+    assert!(matches!(decode_acquired(data.clone().into(), &[range(0, 4, 1)]), Err(CodecError::CrcMismatch { .. })));
+    let unchecked = DecodeOptions { check_crcs: false };
+    let set = decode_acquired_with(data.into(), &[range(0, 4, 1)], unchecked).unwrap();
+    assert_eq!(set.records.len(), 5);
+}
+
+#[test]
 fn adjacent_gaps_merge_and_missing_data_is_a_gap() {
     let set = decode_acquired(Bytes::new(), &[range(5, 9, 2), range(0, 4, 1)]).unwrap();
     assert_eq!((set.records.len(), set.gaps), (0, vec![(0, 9)]));
