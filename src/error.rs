@@ -357,6 +357,31 @@ pub enum Error {
         reason: String,
     },
 
+    /// A record batch holding records this share consumer acquired could not be decoded:
+    /// its CRC did not match (with `check.crcs`), it did not decompress, or its records did not
+    /// parse. The consumer rejected (REJECT) the acquired records of the batch, so the broker
+    /// archives them rather than delivering them again and again, and carries on with the
+    /// records after it: the next poll goes on as usual. Reported once, by the poll after the
+    /// one that returned the partition's records from before the batch (as Java's
+    /// `CorruptRecordException`). Not retriable: those records are gone; read them with
+    /// another tool if they matter.
+    #[error(
+        "record batch of {topic}-{partition} at offsets {first_offset}..={last_offset} is corrupt ({detail}); \
+         the records of it this consumer acquired were rejected, and it carries on with the next ones"
+    )]
+    CorruptRecord {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The batch's first offset.
+        first_offset: i64,
+        /// The batch's last offset.
+        last_offset: i64,
+        /// What is wrong with the batch.
+        detail: String,
+    },
+
     /// The broker will not describe this topic to this client's principal
     /// (TOPIC_AUTHORIZATION_FAILED, 29).
     #[error(
@@ -483,6 +508,21 @@ mod tests {
         assert!(other.to_string().contains("Metadata t"), "{other}");
         assert!(other.is_retriable());
         assert!(Error::for_topic(0, "Metadata", "t").is_none());
+    }
+
+    #[test]
+    fn a_corrupt_batch_is_neither_retriable_nor_a_broker_error() {
+        let e = Error::CorruptRecord {
+            topic: "orders".into(),
+            partition: 2,
+            first_offset: 10,
+            last_offset: 14,
+            detail: "crc mismatch".into(),
+        };
+        let text = e.to_string();
+        assert!(text.contains("orders-2 at offsets 10..=14"), "{text}");
+        assert!(text.contains("rejected") && text.contains("carries on"), "{text}");
+        assert!(!e.is_retriable() && e.code().is_none() && !e.is_outcome_unknown());
     }
 
     #[test]

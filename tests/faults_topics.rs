@@ -144,3 +144,22 @@ async fn missing_and_leaderless_topics_are_not_errors() {
     c.close(T).await.unwrap();
     fake.assert_clean();
 }
+
+#[tokio::test]
+async fn zero_timeout_polls_hear_of_refusals_too() {
+    let fake = FakeCluster::single(1, 1).await;
+    fake.set_topic_error("secret", code::TOPIC_AUTHORIZATION_FAILED);
+    let c = connect(&fake, &[&fake.topic(), "secret"]).await;
+    // An application that only ever polls with a zero timeout (between other work).
+    let deadline = Instant::now() + T;
+    let err = loop {
+        match c.poll(Duration::ZERO).await {
+            Err(e) => break e,
+            Ok(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(10)).await,
+            Ok(_) => panic!("no zero-timeout poll reported the refusal within {T:?}"),
+        }
+    };
+    assert!(matches!(&err, Error::TopicAuthorizationFailed { topic } if topic == "secret"), "{err:?}");
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}

@@ -21,7 +21,7 @@ pub use reset::{parse_datetime, OffsetResetSpec, PlannedReset, TopicSelection};
 pub use topics::NewTopic;
 
 use crate::cluster::{Cluster, ClusterConfig};
-use crate::config::{cluster_config, Properties, COMMON_KEYS};
+use crate::config::{cluster_config, Client, Properties};
 use crate::error::Result;
 
 /// An admin client. Cheap to clone.
@@ -43,9 +43,9 @@ impl Admin {
 
     /// Connects with Java-named properties (bootstrap.servers, client.id, request.timeout.ms, ...).
     pub async fn from_properties(p: &Properties) -> Result<Admin> {
+        crate::config::refuse(p, Client::Admin)?;
         let c = cluster_config(p, "kafka-share-admin")?;
-        crate::config::ignore_other_clients_keys(p, "admin client");
-        p.reject_unused("admin client", COMMON_KEYS)?;
+        crate::config::finish(p, Client::Admin)?;
         Admin::connect(c).await
     }
 

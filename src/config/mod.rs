@@ -2,86 +2,20 @@
 //!
 //! Every client (share consumer, producer, admin) is configured either with a typed builder or
 //! with the Java client's property names from a map or a `.properties` file. The settings all
-//! clients share (bootstrap, timeouts, security) are read here into a [`ClusterConfig`].
+//! clients share (bootstrap, timeouts, security) are read here into a [`ClusterConfig`]; which
+//! client reads, ignores or refuses which key is one table, `keys.rs`.
 
+pub(crate) mod keys;
 mod properties;
 
 use std::time::Duration;
 
+pub(crate) use keys::{finish, refuse, Client};
 pub use properties::Properties;
 
 use crate::cluster::ClusterConfig;
 use crate::error::{Error, Result};
 use crate::security::SecurityConfig;
-
-/// Keys every client understands (read by [`cluster_config`]).
-pub const COMMON_KEYS: &[&str] = &[
-    "bootstrap.servers",
-    "client.id",
-    "request.timeout.ms",
-    "socket.connection.setup.timeout.ms",
-    "retry.backoff.ms",
-    "retry.backoff.max.ms",
-    "security.protocol",
-    // Accepted and ignored: connecting already tries every address a name resolves to
-    // (what use_all_dns_ips asks for), and Confluent Cloud's client files set it.
-    "client.dns.lookup",
-];
-
-/// The producer's keys (see `ProducerConfig::from_properties`).
-pub const PRODUCER_KEYS: &[&str] = &[
-    "acks",
-    "linger.ms",
-    "batch.size",
-    "compression.type",
-    "delivery.timeout.ms",
-    "max.request.size",
-    "max.in.flight.requests.per.connection",
-    "buffer.memory",
-    "max.block.ms",
-    "retries",
-    "partitioner.ignore.keys",
-    "enable.idempotence",
-    "transactional.id",
-];
-
-/// Keys of the consumers and of the serializers (Java's and Confluent's). With
-/// [`PRODUCER_KEYS`], what a client file shared by producer, consumer and admin (as Confluent
-/// Cloud hands out) carries: each client warns about the ones that are not its own and ignores
-/// them, as the Java clients do, instead of refusing the file. Any other unknown key is still
-/// refused (a typo must not pass silently).
-const OTHER_CLIENTS_KEYS: &[&str] = &[
-    "group.id",
-    "max.poll.records",
-    "fetch.max.wait.ms",
-    "fetch.min.bytes",
-    "fetch.max.bytes",
-    "max.partition.fetch.bytes",
-    "share.acknowledgement.mode",
-    "share.acquire.mode",
-    "session.timeout.ms",
-    "heartbeat.interval.ms",
-    "key.deserializer",
-    "value.deserializer",
-    "key.serializer",
-    "value.serializer",
-];
-const OTHER_CLIENTS_PREFIXES: &[&str] = &["schema.registry.", "basic.auth.", "bearer.auth."];
-
-/// Marks the keys of other clients (see [`OTHER_CLIENTS_KEYS`]) that `client` did not read as
-/// used, with a warning each; call it after the client's own getters, before
-/// [`Properties::reject_unused`].
-pub(crate) fn ignore_other_clients_keys(p: &Properties, client: &str) {
-    for key in p.unused_keys() {
-        let foreign = OTHER_CLIENTS_KEYS.contains(&key.as_str())
-            || PRODUCER_KEYS.contains(&key.as_str())
-            || OTHER_CLIENTS_PREFIXES.iter().any(|prefix| key.starts_with(prefix));
-        if foreign {
-            let _ = p.get(&key);
-            tracing::warn!(key, client, "ignoring a setting of another client type (shared client file)");
-        }
-    }
-}
 
 /// Reads the settings shared by every client.
 pub fn cluster_config(p: &Properties, default_client_id: &str) -> Result<ClusterConfig> {
@@ -131,9 +65,9 @@ mod tests {
             ("bootstrp.servers", "typo"),
         ]);
         cluster_config(&p, "x").unwrap();
-        ignore_other_clients_keys(&p, "admin client");
-        let e = p.reject_unused("admin client", COMMON_KEYS).unwrap_err();
+        let e = finish(&p, Client::Admin).unwrap_err();
         assert!(e.to_string().contains("bootstrp.servers"), "only the typo is refused: {e}");
+        assert!(e.to_string().contains("did you mean bootstrap.servers?"), "{e}");
     }
 
     #[test]

@@ -1,10 +1,21 @@
 //! Share consumer settings: a typed builder, and the same settings by their Java names.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::cluster::ClusterConfig;
-use crate::config::{cluster_config, Properties, COMMON_KEYS};
+use crate::config::{cluster_config, Client, Properties};
 use crate::error::{Error, Result};
+
+/// Numbers the default client ids, process-wide, as Java's consumer does.
+static CLIENT_ID_SEQUENCE: AtomicU64 = AtomicU64::new(1);
+
+/// Java's default `client.id` for a consumer of `group`: `consumer-<group>-<n>`, with `n`
+/// counting up from 1 in this process. Brokers log and quote it, so a share consumer of this
+/// crate shows up in them as a Java one would.
+fn default_client_id(group: &str) -> String {
+    format!("consumer-{group}-{}", CLIENT_ID_SEQUENCE.fetch_add(1, Ordering::Relaxed))
+}
 
 /// `share.acknowledgement.mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,19 +59,33 @@ pub struct ShareConsumerConfig {
     pub fetch_max_bytes: i32,
     /// `client.rack`.
     pub client_rack: Option<String>,
-    /// `check.crcs` (default true).
+    /// `check.crcs` (default true): verify the CRC-32C of each record batch that holds
+    /// acquired records. Off saves the checksum's CPU; a batch corrupted on the way is then
+    /// found only if its contents do not parse.
     pub check_crcs: bool,
+    /// `max.poll.interval.ms` (default 300000, 1 ms..=i32::MAX ms): the longest the
+    /// application may go between polls. As in Java, a member that does not poll within it
+    /// leaves the group (its records go to the others) and joins again at its next poll.
+    pub max_poll_interval: Duration,
+    /// `default.api.timeout.ms` (default 60000, 0..=i32::MAX ms): the timeout of calls that
+    /// take none of their own, as Java's `commitSync()` without an argument.
+    pub default_api_timeout: Duration,
 }
 
 impl ShareConsumerConfig {
-    /// Defaults (as the Java client's) for a group on these bootstrap servers.
+    /// Defaults (as the Java client's) for a group on these bootstrap servers. The `client.id`
+    /// is Java's default, `consumer-<group>-<n>` (`n` counts the consumers of this process).
     pub fn new(bootstrap_servers: impl AsRef<str>, group_id: impl Into<String>) -> Self {
+        let group_id = group_id.into();
+        let cluster =
+            ClusterConfig { client_id: default_client_id(&group_id), ..ClusterConfig::new(bootstrap_servers) };
+        Self::with_cluster(cluster, group_id)
+    }
+
+    fn with_cluster(cluster: ClusterConfig, group_id: String) -> Self {
         ShareConsumerConfig {
-            cluster: ClusterConfig {
-                client_id: "kafka-share-consumer".into(),
-                ..ClusterConfig::new(bootstrap_servers)
-            },
-            group_id: group_id.into(),
+            cluster,
+            group_id,
             acknowledgement_mode: AcknowledgementMode::Implicit,
             acquire_mode: AcquireMode::BatchOptimized,
             max_poll_records: 500,
@@ -69,6 +94,8 @@ impl ShareConsumerConfig {
             fetch_max_bytes: 52_428_800,
             client_rack: None,
             check_crcs: true,
+            max_poll_interval: Duration::from_millis(300_000),
+            default_api_timeout: Duration::from_secs(60),
         }
     }
 
@@ -96,6 +123,24 @@ impl ShareConsumerConfig {
         self
     }
 
+    /// Sets `check.crcs`.
+    pub fn check_crcs(mut self, check: bool) -> Self {
+        self.check_crcs = check;
+        self
+    }
+
+    /// Sets `max.poll.interval.ms`.
+    pub fn max_poll_interval(mut self, d: Duration) -> Self {
+        self.max_poll_interval = d;
+        self
+    }
+
+    /// Sets `default.api.timeout.ms`.
+    pub fn default_api_timeout(mut self, d: Duration) -> Self {
+        self.default_api_timeout = d;
+        self
+    }
+
     /// Sets `client.id`.
     pub fn client_id(mut self, id: impl Into<String>) -> Self {
         self.cluster.client_id = id.into();
@@ -119,6 +164,13 @@ impl ShareConsumerConfig {
         if self.fetch_max_bytes < 1 || self.fetch_min_bytes < 0 {
             return Err(Error::config("fetch.max.bytes", "fetch.max.bytes must be >= 1 and fetch.min.bytes >= 0"));
         }
+        let max_ms = Duration::from_millis(i32::MAX as u64);
+        if self.max_poll_interval < Duration::from_millis(1) || self.max_poll_interval > max_ms {
+            return Err(Error::config("max.poll.interval.ms", format!("must be 1..={} ms", i32::MAX)));
+        }
+        if self.default_api_timeout > max_ms {
+            return Err(Error::config("default.api.timeout.ms", format!("must be 0..={} ms", i32::MAX)));
+        }
         if self.fetch_max_wait >= self.cluster.request_timeout {
             return Err(Error::config(
                 "fetch.max.wait.ms",
@@ -132,21 +184,24 @@ impl ShareConsumerConfig {
         Ok(())
     }
 
-    /// Reads the settings from Java property names. Refuses the consumer-group settings that
-    /// share groups do not use, saying what to use instead, and any unknown key.
+    /// Reads the settings from Java property names. Refuses, saying what to use instead, the
+    /// consumer-group settings that Java's share consumer refuses too; accepts (with one
+    /// warning listing them) the keys Java reads that have no use here and those of other
+    /// client types; refuses any unknown key. See `config/keys.rs` for the table.
     pub fn from_properties(p: &Properties) -> Result<Self> {
-        for (key, why) in REFUSED {
-            if p.contains(key) {
-                return Err(Error::config(*key, *why));
-            }
-        }
-        let cluster = cluster_config(p, "kafka-share-consumer")?;
+        crate::config::refuse(p, Client::ShareConsumer)?;
         let group_id = p
             .get("group.id")
             .map(str::to_string)
             .ok_or_else(|| Error::config("group.id", "missing: a share consumer needs the share group's id"))?;
-        let mut c = ShareConsumerConfig::new("", group_id);
-        c.cluster = cluster;
+        // As in Java, an empty client.id is no client.id.
+        let client_id = match p.get("client.id") {
+            Some(id) if !id.is_empty() => id.to_string(),
+            _ => default_client_id(&group_id),
+        };
+        let mut cluster = cluster_config(p, &client_id)?;
+        cluster.client_id = client_id;
+        let mut c = ShareConsumerConfig::with_cluster(cluster, group_id);
         c.acknowledgement_mode =
             match p.choice("share.acknowledgement.mode", "implicit", &["implicit", "explicit"])?.as_str() {
                 "explicit" => AcknowledgementMode::Explicit,
@@ -157,10 +212,13 @@ impl ShareConsumerConfig {
                 "record_limit" => AcquireMode::RecordLimit,
                 _ => AcquireMode::BatchOptimized,
             };
-        c.max_poll_records = p.int("max.poll.records", 500, 1, i32::MAX as i64)? as usize;
-        c.fetch_max_wait = p.millis("fetch.max.wait.ms", Duration::from_millis(500), 0, i32::MAX as i64)?;
-        c.fetch_min_bytes = p.int("fetch.min.bytes", 1, 0, i32::MAX as i64)? as i32;
-        c.fetch_max_bytes = p.int("fetch.max.bytes", 52_428_800, 1, i32::MAX as i64)? as i32;
+        let max = i32::MAX as i64;
+        c.max_poll_records = p.int("max.poll.records", 500, 1, max)? as usize;
+        c.max_poll_interval = p.millis("max.poll.interval.ms", c.max_poll_interval, 1, max)?;
+        c.default_api_timeout = p.millis("default.api.timeout.ms", c.default_api_timeout, 0, max)?;
+        c.fetch_max_wait = p.millis("fetch.max.wait.ms", Duration::from_millis(500), 0, max)?;
+        c.fetch_min_bytes = p.int("fetch.min.bytes", 1, 0, max)? as i32;
+        c.fetch_max_bytes = p.int("fetch.max.bytes", 52_428_800, 1, max)? as i32;
         c.client_rack = p.get("client.rack").filter(|r| !r.is_empty()).map(str::to_string);
         c.check_crcs = p.bool("check.crcs", true)?;
         for k in ["key.deserializer", "value.deserializer"] {
@@ -176,49 +234,11 @@ impl ShareConsumerConfig {
                 }
             }
         }
-        let mut known: Vec<&str> = COMMON_KEYS.to_vec();
-        known.extend(IGNORED);
-        // session.timeout.ms and heartbeat.interval.ms are the broker's for share groups (group
-        // configs share.session.timeout.ms / share.heartbeat.interval.ms): Java's share consumer
-        // refuses them, but Confluent Cloud's client files set session.timeout.ms, so they are
-        // ignored with a warning, as other clients' keys in a shared file are.
-        crate::config::ignore_other_clients_keys(p, "share consumer");
-        p.reject_unused("share consumer", &known)?;
+        crate::config::finish(p, Client::ShareConsumer)?;
         c.validate()?;
         Ok(c)
     }
 }
-
-/// Settings Java's KafkaShareConsumer refuses, with the reason and what to use instead.
-const REFUSED: &[(&str, &str)] = &[
-    ("auto.offset.reset", "not used by share groups: set the group config share.auto.offset.reset (latest | earliest | by_duration:<ISO-8601>) with the admin client or kafka-share-groups --alter-config"),
-    ("enable.auto.commit", "not used by share groups: records are acknowledged (share.acknowledgement.mode implicit or explicit), not committed as offsets"),
-    ("auto.commit.interval.ms", "not used by share groups: acknowledgements are sent on poll and commit_sync/commit_async"),
-    ("group.instance.id", "static membership does not exist for share groups; remove it"),
-    ("isolation.level", "not used by share consumers: set the group config share.isolation.level instead"),
-    ("partition.assignment.strategy", "share groups are assigned by the broker's share-group assignor; remove it"),
-    ("group.protocol", "share consumers always use the share-group protocol; remove it"),
-    ("group.remote.assignor", "share groups are assigned by the broker; remove it"),
-    ("max.poll.interval.ms", "share consumers have no poll-interval eviction; records return to others when their acquisition lock expires"),
-];
-
-/// Java settings accepted and ignored because they have no meaning here (documented).
-const IGNORED: &[&str] = &[
-    "metadata.max.age.ms",
-    "reconnect.backoff.ms",
-    "reconnect.backoff.max.ms",
-    "send.buffer.bytes",
-    "receive.buffer.bytes",
-    "connections.max.idle.ms",
-    "metrics.num.samples",
-    "metrics.sample.window.ms",
-    "metrics.recording.level",
-    "enable.metrics.push",
-    "default.api.timeout.ms",
-    "max.partition.fetch.bytes",
-    "key.deserializer",
-    "value.deserializer",
-];
 
 #[cfg(test)]
 mod tests {
@@ -255,7 +275,9 @@ mod tests {
             "group.instance.id",
             "isolation.level",
             "partition.assignment.strategy",
+            "interceptor.classes",
             "group.protocol",
+            "group.remote.assignor",
         ] {
             let mut p = base();
             p.set(k, "x");
@@ -286,5 +308,94 @@ mod tests {
         p.set("fetch.max.wait.ms", "40000");
         let e = ShareConsumerConfig::from_properties(&p).unwrap_err();
         assert!(e.to_string().contains("request.timeout.ms"), "{e}");
+    }
+
+    #[test]
+    fn a_java_share_consumer_file_works() {
+        // Keys Java's share consumer reads that mean nothing here, the two it refuses that
+        // Confluent's files set, and a producer's key.
+        let mut p = base();
+        for (k, v) in [
+            ("client.dns.lookup", "use_all_dns_ips"),
+            ("metric.reporters", "x.Reporter"),
+            ("reconnect.backoff.ms", "50"),
+            ("socket.connection.setup.timeout.max.ms", "30000"),
+            ("max.partition.fetch.bytes", "1048576"),
+            ("auto.commit.interval.ms", "5000"),
+            ("internal.leave.group.on.close", "true"),
+            ("session.timeout.ms", "45000"),
+            ("heartbeat.interval.ms", "3000"),
+            ("acks", "all"),
+            ("key.deserializer", "org.apache.kafka.common.serialization.StringDeserializer"),
+        ] {
+            p.set(k, v);
+        }
+        ShareConsumerConfig::from_properties(&p).unwrap();
+    }
+
+    #[test]
+    fn poll_interval_and_api_timeout_are_read() {
+        let c = ShareConsumerConfig::from_properties(&base()).unwrap();
+        assert_eq!(c.max_poll_interval, Duration::from_secs(300));
+        assert_eq!(c.default_api_timeout, Duration::from_secs(60));
+        let mut p = base();
+        p.set("max.poll.interval.ms", "1000").set("default.api.timeout.ms", "0");
+        let c = ShareConsumerConfig::from_properties(&p).unwrap();
+        assert_eq!(c.max_poll_interval, Duration::from_secs(1));
+        assert_eq!(c.default_api_timeout, Duration::ZERO);
+        for (k, v) in
+            [("max.poll.interval.ms", "0"), ("max.poll.interval.ms", "2147483648"), ("default.api.timeout.ms", "-1")]
+        {
+            let mut p = base();
+            p.set(k, v);
+            let e = ShareConsumerConfig::from_properties(&p).unwrap_err();
+            assert!(matches!(&e, Error::Config { key, .. } if key == k), "{k}={v}: {e}");
+        }
+        let c = ShareConsumerConfig::new("a:1", "g").max_poll_interval(Duration::from_secs(10));
+        assert_eq!(c.max_poll_interval, Duration::from_secs(10));
+        assert!(c.max_poll_interval(Duration::ZERO).validate().is_err());
+        let c = ShareConsumerConfig::new("a:1", "g").default_api_timeout(Duration::from_secs(5));
+        assert_eq!(c.default_api_timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn default_client_id_is_javas() {
+        // Other tests create consumers concurrently: the numbers only go up, one per consumer.
+        let number = |id: &str, group: &str| -> u64 {
+            let n = id.strip_prefix(&format!("consumer-{group}-")).unwrap_or_else(|| panic!("{id}"));
+            n.parse().unwrap_or_else(|_| panic!("{id}"))
+        };
+        let a = number(&ShareConsumerConfig::new("a:1", "orders").cluster.client_id, "orders");
+        let b = number(&ShareConsumerConfig::from_properties(&base()).unwrap().cluster.client_id, "g");
+        assert!(a >= 1 && b > a, "{a} then {b}");
+        let mut p = base();
+        p.set("client.id", "");
+        let c = ShareConsumerConfig::from_properties(&p).unwrap();
+        assert!(number(&c.cluster.client_id, "g") > b);
+        p.set("client.id", "mine");
+        assert_eq!(ShareConsumerConfig::from_properties(&p).unwrap().cluster.client_id, "mine");
+    }
+
+    #[test]
+    fn every_key_the_table_says_the_share_consumer_reads_is_read() {
+        let sample = |key: &str| match key {
+            "bootstrap.servers" => "a:1",
+            "security.protocol" => "PLAINTEXT",
+            "group.id" | "client.id" | "client.rack" => "x",
+            "share.acknowledgement.mode" => "explicit",
+            "share.acquire.mode" => "record_limit",
+            "check.crcs" => "false",
+            "key.deserializer" | "value.deserializer" => "org.apache.kafka.common.serialization.BytesDeserializer",
+            "request.timeout.ms" => "30000",
+            _ => "100",
+        };
+        let mut p = Properties::new();
+        let keys = crate::config::keys::KEYS.iter().filter(|k| k.reads(Client::ShareConsumer));
+        for k in keys {
+            p.set(k.name, sample(k.name));
+        }
+        ShareConsumerConfig::from_properties(&p).unwrap();
+        let unread = p.unused_keys();
+        assert!(unread.is_empty(), "the table says the share consumer reads {unread:?}");
     }
 }

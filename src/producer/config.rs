@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::cluster::ClusterConfig;
-use crate::config::{cluster_config, Properties, COMMON_KEYS};
+use crate::config::{cluster_config, Client, Properties};
 use crate::error::{Error, Result};
 use crate::protocol::records::Compression;
 
@@ -90,9 +90,6 @@ impl Default for ProducerConfig {
     }
 }
 
-/// The keys [`ProducerConfig::from_properties`] reads, besides [`COMMON_KEYS`].
-pub use crate::config::PRODUCER_KEYS;
-
 macro_rules! setter {
     ($(#[$doc:meta])* $name:ident: $ty:ty) => {
         $(#[$doc])*
@@ -153,6 +150,7 @@ impl ProducerConfig {
     /// `enable.idempotence=false`, or it was left unset and `acks`, `retries` or
     /// `max.in.flight.requests.per.connection` conflict with it (then it is off).
     pub fn from_properties(p: &Properties) -> Result<ProducerConfig> {
+        crate::config::refuse(p, Client::Producer)?;
         let d = ProducerConfig::default();
         let idempotence_set = p.get("enable.idempotence").is_some();
         if p.get("transactional.id").is_some() {
@@ -193,9 +191,7 @@ impl ProducerConfig {
         if !idempotence_set && c.idempotence_conflict().is_some() {
             c.enable_idempotence = false;
         }
-        let known: Vec<&str> = COMMON_KEYS.iter().chain(PRODUCER_KEYS).copied().collect();
-        crate::config::ignore_other_clients_keys(p, "producer");
-        p.reject_unused("producer", &known)?;
+        crate::config::finish(p, Client::Producer)?;
         c.validate()?;
         Ok(c)
     }
@@ -340,6 +336,52 @@ mod tests {
         assert!(e.contains("linger.ms + request.timeout.ms"), "{e}");
         let e = err(&[("max.in.flight.requests.per.connection", "0")]);
         assert!(e.contains("out of range"), "{e}");
+        let e = err(&[("partitioner.class", "org.apache.kafka.clients.producer.RoundRobinPartitioner")]);
+        assert!(e.contains("partitioner.class") && e.contains("Java classes"), "{e}");
+    }
+
+    #[test]
+    fn a_java_producer_file_works() {
+        // Keys Java's producer reads that mean nothing here, and a consumer's key (shared file).
+        let c = ProducerConfig::from_properties(&props(&[
+            ("key.serializer", "org.apache.kafka.common.serialization.StringSerializer"),
+            ("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer"),
+            ("interceptor.classes", "io.confluent.monitoring.clients.interceptor.MonitoringProducerInterceptor"),
+            ("compression.zstd.level", "3"),
+            ("metric.reporters", "x.Reporter"),
+            ("client.rack", "use1-az1"),
+            ("group.id", "g"),
+            ("auto.offset.reset", "earliest"),
+        ]))
+        .unwrap();
+        assert_eq!(c.acks, Acks::All);
+    }
+
+    #[test]
+    fn every_key_the_table_says_the_producer_reads_is_read() {
+        let sample = |key: &str| match key {
+            "bootstrap.servers" => "a:1",
+            "security.protocol" => "PLAINTEXT",
+            "acks" => "all",
+            "compression.type" => "lz4",
+            "partitioner.ignore.keys" | "enable.idempotence" => "true",
+            "client.id" => "me",
+            "max.in.flight.requests.per.connection" => "5",
+            _ => "1000",
+        };
+        let mut p = Properties::new();
+        let keys: Vec<&str> = crate::config::keys::KEYS
+            .iter()
+            .filter(|k| k.reads(Client::Producer) && k.name != "transactional.id")
+            .map(|k| k.name)
+            .collect();
+        for k in &keys {
+            p.set(*k, sample(k));
+        }
+        p.set("delivery.timeout.ms", "120000");
+        ProducerConfig::from_properties(&p).unwrap();
+        let unread: Vec<String> = p.unused_keys();
+        assert!(unread.is_empty(), "the table says the producer reads {unread:?}");
     }
 
     #[test]

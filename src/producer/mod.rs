@@ -63,7 +63,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 
-pub use config::{Acks, ProducerConfig, PRODUCER_KEYS};
+pub use config::{Acks, ProducerConfig};
 pub use partitioner::{murmur2, partition_for_key, to_positive};
 pub use record::{DeliveryFuture, ProducerRecord, RecordMetadata};
 

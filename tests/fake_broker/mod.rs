@@ -280,6 +280,12 @@ impl FakeCluster {
         self.lock().parts[p as usize].empty_batches = true;
     }
 
+    /// Serves offsets of partition `p` in batches of their own with a CRC that does not match
+    /// (consecutive ones share a batch).
+    pub fn set_corrupt(&self, p: i32, offsets: impl IntoIterator<Item = i64>) {
+        self.lock().parts[p as usize].corrupt.extend(offsets);
+    }
+
     /// Puts non-acquired neighbour records of partition `p` in the batches it returns.
     pub fn set_pad(&self, p: i32) {
         self.lock().parts[p as usize].pad = true;

@@ -272,15 +272,21 @@ pub fn build_records(part: &Partition, p: i32, got: &[(i64, i16)]) -> (Option<By
     data.dedup();
     let mut batches: Vec<(i64, Bytes)> = Vec::new();
     let mut run: Vec<i64> = Vec::new();
+    // A run of consecutive offsets is one batch; corrupt offsets get batches of their own.
+    let corrupt = |o: &i64| part.corrupt.contains(o);
+    let batch = |run: &[i64]| {
+        let (base, b) = data_batch(p, run);
+        (base, if corrupt(&base) { bad_crc(b) } else { b })
+    };
     for o in data {
-        if run.last().is_some_and(|l| l + 1 != o) {
-            batches.push(data_batch(p, &run));
+        if run.last().is_some_and(|l| l + 1 != o || corrupt(l) != corrupt(&o)) {
+            batches.push(batch(&run));
             run.clear();
         }
         run.push(o);
     }
     if !run.is_empty() {
-        batches.push(data_batch(p, &run));
+        batches.push(batch(&run));
     }
     if part.empty_batches {
         batches.extend(gap_runs.iter().map(|&(a, b)| (a, empty_batch(a, b))));
@@ -315,6 +321,13 @@ fn data_batch(p: i32, offsets: &[i64]) -> (i64, Bytes) {
     // The base offset is outside the CRC: patching it keeps the batch valid.
     batch[..8].copy_from_slice(&offsets[0].to_be_bytes());
     (offsets[0], batch.freeze())
+}
+
+/// `batch` with its stored CRC flipped: only the checksum is wrong.
+fn bad_crc(batch: Bytes) -> Bytes {
+    let mut b = BytesMut::from(&batch[..]);
+    b[17] ^= 0xff;
+    b.freeze()
 }
 
 /// A batch with no records covering `first..=last`, as compaction leaves behind.

@@ -50,6 +50,8 @@ pub struct Partition {
     pub empty_batches: bool,
     /// Put one non-acquired neighbour record on each side of every acquired run in the batch.
     pub pad: bool,
+    /// Offsets served in batches of their own whose CRC does not match (corrupted on the way).
+    pub corrupt: BTreeSet<i64>,
 }
 
 /// A share session on one node.

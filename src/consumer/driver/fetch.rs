@@ -13,10 +13,10 @@ use crate::cluster::{BrokerInfo, TrafficClass};
 use crate::consumer::config::AcquireMode;
 use crate::consumer::record::ConsumerRecord;
 use crate::error::{check, Context, Error, ErrorCode, Result};
-use crate::protocol::records::{decode_acquired, AcquiredRange};
+use crate::protocol::records::{decode_acquired_with, AcquiredRange, DecodeOptions};
 use crate::protocol::share::{
     FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
-    ShareFetchResponse, ACK_RELEASE,
+    ShareFetchResponse, ACK_REJECT, ACK_RELEASE,
 };
 use crate::share::acks::GAP;
 use crate::share::session::Sent;
@@ -264,8 +264,9 @@ impl Driver {
     }
 
     /// Turns one partition's acquired records into buffered records; gaps are acknowledged
-    /// at once. Undecodable data is released (the broker's delivery limit then archives it,
-    /// instead of redelivering it forever).
+    /// at once. The acquired records of a batch that cannot be decoded are rejected, as Java
+    /// does (released, they would come back until the delivery limit, failing each time), and
+    /// the next polls are told once (`topic_errors.rs`); the batches around it are delivered.
     /// Returns how many records were buffered.
     fn take_records(
         &mut self,
@@ -287,12 +288,32 @@ impl Driver {
         for r in &ranges {
             n.redeliveries.acquired(tp, r.first_offset, r.last_offset, r.delivery_count, now);
         }
-        match decode_acquired(p.records.unwrap_or_default(), &ranges) {
+        let options = DecodeOptions { check_crcs: self.cfg.check_crcs };
+        match decode_acquired_with(p.records.unwrap_or_default(), &ranges, options) {
             Ok(set) => {
                 for (first, last) in set.gaps {
                     for o in first..=last {
                         n.session.queue_ack(tp, o, GAP);
                     }
+                }
+                for bad in set.corrupt {
+                    warn!(
+                        topic = %topic, partition = tp.partition, first_offset = bad.first_offset,
+                        last_offset = bad.last_offset, error = %bad.error, "corrupt record batch: its acquired records are rejected"
+                    );
+                    for &(first, last) in &bad.acquired {
+                        for o in first..=last {
+                            n.session.queue_ack(tp, o, ACK_REJECT);
+                        }
+                    }
+                    let error = Error::CorruptRecord {
+                        topic: topic.to_string(),
+                        partition: tp.partition,
+                        first_offset: bad.first_offset,
+                        last_offset: bad.last_offset,
+                        detail: bad.error.to_string(),
+                    };
+                    self.topic_errors.corrupt_batch(tp, bad.first_offset, error);
                 }
                 if set.records.is_empty() {
                     return 0;
@@ -321,7 +342,9 @@ impl Driver {
                 count
             }
             Err(e) => {
-                warn!(topic = %topic, partition = tp.partition, error = %e, "undecodable records released");
+                // Only the acquired ranges themselves can be invalid (first > last): the
+                // records may be fine, so they go back to the group.
+                warn!(topic = %topic, partition = tp.partition, error = %e, "invalid acquired ranges: records released");
                 for r in &ranges {
                     for o in r.first_offset..=r.last_offset {
                         n.session.queue_ack(tp, o, ACK_RELEASE);

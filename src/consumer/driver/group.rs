@@ -6,9 +6,10 @@ use std::time::Instant;
 use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use tracing::{debug, info, warn};
 
+use super::topic_errors::PollAnswer;
 use super::{Driver, Event, Node, TopicPartition};
 use crate::cluster::TrafficClass;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::share::membership::Outcome;
 use crate::share::session::ShareSession;
 use crate::share::TopicIdPartition;
@@ -76,16 +77,31 @@ impl Driver {
         self.reconcile_assignment();
     }
 
-    /// Answers a waiting poll with a topic refusal it has not reported yet. Before records:
-    /// with a busy healthy topic, a poll would otherwise never get to say it.
+    /// Answers a waiting poll with a topic refusal it has not reported yet (before records:
+    /// with a busy healthy topic, a poll would otherwise never get to say it), or with a
+    /// corrupt batch once the records ahead of it are handed out; until then the poll may take
+    /// only those (see `topic_errors.rs`). Call it before `try_deliver`.
     pub(super) fn report_topic_error(&mut self) {
         let waiting = self.waiter.as_ref().is_some_and(|w| !w.reply.is_closed());
-        if !waiting || self.fatal.is_some() || !self.topic_errors.has_untold() {
+        if !waiting || self.fatal.is_some() || !self.topic_errors.has_pending() {
             return;
         }
-        if let (Some(w), Some(e)) = (self.waiter.take(), self.topic_errors.take_next()) {
-            warn!(group = self.cfg.group_id, error = %e, "subscribed topic refused");
-            let _ = w.reply.send(Err(e));
+        let runs = self.buffer.iter().map(|f| (f.tp, f.records.iter().map(|r| r.offset)));
+        match self.topic_errors.poll_answer(runs) {
+            PollAnswer::Error(e) => {
+                if let Some(w) = self.waiter.take() {
+                    if !matches!(e, Error::CorruptRecord { .. }) {
+                        warn!(group = self.cfg.group_id, error = %e, "subscribed topic refused");
+                    }
+                    let _ = w.reply.send(Err(e));
+                }
+            }
+            PollAnswer::UpTo(n) => {
+                if let Some(w) = self.waiter.as_mut() {
+                    w.max = w.max.min(n);
+                }
+            }
+            PollAnswer::Records => {}
         }
     }
 

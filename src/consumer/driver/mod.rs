@@ -408,7 +408,8 @@ impl Driver {
                 self.shared.metrics.record_poll();
                 self.waiter = Some(PollWaiter { max, renewing, reply });
                 if !wait {
-                    // Answer now, with whatever is buffered (perhaps nothing).
+                    // Answer now, with whatever is buffered (perhaps nothing), or an error.
+                    self.report_topic_error();
                     self.try_deliver(now);
                     if let Some(w) = self.waiter.take() {
                         let answer = PollAnswer { records: Vec::new(), renewed: std::mem::take(&mut self.renewed) };

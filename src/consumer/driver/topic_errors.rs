@@ -16,10 +16,19 @@
 //! group assigns its partitions once it exists (Java waits too). LEADER_NOT_AVAILABLE and
 //! other retriable codes only mean "ask again", which the driver does when an assigned
 //! partition has no known leader.
+//!
+//! **Corrupt batches** take the same road: a record batch of a subscribed topic that could not
+//! be decoded has had its acquired records rejected already (`fetch.rs`), and the poll is told
+//! once with [`Error::CorruptRecord`]. Unlike a refusal it is not reported ahead of the
+//! buffered records, but where Java reports it: after the records of its partition that came
+//! before the bad batch, and before those that came after it. So while such an error waits,
+//! a poll is handed at most the records buffered ahead of the batch's successors
+//! ([`PollAnswer::UpTo`]), and the poll after that gets the error.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::error::{Error, ErrorCode};
+use crate::share::TopicIdPartition;
 
 /// Whether a topic-level Metadata error code is one to report to the application.
 fn reported(code: i16) -> bool {
@@ -32,6 +41,29 @@ pub(crate) struct TopicErrors {
     current: BTreeMap<String, i16>,
     /// Topics whose current error a poll has already returned.
     told: BTreeSet<String>,
+    /// Corrupt batches not yet reported, oldest first.
+    corrupt: VecDeque<CorruptReport>,
+}
+
+/// A corrupt batch, waiting for the records of its partition ahead of it to be handed out.
+#[derive(Debug)]
+struct CorruptReport {
+    tp: TopicIdPartition,
+    /// The batch's first offset: buffered records of `tp` below it came before the batch.
+    first_offset: i64,
+    /// An [`Error::CorruptRecord`].
+    error: Error,
+}
+
+/// What a waiting poll gets.
+#[derive(Debug)]
+pub(crate) enum PollAnswer {
+    /// This error, instead of records.
+    Error(Error),
+    /// Records, at most this many: those buffered ahead of a corrupt batch's successors.
+    UpTo(usize),
+    /// Records, as many as it asks for.
+    Records,
 }
 
 impl TopicErrors {
@@ -77,6 +109,71 @@ impl TopicErrors {
     pub(crate) fn has_untold(&self) -> bool {
         self.current.keys().any(|t| !self.told.contains(t))
     }
+
+    /// A corrupt batch of `tp` starting at `first_offset` (its acquired records already
+    /// rejected), to report with `error`.
+    pub(crate) fn corrupt_batch(&mut self, tp: TopicIdPartition, first_offset: i64, error: Error) {
+        self.corrupt.push_back(CorruptReport { tp, first_offset, error });
+    }
+
+    /// Whether a poll may get anything but [`PollAnswer::Records`].
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.corrupt.is_empty() || self.has_untold()
+    }
+
+    /// What a waiting poll gets, given the buffered runs of records in the order polls take
+    /// them: (partition, offsets). A refusal comes first; then the oldest corrupt batch whose
+    /// partition has no record from before it left in the buffer ahead of its successors.
+    /// An error returned is marked as told.
+    pub(crate) fn poll_answer<R, O>(&mut self, runs: R) -> PollAnswer
+    where
+        R: Iterator<Item = (TopicIdPartition, O)> + Clone,
+        O: ExactSizeIterator<Item = i64> + Clone,
+    {
+        if let Some(e) = self.take_next() {
+            return PollAnswer::Error(e);
+        }
+        let mut cap: Option<usize> = None;
+        for i in 0..self.corrupt.len() {
+            let r = &self.corrupt[i];
+            match ahead_of(r.tp, r.first_offset, runs.clone()) {
+                None => {
+                    if let Some(r) = self.corrupt.remove(i) {
+                        return PollAnswer::Error(r.error);
+                    }
+                }
+                Some(Some(n)) => cap = Some(cap.map_or(n, |c| c.min(n))),
+                Some(None) => {}
+            }
+        }
+        cap.map_or(PollAnswer::Records, PollAnswer::UpTo)
+    }
+}
+
+/// Walks the buffered runs in delivery order up to the first record of `tp` at or after
+/// `first_offset` (a successor of the corrupt batch). `None` when no record of `tp` from
+/// before the batch comes ahead of it: the error is due. Otherwise `Some` of how many records
+/// come ahead of the successor (`None` without a successor buffered): at least one, so polls
+/// make progress toward the error.
+fn ahead_of<R, O>(tp: TopicIdPartition, first_offset: i64, runs: R) -> Option<Option<usize>>
+where
+    R: Iterator<Item = (TopicIdPartition, O)>,
+    O: ExactSizeIterator<Item = i64> + Clone,
+{
+    let mut count = 0;
+    let mut earlier = false;
+    for (run_tp, offsets) in runs {
+        let len = offsets.len();
+        if run_tp == tp {
+            let before = offsets.take_while(|&o| o < first_offset).count();
+            earlier |= before > 0;
+            if before < len {
+                return earlier.then_some(Some(count + before));
+            }
+        }
+        count += len;
+    }
+    earlier.then_some(None)
 }
 
 #[cfg(test)]
@@ -151,6 +248,68 @@ mod tests {
         assert!(t.take_next().is_some());
         t.on_metadata(&s, &[("x".into(), 17)]);
         assert!(matches!(t.take_next(), Some(Error::InvalidTopic { .. })));
+    }
+
+    fn tp(partition: i32) -> TopicIdPartition {
+        TopicIdPartition { topic_id: uuid::Uuid::from_u128(7), partition }
+    }
+
+    fn corrupt(partition: i32, first: i64) -> Error {
+        Error::CorruptRecord {
+            topic: "t".into(),
+            partition,
+            first_offset: first,
+            last_offset: first + 4,
+            detail: "bad".into(),
+        }
+    }
+
+    /// Asks `t` with the buffer `buffer`: (partition, offsets) runs.
+    fn answer(t: &mut TopicErrors, buffer: &[(i32, Vec<i64>)]) -> PollAnswer {
+        t.poll_answer(buffer.iter().map(|(p, o)| (tp(*p), o.iter().copied())))
+    }
+
+    #[test]
+    fn a_corrupt_batch_waits_for_the_records_before_it() {
+        let mut t = TopicErrors::default();
+        t.corrupt_batch(tp(0), 10, corrupt(0, 10));
+        assert!(t.has_pending());
+        // Partition 0's records before the batch, another partition's, then the successors.
+        let buffer = vec![(0, vec![7, 8, 9]), (1, vec![3, 4]), (0, vec![15, 16])];
+        assert!(matches!(answer(&mut t, &buffer), PollAnswer::UpTo(5)));
+        // Those taken: the error, once, even with the successors still buffered.
+        let buffer = vec![(0, vec![15, 16])];
+        assert!(matches!(answer(&mut t, &buffer), PollAnswer::Error(Error::CorruptRecord { partition: 0, .. })));
+        assert!(!t.has_pending());
+        assert!(matches!(answer(&mut t, &buffer), PollAnswer::Records));
+    }
+
+    #[test]
+    fn a_corrupt_batch_with_nothing_before_it_is_reported_at_once() {
+        let mut t = TopicErrors::default();
+        t.corrupt_batch(tp(0), 10, corrupt(0, 10));
+        let buffer = vec![(1, vec![1]), (0, vec![15, 16])];
+        assert!(matches!(answer(&mut t, &buffer), PollAnswer::Error(_)));
+        // Earlier records with no successor buffered: no cap, but no error yet.
+        t.corrupt_batch(tp(0), 10, corrupt(0, 10));
+        assert!(matches!(answer(&mut t, &[(0, vec![8, 9])]), PollAnswer::Records));
+        assert!(matches!(answer(&mut t, &[]), PollAnswer::Error(_)));
+    }
+
+    #[test]
+    fn a_refusal_comes_before_a_corrupt_batch_and_caps_combine() {
+        let mut t = TopicErrors::default();
+        t.corrupt_batch(tp(0), 10, corrupt(0, 10));
+        t.corrupt_batch(tp(1), 5, corrupt(1, 5));
+        t.on_metadata(&subs(&["denied"]), &[("denied".into(), 29)]);
+        let buffer = vec![(1, vec![2, 3]), (0, vec![8, 9, 10]), (1, vec![5])];
+        assert!(matches!(answer(&mut t, &buffer), PollAnswer::Error(Error::TopicAuthorizationFailed { .. })));
+        // Partition 0's successor comes after 4 records, partition 1's after 5.
+        assert!(matches!(answer(&mut t, &buffer), PollAnswer::UpTo(4)));
+        let buffer = vec![(0, vec![10]), (1, vec![5])];
+        assert!(matches!(answer(&mut t, &buffer), PollAnswer::Error(Error::CorruptRecord { partition: 0, .. })));
+        assert!(matches!(answer(&mut t, &buffer), PollAnswer::Error(Error::CorruptRecord { partition: 1, .. })));
+        assert!(matches!(answer(&mut t, &buffer), PollAnswer::Records));
     }
 
     #[test]

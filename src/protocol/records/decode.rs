@@ -6,25 +6,43 @@ use bytes::Bytes;
 use super::batch::{Batches, RawBatch, ATTR_LOG_APPEND_TIME};
 use super::compression::decompress;
 use super::wire::Reader;
-use super::{AcquiredRange, AcquiredSet, Header, Record, TimestampType};
+use super::{AcquiredRange, AcquiredSet, CorruptBatch, Header, Record, TimestampType};
 use crate::protocol::CodecError;
 
 /// The smallest record: length, attributes, timestamp delta, offset delta, key length,
 /// value length, header count, one byte each. Bounds pre-allocation by the bytes present.
 const MIN_RECORD_LEN: usize = 7;
 
+/// What [`decode_acquired_with`] checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Verify the CRC-32C of every batch that is read (`check.crcs`, default true).
+    pub check_crcs: bool,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions { check_crcs: true }
+    }
+}
+
 /// Decodes every data record of every complete batch in `records` (a fetch response's
 /// `records` field), with `delivery_count` 0. Control batches are skipped and a trailing
-/// partial batch is ignored.
+/// partial batch is ignored. The first bad batch fails the whole decode.
 pub fn decode_batches(records: Bytes) -> Result<Vec<Record>, CodecError> {
     let mut out = Vec::new();
     for batch in Batches::new(records) {
         let batch = batch?;
         if !batch.is_control() {
-            decode_batch(&batch, |_| Some(0), &mut out)?;
+            decode_batch(&batch, |_| Some(0), true, &mut out)?;
         }
     }
     Ok(out)
+}
+
+/// [`decode_acquired_with`] with the default options (CRCs checked).
+pub fn decode_acquired(records: Bytes, acquired: &[AcquiredRange]) -> Result<AcquiredSet, CodecError> {
+    decode_acquired_with(records, acquired, DecodeOptions::default())
 }
 
 /// Decodes the records a share consumer acquired: those of `records` (a ShareFetch partition's
@@ -33,24 +51,56 @@ pub fn decode_batches(records: Bytes) -> Result<Vec<Record>, CodecError> {
 ///
 /// * Batches entirely outside the acquired ranges are skipped unread: not decompressed, not
 ///   parsed, and not CRC-checked (their payload is never handed out).
-/// * Every other batch must be magic v2 and pass its CRC-32C check.
+/// * Every other batch must be magic v2 and, with `check_crcs`, pass its CRC-32C check.
+/// * A batch that fails (CRC, decompression, a record that does not parse) is reported in
+///   [`AcquiredSet::corrupt`] with its acquired offsets, which are then in neither `records`
+///   nor `gaps`; the batches after it are still decoded. When the framing itself breaks (a
+///   negative length, another magic), nothing after that point can be read: the acquired
+///   offsets from there on are reported as one corrupt stretch.
 /// * Control batches (transaction markers) are skipped; their acquired offsets become gaps.
 /// * A trailing partial batch is ignored; its acquired offsets become gaps too, as anything
 ///   acquired but absent from the bytes does (the Java share consumer does the same).
 /// * Ranges may come in any order; where ranges overlap, the one with the lower
 ///   `first_offset` decides the delivery count. A range with `first_offset > last_offset` is an
-///   error.
-pub fn decode_acquired(records: Bytes, acquired: &[AcquiredRange]) -> Result<AcquiredSet, CodecError> {
+///   error, the only one.
+pub fn decode_acquired_with(
+    records: Bytes,
+    acquired: &[AcquiredRange],
+    options: DecodeOptions,
+) -> Result<AcquiredSet, CodecError> {
     let ranges = Ranges::new(acquired)?;
     let mut out = Vec::new();
+    let mut corrupt = Vec::new();
     if !ranges.0.is_empty() {
         let mut hint = 0;
+        // The first offset no batch read so far covers: where a broken framing starts.
+        let mut unread_from = i64::MIN;
         for batch in Batches::new(records) {
-            let batch = batch?;
-            if batch.is_control() || !ranges.intersects(batch.base_offset, batch.last_offset()?) {
+            let batch = match batch {
+                Ok(b) => b,
+                Err(error) => {
+                    corrupt.extend(ranges.corrupt_from(unread_from, error));
+                    break;
+                }
+            };
+            let last = match batch.last_offset() {
+                Ok(last) => last,
+                Err(error) => {
+                    corrupt.extend(ranges.corrupt_from(batch.base_offset.max(unread_from), error));
+                    break;
+                }
+            };
+            unread_from = unread_from.max(last.saturating_add(1));
+            if batch.is_control() || !ranges.intersects(batch.base_offset, last) {
                 continue;
             }
-            decode_batch(&batch, |offset| ranges.delivery_count(offset, &mut hint), &mut out)?;
+            let before = out.len();
+            let select = |offset| ranges.delivery_count(offset, &mut hint);
+            if let Err(error) = decode_batch(&batch, select, options.check_crcs, &mut out) {
+                out.truncate(before);
+                let acquired = ranges.within(batch.base_offset, last);
+                corrupt.push(CorruptBatch { first_offset: batch.base_offset, last_offset: last, acquired, error });
+            }
         }
     }
     // Brokers return batches in offset order, but the contract must not depend on it.
@@ -58,8 +108,37 @@ pub fn decode_acquired(records: Bytes, acquired: &[AcquiredRange]) -> Result<Acq
         out.sort_by_key(|r| r.offset);
         out.dedup_by_key(|r| r.offset);
     }
-    let gaps = ranges.gaps(&out);
-    Ok(AcquiredSet { records: out, gaps })
+    let mut gaps = ranges.gaps(&out);
+    if !corrupt.is_empty() {
+        // A corrupt batch's offsets are rejected, never delivered nor acknowledged as gaps,
+        // even if another (overlapping) batch holds them too.
+        let bad: Vec<(i64, i64)> = corrupt.iter().flat_map(|c| c.acquired.iter().copied()).collect();
+        let is_bad = |o: i64| bad.iter().any(|&(a, b)| a <= o && o <= b);
+        out.retain(|r| !is_bad(r.offset));
+        gaps = subtract(&gaps, &bad);
+    }
+    Ok(AcquiredSet { records: out, gaps, corrupt })
+}
+
+/// `ranges` (inclusive, ascending, disjoint) without the offsets of `remove` (inclusive).
+pub(super) fn subtract(ranges: &[(i64, i64)], remove: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let mut out = Vec::with_capacity(ranges.len());
+    for &(first, last) in ranges {
+        let mut pieces = vec![(first, last)];
+        for &(a, b) in remove {
+            pieces = pieces
+                .into_iter()
+                .flat_map(|(f, l)| {
+                    let left = (f < a).then(|| (f, l.min(a - 1)));
+                    let right = (l > b).then(|| (f.max(b + 1), l));
+                    left.into_iter().chain(right)
+                })
+                .filter(|(f, l)| f <= l)
+                .collect();
+        }
+        out.extend(pieces);
+    }
+    out
 }
 
 /// Acquired ranges, sorted and made disjoint.
@@ -112,6 +191,24 @@ impl Ranges {
         self.0.get(*hint).filter(|r| hit(r)).map(|r| r.delivery_count)
     }
 
+    /// The acquired offsets within `first..=last`, as inclusive ranges.
+    fn within(&self, first: i64, last: i64) -> Vec<(i64, i64)> {
+        let i = self.first_ending_at_or_after(first);
+        self.0[i..]
+            .iter()
+            .take_while(|r| r.first_offset <= last)
+            .map(|r| (r.first_offset.max(first), r.last_offset.min(last)))
+            .collect()
+    }
+
+    /// The acquired offsets from `first` on, as one corrupt stretch (none if nothing acquired
+    /// lies there).
+    fn corrupt_from(&self, first: i64, error: CodecError) -> Option<CorruptBatch> {
+        let acquired = self.within(first, i64::MAX);
+        let (start, end) = (acquired.first()?.0, acquired.last()?.1);
+        Some(CorruptBatch { first_offset: start, last_offset: end, acquired, error })
+    }
+
     /// Acquired offsets not covered by `records` (sorted, unique, all acquired).
     fn gaps(&self, records: &[Record]) -> Vec<(i64, i64)> {
         let mut gaps: Vec<(i64, i64)> = Vec::new();
@@ -143,9 +240,12 @@ impl Ranges {
 fn decode_batch(
     batch: &RawBatch,
     mut select: impl FnMut(i64) -> Option<i16>,
+    check_crc: bool,
     out: &mut Vec<Record>,
 ) -> Result<(), CodecError> {
-    batch.verify_crc()?;
+    if check_crc {
+        batch.verify_crc()?;
+    }
     let data = decompress(batch.compression()?, batch.records_section())?;
     let count = usize::try_from(batch.record_count).map_err(|_| CodecError::Invalid {
         what: "record batch record count",

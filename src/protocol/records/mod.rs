@@ -5,8 +5,9 @@
 //! batches they are slices of the single decompressed buffer of their batch.
 //!
 //! * [`decode_acquired`] turns a ShareFetch partition's `records` plus its acquired ranges into
-//!   the records this consumer owns, their delivery counts, and the acquired offsets that had no
-//!   record (gaps, which a share consumer must still acknowledge).
+//!   the records this consumer owns, their delivery counts, the acquired offsets that had no
+//!   record (gaps, which a share consumer must still acknowledge), and the batches that could
+//!   not be decoded (which it rejects). [`decode_acquired_with`] can skip the CRC check.
 //! * [`decode_batches`] decodes every data record, for tests and tools.
 //! * [`BatchBuilder`] encodes one producer batch with any [`Compression`].
 
@@ -24,7 +25,7 @@ mod tests;
 mod tests_acquired;
 
 pub use compression::Compression;
-pub use decode::{decode_acquired, decode_batches};
+pub use decode::{decode_acquired, decode_acquired_with, decode_batches, DecodeOptions};
 pub use encode::{restamp, BatchBuilder, ProducerStamp, RecordInput};
 
 /// How a record's timestamp was assigned (batch attribute bit 3).
@@ -102,4 +103,22 @@ pub struct AcquiredSet {
     /// Acquired offsets with no data record (compacted away, control records, or not in the
     /// returned bytes): inclusive `(first, last)` ranges, ascending, adjacent ranges merged.
     pub gaps: Vec<(i64, i64)>,
+    /// Batches holding acquired offsets that could not be decoded, in the order met. Their
+    /// acquired offsets are in neither `records` nor `gaps`: a share consumer rejects them,
+    /// or they would come back forever.
+    pub corrupt: Vec<CorruptBatch>,
+}
+
+/// A record batch [`decode_acquired`] could not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptBatch {
+    /// The batch's first offset; where the framing broke, the first acquired offset after the
+    /// last batch read.
+    pub first_offset: i64,
+    /// The batch's last offset; where the framing broke, the last acquired offset.
+    pub last_offset: i64,
+    /// The acquired offsets inside it: inclusive `(first, last)` ranges, ascending.
+    pub acquired: Vec<(i64, i64)>,
+    /// What is wrong with it.
+    pub error: crate::protocol::CodecError,
 }

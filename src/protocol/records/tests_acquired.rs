@@ -84,10 +84,77 @@ fn batches_outside_the_ranges_are_not_read() {
     let set = decode_acquired(data.clone().into(), &[range(0, 99, 0)]).unwrap();
     assert_eq!(set.records.len(), 5);
     assert_eq!(set.gaps, [(5, 99)]);
-    assert!(matches!(
-        decode_acquired(data.into(), &[range(104, 104, 0)]),
-        Err(CodecError::CrcMismatch { base_offset: 100, .. })
-    ));
+    let set = decode_acquired(data.into(), &[range(104, 104, 0)]).unwrap();
+    assert!(set.records.is_empty() && set.gaps.is_empty(), "{set:?}");
+    assert_eq!((set.corrupt.len(), set.corrupt[0].acquired.clone()), (1, vec![(104, 104)]));
+    assert!(matches!(set.corrupt[0].error, CodecError::CrcMismatch { base_offset: 100, .. }));
+}
+
+#[test]
+fn a_corrupt_batch_is_reported_and_the_others_decoded() {
+    let mut bad = batch_at(5, 5, Compression::None); // 5..=9
+    let last = bad.len() - 1;
+    bad[last] ^= 0x40; // a flipped bit in the last record
+    let mut data = batch_at(0, 5, Compression::Gzip);
+    data.extend_from_slice(&bad);
+    data.extend(batch_at(10, 5, Compression::None)); // 10..=14
+    let ranges = [range(2, 6, 1), range(8, 12, 2)];
+    let set = decode_acquired(data.into(), &ranges).unwrap();
+    let offsets: Vec<i64> = set.records.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, [2, 3, 4, 10, 11, 12]);
+    assert!(set.gaps.is_empty(), "corrupt offsets are no gaps: {:?}", set.gaps);
+    let c = &set.corrupt[..];
+    assert_eq!(c.len(), 1);
+    assert_eq!((c[0].first_offset, c[0].last_offset), (5, 9));
+    assert_eq!(c[0].acquired, [(5, 6), (8, 9)], "only what was acquired");
+    assert!(matches!(c[0].error, CodecError::CrcMismatch { base_offset: 5, .. }));
+}
+
+#[test]
+fn unchecked_crcs_pass_a_batch_whose_only_fault_is_its_crc() {
+    let mut data = batch_at(0, 5, Compression::None);
+    data[17] ^= 0xff; // the stored CRC
+    let set = decode_acquired(data.clone().into(), &[range(0, 4, 1)]).unwrap();
+    assert!(matches!(set.corrupt[..], [CorruptBatch { error: CodecError::CrcMismatch { .. }, .. }]), "{set:?}");
+    let unchecked = DecodeOptions { check_crcs: false };
+    let set = decode_acquired_with(data.into(), &[range(0, 4, 1)], unchecked).unwrap();
+    assert_eq!((set.records.len(), set.corrupt.len()), (5, 0));
+}
+
+#[test]
+fn records_that_do_not_parse_are_corrupt_even_unchecked() {
+    let mut bad = batch_at(0, 3, Compression::None);
+    let n = bad.len();
+    bad[61..n].fill(0xff);
+    fix_crc(&mut bad);
+    let set = decode_acquired_with(bad.into(), &[range(0, 2, 1)], DecodeOptions { check_crcs: false }).unwrap();
+    assert!(set.records.is_empty() && set.gaps.is_empty());
+    assert_eq!(set.corrupt[0].acquired, [(0, 2)]);
+}
+
+#[test]
+fn broken_framing_makes_the_rest_one_corrupt_stretch() {
+    let mut data = batch_at(0, 5, Compression::None);
+    let mut second = batch_at(5, 5, Compression::None);
+    second[16] = 1; // magic v1
+    data.extend_from_slice(&second);
+    data.extend(batch_at(10, 5, Compression::None)); // unreachable behind the broken one
+    let set = decode_acquired(data.clone().into(), &[range(3, 7, 1), range(12, 20, 1)]).unwrap();
+    assert_eq!(set.records.iter().map(|r| r.offset).collect::<Vec<_>>(), [3, 4]);
+    assert!(set.gaps.is_empty(), "{:?}", set.gaps);
+    assert_eq!((set.corrupt[0].first_offset, set.corrupt[0].last_offset), (5, 20));
+    assert_eq!(set.corrupt[0].acquired, [(5, 7), (12, 20)]);
+    // Nothing acquired behind the break: nothing is corrupt.
+    let set = decode_acquired(data.into(), &[range(0, 4, 1)]).unwrap();
+    assert_eq!((set.records.len(), set.corrupt.len()), (5, 0));
+}
+
+#[test]
+fn subtract_removes_offsets() {
+    use super::decode::subtract;
+    assert_eq!(subtract(&[(0, 9)], &[(3, 4), (8, 20)]), [(0, 2), (5, 7)]);
+    assert_eq!(subtract(&[(0, 2), (5, 6)], &[(0, 6)]), Vec::<(i64, i64)>::new());
+    assert_eq!(subtract(&[(i64::MAX - 1, i64::MAX)], &[(i64::MIN, i64::MAX - 1)]), [(i64::MAX, i64::MAX)]);
 }
 
 #[test]
@@ -130,5 +197,6 @@ fn offsets_at_i64_max_do_not_overflow() {
     // A batch claiming offsets past i64::MAX is corrupt, not a panic.
     let mut data = batch_at(max, 2, Compression::None);
     fix_crc(&mut data);
-    assert!(decode_acquired(data.into(), &[range(max, max, 1)]).is_err());
+    let set = decode_acquired(data.into(), &[range(max, max, 1)]).unwrap();
+    assert_eq!(set.corrupt[0].acquired, [(max, max)]);
 }
