@@ -334,3 +334,27 @@ async fn a_retry_after_an_unknown_outcome_that_meets_invalid_record_state_report
     c.close(T).await.unwrap();
     fake.assert_clean();
 }
+
+/// `commit_sync(None)` waits `default.api.timeout.ms`, as Java's `commitSync()` does.
+#[tokio::test]
+async fn commit_sync_without_a_timeout_waits_default_api_timeout() {
+    let fake = FakeCluster::single(1, 2).await;
+    let cfg = fake
+        .consumer_config("g")
+        .acknowledgement_mode(AcknowledgementMode::Explicit)
+        .default_api_timeout(Duration::from_millis(700));
+    let c = fake.consumer(cfg).await;
+    let got = poll_all_at_once(&fake, &c, 2).await;
+    fake.script(Rule::any(Action::Delay(Duration::from_secs(3600))).with_acks());
+    for r in &got {
+        c.acknowledge(r).unwrap();
+    }
+    match c.commit_sync(None).await {
+        Err(kafka_share::Error::Timeout { what, after }) => {
+            assert_eq!(after, Duration::from_millis(700));
+            assert_eq!(what, "commit_sync");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    let _ = c.close(Duration::from_millis(500)).await;
+}

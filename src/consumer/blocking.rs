@@ -116,9 +116,9 @@ impl ShareConsumer {
     }
 
     /// See [`super::ShareConsumer::commit_sync`].
-    pub fn commit_sync(&self, timeout: Duration) -> Result<CommitResults> {
+    pub fn commit_sync(&self, timeout: impl Into<Option<Duration>>) -> Result<CommitResults> {
         let c = self.c()?;
-        self.rt.block_on(c.commit_sync(timeout))
+        self.rt.block_on(c.commit_sync(timeout.into()))
     }
 
     /// Sends pending acknowledgements without waiting; results go to the callback.
@@ -155,7 +155,8 @@ impl ShareConsumer {
     }
 
     /// See [`super::ShareConsumer::close`].
-    pub fn close(mut self, timeout: Duration) -> Result<()> {
+    pub fn close(mut self, timeout: impl Into<Option<Duration>>) -> Result<()> {
+        let timeout = timeout.into();
         match self.inner.take() {
             Some(c) => {
                 let r = self.rt.block_on(c.close(timeout));

@@ -471,10 +471,21 @@ impl ShareConsumer {
         }
     }
 
-    /// Sends every pending acknowledgement now and waits for the results, per partition.
-    /// Implicit mode: first accepts every record of the last poll. A partition whose records'
-    /// locks expired reports INVALID_RECORD_STATE; nothing is retried.
-    pub async fn commit_sync(&self, timeout: Duration) -> Result<CommitResults> {
+    /// Sends every pending acknowledgement now and waits for the results, per partition,
+    /// up to `timeout` (`None`: `default.api.timeout.ms`, 60 s by default, as Java's
+    /// `commitSync()`). Implicit mode: first accepts every record of the last poll.
+    ///
+    /// A partition whose records' locks expired reports INVALID_RECORD_STATE (final, never
+    /// retried); acknowledgements the broker could not apply *yet* (its share coordinator
+    /// loading) are retried until `default.api.timeout.ms`; one whose first attempt may have
+    /// been applied reports [`Error::OutcomeUnknown`].
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: the acknowledgements were handed to the driver before the first await,
+    /// so they are sent whether or not the future is polled to the end; their results then
+    /// reach the acknowledgement commit callback (if set) on the next call.
+    pub async fn commit_sync(&self, timeout: impl Into<Option<Duration>>) -> Result<CommitResults> {
+        let timeout = timeout.into().unwrap_or(self.cfg.default_api_timeout);
         let rx = self.start_commit()?;
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(r)) => {
@@ -564,10 +575,17 @@ impl ShareConsumer {
         self.wakeup.clone()
     }
 
-    /// Closes the consumer within `timeout`: stops fetching, sends the acknowledgements made
-    /// so far, releases every other record it holds (so other members get them at once),
-    /// closes each share session (epoch -1), and leaves the group.
-    pub async fn close(&self, timeout: Duration) -> Result<()> {
+    /// Closes the consumer within `timeout` (`None`: 30 s, as Java's `close()`): stops
+    /// fetching, sends the acknowledgements made so far, releases every other record it holds
+    /// (so other members get them at once), closes each share session (epoch -1), and leaves
+    /// the group. A close that runs out of time fails with [`Error::Timeout`] saying what it
+    /// could not finish; the consumer is closed either way.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: once called, the consumer is closed and the driver finishes the close in
+    /// the background (within the timeout) whether or not the future is awaited to the end.
+    pub async fn close(&self, timeout: impl Into<Option<Duration>>) -> Result<()> {
+        let timeout = timeout.into().unwrap_or(DEFAULT_CLOSE_TIMEOUT);
         callback::refuse_reentry()?;
         let acks = {
             let mut local = self.lock();

@@ -98,6 +98,6 @@ impl Driver {
 
     /// How long acks are retried: `default.api.timeout.ms`, as Java bounds its retries.
     fn ack_retry_limit(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(60)
+        self.cfg.default_api_timeout
     }
 }

@@ -14,6 +14,7 @@ mod deliver;
 mod fetch;
 mod group;
 mod pace;
+mod poll_interval;
 mod topic_errors;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -283,6 +284,9 @@ pub(crate) struct Driver {
     renewed: Vec<Renewed>,
     /// Partitions the application paused: not fetched (see `reconcile_assignment`).
     paused: HashSet<TopicPartition>,
+    /// Set while the member is out of the group for a missed poll interval: the
+    /// subscription the next poll rejoins with.
+    stale: poll_interval::StaleSubscription,
 }
 
 impl Driver {
@@ -318,6 +322,7 @@ impl Driver {
             renewing: HashSet::new(),
             renewed: Vec::new(),
             paused: HashSet::new(),
+            stale: None,
         };
         // Every event of this consumer's driver carries its group and member id.
         let span = tracing::info_span!(
@@ -383,12 +388,16 @@ impl Driver {
         if let Some(c) = &self.closing {
             t = t.min(c.deadline);
         }
+        if let Some(p) = self.poll_interval_deadline() {
+            t = t.min(p);
+        }
         t.max(now)
     }
 
     fn on_command(&mut self, cmd: Command, now: Instant) {
         match cmd {
             Command::Subscribe(topics) => {
+                self.stale = None; // a new subscription replaces the one to rejoin with
                 if self.closing.is_none() {
                     self.membership.subscribe(topics, now);
                     self.topic_errors.subscription_changed();
@@ -397,6 +406,8 @@ impl Driver {
                 }
             }
             Command::Poll { max, wait, renewing, acks, reply } => {
+                self.activity.last_poll_call = Some(now);
+                self.rejoin_if_stale(now);
                 // First the poll (it grants each broker a refill), then its acks (a RELEASE
                 // among them withdraws its broker's). A poll waiting for renewals takes no
                 // records: it grants nothing.
@@ -463,6 +474,7 @@ impl Driver {
         // still waits for records (only then may a fetch acquire without a refill).
         self.try_deliver(now);
         self.release_if_idle(now);
+        self.enforce_poll_interval(now);
         self.drive_nodes(now);
         self.drive_close(now);
         let open: BTreeMap<i32, i32> = self

@@ -121,6 +121,8 @@ pub(crate) struct Activity {
     pub last_poll: Option<Instant>,
     /// When a poll last found nothing buffered (see [`Pace::demand`]).
     pub demand_at: Option<Instant>,
+    /// When the application last called poll, whatever for (see `poll_interval.rs`).
+    pub last_poll_call: Option<Instant>,
 }
 
 /// How fast the application takes records: records handed out per second, smoothed over
