@@ -14,6 +14,7 @@ mod deliver;
 mod fetch;
 mod group;
 mod pace;
+mod pattern;
 mod topic_errors;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -146,6 +147,8 @@ impl PollAnswer {
 
 pub(crate) enum Command {
     Subscribe(Vec<String>),
+    /// Subscribe to the topics matching a pattern, now and as they come and go.
+    SubscribePattern(Arc<crate::consumer::pattern::PatternSubscription>),
     /// A poll. `wait: false` (a zero timeout) is answered at once with what is buffered,
     /// so `poll(Duration::ZERO)` returns buffered records every time, deterministically.
     ///
@@ -191,6 +194,8 @@ pub(crate) enum Event {
     },
     /// A refresh for the subscription, with the topics it refused and their codes.
     Metadata(Result<Vec<(String, i16)>>),
+    /// A listing of all topics, for a pattern subscription.
+    TopicList(Result<Vec<String>>),
 }
 
 /// Per-broker state around its share session.
@@ -281,6 +286,8 @@ pub(crate) struct Driver {
     renewing: HashSet<(TopicIdPartition, i64)>,
     /// Outcomes of renewals, for the next poll.
     renewed: Vec<Renewed>,
+    /// A pattern subscription's topic listings (`pattern.rs`).
+    pattern: pattern::PatternRefresh,
     /// Partitions the application paused: not fetched (see `reconcile_assignment`).
     paused: HashSet<TopicPartition>,
 }
@@ -317,6 +324,7 @@ impl Driver {
             topic_errors: Default::default(),
             renewing: HashSet::new(),
             renewed: Vec::new(),
+            pattern: Default::default(),
             paused: HashSet::new(),
         };
         // Every event of this consumer's driver carries its group and member id.
@@ -383,6 +391,9 @@ impl Driver {
         if let Some(c) = &self.closing {
             t = t.min(c.deadline);
         }
+        if let Some(p) = self.pattern.wakeup() {
+            t = t.min(p);
+        }
         t.max(now)
     }
 
@@ -390,6 +401,7 @@ impl Driver {
         match cmd {
             Command::Subscribe(topics) => {
                 if self.closing.is_none() {
+                    self.pattern.clear();
                     self.membership.subscribe(topics, now);
                     self.topic_errors.subscription_changed();
                     self.need_metadata = true;
@@ -436,6 +448,7 @@ impl Driver {
                     self.commits.push(waiter);
                 }
             }
+            Command::SubscribePattern(sub) => self.subscribe_pattern(sub, now),
             Command::Requeue(back) => self.requeue(back),
             Command::Paused(paused) => {
                 self.paused = paused;
@@ -452,11 +465,13 @@ impl Driver {
             Event::Fetch { node, sent, sent_at, result } => self.on_fetch(node, sent, sent_at, result, now),
             Event::Ack { node, sent, result } => self.on_ack(node, sent, result, now),
             Event::Metadata(r) => self.on_metadata(r),
+            Event::TopicList(r) => self.on_topic_list(r, now),
         }
     }
 
     /// Sends whatever the state machines want sent now.
     fn drive(&mut self, now: Instant) {
+        self.drive_pattern(now);
         self.drive_group(now);
         self.report_topic_error();
         // A poll answered from the buffer first: the fetch plan then sees whether a poll
