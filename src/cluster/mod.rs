@@ -168,20 +168,43 @@ impl Cluster {
                     .collect(),
             ))
             .with_allow_auto_topic_creation(false);
+        let resp = self.metadata_call(&req).await?;
+        let (md, errors) = Metadata::from_response(&resp);
+        self.metadata.write().unwrap_or_else(|p| p.into_inner()).merge(md);
+        Ok(errors)
+    }
+
+    /// Lists every topic the cluster shows this client (a Metadata request for all topics),
+    /// merging their metadata into the snapshot. Returns the names of those that came back
+    /// without an error and are not internal (`__consumer_offsets`, `__share_group_state`...).
+    /// With ACLs, the broker lists only the topics this principal may describe.
+    pub async fn list_topics(&self) -> Result<Vec<String>> {
+        let req = MetadataRequest::default().with_topics(None).with_allow_auto_topic_creation(false);
+        let resp = self.metadata_call(&req).await?;
+        let names = resp
+            .topics
+            .iter()
+            .filter(|t| t.error_code == 0 && !t.is_internal)
+            .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+            .collect();
+        let (md, _) = Metadata::from_response(&resp);
+        self.metadata.write().unwrap_or_else(|p| p.into_inner()).merge(md);
+        Ok(names)
+    }
+
+    /// Sends a Metadata request to any broker, retrying retriable failures a few times.
+    async fn metadata_call(&self, req: &MetadataRequest) -> Result<kafka_protocol::messages::MetadataResponse> {
         let mut backoff = self.config.backoff();
-        let resp = loop {
+        loop {
             let conn = self.any_broker().await?;
-            match self.send(&conn, &req, METADATA_VERSIONS).await {
-                Ok(r) => break r,
+            match self.send(&conn, req, METADATA_VERSIONS).await {
+                Ok(r) => return Ok(r),
                 Err(e) if e.is_retriable() && backoff.attempts() < 5 => {
                     tokio::time::sleep(backoff.next_delay()).await;
                 }
                 Err(e) => return Err(e),
             }
-        };
-        let (md, errors) = Metadata::from_response(&resp);
-        self.metadata.write().unwrap_or_else(|p| p.into_inner()).merge(md);
-        Ok(errors)
+        }
     }
 
     /// Makes sure metadata knows `topics`; fails with UnknownTopic for any that do not exist.

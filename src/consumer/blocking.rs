@@ -64,6 +64,11 @@ impl ShareConsumer {
         self.c()?.subscribe(topics)
     }
 
+    /// See [`super::ShareConsumer::subscribe_pattern`].
+    pub fn subscribe_pattern(&self, pattern: &str) -> Result<()> {
+        self.c()?.subscribe_pattern(pattern)
+    }
+
     /// See [`super::ShareConsumer::unsubscribe`].
     pub fn unsubscribe(&self) -> Result<()> {
         self.c()?.unsubscribe()

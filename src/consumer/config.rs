@@ -51,6 +51,9 @@ pub struct ShareConsumerConfig {
     pub acquire_mode: AcquireMode,
     /// `max.poll.records` (default 500).
     pub max_poll_records: usize,
+    /// `metadata.max.age.ms` (default 300000): how often a pattern subscription lists the
+    /// topics again. Not read from properties yet; tests shorten it.
+    pub(crate) metadata_max_age: Duration,
     /// `fetch.max.wait.ms` (default 500).
     pub fetch_max_wait: Duration,
     /// `fetch.min.bytes` (default 1).
@@ -89,6 +92,7 @@ impl ShareConsumerConfig {
             acknowledgement_mode: AcknowledgementMode::Implicit,
             acquire_mode: AcquireMode::BatchOptimized,
             max_poll_records: 500,
+            metadata_max_age: Duration::from_millis(300_000),
             fetch_max_wait: Duration::from_millis(500),
             fetch_min_bytes: 1,
             fetch_max_bytes: 52_428_800,
@@ -150,6 +154,14 @@ impl ShareConsumerConfig {
     /// Sets `request.timeout.ms`.
     pub fn request_timeout(mut self, d: Duration) -> Self {
         self.cluster.request_timeout = d;
+        self
+    }
+
+    /// Sets `metadata.max.age.ms`: how often a pattern subscription looks for new and deleted
+    /// topics. For tests; not part of the stable API yet.
+    #[doc(hidden)]
+    pub fn metadata_max_age(mut self, d: Duration) -> Self {
+        self.metadata_max_age = d;
         self
     }
 

@@ -31,6 +31,7 @@ mod config;
 mod driver;
 mod held;
 mod metrics;
+mod pattern;
 mod record;
 mod stream;
 mod wakeup;
@@ -75,6 +76,8 @@ struct Local {
     /// again once renewed (see `PollBatch::take`). While any wait, polls hand out nothing else.
     renewing: Vec<driver::Delivered>,
     subscription: BTreeSet<String>,
+    /// The pattern subscribed to, if any (`subscription` is then empty; see `pattern.rs`).
+    pattern: Option<Arc<pattern::PatternSubscription>>,
     /// A subscription change the driver has not heard of yet (sent by the next poll).
     subscription_pending: bool,
     /// Partitions the application paused.
@@ -167,7 +170,8 @@ impl ShareConsumer {
         self.tx.send(cmd).map_err(|_| Error::Closed)
     }
 
-    /// Subscribes to `topics`, replacing any earlier subscription. An empty list unsubscribes.
+    /// Subscribes to `topics`, replacing any earlier subscription (names or
+    /// [pattern](Self::subscribe_pattern)). An empty list unsubscribes.
     ///
     /// Each name is checked as Kafka checks topic names (ASCII letters, digits, '.', '_' and
     /// '-'; at most 249 characters; not "." or ".."): [`Error::InvalidTopic`] names the first
@@ -188,6 +192,7 @@ impl ShareConsumer {
             return Err(Error::Closed);
         }
         local.subscription = topics.clone();
+        local.pattern = None;
         if topics.is_empty() {
             // Unsubscribing leaves the group now.
             local.subscription_pending = false;
@@ -199,14 +204,17 @@ impl ShareConsumer {
         Ok(())
     }
 
-    /// Leaves the group (records held are released when the session closes).
+    /// Leaves the group (records held are released when the session closes) and drops the
+    /// subscription, topic names or pattern.
     pub fn unsubscribe(&self) -> Result<()> {
         self.subscribe(Vec::<String>::new())
     }
 
-    /// The current subscription.
+    /// The current subscription: the topics subscribed to by name, or those the
+    /// [pattern](Self::subscribe_pattern) matched in the last listing.
     pub fn subscription(&self) -> BTreeSet<String> {
-        self.lock().subscription.clone()
+        let local = self.lock();
+        local.pattern.as_ref().map_or_else(|| local.subscription.clone(), |p| p.matched())
     }
 
     /// Stops fetching from `partitions` until [`resume`](Self::resume) (franz-go's
@@ -285,12 +293,15 @@ impl ShareConsumer {
             if self.is_closed() {
                 return Err(Error::Closed);
             }
-            if local.subscription.is_empty() {
+            if local.subscription.is_empty() && local.pattern.is_none() {
                 return Err(Error::InvalidState("not subscribed to any topic: call subscribe first".into()));
             }
             if local.subscription_pending {
                 local.subscription_pending = false;
-                self.send(Command::Subscribe(local.subscription.iter().cloned().collect()))?;
+                self.send(match &local.pattern {
+                    Some(p) => Command::SubscribePattern(p.clone()),
+                    None => Command::Subscribe(local.subscription.iter().cloned().collect()),
+                })?;
             }
             if self.cfg.acknowledgement_mode == AcknowledgementMode::Explicit {
                 let pending: usize = local.held.iter().map(|b| b.unacknowledged()).sum();

@@ -14,6 +14,7 @@ mod deliver;
 mod fetch;
 mod group;
 mod pace;
+mod pattern;
 mod poll_interval;
 mod topic_errors;
 
@@ -147,6 +148,8 @@ impl PollAnswer {
 
 pub(crate) enum Command {
     Subscribe(Vec<String>),
+    /// Subscribe to the topics matching a pattern, now and as they come and go.
+    SubscribePattern(Arc<crate::consumer::pattern::PatternSubscription>),
     /// A poll. `wait: false` (a zero timeout) is answered at once with what is buffered,
     /// so `poll(Duration::ZERO)` returns buffered records every time, deterministically.
     ///
@@ -192,6 +195,8 @@ pub(crate) enum Event {
     },
     /// A refresh for the subscription, with the topics it refused and their codes.
     Metadata(Result<Vec<(String, i16)>>),
+    /// A listing of all topics, for a pattern subscription.
+    TopicList(Result<Vec<String>>),
 }
 
 /// Per-broker state around its share session.
@@ -282,6 +287,8 @@ pub(crate) struct Driver {
     renewing: HashSet<(TopicIdPartition, i64)>,
     /// Outcomes of renewals, for the next poll.
     renewed: Vec<Renewed>,
+    /// A pattern subscription's topic listings (`pattern.rs`).
+    pattern: pattern::PatternRefresh,
     /// Partitions the application paused: not fetched (see `reconcile_assignment`).
     paused: HashSet<TopicPartition>,
     /// Set while the member is out of the group for a missed poll interval: the
@@ -321,6 +328,7 @@ impl Driver {
             topic_errors: Default::default(),
             renewing: HashSet::new(),
             renewed: Vec::new(),
+            pattern: Default::default(),
             paused: HashSet::new(),
             stale: None,
         };
@@ -391,6 +399,9 @@ impl Driver {
         if let Some(p) = self.poll_interval_deadline() {
             t = t.min(p);
         }
+        if let Some(p) = self.pattern.wakeup() {
+            t = t.min(p);
+        }
         t.max(now)
     }
 
@@ -399,6 +410,7 @@ impl Driver {
             Command::Subscribe(topics) => {
                 self.stale = None; // a new subscription replaces the one to rejoin with
                 if self.closing.is_none() {
+                    self.pattern.clear();
                     self.membership.subscribe(topics, now);
                     self.topic_errors.subscription_changed();
                     self.need_metadata = true;
@@ -447,6 +459,10 @@ impl Driver {
                     self.commits.push(waiter);
                 }
             }
+            Command::SubscribePattern(sub) => {
+                self.stale = None;
+                self.subscribe_pattern(sub, now);
+            }
             Command::Requeue(back) => self.requeue(back),
             Command::Paused(paused) => {
                 self.paused = paused;
@@ -463,11 +479,13 @@ impl Driver {
             Event::Fetch { node, sent, sent_at, result } => self.on_fetch(node, sent, sent_at, result, now),
             Event::Ack { node, sent, result } => self.on_ack(node, sent, result, now),
             Event::Metadata(r) => self.on_metadata(r),
+            Event::TopicList(r) => self.on_topic_list(r, now),
         }
     }
 
     /// Sends whatever the state machines want sent now.
     fn drive(&mut self, now: Instant) {
+        self.drive_pattern(now);
         self.drive_group(now);
         self.report_topic_error();
         // A poll answered from the buffer first: the fetch plan then sees whether a poll

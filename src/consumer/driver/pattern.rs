@@ -1,0 +1,103 @@
+//! A pattern subscription in the driver: list the cluster's topics, subscribe the member to
+//! those that match, and list them again every `metadata.max.age.ms`.
+//!
+//! The listing is a Metadata request for all topics (`Cluster::list_topics`), as the Java
+//! consumer makes for a pattern. One listing at a time; a failed one is tried again after a
+//! backoff (`retry.backoff.ms` doubling to `retry.backoff.max.ms`), never in a loop. The
+//! member's subscription changes only when the matched names do, so a quiet cluster costs
+//! one Metadata request per interval and no heartbeat field.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::{debug, info};
+
+use super::{Driver, Event};
+use crate::backoff::Backoff;
+use crate::consumer::pattern::PatternSubscription;
+use crate::error::Result;
+
+/// The shortest interval between listings, whatever `metadata.max.age.ms` says.
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The driver's side of a pattern subscription.
+#[derive(Default)]
+pub(crate) struct PatternRefresh {
+    /// The pattern subscribed to; `None` for a subscription by names (or none).
+    current: Option<Arc<PatternSubscription>>,
+    /// When to list the topics next.
+    next_at: Option<Instant>,
+    /// A listing is in flight. Its answer serves whichever pattern is current when it comes:
+    /// the list of topics does not depend on the pattern.
+    in_flight: bool,
+    backoff: Backoff,
+}
+
+impl PatternRefresh {
+    /// When the driver must wake up to list the topics.
+    pub(crate) fn wakeup(&self) -> Option<Instant> {
+        self.next_at.filter(|_| self.current.is_some() && !self.in_flight)
+    }
+
+    /// A subscription by names replaces the pattern.
+    pub(crate) fn clear(&mut self) {
+        self.current = None;
+        self.next_at = None;
+    }
+}
+
+impl Driver {
+    /// A new pattern subscription: list the topics now.
+    pub(super) fn subscribe_pattern(&mut self, sub: Arc<PatternSubscription>, now: Instant) {
+        if self.closing.is_some() {
+            return;
+        }
+        debug!(pattern = sub.pattern.as_str(), "pattern subscription");
+        let p = &mut self.pattern;
+        p.current = Some(sub);
+        p.next_at = Some(now);
+        p.backoff = self.cluster.config().backoff();
+    }
+
+    /// Sends the listing when it is due.
+    pub(super) fn drive_pattern(&mut self, now: Instant) {
+        let due = self.pattern.wakeup().is_some_and(|t| t <= now);
+        if !due || self.closing.is_some() {
+            return;
+        }
+        self.pattern.in_flight = true;
+        let cluster = self.cluster.clone();
+        self.tasks.spawn(async move { Event::TopicList(cluster.list_topics().await) });
+    }
+
+    /// A listing came back: subscribe the member to the topics that match, if they changed.
+    pub(super) fn on_topic_list(&mut self, r: Result<Vec<String>>, now: Instant) {
+        self.pattern.in_flight = false;
+        let Some(sub) = self.pattern.current.clone() else {
+            return; // the pattern was replaced by names (or dropped) meanwhile
+        };
+        let topics = match r {
+            Ok(topics) => topics,
+            Err(e) => {
+                let delay = self.pattern.backoff.next_delay();
+                debug!(error = %e, ?delay, "listing topics for the pattern subscription failed; trying again");
+                self.pattern.next_at = Some(now + delay);
+                return;
+            }
+        };
+        self.pattern.backoff.reset();
+        self.pattern.next_at = Some(now + self.cfg.metadata_max_age.max(MIN_INTERVAL));
+        let matched: BTreeSet<String> = sub.pattern.select(&topics);
+        sub.set_matched(matched.clone());
+        if self.closing.is_some() || matched == *self.membership.subscription() {
+            return;
+        }
+        info!(pattern = sub.pattern.as_str(), topics = ?matched, "the topics matching the pattern changed");
+        // As `Command::Subscribe`: an empty set leaves the group until a topic matches.
+        self.membership.subscribe(matched, now);
+        self.topic_errors.subscription_changed();
+        self.need_metadata = true;
+        self.reconcile_assignment();
+    }
+}
