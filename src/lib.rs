@@ -34,6 +34,9 @@ pub mod protocol;
 // security.protocol, SASL and (with the `tls` feature) TLS; docs in security/mod.rs.
 pub mod security;
 pub mod share;
+// An in-process fake cluster for users' tests (feature `test-util`); docs in test_util/mod.rs.
+#[cfg(feature = "test-util")]
+pub mod test_util;
 mod topic_name;
 
 pub use consumer::{AcknowledgeType, ConsumerRecord, ShareConsumer, ShareConsumerConfig};

@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
+use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest, RequestHeader, ShareGroupHeartbeatRequest};
 use kafka_protocol::protocol::Decodable;
-use kafka_share::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::handlers::{self, Out};
 use super::log::Req;
-use super::Shared;
+use super::state::Shared;
 
 /// A decoded request body.
 #[derive(Debug)]

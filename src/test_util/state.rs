@@ -2,27 +2,26 @@
 //! sessions, members, the script, and the request log.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use kafka_share::protocol::share::AcknowledgementBatch;
+use crate::protocol::share::AcknowledgementBatch;
 
+use super::code;
 use super::log::{Logged, Req};
 use super::script::Rule;
 use super::FakeConfig;
 
-/// Error codes the fake answers with.
-pub mod code {
-    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-    pub const LEADER_NOT_AVAILABLE: i16 = 5;
-    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-    pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
-    pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
-    pub const INVALID_REQUEST: i16 = 42;
-    pub const UNKNOWN_TOPIC_ID: i16 = 100;
-    pub const INVALID_RECORD_STATE: i16 = 121;
-    pub const SHARE_SESSION_NOT_FOUND: i16 = 122;
-    pub const INVALID_SHARE_SESSION_EPOCH: i16 = 123;
-    pub const SHARE_SESSION_LIMIT_REACHED: i16 = 133;
+/// The state every node of a fake cluster shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The share state of one offset.
@@ -95,8 +94,6 @@ pub struct State {
     pub overlaps: Vec<Overlap>,
     pub closed_conns: HashSet<u64>,
     pub next_conn: u64,
-    /// While set, ShareFetch acquires nothing (answers as if the log were drained).
-    pub hold_records: bool,
     /// Topic-level error codes Metadata answers for these topic names.
     pub topic_errors: HashMap<String, i16>,
 }
@@ -126,7 +123,6 @@ impl State {
             overlaps: Vec::new(),
             closed_conns: HashSet::new(),
             next_conn: 1,
-            hold_records: false,
             topic_errors: HashMap::new(),
         }
     }
@@ -208,9 +204,6 @@ impl State {
     /// (offset, delivery count) ascending.
     pub fn acquire(&mut self, p: i32, member: &str, max: usize) -> Vec<(i64, i16)> {
         let mut out = Vec::new();
-        if self.hold_records {
-            return out;
-        }
         let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
             return out;
         };

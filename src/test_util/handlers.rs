@@ -14,10 +14,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
+use super::code;
 use super::script::{Action, Effects};
 use super::server::{Decoded, Incoming};
-use super::state::{code, Member};
-use super::{share, Shared, FIND_COORDINATOR, HEARTBEAT, METADATA, SHARE_ACKNOWLEDGE, SHARE_FETCH};
+use super::state::{Member, Shared};
+use super::{share, FIND_COORDINATOR, HEARTBEAT, METADATA, SHARE_ACKNOWLEDGE, SHARE_FETCH};
 
 /// How to answer one request.
 pub enum Out {

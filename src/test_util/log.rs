@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use kafka_share::protocol::share::{AcknowledgementBatch, ShareAcknowledgeRequest, ShareFetchRequest};
+use crate::protocol::share::{AcknowledgementBatch, ShareAcknowledgeRequest, ShareFetchRequest};
 
 /// One decoded request (or a connection event).
 #[derive(Debug, Clone)]
@@ -185,7 +185,7 @@ impl Logged {
 /// opens with a ShareFetch at epoch 0, each later request carries the previous epoch + 1, a
 /// reopen is epoch 0, a close is -1 and is followed by nothing but a reopen. Acks never ride on
 /// an epoch-0 request. Returns one message per problem.
-pub fn check_epochs(log: &[Logged]) -> Vec<String> {
+pub(crate) fn check_epochs(log: &[Logged]) -> Vec<String> {
     let mut problems = Vec::new();
     let mut last: HashMap<(i32, String), i32> = HashMap::new();
     for l in log.iter().filter(|l| l.is_share()) {

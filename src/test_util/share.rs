@@ -3,18 +3,18 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_share::protocol::records::{BatchBuilder, Compression, RecordInput};
-use kafka_share::protocol::share::{
+use crate::protocol::records::{BatchBuilder, Compression, RecordInput};
+use crate::protocol::share::{
     AcknowledgePartitionResponse, AcknowledgeTopicResponse, AcquiredRecords, FetchPartitionResponse,
     FetchTopicResponse, LeaderIdAndEpoch, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
     ShareFetchRequest, ShareFetchResponse,
 };
+use bytes::{BufMut, Bytes, BytesMut};
 
+use super::code;
 use super::handlers::Out;
 use super::script::{Action, Effects};
-use super::state::{code, Partition, Session, State};
-use super::Shared;
+use super::state::{Partition, Session, Shared, State};
 
 fn next_epoch(e: i32) -> i32 {
     if e == i32::MAX {
