@@ -147,3 +147,46 @@ async fn a_dropped_connection_releases_the_session_and_its_records() {
     let r = conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
     assert_eq!(r.responses[0].partitions[0].acquired_records[0].delivery_count, 2);
 }
+
+#[tokio::test]
+async fn acks_for_wild_offset_ranges_are_caught_without_expanding_them() {
+    let fake = FakeCluster::single(1, 3).await;
+    let conn = connect(&fake).await;
+    conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    // Past the log end, and as long as an i64 allows: answered at once, not expanded.
+    let r = conn.call(&ack(1, 2, i64::MAX, 1), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].error_code, 121);
+    let r = conn.call(&ack(2, i64::MIN, i64::MAX, 1), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].error_code, 121);
+    let p = fake.problems().join("\n");
+    assert!(p.contains("outside its log"), "{p}");
+    // The log shows them (capped), and the fake still serves the session.
+    assert!(!fake.acks_sent().is_empty());
+    let r = conn.call(&fetch(3, 0, vec![batch(0, 2, 1)]), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].acknowledge_error_code, 0);
+    assert_eq!(fake.done(0), vec![0, 1, 2]);
+}
+
+#[tokio::test]
+async fn dropping_the_cluster_closes_its_open_connections() {
+    let fake = FakeCluster::single(1, 3).await;
+    let conn = connect(&fake).await;
+    conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    drop(fake);
+    let r = tokio::time::timeout(Duration::from_secs(10), conn.call(&fetch(1, 0, vec![]), 2)).await;
+    assert!(matches!(r, Ok(Err(_))), "a request to a dropped cluster fails: {r:?}");
+}
+
+#[tokio::test]
+#[should_panic(
+    expected = "FakeCluster::start: this FakeConfig cannot make a cluster: the leader of partition 1, node 3"
+)]
+async fn a_config_that_is_no_cluster_is_refused_by_name() {
+    FakeCluster::start(FakeConfig::cluster(&[1, 2], &[1, 3])).await;
+}
+
+#[tokio::test]
+#[should_panic(expected = "FakeCluster::done: partition 2 does not exist (the topic has partitions 0..2)")]
+async fn a_partition_the_topic_lacks_is_named_in_the_panic() {
+    FakeCluster::single(2, 1).await.done(2);
+}

@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+use super::config::MAX_RECORDS_PER_PARTITION;
 use super::log::{check_epochs, AckedOffset, Logged, Req};
 use super::script::Rule;
-use super::state::{self, Shared};
+use super::state::{self, OffsetState, Shared, State};
 use super::{server, FakeConfig};
 use crate::{ShareConsumer, ShareConsumerConfig};
 
@@ -30,7 +31,37 @@ async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// A running fake cluster. Dropping it stops the listeners.
+/// The index of partition `p`; panics, naming the misused method `what`, if the topic has no
+/// such partition.
+fn index(st: &State, what: &str, p: i32) -> usize {
+    match usize::try_from(p).ok().filter(|i| *i < st.parts.len()) {
+        Some(i) => i,
+        None => {
+            panic!("FakeCluster::{what}: partition {p} does not exist (the topic has partitions 0..{})", st.parts.len())
+        }
+    }
+}
+
+/// The state of offset `o` of partition `p`; panics, naming `what`, if there is no such offset.
+fn offset<'a>(st: &'a State, what: &str, p: i32, o: i64) -> &'a OffsetState {
+    let offsets = &st.parts[index(st, what, p)].offsets;
+    match usize::try_from(o).ok().and_then(|i| offsets.get(i)) {
+        Some(s) => s,
+        None => {
+            panic!("FakeCluster::{what}: partition {p} has no offset {o} (its log holds offsets 0..{})", offsets.len())
+        }
+    }
+}
+
+/// Panics, naming `what`, unless `node` is one of the cluster's nodes.
+fn check_node(st: &State, what: &str, node: i32) {
+    if !st.cfg.nodes.contains(&node) {
+        panic!("FakeCluster::{what}: node {node} is not one of the cluster's nodes {:?}", st.cfg.nodes);
+    }
+}
+
+/// A running fake cluster. Dropping it stops it: its listeners and every open connection
+/// close.
 pub struct FakeCluster {
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
@@ -41,18 +72,45 @@ impl Drop for FakeCluster {
         for t in &self.tasks {
             t.abort();
         }
+        self.shared.stop_connections();
+    }
+}
+
+impl std::fmt::Debug for FakeCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.lock();
+        f.debug_struct("FakeCluster")
+            .field("ports", &st.ports)
+            .field("topic", &st.cfg.topic)
+            .field("partitions", &st.parts.len())
+            .finish_non_exhaustive()
     }
 }
 
 impl FakeCluster {
-    /// Starts one listener per node.
+    /// Starts one listener per node, each on its own 127.0.0.1 port. Must be called within a
+    /// Tokio runtime (e.g. in a `#[tokio::test]`): the nodes run as tasks on it.
+    ///
+    /// # Panics
+    /// If `cfg` is not a possible cluster (no nodes, a leader or coordinator that is not a
+    /// node, no partitions, an invalid topic name, ...: the message says which), or if a
+    /// listener cannot be bound.
     pub async fn start(cfg: FakeConfig) -> FakeCluster {
+        if let Some(problem) = cfg.problem() {
+            panic!("FakeCluster::start: this FakeConfig cannot make a cluster: {problem}");
+        }
         let nodes = cfg.nodes.clone();
-        let shared = Arc::new(Shared { state: Mutex::new(state::State::new(cfg)) });
+        let shared = Arc::new(Shared { state: Mutex::new(state::State::new(cfg)), connections: Default::default() });
         let mut tasks = Vec::new();
         for node in nodes {
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind fake broker");
-            let port = listener.local_addr().expect("local addr").port();
+            let listener = match TcpListener::bind("127.0.0.1:0").await {
+                Ok(l) => l,
+                Err(e) => panic!("FakeCluster::start: cannot listen on 127.0.0.1 for node {node}: {e}"),
+            };
+            let port = match listener.local_addr() {
+                Ok(a) => a.port(),
+                Err(e) => panic!("FakeCluster::start: the listener of node {node} has no address: {e}"),
+            };
             shared.lock().ports.insert(node, port);
             tasks.push(tokio::spawn(server::serve(listener, node, shared.clone())));
         }
@@ -69,14 +127,20 @@ impl FakeCluster {
     }
 
     /// host:port of a node.
+    ///
+    /// # Panics
+    /// If `node` is not one of the cluster's nodes.
     pub fn addr(&self, node: i32) -> String {
-        format!("127.0.0.1:{}", self.lock().ports[&node])
+        let st = self.lock();
+        check_node(&st, "addr", node);
+        format!("127.0.0.1:{}", st.ports[&node])
     }
 
     /// The bootstrap address (the first node).
     pub fn bootstrap(&self) -> String {
-        let first = self.lock().cfg.nodes[0];
-        self.addr(first)
+        let st = self.lock();
+        // `start` checked there is a node, and bound a port for each.
+        format!("127.0.0.1:{}", st.ports[&st.cfg.nodes[0]])
     }
 
     /// The topic name.
@@ -97,14 +161,21 @@ impl FakeCluster {
     /// poll, which returns at once with nothing), so tests can then wait for prefetched
     /// records.
     pub async fn consumer(&self, cfg: ShareConsumerConfig) -> ShareConsumer {
-        let c = ShareConsumer::connect(cfg).await.expect("connect to the fake cluster");
-        c.subscribe([self.topic()]).expect("subscribe");
+        let c = match ShareConsumer::connect(cfg).await {
+            Ok(c) => c,
+            Err(e) => panic!("FakeCluster::consumer: connecting to the fake cluster failed: {e}"),
+        };
+        if let Err(e) = c.subscribe([self.topic()]) {
+            panic!("FakeCluster::consumer: subscribing to the fake topic failed: {e}");
+        }
         // As in Java, the group is joined by the first poll: make it now. A zero-timeout
         // poll answers at once with what is buffered, and nothing is before the member joined.
         // It also asks each broker for one fetch (a poll that found nothing buffered), so
-        // tests can wait for those records with `poll_all_at_once`.
-        let first = c.poll(Duration::ZERO).await.expect("first poll");
-        assert!(first.is_empty(), "nothing is buffered before the member joined");
+        // tests can wait for those records.
+        match c.poll(Duration::ZERO).await {
+            Ok(first) => assert!(first.is_empty(), "FakeCluster::consumer: records before the member joined"),
+            Err(e) => panic!("FakeCluster::consumer: the first poll (joining the group) failed: {e}"),
+        }
         c
     }
 
@@ -134,45 +205,79 @@ impl FakeCluster {
     }
 
     /// Appends `n` records to partition `p`.
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`, or the partition would hold more than 10,000,000
+    /// records.
     pub fn produce(&self, p: i32, n: usize) {
         let mut st = self.lock();
-        let part = &mut st.parts[p as usize];
+        let i = index(&st, "produce", p);
+        let part = &mut st.parts[i];
+        if part.offsets.len().saturating_add(n) > MAX_RECORDS_PER_PARTITION as usize {
+            panic!("FakeCluster::produce: partition {p} would hold more than {MAX_RECORDS_PER_PARTITION} records");
+        }
         part.offsets.extend(std::iter::repeat_with(Default::default).take(n));
     }
 
     /// Marks offsets of partition `p` as holding no record (compacted away).
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`.
     pub fn set_gaps(&self, p: i32, offsets: impl IntoIterator<Item = i64>) {
-        self.lock().parts[p as usize].gaps.extend(offsets);
+        let mut st = self.lock();
+        let i = index(&st, "set_gaps", p);
+        st.parts[i].gaps.extend(offsets);
     }
 
     /// Covers gap runs of partition `p` with empty record batches.
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`.
     pub fn set_empty_batches(&self, p: i32) {
-        self.lock().parts[p as usize].empty_batches = true;
+        let mut st = self.lock();
+        let i = index(&st, "set_empty_batches", p);
+        st.parts[i].empty_batches = true;
     }
 
     /// Puts non-acquired neighbour records of partition `p` in the batches it returns.
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`.
     pub fn set_pad(&self, p: i32) {
-        self.lock().parts[p as usize].pad = true;
+        let mut st = self.lock();
+        let i = index(&st, "set_pad", p);
+        st.parts[i].pad = true;
     }
 
     /// Moves the leadership of partition `p` to `node` (bumping the leader epoch); records
     /// acquired under the old leader are released.
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`, or `node` is not one of the cluster's nodes.
     pub fn move_leader(&self, p: i32, node: i32) {
-        self.lock().move_leader(p, node);
+        let mut st = self.lock();
+        index(&st, "move_leader", p);
+        check_node(&st, "move_leader", node);
+        st.move_leader(p, node);
     }
 
-    /// Sets the partitions assigned to every member from the next heartbeat on.
+    /// Sets the partitions assigned to every member from the next heartbeat on. Partitions
+    /// the topic lacks may be assigned: fetching them answers UNKNOWN_TOPIC_OR_PARTITION.
     pub fn set_assignment(&self, parts: Vec<i32>) {
         let mut st = self.lock();
         st.assignment = parts;
         for m in st.members.values_mut() {
-            m.epoch += 1;
+            m.epoch = m.epoch.saturating_add(1);
         }
     }
 
     /// Forgets every share session on `node` without telling anyone (a broker restart).
+    ///
+    /// # Panics
+    /// If `node` is not one of the cluster's nodes.
     pub fn drop_sessions(&self, node: i32) {
         let mut st = self.lock();
+        check_node(&st, "drop_sessions", node);
         let keys: Vec<(i32, String)> = st.sessions.keys().filter(|(n, _)| *n == node).cloned().collect();
         for (n, m) in keys {
             st.drop_session(n, &m);
@@ -202,9 +307,12 @@ impl FakeCluster {
     }
 
     /// Offsets of partition `p` that are done (accepted, rejected, gap).
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`.
     pub fn done(&self, p: i32) -> Vec<i64> {
         let st = self.lock();
-        st.parts[p as usize]
+        st.parts[index(&st, "done", p)]
             .offsets
             .iter()
             .enumerate()
@@ -213,14 +321,20 @@ impl FakeCluster {
             .collect()
     }
 
-    /// When offset `o` of partition `p` was last acquired.
+    /// When offset `o` of partition `p` was last acquired (None: never).
+    ///
+    /// # Panics
+    /// If partition `p` has no offset `o`.
     pub fn acquired_at(&self, p: i32, o: i64) -> Option<Instant> {
-        self.lock().parts[p as usize].offsets[o as usize].acquired_at
+        offset(&self.lock(), "acquired_at", p, o).acquired_at
     }
 
     /// How many times offset `o` of partition `p` was delivered.
+    ///
+    /// # Panics
+    /// If partition `p` has no offset `o`.
     pub fn delivery(&self, p: i32, o: i64) -> i16 {
-        self.lock().parts[p as usize].offsets[o as usize].delivery
+        offset(&self.lock(), "delivery", p, o).delivery
     }
 
     /// A copy of the request log.

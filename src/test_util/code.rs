@@ -3,6 +3,8 @@
 //! [`ErrorCode`](crate::ErrorCode)'s constants, as plain `i16`s.) Any other code can be
 //! scripted too.
 
+/// The broker failed in a way it cannot say more about (the fake: records it cannot encode).
+pub const UNKNOWN_SERVER_ERROR: i16 = -1;
 /// The topic or partition does not exist (here: a partition index past the topic's).
 pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 /// The partition has no leader right now.

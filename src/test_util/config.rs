@@ -43,13 +43,15 @@ impl Default for FakeConfig {
 }
 
 impl FakeConfig {
-    /// Nodes `nodes`, partition `i` led by `leaders[i]`.
+    /// Nodes `nodes` (the first is the bootstrap server and the group coordinator),
+    /// partition `i` led by `leaders[i]`.
     pub fn cluster(nodes: &[i32], leaders: &[i32]) -> FakeConfig {
         FakeConfig {
             nodes: nodes.to_vec(),
-            partitions: leaders.len() as i32,
+            partitions: i32::try_from(leaders.len()).unwrap_or(i32::MAX),
             leaders: leaders.to_vec(),
-            coordinator: nodes[0],
+            // No nodes: left as is, and `FakeCluster::start` says what is wrong.
+            coordinator: nodes.first().copied().unwrap_or(1),
             ..Default::default()
         }
     }
@@ -82,5 +84,76 @@ impl FakeConfig {
     pub fn lock_timeout_ms(mut self, ms: i32) -> Self {
         self.lock_timeout_ms = ms;
         self
+    }
+
+    /// What is wrong with this configuration, if anything: a fake cluster cannot start from it.
+    pub(crate) fn problem(&self) -> Option<String> {
+        let nodes = &self.nodes;
+        let problem = if nodes.is_empty() {
+            "it has no nodes".to_string()
+        } else if let Some(n) = nodes.iter().find(|n| **n < 0) {
+            format!("node id {n} is negative (broker ids are 0 or more)")
+        } else if let Some(n) = nodes.iter().enumerate().find_map(|(i, n)| nodes[..i].contains(n).then_some(n)) {
+            format!("node id {n} is listed twice in {nodes:?}")
+        } else if self.partitions < 1 {
+            format!("the topic needs at least one partition, not {}", self.partitions)
+        } else if self.leaders.len() > self.partitions as usize {
+            format!("{} leaders for {} partitions", self.leaders.len(), self.partitions)
+        } else if let Some((p, l)) = self.leaders.iter().enumerate().find(|(_, l)| !nodes.contains(l)) {
+            format!("the leader of partition {p}, node {l}, is not one of the nodes {nodes:?}")
+        } else if !nodes.contains(&self.coordinator) {
+            format!("the coordinator, node {}, is not one of the nodes {nodes:?}", self.coordinator)
+        } else if !(0..=MAX_RECORDS_PER_PARTITION).contains(&self.records_per_partition) {
+            format!(
+                "{} records per partition: the fake keeps every offset's state in memory, so 0 to {MAX_RECORDS_PER_PARTITION}",
+                self.records_per_partition
+            )
+        } else if self.share_version < 0 {
+            format!("share.version {} is negative", self.share_version)
+        } else if self.lock_timeout_ms <= 0 {
+            format!("the acquisition lock timeout must be positive, not {} ms", self.lock_timeout_ms)
+        } else if self.heartbeat_interval_ms <= 0 {
+            format!("the heartbeat interval must be positive, not {} ms", self.heartbeat_interval_ms)
+        } else if let Err(e) = crate::topic_name::validate_topic_name(&self.topic) {
+            e.to_string()
+        } else {
+            return None;
+        };
+        Some(problem)
+    }
+}
+
+/// The most records a partition of the fake holds at start: each offset's share state lives
+/// in memory (and [`FakeCluster::produce`](super::FakeCluster::produce) adds more one by one).
+pub(crate) const MAX_RECORDS_PER_PARTITION: i64 = 10_000_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(cfg: FakeConfig) -> String {
+        cfg.problem().expect("a problem")
+    }
+
+    #[test]
+    fn the_defaults_and_a_cluster_are_possible() {
+        assert_eq!(FakeConfig::default().problem(), None);
+        assert_eq!(FakeConfig::cluster(&[1, 2, 3], &[3, 1]).problem(), None);
+    }
+
+    #[test]
+    fn impossible_clusters_are_named() {
+        assert!(problem(FakeConfig::cluster(&[], &[])).contains("no nodes"));
+        assert!(problem(FakeConfig::cluster(&[1, 1], &[1])).contains("node id 1 is listed twice"));
+        assert!(problem(FakeConfig::cluster(&[-1], &[-1])).contains("negative"));
+        assert!(problem(FakeConfig::default().partitions(0)).contains("at least one partition"));
+        assert!(problem(FakeConfig::cluster(&[1], &[1, 2])).contains("leader of partition 1, node 2"));
+        assert!(problem(FakeConfig { leaders: vec![1, 1], ..FakeConfig::default() }).contains("2 leaders for 1"));
+        assert!(problem(FakeConfig { coordinator: 7, ..FakeConfig::default() }).contains("coordinator, node 7"));
+        assert!(problem(FakeConfig::default().records(-1)).contains("-1 records per partition"));
+        assert!(problem(FakeConfig::default().records(MAX_RECORDS_PER_PARTITION + 1)).contains("in memory"));
+        assert!(problem(FakeConfig::default().lock_timeout_ms(0)).contains("lock timeout"));
+        assert!(problem(FakeConfig { heartbeat_interval_ms: 0, ..FakeConfig::default() }).contains("heartbeat"));
+        assert!(problem(FakeConfig { topic: "a b".into(), ..FakeConfig::default() }).contains("' '"));
     }
 }

@@ -191,7 +191,7 @@ fn heartbeat(shared: &Shared, r: &ShareGroupHeartbeatRequest, version: i16, fx: 
         let interval = st.cfg.heartbeat_interval_ms;
         let m = st.members.entry(member).or_insert(Member { epoch: 0 });
         if r.member_epoch == 0 {
-            m.epoch += 1;
+            m.epoch = m.epoch.saturating_add(1);
         }
         resp.member_epoch = m.epoch;
         resp.heartbeat_interval_ms = interval;

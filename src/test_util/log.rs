@@ -29,6 +29,9 @@ pub enum Req {
     ConnClosed,
 }
 
+/// The most offsets [`Logged::acks`] expands one acknowledgement batch into.
+const MAX_EXPANDED: usize = 1 << 20;
+
 /// One acknowledged offset as it appeared on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AckedOffset {
@@ -98,12 +101,14 @@ impl Logged {
         }
     }
 
-    /// Every acknowledged offset in the request, expanded.
+    /// Every acknowledged offset in the request, expanded (a batch up to its first
+    /// 1,048,576 offsets: no client acknowledges more at once, and a wild range must not
+    /// exhaust memory).
     pub fn acks(&self) -> Vec<AckedOffset> {
         let mut out = Vec::new();
         let mut add = |partition: i32, batches: &[AcknowledgementBatch]| {
             for b in batches {
-                for (i, offset) in (b.first_offset..=b.last_offset).enumerate() {
+                for (i, offset) in (b.first_offset..=b.last_offset).take(MAX_EXPANDED).enumerate() {
                     let kind = if b.acknowledge_types.len() == 1 {
                         b.acknowledge_types[0]
                     } else {
@@ -129,10 +134,26 @@ impl Logged {
         out
     }
 
-    /// The partitions carrying acknowledgements.
+    /// The partitions carrying acknowledgements (ascending).
     pub fn ack_partitions(&self) -> Vec<i32> {
-        let mut p: Vec<i32> = self.acks().iter().map(|a| a.partition).collect();
-        p.dedup();
+        let acked = |p: i32, batches: &[AcknowledgementBatch]| {
+            batches.iter().any(|b| b.first_offset <= b.last_offset).then_some(p)
+        };
+        let mut p: Vec<i32> = match &self.req {
+            Req::Fetch(r) => r
+                .topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .filter_map(|p| acked(p.partition_index, &p.acknowledgement_batches))
+                .collect(),
+            Req::Ack(r) => r
+                .topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .filter_map(|p| acked(p.partition_index, &p.acknowledgement_batches))
+                .collect(),
+            _ => Vec::new(),
+        };
         p.sort_unstable();
         p.dedup();
         p

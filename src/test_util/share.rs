@@ -197,21 +197,21 @@ fn gather(
             current_leader: LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 },
             ..Default::default()
         };
-        let Some(part) = st.partition(p).cloned() else {
+        let Some((leader_id, leader_epoch)) = st.partition(p).map(|part| (part.leader, part.leader_epoch)) else {
             parts.entry(p).or_insert(blank).error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
             found = true;
             continue;
         };
         let error = match fx.partition_error(p) {
             Some((c, leader)) => Some((c, leader)),
-            None if part.leader != node => Some((code::NOT_LEADER_OR_FOLLOWER, Some(part.leader))),
+            None if leader_id != node => Some((code::NOT_LEADER_OR_FOLLOWER, Some(leader_id))),
             None => None,
         };
         if let Some((c, leader)) = error {
             let e = parts.entry(p).or_insert(blank);
             e.error_code = c;
             if let Some(l) = leader {
-                e.current_leader = LeaderIdAndEpoch { leader_id: l, leader_epoch: part.leader_epoch };
+                e.current_leader = LeaderIdAndEpoch { leader_id: l, leader_epoch };
                 if let Some(ep) = endpoint(st, l) {
                     if !endpoints.contains(&ep) {
                         endpoints.push(ep);
@@ -230,16 +230,34 @@ fn gather(
         }
         remaining -= got.len();
         found = true;
-        let (records, acquired) = build_records(&part, p, &got);
         let e = parts.entry(p).or_insert(blank);
-        e.records = records;
-        e.acquired_records = acquired;
+        let built = match st.partition(p) {
+            Some(part) => build_records(part, p, &got),
+            None => Err("the partition is gone".to_string()), // `acquire` just found it
+        };
+        match built {
+            Ok((records, acquired)) => {
+                e.records = records;
+                e.acquired_records = acquired;
+            }
+            Err(problem) => {
+                // Records too large for one batch: give them back and answer an error.
+                e.error_code = code::UNKNOWN_SERVER_ERROR;
+                st.release(p, &got);
+                st.violation(format!("the fake broker cannot hand out partition {p}: {problem}"));
+            }
+        }
     }
     found
 }
 
-/// The record batches and acquired ranges for acquired `(offset, delivery)` pairs.
-pub fn build_records(part: &Partition, p: i32, got: &[(i64, i16)]) -> (Option<Bytes>, Vec<AcquiredRecords>) {
+/// The record batches and acquired ranges for acquired `(offset, delivery)` pairs; an error if
+/// the records do not fit in a batch.
+pub fn build_records(
+    part: &Partition,
+    p: i32,
+    got: &[(i64, i16)],
+) -> Result<(Option<Bytes>, Vec<AcquiredRecords>), String> {
     let mut ranges: Vec<AcquiredRecords> = Vec::new();
     for &(o, d) in got {
         match ranges.last_mut() {
@@ -273,13 +291,13 @@ pub fn build_records(part: &Partition, p: i32, got: &[(i64, i16)]) -> (Option<By
     let mut run: Vec<i64> = Vec::new();
     for o in data {
         if run.last().is_some_and(|l| l + 1 != o) {
-            batches.push(data_batch(p, &run));
+            batches.push(data_batch(p, &run)?);
             run.clear();
         }
         run.push(o);
     }
     if !run.is_empty() {
-        batches.push(data_batch(p, &run));
+        batches.push(data_batch(p, &run)?);
     }
     if part.empty_batches {
         batches.extend(gap_runs.iter().map(|&(a, b)| (a, empty_batch(a, b))));
@@ -290,16 +308,17 @@ pub fn build_records(part: &Partition, p: i32, got: &[(i64, i16)]) -> (Option<By
         out.put_slice(&b);
     }
     let records = (!out.is_empty()).then(|| out.freeze());
-    (records, ranges)
+    Ok((records, ranges))
 }
 
-/// The key and value of the fake record at `offset` of partition `p`.
+/// The value of the record the fake generates at `offset` of partition `p` (`"p{p}-{offset}"`;
+/// its key is `"k{offset}"`).
 pub fn record_value(p: i32, offset: i64) -> String {
     format!("p{p}-{offset}")
 }
 
-/// One batch holding the records at consecutive `offsets`.
-fn data_batch(p: i32, offsets: &[i64]) -> (i64, Bytes) {
+/// One batch holding the records at consecutive `offsets` (not empty).
+fn data_batch(p: i32, offsets: &[i64]) -> Result<(i64, Bytes), String> {
     let mut b = BatchBuilder::new();
     for &o in offsets {
         b.push(&RecordInput {
@@ -308,12 +327,13 @@ fn data_batch(p: i32, offsets: &[i64]) -> (i64, Bytes) {
             headers: Vec::new(),
             timestamp: 1_700_000_000_000 + o,
         })
-        .expect("encode record");
+        .map_err(|e| format!("offset {o}: {e}"))?;
     }
-    let mut batch = BytesMut::from(&b.finish(Compression::None).expect("encode batch")[..]);
+    let batch = b.finish(Compression::None).map_err(|e| e.to_string())?;
+    let mut batch = BytesMut::from(&batch[..]);
     // The base offset is outside the CRC: patching it keeps the batch valid.
     batch[..8].copy_from_slice(&offsets[0].to_be_bytes());
-    (offsets[0], batch.freeze())
+    Ok((offsets[0], batch.freeze()))
 }
 
 /// A batch with no records covering `first..=last`, as compaction leaves behind.
