@@ -1,16 +1,22 @@
 //! [`FakeCluster`]: the running fake, and everything a test does with it.
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use super::config::MAX_RECORDS_PER_PARTITION;
 use super::log::{check_epochs, AckedOffset, Logged, Req};
+use super::records::{self, RecordState};
 use super::script::Rule;
 use super::state::{self, OffsetState, Shared, State};
 use super::{server, FakeConfig};
+use crate::producer::ProducerRecord;
+use crate::protocol::records::RecordInput;
 use crate::{ShareConsumer, ShareConsumerConfig};
 
 /// How long the waiting helpers wait before they fail the test. Generous: the machine may be
@@ -117,7 +123,12 @@ impl FakeCluster {
         FakeCluster { shared, tasks }
     }
 
-    /// A fake cluster with one node and `partitions` partitions of `records` records each.
+    /// A fake cluster with one node and `partitions` partitions of `records` generated
+    /// records each (`FakeCluster::single(1, 0)`: one empty partition, to
+    /// [`produce`](Self::produce) into).
+    ///
+    /// # Panics
+    /// If `partitions` is less than 1, or `records` is negative or more than 10,000,000.
     pub async fn single(partitions: i32, records: i64) -> FakeCluster {
         FakeCluster::start(FakeConfig::default().partitions(partitions).records(records)).await
     }
@@ -148,7 +159,9 @@ impl FakeCluster {
         self.lock().cfg.topic.clone()
     }
 
-    /// A consumer config for this cluster with short waits (fetch.max.wait 100 ms).
+    /// A consumer config for this cluster and `group`, with short waits so tests run fast
+    /// (`fetch.max.wait.ms` 100, `request.timeout.ms` 5000). Set anything else on it, such as
+    /// the acknowledgement mode, as for a real cluster.
     pub fn consumer_config(&self, group: &str) -> ShareConsumerConfig {
         ShareConsumerConfig::new(self.bootstrap(), group)
             .fetch_max_wait(Duration::from_millis(100))
@@ -159,7 +172,11 @@ impl FakeCluster {
     ///
     /// As in Java, the group is joined by the first poll: the helper makes it (a zero-timeout
     /// poll, which returns at once with nothing), so tests can then wait for prefetched
-    /// records.
+    /// records. (Or connect with [`ShareConsumer::connect`] and subscribe to
+    /// [`topic`](Self::topic) yourself.)
+    ///
+    /// # Panics
+    /// If connecting, subscribing or that first poll fails.
     pub async fn consumer(&self, cfg: ShareConsumerConfig) -> ShareConsumer {
         let c = match ShareConsumer::connect(cfg).await {
             Ok(c) => c,
@@ -189,7 +206,7 @@ impl FakeCluster {
         self.lock().topic_errors.remove(name);
     }
 
-    /// Adds a scripted fault.
+    /// Adds a scripted fault: see [`Rule`]. Rules fire in the order added.
     pub fn script(&self, rule: Rule) {
         self.lock().rules.push(rule);
     }
@@ -204,19 +221,61 @@ impl FakeCluster {
         self.lock().rules.clear();
     }
 
-    /// Appends `n` records to partition `p`.
+    /// Appends a record with `key` and `value` (timestamped now) to partition `partition`;
+    /// returns its offset. Consumers get it like any other record.
     ///
     /// # Panics
-    /// If the topic has no partition `p`, or the partition would hold more than 10,000,000
-    /// records.
-    pub fn produce(&self, p: i32, n: usize) {
+    /// If the topic has no such partition, or it already holds 10,000,000 records.
+    pub fn produce(&self, partition: i32, key: impl Into<Bytes>, value: impl Into<Bytes>) -> i64 {
+        self.append(partition, "produce", records::keyed(key.into(), value.into()))
+    }
+
+    /// Appends `record` (key or null key, value or tombstone, headers, timestamp: now if it
+    /// has none) to its partition (partition 0 if it names none: the fake has no
+    /// partitioner); returns its offset.
+    ///
+    /// # Panics
+    /// If the record names another topic than the fake's, a partition the topic lacks, or the
+    /// partition already holds 10,000,000 records.
+    pub fn produce_record(&self, record: ProducerRecord) -> i64 {
+        let topic = self.topic();
+        if record.topic != topic {
+            panic!(
+                "FakeCluster::produce_record: the record is for topic {:?}; the fake cluster has one topic, {topic:?}",
+                record.topic
+            );
+        }
+        let partition = record.partition.unwrap_or(0);
+        self.append(partition, "produce_record", records::from_producer_record(record))
+    }
+
+    /// Appends `n` generated records to partition `p` (the kind the cluster starts with: key
+    /// `k{offset}`, value [`record_value`](super::record_value)); returns their offsets.
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`, or it would hold more than 10,000,000 records.
+    pub fn produce_generated(&self, p: i32, n: usize) -> Range<i64> {
         let mut st = self.lock();
-        let i = index(&st, "produce", p);
+        let i = index(&st, "produce_generated", p);
         let part = &mut st.parts[i];
         if part.offsets.len().saturating_add(n) > MAX_RECORDS_PER_PARTITION as usize {
-            panic!("FakeCluster::produce: partition {p} would hold more than {MAX_RECORDS_PER_PARTITION} records");
+            panic!("FakeCluster::produce_generated: partition {p} would hold more than {MAX_RECORDS_PER_PARTITION} records");
         }
+        let first = part.offsets.len() as i64;
         part.offsets.extend(std::iter::repeat_with(Default::default).take(n));
+        first..part.offsets.len() as i64
+    }
+
+    /// Appends one record to partition `p`; `what` names the public method for a panic.
+    fn append(&self, p: i32, what: &str, record: RecordInput) -> i64 {
+        let mut st = self.lock();
+        let i = index(&st, what, p);
+        let part = &mut st.parts[i];
+        if part.offsets.len() >= MAX_RECORDS_PER_PARTITION as usize {
+            panic!("FakeCluster::{what}: partition {p} already holds {MAX_RECORDS_PER_PARTITION} records");
+        }
+        part.offsets.push(OffsetState { record: Some(Arc::new(record)), ..Default::default() });
+        part.offsets.len() as i64 - 1
     }
 
     /// Marks offsets of partition `p` as holding no record (compacted away).
@@ -284,7 +343,8 @@ impl FakeCluster {
         }
     }
 
-    /// Offsets currently acquired by someone: (partition, offset).
+    /// The offsets delivered and not yet acknowledged (held by some member), as (partition,
+    /// offset).
     pub fn held(&self) -> Vec<(i32, i64)> {
         let st = self.lock();
         let mut out = Vec::new();
@@ -298,15 +358,18 @@ impl FakeCluster {
         out
     }
 
-    /// Waits until `n` offsets are acquired (the consumer prefetched them); panics after
-    /// 30 s.
+    /// Waits until `n` offsets are acquired (e.g. the consumer prefetched them).
+    ///
+    /// # Panics
+    /// If that does not happen within 30 s (with the log in the message).
     pub async fn wait_held(&self, n: usize) {
         if !eventually(WAIT, || self.held().len() >= n).await {
             panic!("{} records acquired, waited for {n}; log:\n{}", self.held().len(), self.dump());
         }
     }
 
-    /// Offsets of partition `p` that are done (accepted, rejected, gap).
+    /// Offsets of partition `p` that are done (accepted, rejected or acknowledged as a gap),
+    /// ascending.
     ///
     /// # Panics
     /// If the topic has no partition `p`.
@@ -319,6 +382,45 @@ impl FakeCluster {
             .filter(|(_, s)| s.done)
             .map(|(o, _)| o as i64)
             .collect()
+    }
+
+    /// The share state of offset `o` of partition `p`.
+    ///
+    /// # Panics
+    /// If partition `p` has no offset `o`.
+    pub fn state(&self, p: i32, o: i64) -> RecordState {
+        RecordState::of(offset(&self.lock(), "state", p, o))
+    }
+
+    /// The share state of every offset of partition `p`, by offset (index 0 is offset 0).
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`.
+    pub fn states(&self, p: i32) -> Vec<RecordState> {
+        let st = self.lock();
+        st.parts[index(&st, "states", p)].offsets.iter().map(RecordState::of).collect()
+    }
+
+    /// The offsets of partition `p` a consumer acknowledged with ACCEPT, ascending.
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`.
+    pub fn accepted(&self, p: i32) -> Vec<i64> {
+        self.offsets_in(p, "accepted", RecordState::Accepted)
+    }
+
+    /// The offsets of partition `p` a consumer acknowledged with REJECT, ascending.
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`.
+    pub fn rejected(&self, p: i32) -> Vec<i64> {
+        self.offsets_in(p, "rejected", RecordState::Rejected)
+    }
+
+    fn offsets_in(&self, p: i32, what: &str, state: RecordState) -> Vec<i64> {
+        let st = self.lock();
+        let offsets = &st.parts[index(&st, what, p)].offsets;
+        (0..offsets.len()).filter(|i| RecordState::of(&offsets[*i]) == state).map(|i| i as i64).collect()
     }
 
     /// When offset `o` of partition `p` was last acquired (None: never).
@@ -337,7 +439,8 @@ impl FakeCluster {
         offset(&self.lock(), "delivery", p, o).delivery
     }
 
-    /// A copy of the request log.
+    /// A copy of the request log: every request the nodes received, and every connection
+    /// closed, in arrival order.
     pub fn log(&self) -> Vec<Logged> {
         self.lock().log.clone()
     }
@@ -361,7 +464,11 @@ impl FakeCluster {
         self.lock().log.iter().filter(|l| f(l)).count()
     }
 
-    /// Every protocol violation seen so far, plus epoch-sequence problems in the log.
+    /// Every protocol violation seen so far, one message each: share session epochs out of
+    /// sequence, two requests in flight on one share session, acknowledgements for records
+    /// the member does not hold or on an epoch-0 request, RENEW where it is not allowed,
+    /// malformed acknowledgement batches, requests the fake cannot decode. A correct client
+    /// causes none.
     pub fn problems(&self) -> Vec<String> {
         let st = self.lock();
         let mut p = st.violations.clone();
@@ -370,7 +477,10 @@ impl FakeCluster {
         p
     }
 
-    /// Panics (with the share log) if [`problems`](Self::problems) is not empty.
+    /// Asserts that [`problems`](Self::problems) is empty.
+    ///
+    /// # Panics
+    /// If it is not, with the problems and the share log in the message.
     pub fn assert_clean(&self) {
         let p = self.problems();
         assert!(p.is_empty(), "protocol problems:\n  {}\nlog:\n{}", p.join("\n  "), self.dump());
@@ -386,7 +496,10 @@ impl FakeCluster {
             .join("\n")
     }
 
-    /// Waits until `f` holds for the log; panics after `timeout`.
+    /// Waits until `f` holds for the log.
+    ///
+    /// # Panics
+    /// If it does not within `timeout`, naming `what` and showing the log.
     pub async fn wait_for(&self, what: &str, timeout: Duration, f: impl Fn(&[Logged]) -> bool) {
         let deadline = Instant::now() + timeout;
         loop {

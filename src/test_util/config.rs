@@ -1,7 +1,10 @@
 //! The shape of a fake cluster: nodes, partitions, leaders, versions.
 
-/// The shape of the fake cluster.
+/// The shape of a fake cluster: [`FakeConfig::default()`] is one node (id 1) serving one
+/// topic, `test-topic`, of one partition with 10 records; change it with the builder methods
+/// (or set the fields).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct FakeConfig {
     /// Node ids (the first is the bootstrap server).
     pub nodes: Vec<i32>,
@@ -36,7 +39,7 @@ impl Default for FakeConfig {
             v1_only: false,
             lock_timeout_ms: 30_000,
             coordinator: 1,
-            topic: "fault-topic".into(),
+            topic: "test-topic".into(),
             heartbeat_interval_ms: 100,
         }
     }
@@ -62,7 +65,14 @@ impl FakeConfig {
         self
     }
 
-    /// `n` records per partition at start.
+    /// The topic's name (`test-topic` by default).
+    pub fn topic(mut self, name: impl Into<String>) -> Self {
+        self.topic = name.into();
+        self
+    }
+
+    /// `n` records per partition at start (generated: key `k{offset}`, value
+    /// [`record_value`](super::record_value)).
     pub fn records(mut self, n: i64) -> Self {
         self.records_per_partition = n;
         self

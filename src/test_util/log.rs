@@ -3,10 +3,12 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use crate::consumer::AcknowledgeType;
 use crate::protocol::share::{AcknowledgementBatch, ShareAcknowledgeRequest, ShareFetchRequest};
 
 /// One decoded request (or a connection event).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Req {
     /// ApiVersions.
     ApiVersions,
@@ -39,12 +41,29 @@ pub struct AckedOffset {
     pub partition: i32,
     /// Offset.
     pub offset: i64,
-    /// Wire type: 0 Gap, 1 Accept, 2 Release, 3 Reject, 4 Renew.
+    /// Wire type: 0 Gap, 1 Accept, 2 Release, 3 Reject, 4 Renew (see
+    /// [`ack_type`](Self::ack_type)).
     pub kind: i8,
+}
+
+impl AckedOffset {
+    /// The acknowledgement type; None for a gap (0: the client found no record at the offset)
+    /// or a type no client should send.
+    pub fn ack_type(&self) -> Option<AcknowledgeType> {
+        [AcknowledgeType::Accept, AcknowledgeType::Release, AcknowledgeType::Reject, AcknowledgeType::Renew]
+            .into_iter()
+            .find(|t| t.wire() == self.kind)
+    }
+
+    /// Whether the client acknowledged the offset as a gap (it holds no record).
+    pub fn is_gap(&self) -> bool {
+        self.kind == 0
+    }
 }
 
 /// A request as received.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Logged {
     /// Arrival order over the whole fake cluster.
     pub seq: usize,

@@ -17,6 +17,7 @@ pub mod code;
 mod config;
 mod handlers;
 mod log;
+mod records;
 mod script;
 mod server;
 mod share;
@@ -25,6 +26,7 @@ mod state;
 pub use cluster::FakeCluster;
 pub use config::FakeConfig;
 pub use log::{AckedOffset, Logged, Req};
+pub use records::RecordState;
 pub use script::{Action, Rule};
 pub use share::record_value;
 

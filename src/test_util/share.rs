@@ -291,13 +291,13 @@ pub fn build_records(
     let mut run: Vec<i64> = Vec::new();
     for o in data {
         if run.last().is_some_and(|l| l + 1 != o) {
-            batches.push(data_batch(p, &run)?);
+            batches.push(data_batch(part, p, &run)?);
             run.clear();
         }
         run.push(o);
     }
     if !run.is_empty() {
-        batches.push(data_batch(p, &run)?);
+        batches.push(data_batch(part, p, &run)?);
     }
     if part.empty_batches {
         batches.extend(gap_runs.iter().map(|&(a, b)| (a, empty_batch(a, b))));
@@ -317,17 +317,25 @@ pub fn record_value(p: i32, offset: i64) -> String {
     format!("p{p}-{offset}")
 }
 
-/// One batch holding the records at consecutive `offsets` (not empty).
-fn data_batch(p: i32, offsets: &[i64]) -> Result<(i64, Bytes), String> {
+/// One batch holding the records at consecutive `offsets` (not empty) of partition `p`.
+fn data_batch(part: &Partition, p: i32, offsets: &[i64]) -> Result<(i64, Bytes), String> {
     let mut b = BatchBuilder::new();
     for &o in offsets {
-        b.push(&RecordInput {
-            key: Some(Bytes::from(format!("k{o}"))),
-            value: Some(Bytes::from(record_value(p, o))),
-            headers: Vec::new(),
-            timestamp: 1_700_000_000_000 + o,
-        })
-        .map_err(|e| format!("offset {o}: {e}"))?;
+        let produced = usize::try_from(o).ok().and_then(|i| part.offsets.get(i)).and_then(|s| s.record.as_deref());
+        let generated;
+        let record = match produced {
+            Some(r) => r,
+            None => {
+                generated = RecordInput {
+                    key: Some(Bytes::from(format!("k{o}"))),
+                    value: Some(Bytes::from(record_value(p, o))),
+                    headers: Vec::new(),
+                    timestamp: 1_700_000_000_000 + o,
+                };
+                &generated
+            }
+        };
+        b.push(record).map_err(|e| format!("offset {o}: {e}"))?;
     }
     let batch = b.finish(Compression::None).map_err(|e| e.to_string())?;
     let mut batch = BytesMut::from(&batch[..]);

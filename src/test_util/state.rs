@@ -2,11 +2,12 @@
 //! sessions, members, the script, and the request log.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::task::AbortHandle;
 
+use crate::protocol::records::RecordInput;
 use crate::protocol::share::AcknowledgementBatch;
 
 use super::code;
@@ -67,8 +68,13 @@ pub struct OffsetState {
     pub holder: Option<String>,
     /// Accepted, rejected or acknowledged as a gap (archived).
     pub done: bool,
+    /// The acknowledgement that made it done (wire type: 0 Gap, 1 Accept, 3 Reject).
+    pub done_by: Option<i8>,
     /// When it was last acquired.
     pub acquired_at: Option<Instant>,
+    /// The record produced at this offset (`FakeCluster::produce`); None: a generated one
+    /// (key `k{offset}`, value `record_value`).
+    pub record: Option<Arc<RecordInput>>,
 }
 
 /// One partition of the fake topic.
@@ -345,6 +351,7 @@ impl State {
                 _ => {
                     s.holder = None;
                     s.done = true;
+                    s.done_by = Some(t);
                 }
             }
         }
