@@ -1,21 +1,17 @@
 //! The poll path end to end over an in-memory broker: `ShareConsumer::poll` in implicit and
-//! explicit mode against `tests/fake_broker` (records and share state held in memory, served
+//! explicit mode against `kafka_share::test_util`'s fake cluster (records and share state held in memory, served
 //! over loopback TCP), from the first poll that returns records until 100,000 records were
 //! handed out, their acks riding on the fetches. It measures our driver, decoding, buffer, held set and acks, plus
 //! the loopback socket and the fake's own work (which is not free: it keeps per-offset state);
 //! not a real broker's.
 //!
-//! Run with `cargo bench --bench poll_path`.
-
-#[path = "../tests/fake_broker/mod.rs"]
-#[allow(unused_imports)]
-mod fake_broker;
+//! Run with `cargo bench --features test-util --bench poll_path` (the fake needs the feature).
 
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use fake_broker::FakeCluster;
 use kafka_share::consumer::AcknowledgementMode;
+use kafka_share::test_util::FakeCluster;
 
 const PARTITIONS: i32 = 4;
 const PER_PARTITION: i64 = 25_000;

@@ -18,7 +18,8 @@
 //! Kafka 4.1 (share RPCs v1) to 4.4 (v2: RENEW, `record_limit`). Compression: gzip, snappy,
 //! lz4, zstd. PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256/512,
 //! OAUTHBEARER) with re-authentication; TLS needs the `tls` cargo feature (rustls on ring),
-//! OIDC tokens the `oidc` feature, the OS trust store `tls-native-roots`.
+//! OIDC tokens the `oidc` feature, the OS trust store `tls-native-roots`. The `test-util`
+//! feature adds `test_util`, a fake cluster to test consumer code without a broker.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -34,6 +35,9 @@ pub mod protocol;
 // security.protocol, SASL and (with the `tls` feature) TLS; docs in security/mod.rs.
 pub mod security;
 pub mod share;
+// An in-process fake cluster for users' tests (feature `test-util`); docs in test_util/mod.rs.
+#[cfg(feature = "test-util")]
+pub mod test_util;
 mod topic_name;
 mod topic_partition;
 

@@ -1,16 +1,21 @@
 //! The fake broker's own detectors, driven by hand over a raw connection: the fault tests
-//! only mean something if the fake really catches the protocol mistakes they look for.
+//! only mean something if the fake really catches the protocol mistakes they look for. Also
+//! what users of `kafka_share::test_util` rely on: produced records arrive as produced, record
+//! states follow the acknowledgements, misuse is a panic that names it.
 
 mod fake_broker;
 
 use std::time::Duration;
 
-use fake_broker::{FakeCluster, FakeConfig};
+use fake_broker::{poll_until, FakeCluster, FakeConfig, RecordState};
 use kafka_share::connection::{Connection, ConnectionConfig};
+use kafka_share::consumer::AcknowledgementMode;
+use kafka_share::producer::ProducerRecord;
 use kafka_share::protocol::share::{
     AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch, FetchPartition, FetchTopic, ShareAcknowledgeRequest,
     ShareFetchRequest,
 };
+use kafka_share::AcknowledgeType;
 
 const TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(0x5ca1_ab1e_0000_4000_8000_0000_0000_0001);
 
@@ -146,4 +151,109 @@ async fn a_dropped_connection_releases_the_session_and_its_records() {
     assert_eq!(r.error_code, 122, "the session went with the connection");
     let r = conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
     assert_eq!(r.responses[0].partitions[0].acquired_records[0].delivery_count, 2);
+}
+
+#[tokio::test]
+async fn acks_for_wild_offset_ranges_are_caught_without_expanding_them() {
+    let fake = FakeCluster::single(1, 3).await;
+    let conn = connect(&fake).await;
+    conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    // Past the log end, and as long as an i64 allows: answered at once, not expanded.
+    let r = conn.call(&ack(1, 2, i64::MAX, 1), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].error_code, 121);
+    let r = conn.call(&ack(2, i64::MIN, i64::MAX, 1), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].error_code, 121);
+    let p = fake.problems().join("\n");
+    assert!(p.contains("outside its log"), "{p}");
+    // The log shows them (capped), and the fake still serves the session.
+    assert!(!fake.acks_sent().is_empty());
+    let r = conn.call(&fetch(3, 0, vec![batch(0, 2, 1)]), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].acknowledge_error_code, 0);
+    assert_eq!(fake.done(0), vec![0, 1, 2]);
+}
+
+#[tokio::test]
+async fn dropping_the_cluster_closes_its_open_connections() {
+    let fake = FakeCluster::single(1, 3).await;
+    let conn = connect(&fake).await;
+    conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    drop(fake);
+    let r = tokio::time::timeout(Duration::from_secs(10), conn.call(&fetch(1, 0, vec![]), 2)).await;
+    assert!(matches!(r, Ok(Err(_))), "a request to a dropped cluster fails: {r:?}");
+}
+
+#[tokio::test]
+#[should_panic(
+    expected = "FakeCluster::start: this FakeConfig cannot make a cluster: the leader of partition 1, node 3"
+)]
+async fn a_config_that_is_no_cluster_is_refused_by_name() {
+    FakeCluster::start(FakeConfig::cluster(&[1, 2], &[1, 3])).await;
+}
+
+#[tokio::test]
+#[should_panic(expected = "FakeCluster::done: partition 2 does not exist (the topic has partitions 0..2)")]
+async fn a_partition_the_topic_lacks_is_named_in_the_panic() {
+    FakeCluster::single(2, 1).await.done(2);
+}
+
+#[tokio::test]
+async fn produced_records_reach_the_consumer_as_produced() {
+    let fake = FakeCluster::start(FakeConfig::default().partitions(2).records(0).topic("orders")).await;
+    assert_eq!(fake.topic(), "orders");
+    assert_eq!(fake.produce(1, "k1", "v1"), 0);
+    let record = ProducerRecord::new("orders", "v2").partition(1).header("h", "x").null_header("n").timestamp(1234);
+    assert_eq!(fake.produce_record(record), 1);
+    assert_eq!(fake.produce_record(ProducerRecord::tombstone("orders", "gone")), 0, "partition 0 by default");
+    assert_eq!(fake.produce_generated(1, 2), 2..4);
+    let c = fake.consumer(fake.consumer_config("g")).await;
+    let mut got = poll_until(&c, 5, Duration::from_secs(30)).await;
+    got.sort_by_key(|r| (r.partition, r.offset));
+    let seen: Vec<_> = got.iter().map(|r| (r.partition, r.offset, r.key_str(), r.value_str())).collect();
+    assert_eq!(
+        seen,
+        vec![
+            (0, 0, Some("gone"), None),
+            (1, 0, Some("k1"), Some("v1")),
+            (1, 1, None, Some("v2")),
+            (1, 2, Some("k2"), Some("p1-2")),
+            (1, 3, Some("k3"), Some("p1-3")),
+        ]
+    );
+    let h: Vec<_> = got[2].headers.iter().map(|h| (h.key_str().unwrap(), h.value.clone())).collect();
+    assert_eq!(h, vec![("h", Some("x".into())), ("n", None)]);
+    assert_eq!(got[2].timestamp, 1234);
+    c.close(Duration::from_secs(30)).await.unwrap();
+    fake.assert_clean();
+}
+
+#[tokio::test]
+#[should_panic(expected = "FakeCluster::produce_record: the record is for topic \"other\"")]
+async fn producing_to_another_topic_is_refused_by_name() {
+    FakeCluster::single(1, 0).await.produce_record(ProducerRecord::new("other", "v"));
+}
+
+#[tokio::test]
+async fn record_states_follow_deliveries_and_acknowledgements() {
+    let fake = FakeCluster::single(1, 4).await;
+    assert_eq!(fake.states(0), vec![RecordState::Available; 4]);
+    let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit).max_poll_records(4);
+    let c = fake.consumer(cfg).await;
+    let got = poll_until(&c, 4, Duration::from_secs(30)).await;
+    assert_eq!(fake.states(0), vec![RecordState::Acquired; 4]);
+    for (r, t) in got.iter().zip([AcknowledgeType::Accept, AcknowledgeType::Reject, AcknowledgeType::Release]) {
+        c.acknowledge_with(r, t).unwrap();
+    }
+    c.acknowledge(&got[3]).unwrap();
+    let results = c.commit_sync(Duration::from_secs(30)).await.unwrap();
+    assert!(results.values().all(|r| r.is_ok()), "{results:?}");
+    // Offset 2 was released: available again, or already delivered anew by a prefetch.
+    assert!(matches!(fake.state(0, 2), RecordState::Available | RecordState::Acquired));
+    assert_eq!(fake.accepted(0), vec![0, 3]);
+    assert_eq!(fake.rejected(0), vec![1]);
+    assert_eq!(fake.done(0), vec![0, 1, 3]);
+    let sent: Vec<_> = fake.acks_sent().iter().map(|(_, _, a)| (a.offset, a.ack_type())).collect();
+    assert!(sent.contains(&(1, Some(AcknowledgeType::Reject))), "{sent:?}");
+    assert!(sent.contains(&(2, Some(AcknowledgeType::Release))), "{sent:?}");
+    c.close(Duration::from_secs(30)).await.unwrap();
+    fake.assert_clean();
 }

@@ -64,7 +64,7 @@ async fn a_corrupt_batch_is_rejected_reported_once_and_consumption_goes_on() {
     assert_eq!(offsets(&before), [0, 1, 2], "{}", fake.dump());
     match next_answer(&c).await {
         Err(Error::CorruptRecord { topic, partition, first_offset, last_offset, detail }) => {
-            assert_eq!((topic.as_str(), partition, first_offset, last_offset), ("fault-topic", 0, 3, 4));
+            assert_eq!((topic.as_str(), partition, first_offset, last_offset), (&*fake.topic(), 0, 3, 4));
             assert!(detail.contains("CRC"), "{detail}");
         }
         other => panic!("expected the corrupt batch, got {other:?}"),

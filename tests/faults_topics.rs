@@ -109,7 +109,7 @@ async fn unauthorized_topic_is_reported_once_per_subscription() {
     fake.clear_topic_error("secret");
     c.subscribe([fake.topic()]).unwrap();
     c.subscribe([fake.topic(), "secret".to_string()]).unwrap();
-    fake.produce(0, 2);
+    fake.produce_generated(0, 2);
     poll_records(&c, 2).await;
     c.close(T).await.unwrap();
     fake.assert_clean();

@@ -7,7 +7,7 @@ use std::time::Duration;
 /// Overall limit of a wait: generous (a loaded machine is slow); tests end on the condition.
 const T: Duration = Duration::from_secs(30);
 
-use fake_broker::{accept_and_commit, poll_until, FakeCluster, FakeConfig};
+use fake_broker::{accept_and_commit, offsets, poll_until, FakeCluster, FakeConfig};
 use kafka_share::consumer::{AcknowledgementMode, AcquireMode};
 use kafka_share::{AcknowledgeType, Error, ShareConsumer};
 
@@ -48,6 +48,8 @@ async fn renew_on_a_v2_broker_goes_by_share_acknowledge_with_is_renew_ack() {
     let got = poll_until(&c, 3, T).await;
     assert_eq!(got.len(), 3);
     c.acknowledge_with(&got[0], AcknowledgeType::Renew).unwrap();
+    c.acknowledge(&got[1]).unwrap();
+    c.acknowledge(&got[2]).unwrap();
     c.commit_sync(T).await.unwrap();
     let log = fake.share_log();
     let renews: Vec<_> = log.iter().filter(|l| l.acks().iter().any(|a| a.kind == 4)).collect();
@@ -56,10 +58,10 @@ async fn renew_on_a_v2_broker_goes_by_share_acknowledge_with_is_renew_ack() {
         fake_broker::Req::Ack(r) => assert!(r.is_renew_ack && renews[0].version == 2),
         other => panic!("renew went by {other:?}"),
     }
-    // Still held: accept everything now.
-    for r in &got {
-        c.acknowledge(r).unwrap();
-    }
+    // Still held, and (as in Java 4.4) handed out again by the next poll: accept it there.
+    let back = poll_until(&c, 1, T).await;
+    assert_eq!(offsets(&back), vec![(0, 0)], "{}", fake.dump());
+    c.acknowledge(&back[0]).unwrap();
     c.commit_sync(T).await.unwrap();
     c.close(T).await.unwrap();
     assert_eq!(fake.done(0), vec![0, 1, 2]);

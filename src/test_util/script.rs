@@ -9,6 +9,7 @@ use std::time::Duration;
 
 /// What the fake broker does instead of (or on top of) answering normally.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Action {
     /// Answer with this top-level error code (ShareFetch, ShareAcknowledge, heartbeat). For
     /// SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH the broker also forgets the share
@@ -47,7 +48,7 @@ pub enum Action {
 
 impl Action {
     /// Whether this action decides the whole answer.
-    pub fn is_terminal(&self) -> bool {
+    pub(crate) fn is_terminal(&self) -> bool {
         matches!(
             self,
             Action::TopLevelError(_) | Action::DropConnection | Action::Garbage | Action::ShortBody | Action::Truncated
@@ -55,8 +56,22 @@ impl Action {
     }
 }
 
-/// A scripted fault and the requests it applies to.
+/// A scripted fault and the requests it applies to. Make one with [`Rule::on`] or
+/// [`Rule::any`] and narrow it with the builder methods; add it with
+/// [`FakeCluster::script`](super::FakeCluster::script).
+///
+/// ```
+/// use std::time::Duration;
+/// use kafka_share::test_util::{code, Action, Rule, SHARE_FETCH};
+///
+/// // The next ShareFetch is answered SHARE_SESSION_NOT_FOUND (the session is forgotten).
+/// let lost = Rule::on(SHARE_FETCH, Action::TopLevelError(code::SHARE_SESSION_NOT_FOUND));
+/// // Every request carrying acknowledgements for partition 0 waits 2 s, three times.
+/// let slow = Rule::any(Action::Delay(Duration::from_secs(2))).acks_for(0).times(3);
+/// # let _ = (lost, slow);
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Rule {
     /// Only requests to this node (None: any).
     pub node: Option<i32>,

@@ -3,18 +3,18 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_share::protocol::records::{BatchBuilder, Compression, RecordInput};
-use kafka_share::protocol::share::{
+use crate::protocol::records::{BatchBuilder, Compression, RecordInput};
+use crate::protocol::share::{
     AcknowledgePartitionResponse, AcknowledgeTopicResponse, AcquiredRecords, FetchPartitionResponse,
     FetchTopicResponse, LeaderIdAndEpoch, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
     ShareFetchRequest, ShareFetchResponse,
 };
+use bytes::{BufMut, Bytes, BytesMut};
 
+use super::code;
 use super::handlers::Out;
 use super::script::{Action, Effects};
-use super::state::{code, Partition, Session, State};
-use super::Shared;
+use super::state::{Partition, Session, Shared, State};
 
 fn next_epoch(e: i32) -> i32 {
     if e == i32::MAX {
@@ -198,21 +198,21 @@ fn gather(
             current_leader: LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 },
             ..Default::default()
         };
-        let Some(part) = st.partition(p).cloned() else {
+        let Some((leader_id, leader_epoch)) = st.partition(p).map(|part| (part.leader, part.leader_epoch)) else {
             parts.entry(p).or_insert(blank).error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
             found = true;
             continue;
         };
         let error = match fx.partition_error(p) {
             Some((c, leader)) => Some((c, leader)),
-            None if part.leader != node => Some((code::NOT_LEADER_OR_FOLLOWER, Some(part.leader))),
+            None if leader_id != node => Some((code::NOT_LEADER_OR_FOLLOWER, Some(leader_id))),
             None => None,
         };
         if let Some((c, leader)) = error {
             let e = parts.entry(p).or_insert(blank);
             e.error_code = c;
             if let Some(l) = leader {
-                e.current_leader = LeaderIdAndEpoch { leader_id: l, leader_epoch: part.leader_epoch };
+                e.current_leader = LeaderIdAndEpoch { leader_id: l, leader_epoch };
                 if let Some(ep) = endpoint(st, l) {
                     if !endpoints.contains(&ep) {
                         endpoints.push(ep);
@@ -231,16 +231,34 @@ fn gather(
         }
         remaining -= got.len();
         found = true;
-        let (records, acquired) = build_records(&part, p, &got);
         let e = parts.entry(p).or_insert(blank);
-        e.records = records;
-        e.acquired_records = acquired;
+        let built = match st.partition(p) {
+            Some(part) => build_records(part, p, &got),
+            None => Err("the partition is gone".to_string()), // `acquire` just found it
+        };
+        match built {
+            Ok((records, acquired)) => {
+                e.records = records;
+                e.acquired_records = acquired;
+            }
+            Err(problem) => {
+                // Records too large for one batch: give them back and answer an error.
+                e.error_code = code::UNKNOWN_SERVER_ERROR;
+                st.release(p, &got);
+                st.violation(format!("the fake broker cannot hand out partition {p}: {problem}"));
+            }
+        }
     }
     found
 }
 
-/// The record batches and acquired ranges for acquired `(offset, delivery)` pairs.
-pub fn build_records(part: &Partition, p: i32, got: &[(i64, i16)]) -> (Option<Bytes>, Vec<AcquiredRecords>) {
+/// The record batches and acquired ranges for acquired `(offset, delivery)` pairs; an error if
+/// the records do not fit in a batch.
+pub fn build_records(
+    part: &Partition,
+    p: i32,
+    got: &[(i64, i16)],
+) -> Result<(Option<Bytes>, Vec<AcquiredRecords>), String> {
     let mut ranges: Vec<AcquiredRecords> = Vec::new();
     for &(o, d) in got {
         match ranges.last_mut() {
@@ -274,19 +292,19 @@ pub fn build_records(part: &Partition, p: i32, got: &[(i64, i16)]) -> (Option<By
     let mut run: Vec<i64> = Vec::new();
     // A run of consecutive offsets is one batch; corrupt offsets get batches of their own.
     let corrupt = |o: &i64| part.corrupt.contains(o);
-    let batch = |run: &[i64]| {
-        let (base, b) = data_batch(p, run);
-        (base, if corrupt(&base) { bad_crc(b) } else { b })
+    let batch = |run: &[i64]| -> Result<(i64, Bytes), String> {
+        let (base, b) = data_batch(part, p, run)?;
+        Ok((base, if corrupt(&base) { bad_crc(b) } else { b }))
     };
     for o in data {
         if run.last().is_some_and(|l| l + 1 != o || corrupt(l) != corrupt(&o)) {
-            batches.push(batch(&run));
+            batches.push(batch(&run)?);
             run.clear();
         }
         run.push(o);
     }
     if !run.is_empty() {
-        batches.push(batch(&run));
+        batches.push(batch(&run)?);
     }
     if part.empty_batches {
         batches.extend(gap_runs.iter().map(|&(a, b)| (a, empty_batch(a, b))));
@@ -297,30 +315,40 @@ pub fn build_records(part: &Partition, p: i32, got: &[(i64, i16)]) -> (Option<By
         out.put_slice(&b);
     }
     let records = (!out.is_empty()).then(|| out.freeze());
-    (records, ranges)
+    Ok((records, ranges))
 }
 
-/// The key and value of the fake record at `offset` of partition `p`.
+/// The value of the record the fake generates at `offset` of partition `p` (`"p{p}-{offset}"`;
+/// its key is `"k{offset}"`).
 pub fn record_value(p: i32, offset: i64) -> String {
     format!("p{p}-{offset}")
 }
 
-/// One batch holding the records at consecutive `offsets`.
-fn data_batch(p: i32, offsets: &[i64]) -> (i64, Bytes) {
+/// One batch holding the records at consecutive `offsets` (not empty) of partition `p`.
+fn data_batch(part: &Partition, p: i32, offsets: &[i64]) -> Result<(i64, Bytes), String> {
     let mut b = BatchBuilder::new();
     for &o in offsets {
-        b.push(&RecordInput {
-            key: Some(Bytes::from(format!("k{o}"))),
-            value: Some(Bytes::from(record_value(p, o))),
-            headers: Vec::new(),
-            timestamp: 1_700_000_000_000 + o,
-        })
-        .expect("encode record");
+        let produced = usize::try_from(o).ok().and_then(|i| part.offsets.get(i)).and_then(|s| s.record.as_deref());
+        let generated;
+        let record = match produced {
+            Some(r) => r,
+            None => {
+                generated = RecordInput {
+                    key: Some(Bytes::from(format!("k{o}"))),
+                    value: Some(Bytes::from(record_value(p, o))),
+                    headers: Vec::new(),
+                    timestamp: 1_700_000_000_000 + o,
+                };
+                &generated
+            }
+        };
+        b.push(record).map_err(|e| format!("offset {o}: {e}"))?;
     }
-    let mut batch = BytesMut::from(&b.finish(Compression::None).expect("encode batch")[..]);
+    let batch = b.finish(Compression::None).map_err(|e| e.to_string())?;
+    let mut batch = BytesMut::from(&batch[..]);
     // The base offset is outside the CRC: patching it keeps the batch valid.
     batch[..8].copy_from_slice(&offsets[0].to_be_bytes());
-    (offsets[0], batch.freeze())
+    Ok((offsets[0], batch.freeze()))
 }
 
 /// `batch` with its stored CRC flipped: only the checksum is wrong.

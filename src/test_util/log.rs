@@ -3,10 +3,12 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use kafka_share::protocol::share::{AcknowledgementBatch, ShareAcknowledgeRequest, ShareFetchRequest};
+use crate::consumer::AcknowledgeType;
+use crate::protocol::share::{AcknowledgementBatch, ShareAcknowledgeRequest, ShareFetchRequest};
 
 /// One decoded request (or a connection event).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Req {
     /// ApiVersions.
     ApiVersions,
@@ -29,6 +31,9 @@ pub enum Req {
     ConnClosed,
 }
 
+/// The most offsets [`Logged::acks`] expands one acknowledgement batch into.
+const MAX_EXPANDED: usize = 1 << 20;
+
 /// One acknowledged offset as it appeared on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AckedOffset {
@@ -36,12 +41,29 @@ pub struct AckedOffset {
     pub partition: i32,
     /// Offset.
     pub offset: i64,
-    /// Wire type: 0 Gap, 1 Accept, 2 Release, 3 Reject, 4 Renew.
+    /// Wire type: 0 Gap, 1 Accept, 2 Release, 3 Reject, 4 Renew (see
+    /// [`ack_type`](Self::ack_type)).
     pub kind: i8,
+}
+
+impl AckedOffset {
+    /// The acknowledgement type; None for a gap (0: the client found no record at the offset)
+    /// or a type no client should send.
+    pub fn ack_type(&self) -> Option<AcknowledgeType> {
+        [AcknowledgeType::Accept, AcknowledgeType::Release, AcknowledgeType::Reject, AcknowledgeType::Renew]
+            .into_iter()
+            .find(|t| t.wire() == self.kind)
+    }
+
+    /// Whether the client acknowledged the offset as a gap (it holds no record).
+    pub fn is_gap(&self) -> bool {
+        self.kind == 0
+    }
 }
 
 /// A request as received.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Logged {
     /// Arrival order over the whole fake cluster.
     pub seq: usize,
@@ -98,12 +120,14 @@ impl Logged {
         }
     }
 
-    /// Every acknowledged offset in the request, expanded.
+    /// Every acknowledged offset in the request, expanded (a batch up to its first
+    /// 1,048,576 offsets: no client acknowledges more at once, and a wild range must not
+    /// exhaust memory).
     pub fn acks(&self) -> Vec<AckedOffset> {
         let mut out = Vec::new();
         let mut add = |partition: i32, batches: &[AcknowledgementBatch]| {
             for b in batches {
-                for (i, offset) in (b.first_offset..=b.last_offset).enumerate() {
+                for (i, offset) in (b.first_offset..=b.last_offset).take(MAX_EXPANDED).enumerate() {
                     let kind = if b.acknowledge_types.len() == 1 {
                         b.acknowledge_types[0]
                     } else {
@@ -129,10 +153,26 @@ impl Logged {
         out
     }
 
-    /// The partitions carrying acknowledgements.
+    /// The partitions carrying acknowledgements (ascending).
     pub fn ack_partitions(&self) -> Vec<i32> {
-        let mut p: Vec<i32> = self.acks().iter().map(|a| a.partition).collect();
-        p.dedup();
+        let acked = |p: i32, batches: &[AcknowledgementBatch]| {
+            batches.iter().any(|b| b.first_offset <= b.last_offset).then_some(p)
+        };
+        let mut p: Vec<i32> = match &self.req {
+            Req::Fetch(r) => r
+                .topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .filter_map(|p| acked(p.partition_index, &p.acknowledgement_batches))
+                .collect(),
+            Req::Ack(r) => r
+                .topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .filter_map(|p| acked(p.partition_index, &p.acknowledgement_batches))
+                .collect(),
+            _ => Vec::new(),
+        };
         p.sort_unstable();
         p.dedup();
         p
@@ -185,7 +225,7 @@ impl Logged {
 /// opens with a ShareFetch at epoch 0, each later request carries the previous epoch + 1, a
 /// reopen is epoch 0, a close is -1 and is followed by nothing but a reopen. Acks never ride on
 /// an epoch-0 request. Returns one message per problem.
-pub fn check_epochs(log: &[Logged]) -> Vec<String> {
+pub(crate) fn check_epochs(log: &[Logged]) -> Vec<String> {
     let mut problems = Vec::new();
     let mut last: HashMap<(i32, String), i32> = HashMap::new();
     for l in log.iter().filter(|l| l.is_share()) {

@@ -2,27 +2,61 @@
 //! sessions, members, the script, and the request log.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use kafka_share::protocol::share::AcknowledgementBatch;
+use tokio::task::AbortHandle;
 
+use crate::protocol::records::RecordInput;
+use crate::protocol::share::AcknowledgementBatch;
+
+use super::code;
 use super::log::{Logged, Req};
 use super::script::Rule;
 use super::FakeConfig;
 
-/// Error codes the fake answers with.
-pub mod code {
-    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-    pub const LEADER_NOT_AVAILABLE: i16 = 5;
-    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-    pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
-    pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
-    pub const INVALID_REQUEST: i16 = 42;
-    pub const UNKNOWN_TOPIC_ID: i16 = 100;
-    pub const INVALID_RECORD_STATE: i16 = 121;
-    pub const SHARE_SESSION_NOT_FOUND: i16 = 122;
-    pub const INVALID_SHARE_SESSION_EPOCH: i16 = 123;
-    pub const SHARE_SESSION_LIMIT_REACHED: i16 = 133;
+/// The state every node of a fake cluster shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+    /// The tasks serving open connections, stopped with the cluster.
+    pub(crate) connections: Mutex<Connections>,
+}
+
+/// The tasks serving open connections.
+#[derive(Debug, Default)]
+pub(crate) struct Connections {
+    tasks: Vec<AbortHandle>,
+    /// The cluster was dropped: a connection accepted meanwhile is stopped at once.
+    stopped: bool,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Remembers a task that serves a connection (forgetting finished ones).
+    pub(crate) fn track(&self, task: AbortHandle) {
+        let mut c = self.connections.lock().unwrap_or_else(|p| p.into_inner());
+        if c.stopped {
+            task.abort();
+            return;
+        }
+        c.tasks.retain(|t| !t.is_finished());
+        c.tasks.push(task);
+    }
+
+    /// Stops every task serving a connection, now and later: their sockets close. (The
+    /// listener tasks are aborted first, but one may still be running on another thread and
+    /// accept one more connection.)
+    pub(crate) fn stop_connections(&self) {
+        let mut c = self.connections.lock().unwrap_or_else(|p| p.into_inner());
+        c.stopped = true;
+        for t in c.tasks.drain(..) {
+            t.abort();
+        }
+    }
 }
 
 /// The share state of one offset.
@@ -34,8 +68,13 @@ pub struct OffsetState {
     pub holder: Option<String>,
     /// Accepted, rejected or acknowledged as a gap (archived).
     pub done: bool,
+    /// The acknowledgement that made it done (wire type: 0 Gap, 1 Accept, 3 Reject).
+    pub done_by: Option<i8>,
     /// When it was last acquired.
     pub acquired_at: Option<Instant>,
+    /// The record produced at this offset (`FakeCluster::produce`); None: a generated one
+    /// (key `k{offset}`, value `record_value`).
+    pub record: Option<Arc<RecordInput>>,
 }
 
 /// One partition of the fake topic.
@@ -97,8 +136,6 @@ pub struct State {
     pub overlaps: Vec<Overlap>,
     pub closed_conns: HashSet<u64>,
     pub next_conn: u64,
-    /// While set, ShareFetch acquires nothing (answers as if the log were drained).
-    pub hold_records: bool,
     /// Topic-level error codes Metadata answers for these topic names.
     pub topic_errors: HashMap<String, i16>,
 }
@@ -128,7 +165,6 @@ impl State {
             overlaps: Vec::new(),
             closed_conns: HashSet::new(),
             next_conn: 1,
-            hold_records: false,
             topic_errors: HashMap::new(),
         }
     }
@@ -210,9 +246,6 @@ impl State {
     /// (offset, delivery count) ascending.
     pub fn acquire(&mut self, p: i32, member: &str, max: usize) -> Vec<(i64, i16)> {
         let mut out = Vec::new();
-        if self.hold_records {
-            return out;
-        }
         let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
             return out;
         };
@@ -223,12 +256,26 @@ impl State {
             if o.done || o.holder.is_some() {
                 continue;
             }
-            o.delivery += 1;
+            o.delivery = o.delivery.saturating_add(1);
             o.holder = Some(member.to_string());
             o.acquired_at = Some(Instant::now());
             out.push((i as i64, o.delivery));
         }
         out
+    }
+
+    /// Undoes [`acquire`](Self::acquire) of `got` on partition `p`: the offsets are available
+    /// again, their delivery not counted.
+    pub fn release(&mut self, p: i32, got: &[(i64, i16)]) {
+        let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
+            return;
+        };
+        for &(o, _) in got {
+            if let Some(s) = usize::try_from(o).ok().and_then(|i| part.offsets.get_mut(i)) {
+                s.holder = None;
+                s.delivery = s.delivery.saturating_sub(1);
+            }
+        }
     }
 
     /// Applies one partition's acknowledgement batches from `member` on `node`; returns the
@@ -250,14 +297,25 @@ impl State {
         if part.leader != node {
             return code::NOT_LEADER_OR_FOLLOWER;
         }
+        let log_end = part.offsets.len() as i64;
         let mut acks: Vec<(i64, i8)> = Vec::new();
         let mut prev_last: Option<i64> = None;
         for b in batches {
-            let len = b.last_offset - b.first_offset + 1;
-            let types_ok = b.acknowledge_types.len() == 1 || b.acknowledge_types.len() as i64 == len;
-            if b.first_offset > b.last_offset || prev_last.is_some_and(|l| b.first_offset <= l) || !types_ok {
+            // As i128: a client may send any two offsets, and their distance must not overflow.
+            let len = i128::from(b.last_offset) - i128::from(b.first_offset) + 1;
+            let types_ok = b.acknowledge_types.len() == 1 || b.acknowledge_types.len() as i128 == len;
+            if len < 1 || prev_last.is_some_and(|l| b.first_offset <= l) || !types_ok {
                 self.violation(format!("{what}: invalid acknowledgement batches for partition {p}: {batches:?}"));
                 return code::INVALID_REQUEST;
+            }
+            // Offsets outside the log are held by no one; checked before the batch is expanded,
+            // so a wild range costs nothing.
+            if b.first_offset < 0 || b.last_offset >= log_end {
+                self.violation(format!(
+                    "{what}: acks from {member} for records it does not hold: partition {p} offsets {}..={}, outside its log (0..{log_end})",
+                    b.first_offset, b.last_offset
+                ));
+                return code::INVALID_RECORD_STATE;
             }
             prev_last = Some(b.last_offset);
             for (i, o) in (b.first_offset..=b.last_offset).enumerate() {
@@ -295,6 +353,7 @@ impl State {
                 _ => {
                     s.holder = None;
                     s.done = true;
+                    s.done_by = Some(t);
                 }
             }
         }

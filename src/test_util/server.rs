@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
+use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest, RequestHeader, ShareGroupHeartbeatRequest};
 use kafka_protocol::protocol::Decodable;
-use kafka_share::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::handlers::{self, Out};
 use super::log::Req;
-use super::Shared;
+use super::state::Shared;
 
 /// A decoded request body.
 #[derive(Debug)]
@@ -52,7 +52,7 @@ pub async fn serve(listener: TcpListener, node: i32, shared: Arc<Shared>) {
             st.next_conn += 1;
             st.next_conn
         };
-        tokio::spawn(connection(stream, node, conn, shared.clone()));
+        shared.track(tokio::spawn(connection(stream, node, conn, shared.clone())).abort_handle());
     }
 }
 
@@ -60,6 +60,7 @@ async fn connection(stream: TcpStream, node: i32, conn: u64, shared: Arc<Shared>
     let (rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::unbounded_channel();
     let reader = tokio::spawn(read_loop(rd, node, conn, shared.clone(), tx));
+    shared.track(reader.abort_handle());
     process_loop(wr, rx, node, conn, &shared).await;
     // Forget the connection's sessions before the client can see it closed, so a reopen on a
     // new connection is never mistaken for the old session.

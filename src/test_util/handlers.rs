@@ -14,10 +14,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
+use super::code;
 use super::script::{Action, Effects};
 use super::server::{Decoded, Incoming};
-use super::state::{code, Member};
-use super::{share, Shared, FIND_COORDINATOR, HEARTBEAT, METADATA, SHARE_ACKNOWLEDGE, SHARE_FETCH};
+use super::state::{Member, Shared};
+use super::{share, FIND_COORDINATOR, HEARTBEAT, METADATA, SHARE_ACKNOWLEDGE, SHARE_FETCH};
 
 /// How to answer one request.
 pub enum Out {
@@ -190,7 +191,7 @@ fn heartbeat(shared: &Shared, r: &ShareGroupHeartbeatRequest, version: i16, fx: 
         let interval = st.cfg.heartbeat_interval_ms;
         let m = st.members.entry(member).or_insert(Member { epoch: 0 });
         if r.member_epoch == 0 {
-            m.epoch += 1;
+            m.epoch = m.epoch.saturating_add(1);
         }
         resp.member_epoch = m.epoch;
         resp.heartbeat_interval_ms = interval;
