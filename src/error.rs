@@ -1,6 +1,6 @@
 //! The one error model of the crate.
 //!
-//! Every failure is a variant of [`Error`]: matchable, with the context needed to act on it
+//! Every failure is a variant of [`Error`](enum@Error): matchable, with the context needed to act on it
 //! (which API, which broker, which topic-partition) and a single answer to "should I retry?"
 //! in [`Error::is_retriable`]. Nothing a broker or a user sends causes a panic: it becomes one
 //! of these values.

@@ -12,7 +12,18 @@
 //! records are redelivered (delivery count + 1) after the lock expires, after `RELEASE`, or when
 //! the consumer closes. `ACCEPT` and `REJECT` are final. Acknowledgement failures (for example
 //! INVALID_RECORD_STATE after a lock expired) are reported per partition by `commit_sync`,
-//! `commit_async` and the acknowledgement commit callback; they are never retried.
+//! `commit_async` and the acknowledgement commit callback (which runs inside the consumer's
+//! calls, as in Java); final ones are never retried. Only acknowledgements the broker could
+//! not apply *yet* (its share coordinator loading) go again, until `default.api.timeout.ms`.
+//! A record acknowledged with `RENEW` comes back from the next poll with its lock extended.
+//!
+//! # Cancel safety
+//! Every public async method says what dropping its future does. In short: `poll` is
+//! cancel-safe (records already handed over go back to the buffer for the next poll); the
+//! acknowledgements of `poll`, `commit_sync` and `close` are handed to the background task
+//! before their first await, so they are sent even if the future is dropped; `Producer::send`
+//! either queued the record or did nothing; an admin request already sent may still be
+//! applied by the broker.
 //!
 //! # Features
 //! Kafka 4.1 (share RPCs v1) to 4.4 (v2: RENEW, `record_limit`). Compression: gzip, snappy,

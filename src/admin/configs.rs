@@ -158,6 +158,10 @@ fn iso_duration_ok(s: &str) -> bool {
 
 impl Admin {
     /// Describes the configs of a group (it need not exist yet: defaults are returned).
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn describe_group_configs(&self, group: &str) -> Result<Vec<ConfigEntry>> {
         let conn = self.cluster.any_broker().await?;
         self.describe_group_configs_on(&conn, group).await
@@ -201,6 +205,10 @@ impl Admin {
     /// Sets (`Some`) or deletes back to the default (`None`) group configs in one request.
     /// Known share keys are validated locally first; nothing is sent if any is wrong. Returns
     /// once every broker's metadata shows the change, so a consumer started right after sees it.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn alter_group_configs(&self, group: &str, changes: &[(&str, Option<&str>)]) -> Result<()> {
         if group.is_empty() {
             return Err(Error::InvalidArgument("the group id must not be empty".into()));
@@ -239,12 +247,20 @@ impl Admin {
     }
 
     /// Sets one group config (validated as in [`Admin::alter_group_configs`]).
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn set_group_config(&self, group: &str, key: &str, value: &str) -> Result<()> {
         self.alter_group_configs(group, &[(key, Some(value))]).await
     }
 
     /// Sets `share.auto.offset.reset` (`earliest`, `latest` or `by_duration:<ISO-8601>`).
     /// Tests call this with `earliest` before starting consumers so earlier records are seen.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn set_share_auto_offset_reset(&self, group: &str, strategy: &str) -> Result<()> {
         self.set_group_config(group, "share.auto.offset.reset", strategy).await
     }

@@ -110,11 +110,19 @@ pub(crate) fn non_empty(group: &str) -> Error {
 impl Admin {
     /// Lists the share groups of the whole cluster. Each broker only lists the groups it
     /// coordinates, so every broker is asked and the answers merged (sorted by id).
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn list_share_groups(&self) -> Result<Vec<ShareGroupListing>> {
         self.list_share_groups_in(&[]).await
     }
 
     /// As [`Admin::list_share_groups`], keeping only groups in `states` (all when empty).
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn list_share_groups_in(&self, states: &[ShareGroupState]) -> Result<Vec<ShareGroupListing>> {
         self.cluster.refresh_metadata(&[]).await?;
         let mut nodes: Vec<i32> = self.cluster.with_metadata(|m| m.brokers.keys().copied().collect());
@@ -157,6 +165,10 @@ impl Admin {
 
     /// Describes share groups, one result per group in order (GROUP_ID_NOT_FOUND when a
     /// group does not exist or is not a share group).
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn describe_share_groups(&self, groups: &[&str]) -> Result<Vec<Result<ShareGroupDescription>>> {
         let mut out = Vec::with_capacity(groups.len());
         for g in groups {
@@ -166,6 +178,10 @@ impl Admin {
     }
 
     /// Describes one share group.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn describe_share_group(&self, group: &str) -> Result<ShareGroupDescription> {
         let req = ShareGroupDescribeRequest::default()
             .with_group_ids(vec![GroupId(StrBytes::from_string(group.to_string()))])
@@ -250,6 +266,10 @@ impl Admin {
     /// order. A group with members is refused ("has active members; stop them first") and
     /// left unchanged; an id that is not a share group is refused too, so this never deletes
     /// a consumer or streams group by mistake.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn delete_share_groups(&self, groups: &[&str]) -> Result<Vec<Result<()>>> {
         let mut out = Vec::with_capacity(groups.len());
         for g in groups {

@@ -32,16 +32,25 @@ pub struct Admin {
 
 impl Admin {
     /// Connects with the given cluster settings.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn connect(config: ClusterConfig) -> Result<Admin> {
         Ok(Admin { cluster: Cluster::connect(config).await? })
     }
 
-    /// Connects to `bootstrap` (host:port[,host:port]) with default settings.
+    /// Connects to `bootstrap` (`host:port[,host:port]`) with default settings.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn connect_to(bootstrap: &str) -> Result<Admin> {
         Admin::connect(ClusterConfig::new(bootstrap)).await
     }
 
     /// Connects with Java-named properties (bootstrap.servers, client.id, request.timeout.ms, ...).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn from_properties(p: &Properties) -> Result<Admin> {
         crate::config::refuse(p, Client::Admin)?;
         let c = cluster_config(p, "kafka-share-admin")?;

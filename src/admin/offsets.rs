@@ -83,6 +83,10 @@ fn topic_name(t: &str) -> TopicName {
 impl Admin {
     /// Describes a share group's offsets: all partitions it has state for (`topics` None),
     /// or every partition of the given topics.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn list_share_group_offsets(&self, group: &str, topics: Option<&[&str]>) -> Result<ShareGroupOffsets> {
         let req_topics = match topics {
             None => None,
@@ -147,6 +151,10 @@ impl Admin {
     }
 
     /// Sets start offsets. The group must have no members. One result per partition.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn alter_share_group_offsets(
         &self,
         group: &str,
@@ -223,6 +231,10 @@ impl Admin {
 
     /// Deletes the share state of `topics` for the group (the next consumer starts from
     /// `share.auto.offset.reset` again). The group must have no members. One result per topic.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn delete_share_group_offsets(&self, group: &str, topics: &[&str]) -> Result<Vec<(String, Result<()>)>> {
         if topics.is_empty() {
             return Ok(Vec::new());

@@ -79,6 +79,10 @@ impl Admin {
     /// Plans (and with `execute`, applies) a reset of `group`'s start offsets. `scope` None
     /// means every partition the group has state for. Refused, even as a dry run, when the
     /// group has members (the plan would be stale by the time it ran).
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn reset_share_group_offsets(
         &self,
         group: &str,
@@ -137,6 +141,10 @@ impl Admin {
     /// Every partition must exist; each offset is clamped to its log's [earliest, latest]
     /// range, as Java's `GroupOffsetsResetter.resetFromFile` does. Refused, like
     /// [`Admin::reset_share_group_offsets`], when the group has members.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn reset_share_group_offsets_to(
         &self,
         group: &str,
@@ -246,6 +254,10 @@ impl Admin {
 
     /// ListOffsets to each partition's leader: -2 earliest, -1 latest, else a timestamp (ms).
     /// The result has every partition (offset -1 when no record is at or after a timestamp).
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn list_offsets(&self, tps: &[TopicPartition], spec: i64) -> Result<BTreeMap<TopicPartition, i64>> {
         let mut out = BTreeMap::new();
         let mut todo: Vec<TopicPartition> = tps.to_vec();

@@ -46,6 +46,10 @@ impl Admin {
     /// Creates topics; returns one result per topic, in order. TOPIC_ALREADY_EXISTS is an
     /// error in the result (match on `ErrorCode::TOPIC_ALREADY_EXISTS` to ignore it).
     /// Waits until metadata shows every created topic with leaders.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn create_topics(&self, topics: &[NewTopic]) -> Result<Vec<Result<()>>> {
         let req = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(
             topics
@@ -94,6 +98,10 @@ impl Admin {
     }
 
     /// Creates one topic, treating "already exists" as success.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn create_topic(&self, name: &str, partitions: i32) -> Result<()> {
         let mut r = self.create_topics(&[NewTopic::new(name, partitions)]).await?;
         match r.pop() {
@@ -104,6 +112,10 @@ impl Admin {
     }
 
     /// Deletes topics by name; one result per topic, in order.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
     pub async fn delete_topics(&self, names: &[&str]) -> Result<Vec<Result<()>>> {
         let req = DeleteTopicsRequest::default().with_timeout_ms(30_000).with_topics(
             names

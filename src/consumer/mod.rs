@@ -111,6 +111,9 @@ impl std::fmt::Debug for ShareConsumer {
 impl ShareConsumer {
     /// Connects and starts the background driver. Fails early, with a clear error, when the
     /// config is invalid, no broker answers, or share groups are off on the cluster.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn connect(cfg: ShareConsumerConfig) -> Result<ShareConsumer> {
         cfg.validate()?;
         let cluster = Cluster::connect(cfg.cluster.clone()).await?;
@@ -153,6 +156,9 @@ impl ShareConsumer {
     }
 
     /// Connects with Java-named properties (see [`ShareConsumerConfig::from_properties`]).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn from_properties(p: &Properties) -> Result<ShareConsumer> {
         ShareConsumer::connect(ShareConsumerConfig::from_properties(p)?).await
     }

@@ -109,6 +109,9 @@ impl Producer {
     /// Connects to the cluster and starts the background task (named as
     /// [`ShareConsumer::connect`](crate::ShareConsumer::connect) and
     /// [`Admin::connect`](crate::admin::Admin::connect)).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn connect(config: ProducerConfig) -> Result<Producer> {
         config.validate()?;
         let cluster = Cluster::connect(config.cluster.clone()).await?;
@@ -116,6 +119,9 @@ impl Producer {
     }
 
     /// Connects with Java-named properties; see [`ProducerConfig::from_properties`].
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn from_properties(p: &Properties) -> Result<Producer> {
         Producer::connect(ProducerConfig::from_properties(p)?).await
     }
@@ -173,6 +179,11 @@ impl Producer {
     /// [`Error::InvalidArgument`] for a partition that does not exist, a negative timestamp, or
     /// a record larger than `max.request.size` or `buffer.memory`, and [`Error::Closed`] after
     /// [`Producer::close`].
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: the record is appended to its batch in one step after any wait, so a
+    /// dropped future sent nothing (and gave back the buffer memory it had reserved). Once it
+    /// has returned, dropping the [`DeliveryFuture`] does not take the record back.
     pub async fn send(&self, record: ProducerRecord) -> Result<DeliveryFuture> {
         // A send rarely waits, so a tight send loop would never yield: on a current-thread
         // runtime the sender task could not run until the loop ends. Yield now and then.
@@ -226,12 +237,19 @@ impl Producer {
     }
 
     /// Sends a record and waits until it is written (or failed).
+    ///
+    /// # Cancel safety
+    /// Dropped before the record is queued, nothing is sent; dropped after, the record is
+    /// still delivered (only the wait for its offset is abandoned).
     pub async fn send_and_wait(&self, record: ProducerRecord) -> Result<RecordMetadata> {
         self.send(record).await?.await
     }
 
     /// Sends everything queued at once (ignoring `linger.ms`) and waits until every record
     /// sent before this call is delivered or failed. Per-record results stay in their futures.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping it only stops the wait; the records still go out.
     pub async fn flush(&self) {
         let shared = &self.inner.shared;
         let pending = {
@@ -250,6 +268,10 @@ impl Producer {
     /// opened). Later sends fail with [`Error::Closed`]. If the flush does not finish within
     /// `timeout`, undelivered records fail with [`Error::Closed`] (some may still have been
     /// written) and this returns [`Error::Timeout`]. Closing again is a no-op.
+    ///
+    /// # Cancel safety
+    /// Dropping it leaves the producer closed to new sends while the records already queued
+    /// still go out in the background; call `close` again to wait for them.
     pub async fn close(&self, timeout: Duration) -> Result<()> {
         let shared = &self.inner.shared;
         shared.closed.store(true, Ordering::Release);

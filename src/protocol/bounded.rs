@@ -4,7 +4,7 @@
 //! before reading a single element. A response that claims billions of elements makes the process
 //! abort on allocation failure ("memory allocation of ... bytes failed"), which no `Result` can
 //! catch. Our rule is that nothing a broker sends may panic or abort the client, so every response
-//! body of an API listed in [`schemas`] is first walked here, without allocating, against a small
+//! body of an API listed in `schemas` is first walked here, without allocating, against a small
 //! description of its layout:
 //!
 //! - every array count must fit in the bytes left (every element takes at least one byte), and
