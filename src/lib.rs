@@ -33,25 +33,48 @@
 //! feature adds `test_util`, a fake cluster to test consumer code without a broker.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod admin;
-pub mod backoff;
-pub mod cluster;
 pub mod config;
-pub mod connection;
 pub mod consumer;
 pub mod error;
 pub mod producer;
-pub mod protocol;
 // security.protocol, SASL and (with the `tls` feature) TLS; docs in security/mod.rs.
 pub mod security;
-pub mod share;
+
+// The layers under the public API: private, or public with the `unstable-internals` feature
+// for benches, wire tests and the curious, with no stability promise. Without the feature the
+// `unreachable_pub` lint does not apply to them (their `pub` is for that feature).
+macro_rules! internal_modules {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[cfg(feature = "unstable-internals")]
+        pub mod $name;
+        #[cfg(not(feature = "unstable-internals"))]
+        #[allow(unreachable_pub, dead_code, unused_imports)]
+        mod $name;
+    )*};
+}
+internal_modules! {
+    /// Unstable internals: the retry backoff.
+    backoff;
+    /// Unstable internals: bootstrap, metadata, the connection pool, SASL login.
+    cluster;
+    /// Unstable internals: one broker connection.
+    connection;
+    /// Unstable internals: the wire codecs.
+    protocol;
+    /// Unstable internals: the sans-IO share-group state machines.
+    share;
+}
 // An in-process fake cluster for users' tests (feature `test-util`); docs in test_util/mod.rs.
 #[cfg(feature = "test-util")]
 pub mod test_util;
 mod topic_name;
 mod topic_partition;
 
+pub use config::ClusterConfig;
 pub use consumer::{AcknowledgeType, ConsumerRecord, ShareConsumer, ShareConsumerConfig};
 pub use error::{Context, Error, ErrorCode, Result};
 pub use producer::{Producer, ProducerRecord, RecordMetadata};

@@ -58,12 +58,14 @@ impl Admin {
         Admin::connect(c).await
     }
 
-    /// Shares an existing cluster handle.
+    /// Shares an existing cluster handle. (Feature `unstable-internals`.)
+    #[cfg(feature = "unstable-internals")]
     pub fn from_cluster(cluster: Arc<Cluster>) -> Admin {
         Admin { cluster }
     }
 
-    /// The cluster handle.
+    /// The cluster handle. (Feature `unstable-internals`.)
+    #[cfg(feature = "unstable-internals")]
     pub fn cluster(&self) -> &Arc<Cluster> {
         &self.cluster
     }

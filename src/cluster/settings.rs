@@ -85,7 +85,7 @@ impl ClusterConfig {
     }
 
     /// A fresh backoff with this config's bounds.
-    pub fn backoff(&self) -> Backoff {
+    pub(crate) fn backoff(&self) -> Backoff {
         Backoff::new(self.retry_backoff, self.retry_backoff_max)
     }
 }

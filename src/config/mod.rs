@@ -10,10 +10,12 @@ mod properties;
 
 use std::time::Duration;
 
+/// Connection settings shared by every client (`bootstrap.servers`, `client.id`, timeouts,
+/// security).
+pub use crate::cluster::ClusterConfig;
 pub(crate) use keys::{finish, refuse, Client};
 pub use properties::Properties;
 
-use crate::cluster::ClusterConfig;
 use crate::error::{Error, Result};
 use crate::security::SecurityConfig;
 

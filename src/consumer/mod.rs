@@ -568,7 +568,8 @@ impl ShareConsumer {
     }
 
     /// The open share sessions: broker node id -> the epoch the next request will carry.
-    /// One session per broker this consumer fetches from.
+    /// One session per broker this consumer fetches from. (Feature `unstable-internals`.)
+    #[cfg(feature = "unstable-internals")]
     pub fn share_sessions(&self) -> BTreeMap<i32, i32> {
         self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }

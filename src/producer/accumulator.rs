@@ -78,7 +78,7 @@ impl Batch {
     }
 
     /// Uncompressed size so far (the exact size of a finished uncompressed batch).
-    pub fn size(&self) -> usize {
+    pub(super) fn size(&self) -> usize {
         match (&self.builder, &self.payload) {
             (Some(b), _) => b.size_estimate(),
             (None, Some(p)) => p.len(),
@@ -88,7 +88,7 @@ impl Batch {
 
     /// Compresses and seals the batch (once; a retried batch keeps its bytes, restamped only
     /// if an epoch bump gave it a new sequence).
-    pub fn finish(&mut self, compression: Compression) -> Result<Bytes, CodecError> {
+    pub(super) fn finish(&mut self, compression: Compression) -> Result<Bytes, CodecError> {
         let stamp = self.stamp.unwrap_or(ProducerStamp::NONE);
         if let Some(b) = self.builder.take() {
             self.payload = Some(b.finish_stamped(compression, stamp)?);
@@ -111,7 +111,7 @@ impl Batch {
         self.retry_at.map_or(sendable, |r| r.max(sendable))
     }
 
-    pub fn deadline(&self, delivery_timeout: Duration) -> Instant {
+    pub(super) fn deadline(&self, delivery_timeout: Duration) -> Instant {
         self.created + delivery_timeout
     }
 }
@@ -119,7 +119,7 @@ impl Batch {
 #[cfg(test)]
 impl Batch {
     /// A batch with one record, for tests of the sender.
-    pub fn for_test(topic: &str, partition: i32) -> Batch {
+    pub(super) fn for_test(topic: &str, partition: i32) -> Batch {
         let limits = Limits {
             batch_size: 1024,
             linger: Duration::ZERO,
@@ -193,7 +193,7 @@ pub(crate) struct Accumulator {
 }
 
 impl Accumulator {
-    pub fn new(limits: Limits, memory: Arc<Semaphore>) -> Self {
+    pub(super) fn new(limits: Limits, memory: Arc<Semaphore>) -> Self {
         Accumulator {
             topics: HashMap::new(),
             limits,
@@ -206,7 +206,7 @@ impl Accumulator {
     }
 
     /// Registers a topic, or grows it to `count` partitions (partitions are never removed).
-    pub fn set_partitions(&mut self, topic: &str, count: usize) {
+    pub(super) fn set_partitions(&mut self, topic: &str, count: usize) {
         match self.topics.get_mut(topic) {
             Some(t) => {
                 if count > t.partitions.len() {
@@ -225,7 +225,7 @@ impl Accumulator {
 
     /// Appends a record whose `reserved` bytes of buffer memory the caller already holds (the
     /// batch takes them over). `Ok(None)`: the topic is not known yet, load it and retry.
-    pub fn append(
+    pub(super) fn append(
         &mut self,
         topic: &str,
         choice: PartitionChoice,
@@ -301,7 +301,7 @@ impl Accumulator {
 
     /// Takes the batches that can go now. `in_flight(node)` counts requests already
     /// outstanding to a broker; brokers at `max.in.flight` get nothing this pass.
-    pub fn drain(&mut self, now: Instant, md: &Metadata, in_flight: impl Fn(i32) -> usize) -> Drained {
+    pub(super) fn drain(&mut self, now: Instant, md: &Metadata, in_flight: impl Fn(i32) -> usize) -> Drained {
         let limits = &self.limits;
         let hurry = self.flushing > 0 || self.closing;
         let mut out = Drained::default();
@@ -360,7 +360,7 @@ impl Accumulator {
     /// Puts a batch back at the front of its partition, for a retry at `retry_at`. A stamped
     /// batch goes in sequence order among the stamped ones (answers of one partition's
     /// requests may come back in any order), always ahead of unstamped batches.
-    pub fn requeue(&mut self, mut batch: Batch) {
+    pub(super) fn requeue(&mut self, mut batch: Batch) {
         batch.closed = true;
         if let Some(q) = self.topics.get_mut(&batch.topic).and_then(|t| t.partitions.get_mut(batch.partition as usize))
         {
@@ -376,18 +376,18 @@ impl Accumulator {
     }
 
     /// Every unanswered batch's completion (queued and in flight), for `flush`.
-    pub fn incomplete(&self) -> Vec<Arc<BatchDone>> {
+    pub(super) fn incomplete(&self) -> Vec<Arc<BatchDone>> {
         let queued = self.topics.values().flat_map(|t| t.partitions.iter().flatten()).map(|b| b.done.clone());
         queued.chain(self.in_flight.values().cloned()).collect()
     }
 
     /// Whether no batch is queued.
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.topics.values().all(|t| t.partitions.iter().all(|q| q.is_empty()))
     }
 
     /// Removes every queued batch (close timed out).
-    pub fn take_all(&mut self) -> Vec<Batch> {
+    pub(super) fn take_all(&mut self) -> Vec<Batch> {
         self.topics.values_mut().flat_map(|t| t.partitions.iter_mut().flat_map(|q| q.drain(..))).collect()
     }
 }

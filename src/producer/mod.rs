@@ -47,6 +47,8 @@
 //! * Dropping every handle without [`Producer::close`] lets the background task send what is
 //!   queued (best effort, while the tokio runtime runs), then stop.
 
+pub use crate::protocol::records::Compression;
+
 mod accumulator;
 mod admission;
 mod config;
@@ -128,6 +130,8 @@ impl Producer {
 
     /// Produces through an existing cluster handle (e.g. an admin client's); its connection
     /// settings win over `config.cluster`. Must be called inside a tokio runtime.
+    /// (Feature `unstable-internals`.)
+    #[cfg(feature = "unstable-internals")]
     pub fn with_cluster(cluster: Arc<Cluster>, config: ProducerConfig) -> Result<Producer> {
         config.validate()?;
         Ok(Producer::start(cluster, config, false))
@@ -166,7 +170,8 @@ impl Producer {
         &self.inner.shared.config
     }
 
-    /// The cluster handle.
+    /// The cluster handle. (Feature `unstable-internals`.)
+    #[cfg(feature = "unstable-internals")]
     pub fn cluster(&self) -> &Arc<Cluster> {
         &self.inner.shared.cluster
     }

@@ -55,7 +55,7 @@ pub(crate) enum PartitionChoice {
 }
 
 impl PartitionChoice {
-    pub fn new(partition: Option<i32>, key: Option<&[u8]>, ignore_keys: bool) -> Self {
+    pub(super) fn new(partition: Option<i32>, key: Option<&[u8]>, ignore_keys: bool) -> Self {
         match (partition, key) {
             (Some(p), _) => PartitionChoice::Explicit(p),
             (None, Some(k)) if !ignore_keys => PartitionChoice::Hash(murmur2(k)),
@@ -75,17 +75,17 @@ pub(crate) struct Sticky {
 
 impl Sticky {
     /// Starts at a random partition so that many producers do not all begin on partition 0.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Sticky { current: None, next: rand::random::<u32>() }
     }
 
     /// The current sticky partition, if one was chosen and is still below `num_partitions`.
-    pub fn current(&self, num_partitions: i32) -> Option<i32> {
+    pub(super) fn current(&self, num_partitions: i32) -> Option<i32> {
         self.current.filter(|p| *p < num_partitions)
     }
 
     /// Moves to the next partition (round-robin) and returns it.
-    pub fn advance(&mut self, num_partitions: i32) -> i32 {
+    pub(super) fn advance(&mut self, num_partitions: i32) -> i32 {
         let p = (self.next % num_partitions.max(1) as u32) as i32;
         self.next = self.next.wrapping_add(1);
         self.current = Some(p);

@@ -121,7 +121,7 @@ impl BatchDone {
     }
 
     /// Sets the result (the first call wins) and wakes every waiter.
-    pub fn complete(&self, result: Result<BatchOutcome>) {
+    pub(crate) fn complete(&self, result: Result<BatchOutcome>) {
         let wakers = {
             let mut st = self.lock();
             if st.result.is_some() {
@@ -136,7 +136,7 @@ impl BatchDone {
     }
 
     /// Whether the batch has a result.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.lock().result.is_some()
     }
 
@@ -164,7 +164,7 @@ pub(crate) struct WaitDone {
 }
 
 impl WaitDone {
-    pub fn new(done: Arc<BatchDone>) -> Self {
+    pub(super) fn new(done: Arc<BatchDone>) -> Self {
         WaitDone { done, slot: None }
     }
 }

@@ -40,7 +40,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn lock(&self) -> MutexGuard<'_, Accumulator> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Accumulator> {
         // Every critical section leaves the accumulator consistent, so a panic elsewhere
         // while holding the lock does not make its state unusable.
         self.acc.lock().unwrap_or_else(|p| p.into_inner())

@@ -110,7 +110,7 @@ fn add_sequence(seq: i32, records: usize) -> i32 {
 impl Sequences {
     /// Whether the front batch of a partition's queue may be drained now; stamps it if it is
     /// new. Applies a pending reset first (restamping the queued batches).
-    pub fn prepare(&mut self, topic: &Arc<str>, partition: i32, queue: &mut VecDeque<Batch>) -> bool {
+    pub(super) fn prepare(&mut self, topic: &Arc<str>, partition: i32, queue: &mut VecDeque<Batch>) -> bool {
         let Some(mut current) = self.current else { return false };
         let st = self
             .partitions
@@ -175,14 +175,14 @@ impl Sequences {
     }
 
     /// A stamped batch went into a request.
-    pub fn sent(&mut self, b: &Batch) {
+    pub(super) fn sent(&mut self, b: &Batch) {
         if let Some(st) = self.stamped(b) {
             st.on_wire += 1;
         }
     }
 
     /// The broker wrote the batch (or already had it).
-    pub fn acked(&mut self, b: &Batch) {
+    pub(super) fn acked(&mut self, b: &Batch) {
         let Some(s) = b.stamp else { return };
         if let Some(st) = self.stamped(b) {
             st.on_wire = st.on_wire.saturating_sub(1);
@@ -198,7 +198,7 @@ impl Sequences {
 
     /// The request carrying the batch failed or the broker refused it with `err`; the batch
     /// is not answered for good yet. Says whether to retry regardless of the code.
-    pub fn refused(&mut self, b: &Batch, err: &Error) -> Verdict {
+    pub(super) fn refused(&mut self, b: &Batch, err: &Error) -> Verdict {
         let Some(s) = b.stamp else { return Verdict::Default };
         let code = err.code();
         let Some(st) = self.stamped(b) else { return Verdict::Default };
@@ -236,7 +236,7 @@ impl Sequences {
 
     /// The batch failed for good (or expired): unless the broker went past it, its sequence is
     /// a gap, so the partition resets.
-    pub fn failed(&mut self, b: &Batch, was_on_wire: bool) {
+    pub(super) fn failed(&mut self, b: &Batch, was_on_wire: bool) {
         let Some(s) = b.stamp else { return };
         if let Some(st) = self.stamped(b) {
             if was_on_wire {

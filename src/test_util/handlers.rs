@@ -21,7 +21,7 @@ use super::state::{Member, Shared};
 use super::{share, FIND_COORDINATOR, HEARTBEAT, METADATA, SHARE_ACKNOWLEDGE, SHARE_FETCH};
 
 /// How to answer one request.
-pub enum Out {
+pub(super) enum Out {
     /// A response body.
     Reply(BytesMut),
     /// Close the connection without answering.
@@ -32,7 +32,7 @@ pub enum Out {
     Truncated,
 }
 
-pub async fn handle(shared: &Shared, node: i32, conn: u64, inc: &Incoming) -> Out {
+pub(super) async fn handle(shared: &Shared, node: i32, conn: u64, inc: &Incoming) -> Out {
     let fx = {
         let mut st = shared.lock();
         Effects::fire(&mut st.rules, node, inc.api, &inc.ack_partitions)
@@ -58,7 +58,7 @@ pub async fn handle(shared: &Shared, node: i32, conn: u64, inc: &Incoming) -> Ou
 }
 
 /// Encodes a kafka-protocol response; an encoding failure is a bug in the fake.
-pub fn encode<T: Encodable>(shared: &Shared, msg: &T, version: i16) -> Out {
+pub(super) fn encode<T: Encodable>(shared: &Shared, msg: &T, version: i16) -> Out {
     let mut buf = BytesMut::new();
     match msg.encode(&mut buf, version) {
         Ok(()) => Out::Reply(buf),

@@ -149,7 +149,7 @@ impl Rule {
 
 /// The actions that fired for one request.
 #[derive(Debug, Clone, Default)]
-pub struct Effects {
+pub(super) struct Effects {
     /// The first terminal action, if any.
     pub terminal: Option<Action>,
     /// Total scripted delay.
@@ -162,7 +162,7 @@ pub struct Effects {
 
 impl Effects {
     /// Fires every matching rule in `rules` (using up one of its times) and gathers the effects.
-    pub fn fire(rules: &mut [Rule], node: i32, api: i16, ack_partitions: &[i32]) -> Effects {
+    pub(super) fn fire(rules: &mut [Rule], node: i32, api: i16, ack_partitions: &[i32]) -> Effects {
         let mut fx = Effects::default();
         for r in rules.iter_mut() {
             if !r.matches(node, api, ack_partitions) {
@@ -191,12 +191,12 @@ impl Effects {
     }
 
     /// The scripted ack error for `partition`, if any.
-    pub fn ack_error(&self, partition: i32) -> Option<i16> {
+    pub(super) fn ack_error(&self, partition: i32) -> Option<i16> {
         self.ack_errors.iter().find(|(p, _)| *p == partition).map(|(_, c)| *c)
     }
 
     /// The scripted fetch error for `partition`, if any.
-    pub fn partition_error(&self, partition: i32) -> Option<(i16, Option<i32>)> {
+    pub(super) fn partition_error(&self, partition: i32) -> Option<(i16, Option<i32>)> {
         self.partition_errors.iter().find(|(p, _, _)| *p == partition).map(|(_, c, l)| (*c, *l))
     }
 }

@@ -22,7 +22,7 @@ use super::state::Shared;
 
 /// A decoded request body.
 #[derive(Debug)]
-pub enum Decoded {
+pub(super) enum Decoded {
     ApiVersions,
     Metadata(MetadataRequest),
     FindCoordinator(FindCoordinatorRequest),
@@ -33,7 +33,7 @@ pub enum Decoded {
 
 /// One request as read off the wire.
 #[derive(Debug)]
-pub struct Incoming {
+pub(super) struct Incoming {
     pub api: i16,
     pub version: i16,
     pub correlation_id: i32,
@@ -44,7 +44,7 @@ pub struct Incoming {
     pub ack_partitions: Vec<i32>,
 }
 
-pub async fn serve(listener: TcpListener, node: i32, shared: Arc<Shared>) {
+pub(super) async fn serve(listener: TcpListener, node: i32, shared: Arc<Shared>) {
     while let Ok((stream, _)) = listener.accept().await {
         let _ = stream.set_nodelay(true);
         let conn = {

@@ -92,7 +92,14 @@ fn endpoint(st: &State, node: i32) -> Option<NodeEndpoint> {
     })
 }
 
-pub async fn fetch(shared: &Shared, node: i32, conn: u64, version: i16, r: &ShareFetchRequest, fx: &Effects) -> Out {
+pub(super) async fn fetch(
+    shared: &Shared,
+    node: i32,
+    conn: u64,
+    version: i16,
+    r: &ShareFetchRequest,
+    fx: &Effects,
+) -> Out {
     let member = r.member_id.as_str();
     let mut resp = ShareFetchResponse::default();
     let mut parts: BTreeMap<i32, FetchPartitionResponse> = BTreeMap::new();
@@ -254,7 +261,7 @@ fn gather(
 
 /// The record batches and acquired ranges for acquired `(offset, delivery)` pairs; an error if
 /// the records do not fit in a batch.
-pub fn build_records(
+pub(super) fn build_records(
     part: &Partition,
     p: i32,
     got: &[(i64, i16)],
@@ -359,7 +366,7 @@ fn bad_crc(batch: Bytes) -> Bytes {
 }
 
 /// A batch with no records covering `first..=last`, as compaction leaves behind.
-pub fn empty_batch(first: i64, last: i64) -> Bytes {
+pub(super) fn empty_batch(first: i64, last: i64) -> Bytes {
     let mut b = BytesMut::with_capacity(61);
     b.put_i64(first);
     b.put_i32(49); // batch length: everything after this field
@@ -379,7 +386,7 @@ pub fn empty_batch(first: i64, last: i64) -> Bytes {
     b.freeze()
 }
 
-pub fn acknowledge(shared: &Shared, node: i32, version: i16, r: &ShareAcknowledgeRequest, fx: &Effects) -> Out {
+pub(super) fn acknowledge(shared: &Shared, node: i32, version: i16, r: &ShareAcknowledgeRequest, fx: &Effects) -> Out {
     let member = r.member_id.as_str();
     let mut st = shared.lock();
     let mut resp = ShareAcknowledgeResponse {

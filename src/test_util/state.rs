@@ -61,7 +61,7 @@ impl Shared {
 
 /// The share state of one offset.
 #[derive(Debug, Clone, Default)]
-pub struct OffsetState {
+pub(crate) struct OffsetState {
     /// Deliveries so far.
     pub delivery: i16,
     /// The member holding its acquisition lock.
@@ -79,7 +79,7 @@ pub struct OffsetState {
 
 /// One partition of the fake topic.
 #[derive(Debug, Clone, Default)]
-pub struct Partition {
+pub(super) struct Partition {
     pub leader: i32,
     pub leader_epoch: i32,
     pub offsets: Vec<OffsetState>,
@@ -95,7 +95,7 @@ pub struct Partition {
 
 /// A share session on one node.
 #[derive(Debug, Clone)]
-pub struct Session {
+pub(super) struct Session {
     /// The epoch the next request must carry.
     pub epoch: i32,
     /// The connection that opened it.
@@ -106,14 +106,14 @@ pub struct Session {
 
 /// A group member as the coordinator knows it.
 #[derive(Debug, Clone)]
-pub struct Member {
+pub(super) struct Member {
     pub epoch: i32,
 }
 
 /// A share request received while another one of the same session was in flight on another
 /// connection: a violation unless that connection closed right then (the client gave up on it).
 #[derive(Debug, Clone)]
-pub struct Overlap {
+pub(super) struct Overlap {
     pub other_conn: u64,
     pub at: Instant,
     pub summary: String,
@@ -121,7 +121,7 @@ pub struct Overlap {
 
 /// Everything the fake cluster knows.
 #[derive(Debug)]
-pub struct State {
+pub(super) struct State {
     pub cfg: FakeConfig,
     pub topic_id: uuid::Uuid,
     pub ports: BTreeMap<i32, u16>,
@@ -141,7 +141,7 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(cfg: FakeConfig) -> State {
+    pub(super) fn new(cfg: FakeConfig) -> State {
         let parts = (0..cfg.partitions)
             .map(|p| Partition {
                 leader: cfg.leaders.get(p as usize).copied().unwrap_or(cfg.nodes[0]),
@@ -169,22 +169,22 @@ impl State {
         }
     }
 
-    pub fn record(&mut self, node: i32, conn: u64, version: i16, req: Req) -> usize {
+    pub(super) fn record(&mut self, node: i32, conn: u64, version: i16, req: Req) -> usize {
         let seq = self.log.len();
         self.log.push(Logged { seq, at: Instant::now(), node, conn, version, req });
         seq
     }
 
-    pub fn violation(&mut self, what: String) {
+    pub(super) fn violation(&mut self, what: String) {
         self.violations.push(what);
     }
 
-    pub fn partition(&self, p: i32) -> Option<&Partition> {
+    pub(super) fn partition(&self, p: i32) -> Option<&Partition> {
         usize::try_from(p).ok().and_then(|i| self.parts.get(i))
     }
 
     /// Marks a share request of (node, member) in flight; notes an overlap if one already was.
-    pub fn start_request(&mut self, node: i32, member: &str, conn: u64, summary: String) {
+    pub(super) fn start_request(&mut self, node: i32, member: &str, conn: u64, summary: String) {
         let key = (node, member.to_string());
         if let Some(other) = self.in_flight.insert(key, conn) {
             if other == conn {
@@ -195,7 +195,7 @@ impl State {
         }
     }
 
-    pub fn finish_request(&mut self, node: i32, member: &str, conn: u64) {
+    pub(super) fn finish_request(&mut self, node: i32, member: &str, conn: u64) {
         let key = (node, member.to_string());
         if self.in_flight.get(&key) == Some(&conn) {
             self.in_flight.remove(&key);
@@ -203,7 +203,7 @@ impl State {
     }
 
     /// A connection closed: its sessions are gone and their records released.
-    pub fn conn_closed(&mut self, node: i32, conn: u64) {
+    pub(super) fn conn_closed(&mut self, node: i32, conn: u64) {
         if !self.closed_conns.insert(conn) {
             return;
         }
@@ -217,7 +217,7 @@ impl State {
     }
 
     /// Forgets a session and releases what its member holds on partitions this node leads.
-    pub fn drop_session(&mut self, node: i32, member: &str) {
+    pub(super) fn drop_session(&mut self, node: i32, member: &str) {
         self.sessions.remove(&(node, member.to_string()));
         for p in self.parts.iter_mut().filter(|p| p.leader == node) {
             for o in p.offsets.iter_mut() {
@@ -230,7 +230,7 @@ impl State {
 
     /// Moves a partition's leadership; the new leader loads its share state without the old
     /// leader's acquisitions (they are released).
-    pub fn move_leader(&mut self, p: i32, node: i32) {
+    pub(super) fn move_leader(&mut self, p: i32, node: i32) {
         if let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) {
             part.leader = node;
             part.leader_epoch += 1;
@@ -244,7 +244,7 @@ impl State {
 
     /// Acquires up to `max` available offsets of partition `p` for `member`; returns
     /// (offset, delivery count) ascending.
-    pub fn acquire(&mut self, p: i32, member: &str, max: usize) -> Vec<(i64, i16)> {
+    pub(super) fn acquire(&mut self, p: i32, member: &str, max: usize) -> Vec<(i64, i16)> {
         let mut out = Vec::new();
         let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
             return out;
@@ -266,7 +266,7 @@ impl State {
 
     /// Undoes [`acquire`](Self::acquire) of `got` on partition `p`: the offsets are available
     /// again, their delivery not counted.
-    pub fn release(&mut self, p: i32, got: &[(i64, i16)]) {
+    pub(super) fn release(&mut self, p: i32, got: &[(i64, i16)]) {
         let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
             return;
         };
@@ -281,7 +281,7 @@ impl State {
     /// Applies one partition's acknowledgement batches from `member` on `node`; returns the
     /// partition error code (0: applied). Invalid batches and acks for records the member does
     /// not hold are violations (a correct client never sends them).
-    pub fn apply_acks(
+    pub(super) fn apply_acks(
         &mut self,
         node: i32,
         member: &str,
@@ -361,7 +361,7 @@ impl State {
     }
 
     /// Overlaps that were not explained by the other connection closing at about that time.
-    pub fn unexplained_overlaps(&self) -> Vec<String> {
+    pub(super) fn unexplained_overlaps(&self) -> Vec<String> {
         self.overlaps
             .iter()
             .filter(|o| {

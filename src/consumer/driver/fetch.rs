@@ -535,6 +535,6 @@ fn is_fatal_share_error(code: ErrorCode) -> bool {
 }
 
 mod req_key {
-    pub const FETCH: i16 = crate::protocol::share::SHARE_FETCH_API_KEY;
-    pub const ACK: i16 = crate::protocol::share::SHARE_ACKNOWLEDGE_API_KEY;
+    pub(super) const FETCH: i16 = crate::protocol::share::SHARE_FETCH_API_KEY;
+    pub(super) const ACK: i16 = crate::protocol::share::SHARE_ACKNOWLEDGE_API_KEY;
 }

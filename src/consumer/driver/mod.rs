@@ -91,12 +91,6 @@ impl std::ops::Deref for CommitResults {
     }
 }
 
-impl std::ops::DerefMut for CommitResults {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
-    }
-}
-
 /// A callback told of every completed acknowledgement: partition, offsets, outcome.
 pub type AckCallback = Arc<dyn Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync>;
 
@@ -722,7 +716,7 @@ impl Driver {
                     match (w.results.get(&name), &r) {
                         (Some(Err(_)), Ok(())) => {} // keep the first failure
                         _ => {
-                            w.results.insert(name.clone(), r.clone());
+                            w.results.0.insert(name.clone(), r.clone());
                         }
                     }
                 }
@@ -768,7 +762,7 @@ impl Driver {
         }
         if let Some(w) = waiter {
             for (tp, (_, r)) in &by_tp {
-                w.results.insert(self.to_topic_partition(tp), r.clone());
+                w.results.0.insert(self.to_topic_partition(tp), r.clone());
             }
         }
         self.complete_acks(None, by_tp);

@@ -61,7 +61,7 @@ pub(crate) struct Pace {
 impl Pace {
     /// Notes whether acks are queued: starts their linger, and un-parks the session (new
     /// acks may free records the broker holds back for us).
-    pub fn note_acks(&mut self, queued: bool, now: Instant) {
+    pub(crate) fn note_acks(&mut self, queued: bool, now: Instant) {
         if queued {
             self.parked = None;
             self.acks_since.get_or_insert(now);
@@ -71,17 +71,17 @@ impl Pace {
     }
 
     /// Records handed to the application.
-    pub fn delivered(&mut self, n: usize) {
+    pub(crate) fn delivered(&mut self, n: usize) {
         self.outstanding = self.outstanding.saturating_add(n);
     }
 
     /// Records finally acknowledged (or handed back).
-    pub fn settled(&mut self, n: usize) {
+    pub(crate) fn settled(&mut self, n: usize) {
         self.outstanding = self.outstanding.saturating_sub(n);
     }
 
     /// A fetch answered with `records` records.
-    pub fn fetched(&mut self, records: usize, now: Instant) {
+    pub(crate) fn fetched(&mut self, records: usize, now: Instant) {
         if records > 0 {
             self.last_response = records;
         } else if self.nowait_in_flight {
@@ -91,7 +91,7 @@ impl Pace {
     }
 
     /// The session was reset: the broker released everything it had given us.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         *self = Pace { last_response: self.last_response, refill: self.refill, demand: self.demand, ..Pace::default() };
     }
 }
@@ -138,7 +138,7 @@ impl DrainRate {
     const WINDOW: Duration = Duration::from_millis(200);
 
     /// `n` records were handed to the application at `now`.
-    pub fn record(&mut self, n: usize, now: Instant) {
+    pub(super) fn record(&mut self, n: usize, now: Instant) {
         let start = *self.window_start.get_or_insert(now);
         self.count += n;
         let elapsed = now.saturating_duration_since(start);
@@ -151,7 +151,7 @@ impl DrainRate {
     }
 
     /// Records per second; an application that stopped taking records slows it at once.
-    pub fn per_sec(&self, now: Instant) -> f64 {
+    pub(super) fn per_sec(&self, now: Instant) -> f64 {
         match self.window_start {
             Some(start) if now.saturating_duration_since(start) > Self::WINDOW => {
                 let elapsed = now.saturating_duration_since(start).as_secs_f64();
