@@ -7,6 +7,7 @@ use thiserror::Error;
 
 pub mod api;
 pub mod bounded;
+pub(crate) mod compact;
 pub mod frame;
 pub mod records;
 pub mod share;
