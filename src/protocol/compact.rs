@@ -1,6 +1,7 @@
 //! Kafka's primitive wire types and its flexible ("compact") encoding: the one bounds-checked
 //! reader and writer behind the codecs this crate writes itself (ShareFetch and
-//! ShareAcknowledge in [`super::share`]).
+//! ShareAcknowledge in [`super::share`], DescribeShareGroupOffsets in
+//! [`super::share_group_offsets`]).
 //!
 //! Compact strings, bytes and arrays carry their length as an unsigned varint `N + 1`, 0 for
 //! null; every struct ends in a tagged-field section (a count, then tag, size and payload for
