@@ -1,7 +1,8 @@
 //! Kafka's primitive wire types and its flexible ("compact") encoding: the one bounds-checked
 //! reader and writer behind the codecs this crate writes itself (ShareFetch and
 //! ShareAcknowledge in [`super::share`], DescribeShareGroupOffsets in
-//! [`super::share_group_offsets`]).
+//! [`super::share_group_offsets`]), also read by the response headers ([`super::frame`]) and
+//! the pre-walk of the `kafka-protocol` crate's responses ([`super::bounded`]).
 //!
 //! Compact strings, bytes and arrays carry their length as an unsigned varint `N + 1`, 0 for
 //! null; every struct ends in a tagged-field section (a count, then tag, size and payload for
@@ -75,17 +76,45 @@ pub(crate) fn get_uuid<B: Buf>(buf: &mut B, what: &'static str) -> Result<Uuid, 
 
 // ---- Readers: varints and compact lengths ----
 
-/// Unsigned LEB128 varint of at most 5 bytes (a u32).
+/// How an unsigned varint reader treats the fifth byte, the only one that can overflow a u32.
+/// Kafka's readers disagree here; each of ours names the one it must match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overflow {
+    /// Our own codecs: the fifth byte may only carry the top 4 bits of a u32, without a
+    /// continuation bit; anything else is `Invalid`.
+    Reject,
+    /// Java's `ByteUtils.readUnsignedVarint`: bits past 32 are dropped; a continuation bit on
+    /// the fifth byte is `Invalid`.
+    DropBits,
+    /// The `kafka-protocol` crate: the fifth byte is read whole whatever its continuation bit,
+    /// bits past 32 dropped. Only for the pre-walk, which must find every prefix where the
+    /// crate will.
+    AsCrate,
+}
+
+/// An unsigned LEB128 varint of at most 5 bytes (a u32), strict ([`Overflow::Reject`]).
 #[inline]
 pub(crate) fn get_uvarint<B: Buf>(buf: &mut B, what: &'static str) -> Result<u32, CodecError> {
+    get_uvarint_with(buf, what, Overflow::Reject)
+}
+
+/// An unsigned LEB128 varint of at most 5 bytes, its fifth byte read as `overflow` says.
+#[inline]
+pub(crate) fn get_uvarint_with<B: Buf>(buf: &mut B, what: &'static str, overflow: Overflow) -> Result<u32, CodecError> {
     let mut value: u32 = 0;
     for i in 0..5 {
         ensure(buf, 1, what)?;
         let byte = buf.get_u8();
-        // The fifth byte may only carry the top 4 bits of a u32.
-        if i == 4 && byte > 0x0f {
-            return Err(invalid(what, "unsigned varint does not fit in 32 bits"));
+        if i == 4 {
+            match overflow {
+                Overflow::Reject if byte > 0x0f => {
+                    return Err(invalid(what, "unsigned varint does not fit in 32 bits"));
+                }
+                Overflow::AsCrate => return Ok(value | u32::from(byte & 0x7f) << 28),
+                _ => {}
+            }
         }
+        // Shifting a u32 left drops the bits that do not fit (only reachable for DropBits).
         value |= u32::from(byte & 0x7f) << (7 * i);
         if byte & 0x80 == 0 {
             return Ok(value);

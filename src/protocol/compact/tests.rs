@@ -1,5 +1,6 @@
 //! The shared reader and writer: round trips, exact errors on truncated input, overlong
-//! varints, lengths a Java int would read as negative, and no panic on any input.
+//! varints and the three overflow policies, lengths a Java int would read as negative, and no
+//! panic on any input.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use proptest::prelude::*;
@@ -37,6 +38,48 @@ fn uvarint_rejects_overlong_and_overflowing() {
     ));
     assert!(matches!(get_uvarint(&mut bytes(&[0xff, 0xff, 0xff, 0xff, 0x1f]), "v"), Err(CodecError::Invalid { .. })));
     assert!(matches!(get_uvarint(&mut bytes(&[0x80]), "v"), Err(CodecError::Truncated { .. })));
+}
+
+#[test]
+fn the_three_overflow_policies_differ_only_on_the_fifth_byte() {
+    use Overflow::*;
+    /// A value, or the name of the error ("invalid", "truncated").
+    type Want = Result<u32, &'static str>;
+    let ok = |v: u32| -> Want { Ok(v) };
+    // (input, Reject, DropBits, AsCrate).
+    let cases: &[(&[u8], Want, Want, Want)] = &[
+        (&[0x00], ok(0), ok(0), ok(0)),
+        (&[0x7f], ok(127), ok(127), ok(127)),
+        (&[0xff, 0xff, 0xff, 0xff, 0x0f], ok(u32::MAX), ok(u32::MAX), ok(u32::MAX)),
+        // Bits past 32: refused, dropped, dropped.
+        (&[0xff, 0xff, 0xff, 0xff, 0x1f], Err("invalid"), ok(u32::MAX), ok(u32::MAX)),
+        (&[0x80, 0x80, 0x80, 0x80, 0x70], Err("invalid"), ok(0), ok(0)),
+        // A continuation bit on the fifth byte: only the crate reads on as if it were not there.
+        (&[0x80, 0x80, 0x80, 0x80, 0x81], Err("invalid"), Err("invalid"), ok(1 << 28)),
+        (&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00], Err("invalid"), Err("invalid"), ok(0)),
+        // Truncation is the same for all.
+        (&[], Err("truncated"), Err("truncated"), Err("truncated")),
+        (&[0x80, 0x80], Err("truncated"), Err("truncated"), Err("truncated")),
+    ];
+    for (input, reject, drop_bits, as_crate) in cases {
+        for (policy, want) in [(Reject, reject), (DropBits, drop_bits), (AsCrate, as_crate)] {
+            // Over `Bytes` and over a slice: the same answer.
+            let got_bytes = get_uvarint_with(&mut bytes(input), "v", policy);
+            let mut slice: &[u8] = input;
+            let got_slice = get_uvarint_with(&mut slice, "v", policy);
+            assert_eq!(got_bytes, got_slice, "{input:02x?} {policy:?}");
+            let got = got_bytes.map_err(|e| match e {
+                CodecError::Invalid { .. } => "invalid",
+                CodecError::Truncated { needed: 1, remaining: 0, .. } => "truncated",
+                other => panic!("{other:?}"),
+            });
+            assert_eq!(&got, want, "{input:02x?} {policy:?}");
+        }
+    }
+    // AsCrate stops after the fifth byte: a sixth is left for the next read.
+    let mut b = bytes(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x42]);
+    assert_eq!(get_uvarint_with(&mut b, "v", AsCrate), Ok(0));
+    assert_eq!(&b[..], &[0x42]);
 }
 
 #[test]
@@ -264,7 +307,9 @@ proptest! {
     fn no_input_makes_a_reader_panic(input in prop::collection::vec(any::<u8>(), 0..64)) {
         let b = Bytes::from(input.clone());
         let _ = get_uvarint(&mut b.clone(), "v");
-        let _ = get_uvarint(&mut &input[..], "v");
+        for policy in [Overflow::Reject, Overflow::DropBits, Overflow::AsCrate] {
+            let _ = get_uvarint_with(&mut &input[..], "v", policy);
+        }
         let _ = get_string(&mut b.clone(), "s");
         let _ = get_nullable_string(&mut b.clone(), "s");
         let _ = get_nullable_bytes(&mut b.clone(), "b");
