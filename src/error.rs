@@ -22,10 +22,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct ErrorCode(pub i16);
 
 impl ErrorCode {
-    /// NOT_LEADER_OR_FOLLOWER (6).
-    pub const NOT_LEADER_OR_FOLLOWER: ErrorCode = ErrorCode(6);
+    // Every code the crate acts on, by its Kafka name, in code order.
+
     /// UNKNOWN_TOPIC_OR_PARTITION (3).
     pub const UNKNOWN_TOPIC_OR_PARTITION: ErrorCode = ErrorCode(3);
+    /// NOT_LEADER_OR_FOLLOWER (6).
+    pub const NOT_LEADER_OR_FOLLOWER: ErrorCode = ErrorCode(6);
+    /// REQUEST_TIMED_OUT (7).
+    pub const REQUEST_TIMED_OUT: ErrorCode = ErrorCode(7);
     /// COORDINATOR_LOAD_IN_PROGRESS (14).
     pub const COORDINATOR_LOAD_IN_PROGRESS: ErrorCode = ErrorCode(14);
     /// COORDINATOR_NOT_AVAILABLE (15).
@@ -34,26 +38,44 @@ impl ErrorCode {
     pub const NOT_COORDINATOR: ErrorCode = ErrorCode(16);
     /// INVALID_TOPIC_EXCEPTION (17): the topic name is not legal.
     pub const INVALID_TOPIC_EXCEPTION: ErrorCode = ErrorCode(17);
+    /// INVALID_GROUP_ID (24).
+    pub const INVALID_GROUP_ID: ErrorCode = ErrorCode(24);
     /// UNKNOWN_MEMBER_ID (25).
     pub const UNKNOWN_MEMBER_ID: ErrorCode = ErrorCode(25);
+    /// REBALANCE_IN_PROGRESS (27): the share offset APIs answer it while the group changes.
+    pub const REBALANCE_IN_PROGRESS: ErrorCode = ErrorCode(27);
     /// TOPIC_AUTHORIZATION_FAILED (29).
     pub const TOPIC_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(29);
     /// GROUP_AUTHORIZATION_FAILED (30): the principal may not READ (or DESCRIBE) the group.
     pub const GROUP_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(30);
     /// CLUSTER_AUTHORIZATION_FAILED (31).
     pub const CLUSTER_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(31);
-    /// SASL_AUTHENTICATION_FAILED (58).
-    pub const SASL_AUTHENTICATION_FAILED: ErrorCode = ErrorCode(58);
+    /// UNSUPPORTED_SASL_MECHANISM (33).
+    pub const UNSUPPORTED_SASL_MECHANISM: ErrorCode = ErrorCode(33);
+    /// ILLEGAL_SASL_STATE (34).
+    pub const ILLEGAL_SASL_STATE: ErrorCode = ErrorCode(34);
     /// UNSUPPORTED_VERSION (35).
     pub const UNSUPPORTED_VERSION: ErrorCode = ErrorCode(35);
     /// TOPIC_ALREADY_EXISTS (36).
     pub const TOPIC_ALREADY_EXISTS: ErrorCode = ErrorCode(36);
     /// INVALID_REQUEST (42).
     pub const INVALID_REQUEST: ErrorCode = ErrorCode(42);
-    /// GROUP_ID_NOT_FOUND (69).
-    pub const GROUP_ID_NOT_FOUND: ErrorCode = ErrorCode(69);
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER (45).
+    pub const OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode = ErrorCode(45);
+    /// DUPLICATE_SEQUENCE_NUMBER (46).
+    pub const DUPLICATE_SEQUENCE_NUMBER: ErrorCode = ErrorCode(46);
+    /// INVALID_PRODUCER_EPOCH (47).
+    pub const INVALID_PRODUCER_EPOCH: ErrorCode = ErrorCode(47);
+    /// SASL_AUTHENTICATION_FAILED (58).
+    pub const SASL_AUTHENTICATION_FAILED: ErrorCode = ErrorCode(58);
+    /// UNKNOWN_PRODUCER_ID (59).
+    pub const UNKNOWN_PRODUCER_ID: ErrorCode = ErrorCode(59);
     /// NON_EMPTY_GROUP (68).
     pub const NON_EMPTY_GROUP: ErrorCode = ErrorCode(68);
+    /// GROUP_ID_NOT_FOUND (69).
+    pub const GROUP_ID_NOT_FOUND: ErrorCode = ErrorCode(69);
+    /// FENCED_LEADER_EPOCH (74): like NOT_LEADER_OR_FOLLOWER, the partition moved.
+    pub const FENCED_LEADER_EPOCH: ErrorCode = ErrorCode(74);
     /// GROUP_MAX_SIZE_REACHED (81).
     pub const GROUP_MAX_SIZE_REACHED: ErrorCode = ErrorCode(81);
     /// UNKNOWN_TOPIC_ID (100).
@@ -82,6 +104,86 @@ impl ErrorCode {
     /// Whether Kafka marks this code as retriable.
     pub fn is_retriable(self) -> bool {
         self.kind().is_retriable()
+    }
+
+    // How the crate acts on a code: every such decision is made here, by name.
+
+    /// The partition has another leader now (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH): learn
+    /// the leader the response names, or refresh metadata.
+    pub(crate) fn is_partition_moved(self) -> bool {
+        matches!(self, ErrorCode::NOT_LEADER_OR_FOLLOWER | ErrorCode::FENCED_LEADER_EPOCH)
+    }
+
+    /// The broker does not know the topic or partition (UNKNOWN_TOPIC_OR_PARTITION,
+    /// UNKNOWN_TOPIC_ID): our metadata may be stale; refresh it.
+    pub(crate) fn is_unknown_topic_or_partition(self) -> bool {
+        matches!(self, ErrorCode::UNKNOWN_TOPIC_OR_PARTITION | ErrorCode::UNKNOWN_TOPIC_ID)
+    }
+
+    /// An acknowledgement error that passes with time while the acquisitions stay valid
+    /// (share coordinator loading or moving, the state write timed out): worth resending the
+    /// same acknowledgements to the same broker. Not so when the partition moved or is gone:
+    /// a new leader does not know this member's acquisitions.
+    pub(crate) fn is_transient_ack_error(self) -> bool {
+        self.is_retriable() && !self.is_partition_moved() && !self.is_unknown_topic_or_partition()
+    }
+
+    /// The outcome of a request answered with this code may still happen (REQUEST_TIMED_OUT).
+    pub(crate) fn is_outcome_unknown(self) -> bool {
+        self == ErrorCode::REQUEST_TIMED_OUT
+    }
+
+    /// The group's coordinator is elsewhere or gone (NOT_COORDINATOR,
+    /// COORDINATOR_NOT_AVAILABLE): find the coordinator again, then retry.
+    pub(crate) fn is_coordinator_moved(self) -> bool {
+        matches!(self, ErrorCode::NOT_COORDINATOR | ErrorCode::COORDINATOR_NOT_AVAILABLE)
+    }
+
+    /// The coordinator is busy (COORDINATOR_LOAD_IN_PROGRESS, REBALANCE_IN_PROGRESS): back off,
+    /// then ask the same coordinator again, as the Java admin does.
+    pub(crate) fn is_coordinator_busy(self) -> bool {
+        matches!(self, ErrorCode::COORDINATOR_LOAD_IN_PROGRESS | ErrorCode::REBALANCE_IN_PROGRESS)
+    }
+
+    /// The coordinator no longer counts this member in the group (FENCED_MEMBER_EPOCH,
+    /// UNKNOWN_MEMBER_ID): rejoin with the same member id; the assignment is gone.
+    pub(crate) fn is_member_fenced(self) -> bool {
+        matches!(self, ErrorCode::FENCED_MEMBER_EPOCH | ErrorCode::UNKNOWN_MEMBER_ID)
+    }
+
+    /// A refusal of a topic that the consumer reports to the application rather than retries
+    /// (INVALID_TOPIC_EXCEPTION, TOPIC_AUTHORIZATION_FAILED); [`Error::for_topic`] gives each
+    /// its own variant.
+    pub(crate) fn is_topic_refused(self) -> bool {
+        matches!(self, ErrorCode::INVALID_TOPIC_EXCEPTION | ErrorCode::TOPIC_AUTHORIZATION_FAILED)
+    }
+
+    /// A ShareGroupHeartbeat code after which the member gives up, as the Java client does:
+    /// TOPIC_ or GROUP_AUTHORIZATION_FAILED, INVALID_GROUP_ID, UNSUPPORTED_VERSION,
+    /// INVALID_REQUEST, GROUP_MAX_SIZE_REACHED. Surfaced to the user from poll.
+    pub(crate) fn is_fatal_for_member(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::TOPIC_AUTHORIZATION_FAILED
+                | ErrorCode::GROUP_AUTHORIZATION_FAILED
+                | ErrorCode::INVALID_GROUP_ID
+                | ErrorCode::UNSUPPORTED_VERSION
+                | ErrorCode::INVALID_REQUEST
+                | ErrorCode::GROUP_MAX_SIZE_REACHED
+        )
+    }
+
+    /// A top-level ShareFetch or ShareAcknowledge code that retrying cannot fix, so the
+    /// consumer turns fatal: TOPIC_ or GROUP_AUTHORIZATION_FAILED, UNSUPPORTED_VERSION,
+    /// INVALID_REQUEST.
+    pub(crate) fn is_fatal_for_share_requests(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::TOPIC_AUTHORIZATION_FAILED
+                | ErrorCode::GROUP_AUTHORIZATION_FAILED
+                | ErrorCode::UNSUPPORTED_VERSION
+                | ErrorCode::INVALID_REQUEST
+        )
     }
 }
 
@@ -508,6 +610,94 @@ mod tests {
         assert!(other.to_string().contains("Metadata t"), "{other}");
         assert!(other.is_retriable());
         assert!(Error::for_topic(0, "Metadata", "t").is_none());
+    }
+
+    /// Every named code with its Kafka name.
+    const NAMED: &[(ErrorCode, &str)] = &[
+        (ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "UNKNOWN_TOPIC_OR_PARTITION"),
+        (ErrorCode::NOT_LEADER_OR_FOLLOWER, "NOT_LEADER_OR_FOLLOWER"),
+        (ErrorCode::COORDINATOR_LOAD_IN_PROGRESS, "COORDINATOR_LOAD_IN_PROGRESS"),
+        (ErrorCode::COORDINATOR_NOT_AVAILABLE, "COORDINATOR_NOT_AVAILABLE"),
+        (ErrorCode::NOT_COORDINATOR, "NOT_COORDINATOR"),
+        (ErrorCode::INVALID_TOPIC_EXCEPTION, "INVALID_TOPIC_EXCEPTION"),
+        (ErrorCode::INVALID_GROUP_ID, "INVALID_GROUP_ID"),
+        (ErrorCode::UNKNOWN_MEMBER_ID, "UNKNOWN_MEMBER_ID"),
+        (ErrorCode::REBALANCE_IN_PROGRESS, "REBALANCE_IN_PROGRESS"),
+        (ErrorCode::TOPIC_AUTHORIZATION_FAILED, "TOPIC_AUTHORIZATION_FAILED"),
+        (ErrorCode::GROUP_AUTHORIZATION_FAILED, "GROUP_AUTHORIZATION_FAILED"),
+        (ErrorCode::CLUSTER_AUTHORIZATION_FAILED, "CLUSTER_AUTHORIZATION_FAILED"),
+        (ErrorCode::UNSUPPORTED_SASL_MECHANISM, "UNSUPPORTED_SASL_MECHANISM"),
+        (ErrorCode::ILLEGAL_SASL_STATE, "ILLEGAL_SASL_STATE"),
+        (ErrorCode::UNSUPPORTED_VERSION, "UNSUPPORTED_VERSION"),
+        (ErrorCode::TOPIC_ALREADY_EXISTS, "TOPIC_ALREADY_EXISTS"),
+        (ErrorCode::INVALID_REQUEST, "INVALID_REQUEST"),
+        (ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER, "OUT_OF_ORDER_SEQUENCE_NUMBER"),
+        (ErrorCode::DUPLICATE_SEQUENCE_NUMBER, "DUPLICATE_SEQUENCE_NUMBER"),
+        (ErrorCode::INVALID_PRODUCER_EPOCH, "INVALID_PRODUCER_EPOCH"),
+        (ErrorCode::SASL_AUTHENTICATION_FAILED, "SASL_AUTHENTICATION_FAILED"),
+        (ErrorCode::UNKNOWN_PRODUCER_ID, "UNKNOWN_PRODUCER_ID"),
+        (ErrorCode::NON_EMPTY_GROUP, "NON_EMPTY_GROUP"),
+        (ErrorCode::GROUP_ID_NOT_FOUND, "GROUP_ID_NOT_FOUND"),
+        (ErrorCode::FENCED_LEADER_EPOCH, "FENCED_LEADER_EPOCH"),
+        (ErrorCode::GROUP_MAX_SIZE_REACHED, "GROUP_MAX_SIZE_REACHED"),
+        (ErrorCode::UNKNOWN_TOPIC_ID, "UNKNOWN_TOPIC_ID"),
+        (ErrorCode::FENCED_MEMBER_EPOCH, "FENCED_MEMBER_EPOCH"),
+        (ErrorCode::INVALID_RECORD_STATE, "INVALID_RECORD_STATE"),
+        (ErrorCode::SHARE_SESSION_NOT_FOUND, "SHARE_SESSION_NOT_FOUND"),
+        (ErrorCode::INVALID_SHARE_SESSION_EPOCH, "INVALID_SHARE_SESSION_EPOCH"),
+        (ErrorCode::SHARE_SESSION_LIMIT_REACHED, "SHARE_SESSION_LIMIT_REACHED"),
+    ];
+
+    #[test]
+    fn named_codes_carry_their_kafka_numbers() {
+        // The `kafka-protocol` crate's table (from Kafka's `Errors.java`) is the reference.
+        for (code, name) in NAMED {
+            let camel: String = name.split('_').map(|w| w[..1].to_string() + &w[1..].to_lowercase()).collect();
+            assert_eq!(format!("{:?}", code.kind()), camel, "{name} ({})", code.0);
+        }
+        let mut numbers: Vec<i16> = NAMED.iter().map(|(c, _)| c.0).collect();
+        assert!(numbers.windows(2).all(|w| w[0] < w[1]), "in code order, each once: {numbers:?}");
+        numbers.dedup();
+        assert_eq!(numbers.len(), NAMED.len());
+    }
+
+    /// The codes in -1..=200 that `class` accepts.
+    fn accepted(class: fn(ErrorCode) -> bool) -> Vec<i16> {
+        (-1..=200).filter(|c| class(ErrorCode(*c))).collect()
+    }
+
+    #[test]
+    fn each_class_holds_exactly_its_codes() {
+        assert_eq!(accepted(ErrorCode::is_partition_moved), [6, 74]);
+        assert_eq!(accepted(ErrorCode::is_unknown_topic_or_partition), [3, 100]);
+        assert_eq!(accepted(ErrorCode::is_coordinator_moved), [15, 16]);
+        assert_eq!(accepted(ErrorCode::is_coordinator_busy), [14, 27]);
+        assert_eq!(accepted(ErrorCode::is_member_fenced), [25, 110]);
+        assert_eq!(accepted(ErrorCode::is_topic_refused), [17, 29]);
+        assert_eq!(accepted(ErrorCode::is_fatal_for_member), [24, 29, 30, 35, 42, 81]);
+        assert_eq!(accepted(ErrorCode::is_fatal_for_share_requests), [29, 30, 35, 42]);
+    }
+
+    #[test]
+    fn classes_agree_with_kafkas_retriable_flag() {
+        // Moves and unknown partitions are worth retrying once metadata catches up; fatal codes
+        // and topic refusals are not.
+        for c in accepted(ErrorCode::is_partition_moved)
+            .into_iter()
+            .chain(accepted(ErrorCode::is_unknown_topic_or_partition))
+            .chain(accepted(ErrorCode::is_coordinator_moved))
+        {
+            assert!(ErrorCode(c).is_retriable(), "{c}");
+        }
+        for c in accepted(ErrorCode::is_fatal_for_member)
+            .into_iter()
+            .chain(accepted(ErrorCode::is_fatal_for_share_requests))
+            .chain(accepted(ErrorCode::is_topic_refused))
+            .chain(accepted(ErrorCode::is_member_fenced))
+        {
+            assert!(!ErrorCode(c).is_retriable(), "{c}");
+        }
+        assert!(!ErrorCode(0).is_partition_moved() && !ErrorCode(0).is_fatal_for_member());
     }
 
     #[test]

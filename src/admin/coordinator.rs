@@ -7,11 +7,8 @@ use tracing::debug;
 
 use super::Admin;
 use crate::cluster::TrafficClass;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::api::ApiRequest;
-
-/// REBALANCE_IN_PROGRESS (27): the share offset APIs answer it while the group changes.
-const REBALANCE_IN_PROGRESS: i16 = 27;
 
 /// A response from a group's coordinator.
 pub(crate) struct CoordinatorResponse<T> {
@@ -25,11 +22,16 @@ pub(crate) struct CoordinatorResponse<T> {
     pub versions: std::sync::Arc<crate::cluster::ApiVersions>,
 }
 
+/// Whether a group-level code is retried: `Some(true)` after looking the coordinator up
+/// again, `Some(false)` after a backoff; `None` when the caller interprets it.
 fn retriable_group_code(code: i16) -> Option<bool> {
-    match code {
-        15 | 16 => Some(true), // look the coordinator up again
-        14 | REBALANCE_IN_PROGRESS => Some(false),
-        _ => None,
+    let code = ErrorCode(code);
+    if code.is_coordinator_moved() {
+        Some(true)
+    } else if code.is_coordinator_busy() {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -58,7 +60,7 @@ impl Admin {
                 let response = self.cluster.send(&conn, req, versions).await?;
                 // Brokers with share groups switched off (`share.version` 0) answer the share
                 // APIs with UNSUPPORTED_VERSION: name the feature and how to turn it on instead.
-                if group_code(&response) == crate::error::ErrorCode::UNSUPPORTED_VERSION.0 {
+                if group_code(&response) == ErrorCode::UNSUPPORTED_VERSION.0 {
                     conn.versions.require_share_groups()?;
                 }
                 Ok::<_, Error>(CoordinatorResponse { node, version, response, versions: conn.versions.clone() })

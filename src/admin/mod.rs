@@ -8,7 +8,6 @@ mod configs;
 mod coordinator;
 mod groups;
 mod offsets;
-mod offsets_wire;
 mod reset;
 mod topics;
 

@@ -22,9 +22,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::configs::group_ctx;
 use super::groups::non_empty;
-use super::offsets_wire::DescribeOffsetsRequest;
 use super::Admin;
 use crate::error::{Context, Error, ErrorCode, Result};
+use crate::protocol::share_group_offsets::{DescribeOffsetsRequest, DescribeOffsetsResponse};
 pub use crate::topic_partition::TopicPartition;
 
 /// Why lag is missing when the broker predates DescribeShareGroupOffsets v1.
@@ -115,8 +115,7 @@ impl Admin {
                     .with_group_id(group_id(group))
                     .with_topics(req_topics),
             ]));
-        let code =
-            |r: &super::offsets_wire::DescribeOffsetsResponse| r.groups.first().map(|g| g.error_code).unwrap_or(0);
+        let code = |r: &DescribeOffsetsResponse| r.groups.first().map(|g| g.error_code).unwrap_or(0);
         let r = self.call_coordinator(group, &req, (0, 1), code).await?;
         let g = r
             .response

@@ -17,10 +17,10 @@ use super::config::ProducerConfig;
 use super::record::BatchDone;
 use super::record::BatchOutcome;
 use super::request::{find_partition, init_producer_id, partition_result, produce, Done, Turn};
-use super::sequences::{ProducerId, Verdict, DUPLICATE_SEQUENCE_NUMBER};
+use super::sequences::{ProducerId, Verdict};
 use crate::backoff::Backoff;
 use crate::cluster::{BrokerInfo, Cluster};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 
 /// State shared by the `Producer` handles and the sender task.
 pub(crate) struct Shared {
@@ -313,7 +313,7 @@ impl Sender {
         for (mut b, r) in outcomes {
             let r = match r {
                 // The broker had the batch already but no longer knows its offset.
-                Err(e) if b.stamp.is_some() && e.code() == Some(DUPLICATE_SEQUENCE_NUMBER) => {
+                Err(e) if b.stamp.is_some() && e.code() == Some(ErrorCode::DUPLICATE_SEQUENCE_NUMBER) => {
                     Ok(BatchOutcome { base_offset: -1, log_append_time: -1 })
                 }
                 r => r,

@@ -43,15 +43,6 @@ use super::accumulator::Batch;
 use crate::error::{Error, ErrorCode};
 use crate::protocol::records::ProducerStamp;
 
-/// OUT_OF_ORDER_SEQUENCE_NUMBER (45).
-const OUT_OF_ORDER_SEQUENCE_NUMBER: ErrorCode = ErrorCode(45);
-/// DUPLICATE_SEQUENCE_NUMBER (46).
-pub(crate) const DUPLICATE_SEQUENCE_NUMBER: ErrorCode = ErrorCode(46);
-/// INVALID_PRODUCER_EPOCH (47).
-const INVALID_PRODUCER_EPOCH: ErrorCode = ErrorCode(47);
-/// UNKNOWN_PRODUCER_ID (59).
-const UNKNOWN_PRODUCER_ID: ErrorCode = ErrorCode(59);
-
 /// A producer id and epoch from InitProducerId.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ProducerId {
@@ -203,7 +194,7 @@ impl Sequences {
         let code = err.code();
         let Some(st) = self.stamped(b) else { return Verdict::Default };
         st.on_wire = st.on_wire.saturating_sub(1);
-        if code == Some(OUT_OF_ORDER_SEQUENCE_NUMBER) && st.went_past(&s, b.order) {
+        if code == Some(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER) && st.went_past(&s, b.order) {
             st.answered(b.order);
             return Verdict::Written;
         }
@@ -211,18 +202,18 @@ impl Sequences {
             st.retrying.push(b.order);
         }
         match code {
-            Some(OUT_OF_ORDER_SEQUENCE_NUMBER) => {
+            Some(ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER) => {
                 // Next in line yet out of order: the broker has a gap before it.
                 if s.base_sequence == add_sequence(st.last_acked, 1) {
                     st.reset = true;
                 }
                 Verdict::Retry
             }
-            Some(UNKNOWN_PRODUCER_ID) => {
+            Some(ErrorCode::UNKNOWN_PRODUCER_ID) => {
                 st.reset = true;
                 Verdict::Retry
             }
-            Some(INVALID_PRODUCER_EPOCH) => {
+            Some(ErrorCode::INVALID_PRODUCER_EPOCH) => {
                 st.reset = true;
                 let pid = ProducerId { id: s.producer_id, epoch: s.producer_epoch };
                 if self.current.is_some_and(|c| c.id == pid.id) {

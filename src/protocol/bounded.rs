@@ -21,6 +21,7 @@
 //! nullability, UTF-8, trailing bytes and the like are left to the crate, which reports them as
 //! errors. An API or version without a schema passes unchecked.
 
+use super::compact::{compact_len, get_uvarint_with, Overflow};
 use super::CodecError;
 
 mod schemas;
@@ -217,20 +218,12 @@ impl<'a> Walk<'a> {
         Ok(((v << shift) as i32) >> shift)
     }
 
-    /// Reads an unsigned varint exactly as the crate does: at most five bytes, the fifth read
-    /// whole whatever its continuation bit, high bits past 32 dropped.
+    /// Reads an unsigned varint exactly as the crate does ([`Overflow::AsCrate`]): at most five
+    /// bytes, the fifth read whole whatever its continuation bit, high bits past 32 dropped.
     fn uvarint(&mut self, what: &'static str) -> Result<u32, CodecError> {
-        let mut value = 0u32;
-        for i in 0..5 {
-            let Some(&b) = self.buf[..self.end].get(self.pos) else {
-                return Err(CodecError::Truncated { what, needed: 1, remaining: 0 });
-            };
-            self.pos += 1;
-            value |= u32::from(b & 0x7f) << (i * 7);
-            if b < 0x80 {
-                break;
-            }
-        }
+        let mut rest = &self.buf[self.pos..self.end];
+        let value = get_uvarint_with(&mut rest, what, Overflow::AsCrate)?;
+        self.pos = self.end - rest.len();
         Ok(value)
     }
 
@@ -239,7 +232,7 @@ impl<'a> Walk<'a> {
     fn length(&mut self, width: usize, what: &'static str) -> Result<Option<usize>, CodecError> {
         let at = self.pos;
         let n = if self.flexible {
-            self.uvarint(what)?.checked_sub(1).map(|n| n as usize)
+            compact_len(self.uvarint(what)?)
         } else {
             match self.int(width, what)? {
                 -1 => None,

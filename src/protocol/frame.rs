@@ -6,6 +6,7 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use super::compact::{get_uvarint_with, Overflow};
 use super::CodecError;
 
 /// Writes a request header at `header_version` (1 or 2).
@@ -51,20 +52,10 @@ pub fn strip_response_header(mut frame: Bytes, header_version: i16) -> Result<By
     Ok(frame)
 }
 
-/// Reads an unsigned varint (at most 5 bytes).
+/// Reads an unsigned varint (at most 5 bytes), as Java's `ByteUtils.readUnsignedVarint` does
+/// (bits past 32 dropped).
 pub fn read_uvarint(buf: &mut Bytes, what: &'static str) -> Result<u32, CodecError> {
-    let mut value: u32 = 0;
-    for i in 0..5 {
-        if !buf.has_remaining() {
-            return Err(CodecError::Truncated { what, needed: 1, remaining: 0 });
-        }
-        let b = buf.get_u8();
-        value |= ((b & 0x7f) as u32) << (i * 7);
-        if b & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
-    Err(CodecError::Invalid { what, detail: "unsigned varint longer than 5 bytes".into() })
+    get_uvarint_with(buf, what, Overflow::DropBits)
 }
 
 /// Skips a tagged-field section: a count, then (tag, size, bytes) for each.

@@ -7,9 +7,11 @@ use thiserror::Error;
 
 pub mod api;
 pub mod bounded;
+pub(crate) mod compact;
 pub mod frame;
 pub mod records;
 pub mod share;
+pub(crate) mod share_group_offsets;
 
 /// A failure to encode or decode a message. Carries enough context to say which message and
 /// which field went wrong; never produced by a panic.

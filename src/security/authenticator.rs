@@ -13,7 +13,7 @@ use super::oauthbearer::{self, ServerAnswer};
 use super::scram::ScramClient;
 use super::unsecured_jwt::unsecured_jwt;
 use super::{auth_failed, plain, Secret};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 
 /// What to do after a server message.
 #[derive(Debug)]
@@ -136,19 +136,12 @@ fn extensions_of(source: &OAuthBearerConfig) -> &BTreeMap<String, String> {
     }
 }
 
-/// UNSUPPORTED_SASL_MECHANISM (33)
-const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-/// ILLEGAL_SASL_STATE (34)
-const ILLEGAL_SASL_STATE: i16 = 34;
-/// SASL_AUTHENTICATION_FAILED (58)
-const SASL_AUTHENTICATION_FAILED: i16 = 58;
-
 /// The error for a SaslHandshake response with a non-zero code. `enabled` is the broker's
 /// list of mechanisms from the response.
 pub fn handshake_error(mechanism: SaslMechanism, code: i16, enabled: &[String]) -> Error {
     let name = mechanism.name();
-    match code {
-        UNSUPPORTED_SASL_MECHANISM => auth_failed(
+    match ErrorCode(code) {
+        ErrorCode::UNSUPPORTED_SASL_MECHANISM => auth_failed(
             name,
             format!(
                 "the listener does not enable {name} (it enables: {}); set sasl.mechanism to one of those, or \
@@ -156,8 +149,10 @@ pub fn handshake_error(mechanism: SaslMechanism, code: i16, enabled: &[String]) 
                 if enabled.is_empty() { "none".to_string() } else { enabled.join(", ") }
             ),
         ),
-        ILLEGAL_SASL_STATE => auth_failed(name, "the broker did not expect a SaslHandshake here (ILLEGAL_SASL_STATE)"),
-        other => auth_failed(name, format!("SaslHandshake failed with error code {other}")),
+        ErrorCode::ILLEGAL_SASL_STATE => {
+            auth_failed(name, "the broker did not expect a SaslHandshake here (ILLEGAL_SASL_STATE)")
+        }
+        _ => auth_failed(name, format!("SaslHandshake failed with error code {code}")),
     }
 }
 
@@ -167,16 +162,16 @@ pub fn authenticate_error(mechanism: SaslMechanism, code: i16, message: Option<&
     let said = message
         .map(|m| format!(" (broker: {:?})", m.chars().take(300).filter(|c| !c.is_control()).collect::<String>()))
         .unwrap_or_default();
-    match code {
-        SASL_AUTHENTICATION_FAILED => auth_failed(
+    match ErrorCode(code) {
+        ErrorCode::SASL_AUTHENTICATION_FAILED => auth_failed(
             name,
             format!(
                 "the broker refused the credentials{said}; check the user name and password (or token) and that \
                  the user exists for {name}"
             ),
         ),
-        ILLEGAL_SASL_STATE => auth_failed(name, format!("the broker's SASL state machine disagreed{said}")),
-        other => auth_failed(name, format!("SaslAuthenticate failed with error code {other}{said}")),
+        ErrorCode::ILLEGAL_SASL_STATE => auth_failed(name, format!("the broker's SASL state machine disagreed{said}")),
+        _ => auth_failed(name, format!("SaslAuthenticate failed with error code {code}{said}")),
     }
 }
 

@@ -319,11 +319,11 @@ impl Membership {
             return Outcome::Left;
         }
         match err.code() {
-            Some(ErrorCode::NOT_COORDINATOR) | Some(ErrorCode::COORDINATOR_NOT_AVAILABLE) => {
+            Some(code) if code.is_coordinator_moved() => {
                 self.next_heartbeat = Some(now + self.backoff.next_delay());
                 Outcome::FindCoordinator
             }
-            Some(ErrorCode::FENCED_MEMBER_EPOCH) | Some(ErrorCode::UNKNOWN_MEMBER_ID) => {
+            Some(code) if code.is_member_fenced() => {
                 // Rejoin with the same member id; what we held is gone.
                 self.epoch = JOIN_EPOCH;
                 self.state = MemberState::Joining;
@@ -335,7 +335,7 @@ impl Membership {
                 }
                 Outcome::Fenced
             }
-            Some(code) if is_fatal(code) => {
+            Some(code) if code.is_fatal_for_member() => {
                 self.state = MemberState::Fatal(err.clone());
                 self.next_heartbeat = None;
                 Outcome::Fatal(err)
@@ -384,16 +384,6 @@ pub fn kafka_uuid_string(id: &Uuid) -> String {
         }
     }
     out
-}
-
-/// Codes after which the Java client gives up (surfaced to the user from poll).
-fn is_fatal(code: ErrorCode) -> bool {
-    matches!(
-        code.0,
-        29 /* TOPIC_AUTHORIZATION_FAILED */ | 30 /* GROUP_AUTHORIZATION_FAILED */ |
-        24 /* INVALID_GROUP_ID */ | 35 /* UNSUPPORTED_VERSION */ | 42 /* INVALID_REQUEST */ |
-        81 /* GROUP_MAX_SIZE_REACHED */
-    )
 }
 
 #[cfg(test)]

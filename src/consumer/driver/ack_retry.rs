@@ -27,9 +27,6 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::share::acks::PartitionAcks;
 use crate::share::TopicIdPartition;
 
-/// REQUEST_TIMED_OUT (7): the broker gave up waiting on the state write; it may have happened.
-const REQUEST_TIMED_OUT: ErrorCode = ErrorCode(7);
-
 /// A partition's acks being retried on one session.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AckRetry {
@@ -37,18 +34,6 @@ pub(crate) struct AckRetry {
     until: Instant,
     /// Some attempt's outcome is unknown (it may have been applied).
     unknown: bool,
-}
-
-/// Whether an acknowledgement error passes with time, the acquisitions staying valid.
-pub(crate) fn is_transient_ack_error(code: ErrorCode) -> bool {
-    code.is_retriable()
-        && ![
-            ErrorCode::NOT_LEADER_OR_FOLLOWER,
-            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-            ErrorCode::UNKNOWN_TOPIC_ID,
-            super::fetch::FENCED_LEADER_EPOCH_CODE,
-        ]
-        .contains(&code)
 }
 
 impl Driver {
@@ -70,9 +55,9 @@ impl Driver {
             Err(Error::Broker { code, .. }) => *code,
             Err(_) => return Some(result),
         };
-        if is_transient_ack_error(code) {
+        if code.is_transient_ack_error() {
             let until = retry.map_or(now + limit, |r| r.until);
-            let unknown = retry.is_some_and(|r| r.unknown) || code == REQUEST_TIMED_OUT;
+            let unknown = retry.is_some_and(|r| r.unknown) || code.is_outcome_unknown();
             if now < until && self.closing.is_none() {
                 debug!(node, %tp, code = code.0, "acknowledgements not applied yet; trying again");
                 for (offset, ty) in acks.iter() {

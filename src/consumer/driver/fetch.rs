@@ -24,10 +24,6 @@ use crate::share::TopicIdPartition;
 
 type AckResults = BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>;
 
-/// FENCED_LEADER_EPOCH: like NOT_LEADER_OR_FOLLOWER, the partition moved.
-const FENCED_LEADER_EPOCH: i16 = 74;
-pub(super) const FENCED_LEADER_EPOCH_CODE: ErrorCode = ErrorCode(FENCED_LEADER_EPOCH);
-
 impl Driver {
     pub(super) fn drive_nodes(&mut self, now: Instant) {
         if self.closing.is_some() {
@@ -360,7 +356,7 @@ impl Driver {
     fn partition_error(&mut self, tp: &TopicIdPartition, p: &FetchPartitionResponse, node: i32) -> bool {
         match p.error_code {
             0 => false,
-            c if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 || c == FENCED_LEADER_EPOCH => {
+            c if ErrorCode(c).is_partition_moved() => {
                 let name = self.topic_name(&tp.topic_id);
                 match name {
                     Some(name) if p.current_leader.leader_id >= 0 => {
@@ -376,7 +372,7 @@ impl Driver {
                 debug!(%tp, node, leader = p.current_leader.leader_id, "partition moved");
                 true
             }
-            c if c == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0 || c == ErrorCode::UNKNOWN_TOPIC_ID.0 => {
+            c if ErrorCode(c).is_unknown_topic_or_partition() => {
                 self.need_metadata = true;
                 false
             }
@@ -484,7 +480,7 @@ impl Driver {
             return; // a reset already failed these acks and started over
         }
         if matches!(e, Error::Config { .. } | Error::UnsupportedVersion { .. } | Error::FeatureDisabled { .. })
-            || e.code().is_some_and(is_fatal_share_error)
+            || e.code().is_some_and(ErrorCode::is_fatal_for_share_requests)
         {
             self.set_fatal(e.clone());
         }
@@ -527,11 +523,6 @@ impl Driver {
 /// An error code from a share response as a `Result`, with the API and broker as context.
 fn code_result(code: i16, message: Option<String>, api: &'static str, node: i32) -> Result<()> {
     check(code, message, || Context::api(api).broker(node))
-}
-
-/// Top-level share errors that retrying cannot fix.
-fn is_fatal_share_error(code: ErrorCode) -> bool {
-    matches!(code.0, 29 | 30 | 35 | 42)
 }
 
 mod req_key {

@@ -32,7 +32,7 @@ use crate::share::TopicIdPartition;
 
 /// Whether a topic-level Metadata error code is one to report to the application.
 fn reported(code: i16) -> bool {
-    code == ErrorCode::INVALID_TOPIC_EXCEPTION.0 || code == ErrorCode::TOPIC_AUTHORIZATION_FAILED.0
+    ErrorCode(code).is_topic_refused()
 }
 
 #[derive(Debug, Default)]

@@ -16,7 +16,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use uuid::Uuid;
 
 use super::common::*;
-use super::wire::*;
+use crate::protocol::compact::*;
 use crate::protocol::CodecError;
 
 const REQ: &str = "ShareAcknowledgeRequest";

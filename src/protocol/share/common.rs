@@ -2,8 +2,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::wire::*;
 use super::{MAX_VERSION, MIN_VERSION};
+use crate::protocol::compact::*;
 use crate::protocol::CodecError;
 
 /// Acknowledge type 0: the offset holds no record (compaction, aborted transaction).
@@ -136,21 +136,4 @@ pub(crate) fn get_node(buf: &mut Bytes) -> Result<NodeEndpoint, CodecError> {
     };
     skip_tagged_fields(buf, "NodeEndpoint tagged fields")?;
     Ok(node)
-}
-
-/// Runs `decode` on a copy of `buf` and requires it to consume every byte. On success `buf` is
-/// left empty; on any error it is left as it was, so the caller can log or dump the frame.
-pub(crate) fn decode_whole<T>(
-    buf: &mut Bytes,
-    what: &'static str,
-    decode: impl FnOnce(&mut Bytes) -> Result<T, CodecError>,
-) -> Result<T, CodecError> {
-    // Cloning `Bytes` bumps a reference count; no data is copied.
-    let mut cur = buf.clone();
-    let value = decode(&mut cur)?;
-    if !cur.is_empty() {
-        return Err(CodecError::TrailingBytes { what, extra: cur.len() });
-    }
-    *buf = cur;
-    Ok(value)
 }

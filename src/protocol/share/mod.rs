@@ -22,7 +22,6 @@
 mod acknowledge;
 mod common;
 mod fetch;
-mod wire;
 
 #[cfg(test)]
 mod fuzz_tests;

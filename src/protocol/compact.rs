@@ -1,9 +1,18 @@
-//! Primitives of Kafka's flexible ("compact") encoding, the subset ShareFetch and
-//! ShareAcknowledge need.
+//! Kafka's primitive wire types and its flexible ("compact") encoding: the one bounds-checked
+//! reader and writer behind the codecs this crate writes itself (ShareFetch and
+//! ShareAcknowledge in [`super::share`], DescribeShareGroupOffsets in
+//! [`super::share_group_offsets`]), also read by the response headers ([`super::frame`]) and
+//! the pre-walk of the `kafka-protocol` crate's responses ([`super::bounded`]).
 //!
-//! Readers take `&mut Bytes` and advance it; every read checks the length first and returns
-//! [`CodecError::Truncated`] or [`CodecError::Invalid`], never panics. Nothing allocates more
-//! than the bytes actually left in the buffer, whatever a length prefix claims.
+//! Compact strings, bytes and arrays carry their length as an unsigned varint `N + 1`, 0 for
+//! null; every struct ends in a tagged-field section (a count, then tag, size and payload for
+//! each field).
+//!
+//! Readers take a [`Buf`] cursor and advance it: `Bytes` for the codecs (strings, bytes and
+//! tagged fields are then zero-copy slices of the input), `&[u8]` for the pre-walk. Every read
+//! checks the length first and returns [`CodecError::Truncated`] (`needed`: the bytes missing)
+//! or [`CodecError::Invalid`], never panics. Nothing allocates more than the bytes actually
+//! left in the buffer, whatever a length prefix claims.
 //!
 //! Writers append to `BytesMut`. The ones that can fail (a string or array too long for the
 //! wire) return [`CodecError::Invalid`].
@@ -11,14 +20,15 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use uuid::Uuid;
 
-use crate::protocol::CodecError;
+use super::CodecError;
 
 /// Longest string the Java decoder accepts (`0x7fff` bytes); we hold both directions to it so
 /// we never send what the broker would refuse, nor accept what it could not have sent.
-const MAX_STRING_LEN: usize = 0x7fff;
+pub(crate) const MAX_STRING_LEN: usize = 0x7fff;
 
 /// Fails with `Truncated` unless `buf` holds at least `n` more bytes.
-fn ensure(buf: &Bytes, n: usize, what: &'static str) -> Result<(), CodecError> {
+#[inline]
+pub(crate) fn ensure<B: Buf>(buf: &B, n: usize, what: &'static str) -> Result<(), CodecError> {
     if buf.remaining() < n {
         return Err(CodecError::Truncated { what, needed: n - buf.remaining(), remaining: buf.remaining() });
     }
@@ -29,49 +39,82 @@ fn invalid(what: &'static str, detail: impl Into<String>) -> CodecError {
     CodecError::Invalid { what, detail: detail.into() }
 }
 
-pub(crate) fn get_i8(buf: &mut Bytes, what: &'static str) -> Result<i8, CodecError> {
+// ---- Readers: fixed width ----
+
+pub(crate) fn get_i8<B: Buf>(buf: &mut B, what: &'static str) -> Result<i8, CodecError> {
     ensure(buf, 1, what)?;
     Ok(buf.get_i8())
 }
 
-pub(crate) fn get_i16(buf: &mut Bytes, what: &'static str) -> Result<i16, CodecError> {
+pub(crate) fn get_i16<B: Buf>(buf: &mut B, what: &'static str) -> Result<i16, CodecError> {
     ensure(buf, 2, what)?;
     Ok(buf.get_i16())
 }
 
-pub(crate) fn get_i32(buf: &mut Bytes, what: &'static str) -> Result<i32, CodecError> {
+pub(crate) fn get_i32<B: Buf>(buf: &mut B, what: &'static str) -> Result<i32, CodecError> {
     ensure(buf, 4, what)?;
     Ok(buf.get_i32())
 }
 
-pub(crate) fn get_i64(buf: &mut Bytes, what: &'static str) -> Result<i64, CodecError> {
+pub(crate) fn get_i64<B: Buf>(buf: &mut B, what: &'static str) -> Result<i64, CodecError> {
     ensure(buf, 8, what)?;
     Ok(buf.get_i64())
 }
 
 /// Any non-zero byte is `true`, as in the Java reader.
-pub(crate) fn get_bool(buf: &mut Bytes, what: &'static str) -> Result<bool, CodecError> {
+pub(crate) fn get_bool<B: Buf>(buf: &mut B, what: &'static str) -> Result<bool, CodecError> {
     Ok(get_i8(buf, what)? != 0)
 }
 
 /// A UUID is 16 raw bytes, most significant first.
-pub(crate) fn get_uuid(buf: &mut Bytes, what: &'static str) -> Result<Uuid, CodecError> {
+pub(crate) fn get_uuid<B: Buf>(buf: &mut B, what: &'static str) -> Result<Uuid, CodecError> {
     ensure(buf, 16, what)?;
     let mut raw = [0u8; 16];
     buf.copy_to_slice(&mut raw);
     Ok(Uuid::from_bytes(raw))
 }
 
-/// Unsigned LEB128 varint of at most 5 bytes (a u32).
-pub(crate) fn get_uvarint(buf: &mut Bytes, what: &'static str) -> Result<u32, CodecError> {
+// ---- Readers: varints and compact lengths ----
+
+/// How an unsigned varint reader treats the fifth byte, the only one that can overflow a u32.
+/// Kafka's readers disagree here; each of ours names the one it must match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overflow {
+    /// Our own codecs: the fifth byte may only carry the top 4 bits of a u32, without a
+    /// continuation bit; anything else is `Invalid`.
+    Reject,
+    /// Java's `ByteUtils.readUnsignedVarint`: bits past 32 are dropped; a continuation bit on
+    /// the fifth byte is `Invalid`.
+    DropBits,
+    /// The `kafka-protocol` crate: the fifth byte is read whole whatever its continuation bit,
+    /// bits past 32 dropped. Only for the pre-walk, which must find every prefix where the
+    /// crate will.
+    AsCrate,
+}
+
+/// An unsigned LEB128 varint of at most 5 bytes (a u32), strict ([`Overflow::Reject`]).
+#[inline]
+pub(crate) fn get_uvarint<B: Buf>(buf: &mut B, what: &'static str) -> Result<u32, CodecError> {
+    get_uvarint_with(buf, what, Overflow::Reject)
+}
+
+/// An unsigned LEB128 varint of at most 5 bytes, its fifth byte read as `overflow` says.
+#[inline]
+pub(crate) fn get_uvarint_with<B: Buf>(buf: &mut B, what: &'static str, overflow: Overflow) -> Result<u32, CodecError> {
     let mut value: u32 = 0;
     for i in 0..5 {
         ensure(buf, 1, what)?;
         let byte = buf.get_u8();
-        // The fifth byte may only carry the top 4 bits of a u32.
-        if i == 4 && byte > 0x0f {
-            return Err(invalid(what, "unsigned varint does not fit in 32 bits"));
+        if i == 4 {
+            match overflow {
+                Overflow::Reject if byte > 0x0f => {
+                    return Err(invalid(what, "unsigned varint does not fit in 32 bits"));
+                }
+                Overflow::AsCrate => return Ok(value | u32::from(byte & 0x7f) << 28),
+                _ => {}
+            }
         }
+        // Shifting a u32 left drops the bits that do not fit (only reachable for DropBits).
         value |= u32::from(byte & 0x7f) << (7 * i);
         if byte & 0x80 == 0 {
             return Ok(value);
@@ -80,11 +123,22 @@ pub(crate) fn get_uvarint(buf: &mut Bytes, what: &'static str) -> Result<u32, Co
     Err(invalid(what, "unsigned varint longer than 5 bytes"))
 }
 
-/// A compact length prefix: `N + 1`, with 0 meaning null. Returns `None` for null.
-fn get_compact_len(buf: &mut Bytes, what: &'static str) -> Result<Option<usize>, CodecError> {
-    let raw = get_uvarint(buf, what)?;
-    Ok(raw.checked_sub(1).map(|n| n as usize))
+/// The length a compact prefix stands for: the raw varint is `N + 1`, with 0 meaning null.
+#[inline]
+pub(crate) const fn compact_len(raw: u32) -> Option<usize> {
+    match raw.checked_sub(1) {
+        Some(n) => Some(n as usize),
+        None => None,
+    }
 }
+
+/// A compact length prefix (strict varint). Returns `None` for null.
+#[inline]
+pub(crate) fn get_compact_len<B: Buf>(buf: &mut B, what: &'static str) -> Result<Option<usize>, CodecError> {
+    Ok(compact_len(get_uvarint(buf, what)?))
+}
+
+// ---- Readers: strings, bytes, arrays, tagged fields ----
 
 fn get_str_body(buf: &mut Bytes, len: usize, what: &'static str) -> Result<String, CodecError> {
     if len > MAX_STRING_LEN {
@@ -164,6 +218,25 @@ pub(crate) fn get_tagged_fields(
 pub(crate) fn skip_tagged_fields(buf: &mut Bytes, what: &'static str) -> Result<(), CodecError> {
     get_tagged_fields(buf, what, |_, _| Ok(()))
 }
+
+/// Runs `decode` on a copy of `buf` and requires it to consume every byte. On success `buf` is
+/// left empty; on any error it is left as it was, so the caller can log or dump the frame.
+pub(crate) fn decode_whole<T>(
+    buf: &mut Bytes,
+    what: &'static str,
+    decode: impl FnOnce(&mut Bytes) -> Result<T, CodecError>,
+) -> Result<T, CodecError> {
+    // Cloning `Bytes` bumps a reference count; no data is copied.
+    let mut cur = buf.clone();
+    let value = decode(&mut cur)?;
+    if !cur.is_empty() {
+        return Err(CodecError::TrailingBytes { what, extra: cur.len() });
+    }
+    *buf = cur;
+    Ok(value)
+}
+
+// ---- Writers ----
 
 pub(crate) fn put_uvarint(buf: &mut BytesMut, mut value: u32) {
     while value >= 0x80 {
@@ -245,88 +318,4 @@ pub(crate) fn put_empty_tagged_fields(buf: &mut BytesMut) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn bytes(v: &[u8]) -> Bytes {
-        Bytes::copy_from_slice(v)
-    }
-
-    #[test]
-    fn uvarint_round_trips_at_every_width() {
-        for v in [0, 1, 127, 128, 300, 16_383, 16_384, 2_097_151, 2_097_152, u32::MAX] {
-            let mut out = BytesMut::new();
-            put_uvarint(&mut out, v);
-            let mut b = out.freeze();
-            assert_eq!(get_uvarint(&mut b, "v").unwrap(), v);
-            assert!(b.is_empty());
-        }
-    }
-
-    #[test]
-    fn uvarint_known_encodings() {
-        let mut out = BytesMut::new();
-        put_uvarint(&mut out, 300);
-        assert_eq!(&out[..], &[0xac, 0x02]);
-    }
-
-    #[test]
-    fn uvarint_rejects_overlong_and_overflowing() {
-        assert!(matches!(
-            get_uvarint(&mut bytes(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]), "v"),
-            Err(CodecError::Invalid { .. })
-        ));
-        assert!(matches!(
-            get_uvarint(&mut bytes(&[0xff, 0xff, 0xff, 0xff, 0x1f]), "v"),
-            Err(CodecError::Invalid { .. })
-        ));
-        assert!(matches!(get_uvarint(&mut bytes(&[0x80]), "v"), Err(CodecError::Truncated { .. })));
-    }
-
-    #[test]
-    fn strings_nulls_and_bounds() {
-        assert_eq!(get_nullable_string(&mut bytes(&[0]), "s").unwrap(), None);
-        assert!(matches!(get_string(&mut bytes(&[0]), "s"), Err(CodecError::Invalid { .. })));
-        assert_eq!(get_string(&mut bytes(&[3, b'h', b'i']), "s").unwrap(), "hi");
-        assert!(matches!(
-            get_string(&mut bytes(&[4, b'h', b'i']), "s"),
-            Err(CodecError::Truncated { needed: 1, remaining: 2, .. })
-        ));
-        assert!(matches!(get_string(&mut bytes(&[3, 0xff, 0xfe]), "s"), Err(CodecError::Invalid { .. })));
-        let mut long = BytesMut::new();
-        assert!(put_string(&mut long, &"x".repeat(MAX_STRING_LEN + 1), "s").is_err());
-    }
-
-    #[test]
-    fn nullable_bytes_are_zero_copy() {
-        let input = bytes(&[4, 1, 2, 3, 9]);
-        let mut b = input.clone();
-        let got = get_nullable_bytes(&mut b, "r").unwrap().unwrap();
-        assert_eq!(&got[..], &[1, 2, 3]);
-        assert_eq!(got.as_ptr(), input[1..].as_ptr());
-        assert_eq!(&b[..], &[9]);
-    }
-
-    #[test]
-    fn huge_array_count_does_not_allocate_or_panic() {
-        // Count 0xffff_fffe elements, then nothing.
-        let mut b = bytes(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
-        let r = get_array(&mut b, "a", |b| get_i32(b, "x"));
-        assert!(matches!(r, Err(CodecError::Truncated { .. })));
-    }
-
-    #[test]
-    fn tagged_fields_are_offered_then_skipped() {
-        // Two fields: tag 0 with [0xaa], tag 5 with [0xbb, 0xcc]; then a trailing byte.
-        let mut b = bytes(&[2, 0, 1, 0xaa, 5, 2, 0xbb, 0xcc, 0x42]);
-        let mut seen = Vec::new();
-        get_tagged_fields(&mut b, "t", |tag, data| {
-            seen.push((tag, data.to_vec()));
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(seen, vec![(0, vec![0xaa]), (5, vec![0xbb, 0xcc])]);
-        assert_eq!(&b[..], &[0x42]);
-        assert!(skip_tagged_fields(&mut bytes(&[1, 0, 5, 1]), "t").is_err());
-    }
-}
+mod tests;
