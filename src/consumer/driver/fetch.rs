@@ -242,7 +242,8 @@ impl Driver {
                         }
                     }
                 }
-                moved |= self.partition_error(&tp, &p, node);
+                let leader = (p.current_leader.leader_id, p.current_leader.leader_epoch);
+                moved |= self.partition_error(&tp, p.error_code, leader, node);
                 records += self.take_records(node, sent.generation, tp, p, deadline, now);
             }
         }
@@ -353,23 +354,19 @@ impl Driver {
 
     /// Handles a partition-level error; returns true when the partition moved to another
     /// leader (so the fetch sets must be recomputed).
-    fn partition_error(&mut self, tp: &TopicIdPartition, p: &FetchPartitionResponse, node: i32) -> bool {
-        match p.error_code {
+    ///
+    /// The one place that reads a partition's error in a ShareFetch or ShareAcknowledge
+    /// answer: both carry the same code and current leader.
+    fn partition_error(&mut self, tp: &TopicIdPartition, code: i16, leader: (i32, i32), node: i32) -> bool {
+        match code {
             0 => false,
             c if ErrorCode(c).is_partition_moved() => {
                 let name = self.topic_name(&tp.topic_id);
                 match name {
-                    Some(name) if p.current_leader.leader_id >= 0 => {
-                        self.cluster.learn_leader(
-                            &name,
-                            tp.partition,
-                            p.current_leader.leader_id,
-                            p.current_leader.leader_epoch,
-                        );
-                    }
+                    Some(name) if leader.0 >= 0 => self.cluster.learn_leader(&name, tp.partition, leader.0, leader.1),
                     _ => self.need_metadata = true,
                 }
-                debug!(%tp, node, leader = p.current_leader.leader_id, "partition moved");
+                debug!(%tp, node, leader = leader.0, "partition moved");
                 true
             }
             c if ErrorCode(c).is_unknown_topic_or_partition() => {
@@ -377,7 +374,7 @@ impl Driver {
                 false
             }
             c => {
-                debug!(%tp, node, code = c, message = ?p.error_message, "partition fetch error");
+                debug!(%tp, node, code = c, "partition error");
                 false
             }
         }
@@ -432,17 +429,8 @@ impl Driver {
                         }
                     }
                 }
-                if p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 && p.current_leader.leader_id >= 0 {
-                    if let Some(name) = self.topic_name(&tp.topic_id) {
-                        self.cluster.learn_leader(
-                            &name,
-                            tp.partition,
-                            p.current_leader.leader_id,
-                            p.current_leader.leader_epoch,
-                        );
-                        moved = true;
-                    }
-                }
+                let leader = (p.current_leader.leader_id, p.current_leader.leader_epoch);
+                moved |= self.partition_error(&tp, p.error_code, leader, node);
             }
         }
         for (tp, a) in sent.acks.iter().filter(|(tp, _)| !retried.contains(tp)) {
