@@ -355,6 +355,10 @@ impl ShareConsumer {
     /// why), then the new ones.
     fn hand_out(&self, answer: driver::PollAnswer) -> Vec<ConsumerRecord> {
         let mut local = self.lock();
+        if answer.renewed.is_empty() {
+            // The usual case: no copy of the records.
+            return hold(&mut local, self.id, answer.records);
+        }
         let mut delivered = Vec::with_capacity(answer.records.len() + answer.renewed.len());
         for r in answer.renewed {
             let Some(pos) = local.renewing.iter().position(|d| d.tp == r.tp && d.record.offset == r.offset) else {
