@@ -47,8 +47,7 @@ pub mod security;
 // for benches, wire tests and the curious, with no stability promise. Without the feature the
 // `unreachable_pub` lint does not apply to them (their `pub` is for that feature).
 macro_rules! internal_modules {
-    ($($(#[$doc:meta])* $name:ident;)*) => {$(
-        $(#[$doc])*
+    ($($name:ident),*) => {$(
         #[cfg(feature = "unstable-internals")]
         pub mod $name;
         #[cfg(not(feature = "unstable-internals"))]
@@ -56,18 +55,10 @@ macro_rules! internal_modules {
         mod $name;
     )*};
 }
-internal_modules! {
-    /// Unstable internals: the retry backoff.
-    backoff;
-    /// Unstable internals: bootstrap, metadata, the connection pool, SASL login.
-    cluster;
-    /// Unstable internals: one broker connection.
-    connection;
-    /// Unstable internals: the wire codecs.
-    protocol;
-    /// Unstable internals: the sans-IO share-group state machines.
-    share;
-}
+// backoff: the retry backoff; cluster: bootstrap, metadata, the connection pool, SASL login;
+// connection: one broker connection; protocol: the wire codecs; share: the sans-IO
+// share-group state machines. Each says more in its own module docs.
+internal_modules!(backoff, cluster, connection, protocol, share);
 // An in-process fake cluster for users' tests (feature `test-util`); docs in test_util/mod.rs.
 #[cfg(feature = "test-util")]
 pub mod test_util;
