@@ -45,7 +45,7 @@ async fn main() -> ExitCode {
 /// The work: most records take 10 ms, one in 25 takes one and a half locks.
 async fn process(value: String) -> Result<(), String> {
     let id: u64 = value.strip_prefix("job-").and_then(|i| i.parse().ok()).ok_or("not a job")?;
-    let took = if id % 25 == 0 { LOCK * 3 / 2 } else { Duration::from_millis(10) };
+    let took = if id.is_multiple_of(25) { LOCK * 3 / 2 } else { Duration::from_millis(10) };
     tokio::time::sleep(took).await;
     Ok(())
 }

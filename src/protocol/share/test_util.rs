@@ -10,7 +10,7 @@ pub(crate) fn hex(annotated: &str) -> Bytes {
         .map(|line| line.split("//").next().unwrap_or(""))
         .flat_map(|code| code.chars().filter(|c| !c.is_whitespace()))
         .collect();
-    assert!(digits.len() % 2 == 0, "odd number of hex digits");
+    assert!(digits.len().is_multiple_of(2), "odd number of hex digits");
     let bytes = (0..digits.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).expect("hex digit"))
