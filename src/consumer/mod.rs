@@ -294,7 +294,7 @@ impl ShareConsumer {
         if self.wakeup.take() {
             return Err(Error::Wakeup);
         }
-        let acks = {
+        let (acks, renewing) = {
             let mut local = self.lock();
             if self.is_closed() {
                 return Err(Error::Closed);
@@ -320,7 +320,6 @@ impl ShareConsumer {
             let acks = take_acks(&mut local, self.unacknowledged_on_poll());
             (acks, !local.renewing.is_empty())
         };
-        let (acks, renewing) = acks;
         let (reply, rx) = oneshot::channel();
         let wait = !timeout.is_zero();
         self.send(Command::Poll { max: self.cfg.max_poll_records, wait, renewing, acks, reply })?;

@@ -23,8 +23,9 @@ use crate::{ShareConsumer, ShareConsumerConfig};
 /// loaded; a passing test never waits this long.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// Waits until `f` holds; false after `timeout`.
-async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+/// Waits until `f` holds, looking every 10 ms; false after `timeout`. For tests that wait
+/// for a condition (never for a fixed time).
+pub async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
         if f() {

@@ -128,7 +128,7 @@ mod server;
 mod share;
 mod state;
 
-pub use cluster::FakeCluster;
+pub use cluster::{eventually, FakeCluster};
 pub use config::FakeConfig;
 pub use log::{AckedOffset, Logged, Req};
 pub use records::RecordState;

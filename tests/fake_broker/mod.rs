@@ -91,20 +91,6 @@ pub async fn poll_through_fetches(fake: &FakeCluster, c: &ShareConsumer, n: usiz
     got
 }
 
-/// Waits until `f` holds; false after `timeout`.
-pub async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 /// One acknowledgement completion as the commit callback saw it.
 #[derive(Debug, Clone)]
 pub struct AckOutcome {

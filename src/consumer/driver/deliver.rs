@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use super::{Delivered, Driver, Fetched, PollAnswer};
+use super::{Delivered, Driver, Fetched, PollAnswer, PollWaiter};
 use crate::protocol::share::ACK_RELEASE;
 
 impl Driver {
@@ -24,10 +24,8 @@ impl Driver {
             if self.renewed.is_empty() {
                 return;
             }
-            let Some(w) = self.waiter.take() else { return };
-            let answer = PollAnswer { records: Vec::new(), renewed: std::mem::take(&mut self.renewed) };
-            if let Err(Ok(back)) = w.reply.send(Ok(answer)) {
-                self.requeue(back);
+            if let Some(w) = self.waiter.take() {
+                self.answer(w, Vec::new());
             }
             return;
         }
@@ -55,9 +53,15 @@ impl Driver {
         self.drain.record(out.len(), now);
         // The application has these now: its idle time counts from here.
         self.activity.last_poll = Some(now);
-        let answer = PollAnswer { records: out, renewed: std::mem::take(&mut self.renewed) };
-        if let Err(Ok(back)) = w.reply.send(Ok(answer)) {
-            // The poll gave up at this very moment: keep the records for the next one.
+        self.answer(w, out);
+    }
+
+    /// Answers a poll with `records` and the renewal outcomes noted so far, or with the fatal
+    /// error. A poll that gave up at this very moment gets nothing: the driver keeps all of
+    /// it for the next one.
+    pub(super) fn answer(&mut self, w: PollWaiter, records: Vec<Delivered>) {
+        let answer = PollAnswer { records, renewed: std::mem::take(&mut self.renewed) };
+        if let Err(Ok(back)) = w.reply.send(self.fatal.clone().map_or(Ok(answer), Err)) {
             self.requeue(back);
         }
     }

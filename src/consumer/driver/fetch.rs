@@ -18,11 +18,19 @@ use crate::protocol::share::{
     FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
     ShareFetchResponse, ACK_REJECT, ACK_RELEASE,
 };
-use crate::share::acks::GAP;
+use crate::share::acks::{PartitionAcks, GAP};
 use crate::share::session::Sent;
 use crate::share::TopicIdPartition;
 
 type AckResults = BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>;
+
+/// The acknowledgement answers of one response: results to report, and the partitions whose
+/// acks were queued again (`ack_retry.rs`).
+#[derive(Default)]
+struct AckAnswers {
+    results: AckResults,
+    retried: BTreeSet<TopicIdPartition>,
+}
 
 impl Driver {
     pub(super) fn drive_nodes(&mut self, now: Instant) {
@@ -223,8 +231,7 @@ impl Driver {
         self.learn_endpoints(&resp.node_endpoints);
         let lock = self.lock_duration();
         let deadline = (lock > Duration::ZERO).then(|| sent_at + lock);
-        let mut results: AckResults = BTreeMap::new();
-        let mut retried: BTreeSet<TopicIdPartition> = BTreeSet::new();
+        let mut answers = AckAnswers::default();
         let mut moved = false;
         let mut records = 0;
         for t in resp.responses {
@@ -233,14 +240,7 @@ impl Driver {
                 if let Some(a) = sent.acks.get(&tp) {
                     let r =
                         code_result(p.acknowledge_error_code, p.acknowledge_error_message.clone(), "ShareFetch", node);
-                    match self.ack_outcome(node, tp, a, r, now) {
-                        Some(r) => {
-                            results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
-                        }
-                        None => {
-                            retried.insert(tp); // queued again: no news yet
-                        }
-                    }
+                    self.note_ack_answer(node, tp, a, r, now, &mut answers);
                 }
                 let leader = (p.current_leader.leader_id, p.current_leader.leader_epoch);
                 moved |= self.partition_error(&tp, p.error_code, leader, node);
@@ -251,10 +251,7 @@ impl Driver {
             n.pace.fetched(records, now);
             n.redeliveries.expire(now, lock);
         }
-        for (tp, a) in sent.acks.iter().filter(|(tp, _)| !retried.contains(tp)) {
-            results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
-        }
-        self.complete_acks(Some(node), results);
+        self.complete_answered_acks(node, &sent, answers);
         if moved {
             self.reconcile_assignment();
         }
@@ -412,34 +409,54 @@ impl Driver {
             self.shared.acquisition_lock_timeout_ms.store(ms as i64, Ordering::Relaxed);
         }
         self.learn_endpoints(&resp.node_endpoints);
-        let mut results: AckResults = BTreeMap::new();
-        let mut retried: BTreeSet<TopicIdPartition> = BTreeSet::new();
+        let mut answers = AckAnswers::default();
         let mut moved = false;
         for t in &resp.responses {
             for p in &t.partitions {
                 let tp = TopicIdPartition { topic_id: t.topic_id, partition: p.partition_index };
                 if let Some(a) = sent.acks.get(&tp) {
                     let r = code_result(p.error_code, p.error_message.clone(), "ShareAcknowledge", node);
-                    match self.ack_outcome(node, tp, a, r, now) {
-                        Some(r) => {
-                            results.insert(tp, (a.iter().map(|(o, _)| o).collect(), r));
-                        }
-                        None => {
-                            retried.insert(tp); // queued again: no news yet
-                        }
-                    }
+                    self.note_ack_answer(node, tp, a, r, now, &mut answers);
                 }
                 let leader = (p.current_leader.leader_id, p.current_leader.leader_epoch);
                 moved |= self.partition_error(&tp, p.error_code, leader, node);
             }
         }
+        self.complete_answered_acks(node, &sent, answers);
+        if moved {
+            self.reconcile_assignment();
+        }
+    }
+
+    /// Files one partition's acknowledgement answer (from a ShareFetch or a ShareAcknowledge):
+    /// a result to report, or, when `ack_outcome` queued the acks again, no news yet.
+    fn note_ack_answer(
+        &mut self,
+        node: i32,
+        tp: TopicIdPartition,
+        acks: &PartitionAcks,
+        r: Result<()>,
+        now: Instant,
+        answers: &mut AckAnswers,
+    ) {
+        match self.ack_outcome(node, tp, acks, r, now) {
+            Some(r) => {
+                answers.results.insert(tp, (acks.iter().map(|(o, _)| o).collect(), r));
+            }
+            None => {
+                answers.retried.insert(tp);
+            }
+        }
+    }
+
+    /// Completes the acks of an answered request: those its answer did not mention succeeded
+    /// (the broker lists only partitions with something to say); retried ones wait.
+    fn complete_answered_acks(&mut self, node: i32, sent: &Sent, answers: AckAnswers) {
+        let AckAnswers { mut results, retried } = answers;
         for (tp, a) in sent.acks.iter().filter(|(tp, _)| !retried.contains(tp)) {
             results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
         }
         self.complete_acks(Some(node), results);
-        if moved {
-            self.reconcile_assignment();
-        }
     }
 
     /// A request failed as a whole: its acks fail with the error (never resent: their

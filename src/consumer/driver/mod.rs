@@ -429,10 +429,7 @@ impl Driver {
                     self.report_topic_error();
                     self.try_deliver(now);
                     if let Some(w) = self.waiter.take() {
-                        let answer = PollAnswer { records: Vec::new(), renewed: std::mem::take(&mut self.renewed) };
-                        if let Err(Ok(back)) = w.reply.send(self.fatal.clone().map_or(Ok(answer), Err)) {
-                            self.requeue(back);
-                        }
+                        self.answer(w, Vec::new());
                     }
                 }
             }
