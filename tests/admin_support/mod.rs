@@ -46,14 +46,30 @@ pub async fn produce_at(cluster: &Cluster, topic: &str, partition: i32, n: usize
             .with_name(TopicName(StrBytes::from_string(topic.to_string())))
             .with_partition_data(vec![PartitionProduceData::default().with_index(partition).with_records(Some(batch))]),
     ]);
-    cluster.refresh_metadata(&[topic.to_string()]).await.expect("metadata");
-    let leader = cluster.with_metadata(|m| m.leader(topic, partition)).expect("leader");
-    let conn = cluster.broker(leader, TrafficClass::Control).await.expect("connect leader");
-    // v3..=12 name topics (v13 switches to ids).
-    let resp = cluster.send(&conn, &req, (3, 12)).await.expect("produce");
-    let p = &resp.responses[0].partition_responses[0];
-    assert_eq!(p.error_code, 0, "produce error {:?} {:?}", p.error_message, p.record_errors);
-    p.base_offset
+    // A topic just created may not have its leader ready yet (older brokers answer
+    // NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE for a moment, and the metadata may be
+    // stale): ask again until the leader takes the batch, within a generous limit.
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        cluster.refresh_metadata(&[topic.to_string()]).await.expect("metadata");
+        let leader = cluster.with_metadata(|m| m.leader(topic, partition));
+        if let Some(leader) = leader {
+            let conn = cluster.broker(leader, TrafficClass::Control).await.expect("connect leader");
+            // v3..=12 name topics (v13 switches to ids).
+            let resp = cluster.send(&conn, &req, (3, 12)).await.expect("produce");
+            let p = &resp.responses[0].partition_responses[0];
+            // UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER: nothing
+            // was written, so sending again cannot duplicate.
+            let not_ready = matches!(p.error_code, 3 | 5 | 6);
+            if !not_ready || tokio::time::Instant::now() >= end {
+                assert_eq!(p.error_code, 0, "produce error {:?} {:?}", p.error_message, p.record_errors);
+                return p.base_offset;
+            }
+        } else {
+            assert!(tokio::time::Instant::now() < end, "no leader for {topic}-{partition} after 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 pub fn now_ms() -> i64 {
