@@ -6,26 +6,26 @@
 //! Run with `cargo bench --bench ack_batches`.
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use kafka_share::share::acks::PartitionAcks;
+use kafka_share::share::acks::{AckKind, PartitionAcks};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 const N: i64 = 10_000;
-const ACCEPT: i8 = 1;
-const RELEASE: i8 = 2;
+const ACCEPT: AckKind = AckKind::Accept;
+const RELEASE: AckKind = AckKind::Release;
 
 /// (offset, wire type) pairs: offsets 1_000_000.. in a seeded random order.
-fn acks(types: impl Fn(i64, &mut StdRng) -> i8, gap_every: Option<i64>) -> Vec<(i64, i8)> {
+fn acks(types: impl Fn(i64, &mut StdRng) -> AckKind, gap_every: Option<i64>) -> Vec<(i64, AckKind)> {
     let mut v = in_order(types, gap_every);
     v.shuffle(&mut StdRng::seed_from_u64(1206));
     v
 }
 
 /// The same pairs in offset order.
-fn in_order(types: impl Fn(i64, &mut StdRng) -> i8, gap_every: Option<i64>) -> Vec<(i64, i8)> {
+fn in_order(types: impl Fn(i64, &mut StdRng) -> AckKind, gap_every: Option<i64>) -> Vec<(i64, AckKind)> {
     let mut rng = StdRng::seed_from_u64(932);
-    let v: Vec<(i64, i8)> = (0..N)
+    let v: Vec<(i64, AckKind)> = (0..N)
         .filter(|o| gap_every.is_none_or(|g| o % g != g - 1))
         .map(|o| (1_000_000 + o, types(o, &mut rng)))
         .collect();

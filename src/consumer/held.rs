@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use super::driver::{AckEntry, Delivered};
 use super::{AcknowledgeType, ConsumerRecord, Local};
 use crate::error::Error;
+use crate::share::acks::AckKind;
 use crate::share::TopicIdPartition;
 
 // ---------------------------------------------------------------------------------------------
@@ -29,21 +30,67 @@ use crate::share::TopicIdPartition;
 // one by coordinates (see `supersede`), as the map's overwrite did.
 // ---------------------------------------------------------------------------------------------
 
-/// Slot state: delivered, not acknowledged. (1 to 4, the wire values of [`AcknowledgeType`],
-/// mean acknowledged that way and not yet taken for sending.)
-pub(super) const UNACKED: u8 = 0;
-/// Slot state: acknowledged as RENEW, not yet taken. Once taken the slot is SENT, and the
-/// record waits in `Local::renewing` for the broker's answer: the poll after it comes back
-/// returns the record again, as a new delivery with its lock extended (as Java 4.4 does).
-pub(super) const RENEW: u8 = AcknowledgeType::Renew.wire() as u8;
-/// Slot state: acknowledged and taken for sending (or released on close): no longer held.
-pub(super) const SENT: u8 = 8;
-/// Slot state: delivered again since, in a later slot, which is the one held now.
-pub(super) const SUPERSEDED: u8 = 9;
+/// The state of one record's slot. It lives in an `AtomicU8` (acknowledging is lock-free),
+/// packed by [`Slot::pack`]; the byte is never read but through [`Slot::unpack`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Slot {
+    /// Delivered, not acknowledged.
+    Unacked,
+    /// Acknowledged that way, not yet taken for sending. A RENEW, once taken, leaves the slot
+    /// SENT and the record waits in `Local::renewing` for the broker's answer: the poll after
+    /// it comes back returns the record again, as a new delivery with its lock extended (as
+    /// Java 4.4 does).
+    Acked(AcknowledgeType),
+    /// Acknowledged and taken for sending (or released on close): no longer held.
+    Sent,
+    /// Delivered again since, in a later slot, which is the one held now.
+    Superseded,
+}
 
-/// Whether a slot state is a record still held: unacknowledged, or acknowledged and not sent.
-pub(super) fn is_live(state: u8) -> bool {
-    state <= RENEW
+impl Slot {
+    const fn pack(self) -> u8 {
+        match self {
+            Slot::Unacked => 0,
+            Slot::Acked(AcknowledgeType::Accept) => 1,
+            Slot::Acked(AcknowledgeType::Release) => 2,
+            Slot::Acked(AcknowledgeType::Reject) => 3,
+            Slot::Acked(AcknowledgeType::Renew) => 4,
+            Slot::Sent => 8,
+            Slot::Superseded => 9,
+        }
+    }
+
+    fn unpack(byte: u8) -> Slot {
+        match byte {
+            0 => Slot::Unacked,
+            1 => Slot::Acked(AcknowledgeType::Accept),
+            2 => Slot::Acked(AcknowledgeType::Release),
+            3 => Slot::Acked(AcknowledgeType::Reject),
+            4 => Slot::Acked(AcknowledgeType::Renew),
+            8 => Slot::Sent,
+            // Only `pack` writes the byte: 9 is the one value left.
+            _ => Slot::Superseded,
+        }
+    }
+
+    /// Whether the slot's record is still held: unacknowledged, or acknowledged and not sent.
+    fn is_live(self) -> bool {
+        matches!(self, Slot::Unacked | Slot::Acked(_))
+    }
+
+    fn load(cell: &AtomicU8) -> Slot {
+        Slot::unpack(cell.load(Ordering::Acquire))
+    }
+
+    /// Swaps `from` for `to` if the slot still reads `from`; else returns what it reads now.
+    fn swap(cell: &AtomicU8, from: Slot, to: Slot, weak: bool) -> Result<(), Slot> {
+        let r = if weak {
+            cell.compare_exchange_weak(from.pack(), to.pack(), Ordering::AcqRel, Ordering::Acquire)
+        } else {
+            cell.compare_exchange(from.pack(), to.pack(), Ordering::AcqRel, Ordering::Acquire)
+        };
+        r.map(drop).map_err(Slot::unpack)
+    }
 }
 
 /// The records of one poll, with their ack slots (see the comment above).
@@ -57,7 +104,7 @@ pub(crate) struct PollBatch {
     /// Per record: its delivery count, which names the delivery an acknowledgement is for
     /// (the driver refuses one for a delivery the broker has since superseded).
     pub(super) delivery_counts: Vec<i16>,
-    /// Per record: UNACKED, an acknowledge type's wire value, SENT or SUPERSEDED.
+    /// Per record: its [`Slot`], packed.
     pub(super) slots: Vec<AtomicU8>,
     /// The records acknowledged as RENEW, by index (a renewed record is handed out again, so
     /// the batch keeps a copy; RENEW is rare, so this is usually empty and never locked).
@@ -143,7 +190,7 @@ impl PollBatch {
             }
             offsets.push(r.offset);
         }
-        let slots = delivered.iter().map(|_| AtomicU8::new(UNACKED)).collect();
+        let slots = delivered.iter().map(|_| AtomicU8::new(Slot::Unacked.pack())).collect();
         let delivery_counts = delivered.iter().map(|d| d.record.delivery_count).collect();
         PollBatch { owner, runs, offsets, delivery_counts, slots, renewals: Mutex::new(Vec::new()) }
     }
@@ -154,16 +201,16 @@ impl PollBatch {
     /// to SENT under the lock).
     pub(super) fn set(&self, index: usize, ack: AcknowledgeType) -> Set {
         let slot = &self.slots[index];
-        let mut state = slot.load(Ordering::Acquire);
+        let mut state = Slot::load(slot);
         loop {
             match state {
-                SUPERSEDED => return Set::Superseded,
-                s if !is_live(s) => return Set::NotHeld,
-                s if s == ack.wire() as u8 => return Set::Done,
+                Slot::Superseded => return Set::Superseded,
+                s if !s.is_live() => return Set::NotHeld,
+                Slot::Acked(a) if a == ack => return Set::Done,
                 _ => {}
             }
-            match slot.compare_exchange_weak(state, ack.wire() as u8, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Set::Done,
+            match Slot::swap(slot, state, Slot::Acked(ack), true) {
+                Ok(()) => return Set::Done,
                 Err(now) => state = now,
             }
         }
@@ -173,7 +220,7 @@ impl PollBatch {
     pub(super) fn find(&self, topic: &str, partition: i32, offset: i64) -> Option<usize> {
         self.runs.iter().filter(|r| r.partition == partition && &*r.topic == topic).find_map(|r| {
             let i = r.start + self.offsets[r.start..r.end].binary_search(&offset).ok()?;
-            is_live(self.slots[i].load(Ordering::Acquire)).then_some(i)
+            Slot::load(&self.slots[i]).is_live().then_some(i)
         })
     }
 
@@ -191,16 +238,12 @@ impl PollBatch {
 
     /// Acknowledges with `ack` every record not acknowledged yet; returns how many.
     pub(super) fn acknowledge_unacknowledged(&self, ack: AcknowledgeType) -> usize {
-        let wire = ack.wire() as u8;
-        self.slots
-            .iter()
-            .filter(|s| s.compare_exchange(UNACKED, wire, Ordering::AcqRel, Ordering::Acquire).is_ok())
-            .count()
+        self.slots.iter().filter(|s| Slot::swap(s, Slot::Unacked, Slot::Acked(ack), false).is_ok()).count()
     }
 
     /// How many records are not acknowledged at all (RENEW counts as acknowledged).
     pub(super) fn unacknowledged(&self) -> usize {
-        self.slots.iter().filter(|s| s.load(Ordering::Acquire) == UNACKED).count()
+        self.slots.iter().filter(|s| Slot::load(s) == Slot::Unacked).count()
     }
 
     /// Takes the acknowledgements out of the slots as ack entries (see `take_acks`), and the
@@ -210,31 +253,31 @@ impl PollBatch {
         for run in &self.runs {
             for i in run.start..run.end {
                 let slot = &self.slots[i];
-                let mut state = slot.load(Ordering::Acquire);
+                let mut state = Slot::load(slot);
                 loop {
-                    let (wire, next) = match (state, unacked) {
-                        (SENT | SUPERSEDED, _) => break,
-                        (UNACKED, Unacked::Keep) => {
+                    let ack = match (state, unacked) {
+                        (Slot::Sent | Slot::Superseded, _) => break,
+                        (Slot::Unacked, Unacked::Keep) => {
                             held = true;
                             break;
                         }
-                        (UNACKED, Unacked::Accept) => (AcknowledgeType::Accept.wire(), SENT),
-                        (UNACKED, Unacked::ReleaseAll) => (AcknowledgeType::Release.wire(), SENT),
-                        (acked, _) => (acked as i8, SENT),
+                        (Slot::Unacked, Unacked::Accept) => AcknowledgeType::Accept,
+                        (Slot::Unacked, Unacked::ReleaseAll) => AcknowledgeType::Release,
+                        (Slot::Acked(ack), _) => ack,
                     };
                     // An acknowledgement may land between the load and here: then look again.
-                    match slot.compare_exchange_weak(state, next, Ordering::AcqRel, Ordering::Acquire) {
-                        Ok(_) => {
+                    match Slot::swap(slot, state, Slot::Sent, true) {
+                        Ok(()) => {
                             out.push(AckEntry {
                                 tp: run.tp,
                                 offset: self.offsets[i],
                                 delivery_count: self.delivery_counts[i],
                                 lock_deadline: run.lock_deadline,
-                                wire,
+                                kind: AckKind::of(ack),
                                 node: run.node,
                                 generation: run.generation,
                             });
-                            if state == RENEW && unacked != Unacked::ReleaseAll {
+                            if ack == AcknowledgeType::Renew && unacked != Unacked::ReleaseAll {
                                 // The record comes back from a poll once the broker renewed it.
                                 if let Some(record) = self.renewal_copy(i) {
                                     renewing.push(Delivered {
@@ -306,10 +349,10 @@ pub(super) fn supersede(held: &[Arc<PollBatch>], new: &PollBatch) {
                 }
                 for k in run.start..run.end {
                     let slot = &old.slots[k];
-                    if is_live(slot.load(Ordering::Acquire)) && newer_offsets.binary_search(&old.offsets[k]).is_ok() {
+                    if Slot::load(slot).is_live() && newer_offsets.binary_search(&old.offsets[k]).is_ok() {
                         // Under the lock a live slot can only change to another live state
                         // (an acknowledgement), which the old map's overwrite lost as well.
-                        slot.store(SUPERSEDED, Ordering::Release);
+                        slot.store(Slot::Superseded.pack(), Ordering::Release);
                     }
                 }
             }
@@ -388,7 +431,10 @@ mod tests {
     }
 
     fn take(c: &ShareConsumer, unacked: Unacked) -> Vec<(i32, i64, i8)> {
-        take_acks(&mut c.lock(), unacked).iter().map(|a| (a.tp.partition, a.offset, a.wire)).collect()
+        take_acks(&mut c.lock(), unacked)
+            .iter()
+            .map(|a| (a.tp.partition, a.offset, a.kind.wire()))
+            .collect()
     }
 
     fn pending(c: &ShareConsumer) -> usize {
@@ -515,7 +561,7 @@ mod tests {
             c.closed.store(true, Ordering::Release);
             take_acks(&mut local, Unacked::ReleaseAll)
         };
-        let acks: Vec<_> = acks.iter().map(|a| (a.offset, a.wire)).collect();
+        let acks: Vec<_> = acks.iter().map(|a| (a.offset, a.kind.wire())).collect();
         assert_eq!(acks, vec![(1, RENEW_WIRE), (2, RELEASE), (3, ACCEPT)]);
         assert!(c.lock().held.is_empty());
         assert!(matches!(c.acknowledge(&recs[1]), Err(Error::Closed)));

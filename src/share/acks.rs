@@ -12,7 +12,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::Error;
-use crate::protocol::share::AcknowledgementBatch;
+use crate::protocol::share::{AcknowledgementBatch, ACK_ACCEPT, ACK_GAP, ACK_REJECT, ACK_RELEASE, ACK_RENEW};
 
 /// What to do with a delivered record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -31,12 +31,7 @@ pub enum AcknowledgeType {
 impl AcknowledgeType {
     /// The wire value (1 Accept, 2 Release, 3 Reject, 4 Renew).
     pub const fn wire(self) -> i8 {
-        match self {
-            AcknowledgeType::Accept => 1,
-            AcknowledgeType::Release => 2,
-            AcknowledgeType::Reject => 3,
-            AcknowledgeType::Renew => 4,
-        }
+        AckKind::of(self).wire()
     }
 
     /// Whether this type ends the consumer's hold on the record.
@@ -71,12 +66,47 @@ impl FromStr for AcknowledgeType {
     }
 }
 
-/// Wire value of a Gap acknowledgement: an acquired offset with no record (compacted away or
-/// an aborted transaction's). Sent by the client itself, never by the user.
-pub const GAP: i8 = 0;
+/// An acknowledgement as it waits to be sent: one of the application's types, or a Gap, which
+/// the client sends itself for an acquired offset with no record (compacted away, or an
+/// aborted transaction's). The wire's `i8` appears only at the codec boundary
+/// ([`PartitionAcks::to_batches`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i8)]
+pub enum AckKind {
+    /// No record at an acquired offset.
+    Gap = ACK_GAP,
+    /// [`AcknowledgeType::Accept`].
+    Accept = ACK_ACCEPT,
+    /// [`AcknowledgeType::Release`].
+    Release = ACK_RELEASE,
+    /// [`AcknowledgeType::Reject`].
+    Reject = ACK_REJECT,
+    /// The one kind that travels in requests of its own (IsRenewAck).
+    Renew = ACK_RENEW,
+}
 
-/// Wire value of a Renew: the one type that travels in requests of its own.
-const RENEW: i8 = AcknowledgeType::Renew.wire();
+impl AckKind {
+    /// The kind of an application's acknowledgement.
+    pub const fn of(ack: AcknowledgeType) -> AckKind {
+        match ack {
+            AcknowledgeType::Accept => AckKind::Accept,
+            AcknowledgeType::Release => AckKind::Release,
+            AcknowledgeType::Reject => AckKind::Reject,
+            AcknowledgeType::Renew => AckKind::Renew,
+        }
+    }
+
+    /// The wire value.
+    pub const fn wire(self) -> i8 {
+        self as i8
+    }
+}
+
+impl From<AcknowledgeType> for AckKind {
+    fn from(ack: AcknowledgeType) -> AckKind {
+        AckKind::of(ack)
+    }
+}
 
 /// How far from the end of the runs an out-of-order ack may still go into them (rather than
 /// become a stray): bounds the shifting it costs. Small in tests, so they take both ways.
@@ -87,7 +117,7 @@ const NEAR_RUNS: usize = if cfg!(test) { 2 } else { 32 };
 struct Run {
     first: i64,
     last: i64,
-    ty: i8,
+    ty: AckKind,
 }
 
 impl Run {
@@ -120,7 +150,7 @@ pub struct PartitionAcks {
     /// Ascending, non-overlapping, maximal (see [`append`]).
     runs: Vec<Run>,
     /// Acks added out of order: each at or below the end of `runs`, and winning over it.
-    strays: BTreeMap<i64, i8>,
+    strays: BTreeMap<i64, AckKind>,
     /// Distinct offsets held (saturating, see [`Run::span`]).
     len: u64,
     /// How many of them are Renews (saturating likewise).
@@ -137,22 +167,22 @@ impl PartialEq for PartitionAcks {
 impl Eq for PartitionAcks {}
 
 impl PartitionAcks {
-    /// Records (or overwrites) the ack of one offset with a wire type.
-    pub fn add(&mut self, offset: i64, wire_type: i8) {
-        self.add_range(offset, offset, wire_type);
+    /// Records (or overwrites) the ack of one offset.
+    pub fn add(&mut self, offset: i64, kind: AckKind) {
+        self.add_range(offset, offset, kind);
     }
 
-    /// Records an inclusive range of offsets with one type.
-    pub fn add_range(&mut self, first: i64, last: i64, wire_type: i8) {
+    /// Records an inclusive range of offsets with one kind.
+    pub fn add_range(&mut self, first: i64, last: i64, kind: AckKind) {
         if first > last {
             return;
         }
-        let run = Run { first, last, ty: wire_type };
+        let run = Run { first, last, ty: kind };
         match self.runs.last() {
             // Past everything held (strays lie below the last run's end): the usual case.
             None => self.push(run),
             Some(tail) if first > tail.last => self.push(run),
-            Some(_) if first == last => self.add_below(first, wire_type),
+            Some(_) if first == last => self.add_below(first, kind),
             // A range back over held offsets: rare, so simply rebuilt.
             Some(_) => *self = self.overwritten(run),
         }
@@ -186,7 +216,7 @@ impl PartitionAcks {
         let (mut taken, mut kept) = (PartitionAcks::default(), PartitionAcks::default());
         for &run in self.canonical().iter() {
             // Ascending still, so both sides come out canonical.
-            if (run.ty == RENEW) == renew {
+            if (run.ty == AckKind::Renew) == renew {
                 taken.push(run)
             } else {
                 kept.push(run)
@@ -196,8 +226,8 @@ impl PartitionAcks {
         taken
     }
 
-    /// The offsets and types, ascending.
-    pub fn iter(&self) -> impl Iterator<Item = (i64, i8)> + '_ {
+    /// The offsets and kinds, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = (i64, AckKind)> + '_ {
         self.canonical().into_owned().into_iter().flat_map(|r| (r.first..=r.last).map(move |o| (o, r.ty)))
     }
 
@@ -211,7 +241,7 @@ impl PartitionAcks {
             let mut batch = AcknowledgementBatch {
                 first_offset: run.first,
                 last_offset: run.last,
-                acknowledge_types: vec![run.ty],
+                acknowledge_types: vec![run.ty.wire()],
             };
             // Touching runs differ in type (they are maximal), so a batch of several is mixed:
             // one type per offset.
@@ -231,13 +261,13 @@ impl PartitionAcks {
     fn push(&mut self, run: Run) {
         append(&mut self.runs, run);
         self.len = self.len.saturating_add(run.span());
-        if run.ty == RENEW {
+        if run.ty == AckKind::Renew {
             self.renews = self.renews.saturating_add(run.span());
         }
     }
 
     /// Records one offset at or below the end of the runs.
-    fn add_below(&mut self, offset: i64, ty: i8) {
+    fn add_below(&mut self, offset: i64, ty: AckKind) {
         // The first run ending at or after `offset` (the last run does, unless called amiss).
         let i = self.runs.partition_point(|r| r.last < offset);
         let Some(&next) = self.runs.get(i) else { return self.push(Run { first: offset, last: offset, ty }) };
@@ -266,10 +296,10 @@ impl PartitionAcks {
         if old.is_none() {
             self.len = self.len.saturating_add(1);
         }
-        if old == Some(RENEW) {
+        if old == Some(AckKind::Renew) {
             self.renews = self.renews.saturating_sub(1);
         }
-        if ty == RENEW {
+        if ty == AckKind::Renew {
             self.renews = self.renews.saturating_add(1);
         }
     }
@@ -329,9 +359,9 @@ impl PartitionAcks {
     }
 }
 
-/// The type of each offset of a run. (A run too long to list could never be sent anyway.)
+/// The wire type of each offset of a run. (A run too long to list could never be sent anyway.)
 fn types(run: Run) -> impl Iterator<Item = i8> {
-    std::iter::repeat_n(run.ty, usize::try_from(run.span()).unwrap_or(usize::MAX))
+    std::iter::repeat_n(run.ty.wire(), usize::try_from(run.span()).unwrap_or(usize::MAX))
 }
 
 #[cfg(test)]
@@ -339,13 +369,37 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The tests speak wire values, as the batches they check do.
+    const RENEW: i8 = AckKind::Renew.wire();
+
+    fn kind(wire: i8) -> AckKind {
+        [AckKind::Gap, AckKind::Accept, AckKind::Release, AckKind::Reject, AckKind::Renew]
+            .into_iter()
+            .find(|k| k.wire() == wire)
+            .expect("a wire type the tests use")
+    }
+
+    impl PartitionAcks {
+        fn add_wire(&mut self, offset: i64, wire: i8) {
+            self.add(offset, kind(wire));
+        }
+
+        fn add_range_wire(&mut self, first: i64, last: i64, wire: i8) {
+            self.add_range(first, last, kind(wire));
+        }
+
+        fn iter_wire(&self) -> Vec<(i64, i8)> {
+            self.iter().map(|(o, k)| (o, k.wire())).collect()
+        }
+    }
+
     #[test]
     fn merges_contiguous_and_collapses_runs() {
         let mut a = PartitionAcks::default();
         for o in [5, 3, 4, 10, 11] {
-            a.add(o, 1);
+            a.add_wire(o, 1);
         }
-        a.add(12, 2);
+        a.add_wire(12, 2);
         let b = a.to_batches();
         assert_eq!(b.len(), 2);
         assert_eq!((b[0].first_offset, b[0].last_offset, b[0].acknowledge_types.clone()), (3, 5, vec![1]));
@@ -355,23 +409,23 @@ mod tests {
     #[test]
     fn renews_split_off() {
         let mut a = PartitionAcks::default();
-        a.add(1, 1);
-        a.add(2, 4);
-        a.add(3, 4);
+        a.add_wire(1, 1);
+        a.add_wire(2, 4);
+        a.add_wire(3, 4);
         let r = a.split_renew(true);
-        assert_eq!(r.iter().collect::<Vec<_>>(), vec![(2, 4), (3, 4)]);
-        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(1, 1)]);
+        assert_eq!(r.iter_wire(), vec![(2, 4), (3, 4)]);
+        assert_eq!(a.iter_wire(), vec![(1, 1)]);
         assert!(!a.has_renew());
     }
 
     #[test]
     fn extremes_do_not_overflow() {
         let mut a = PartitionAcks::default();
-        a.add_range(i64::MAX - 2, i64::MAX, 1);
-        a.add(i64::MAX, 2); // overwrite at the very end
-        a.add_range(i64::MAX - 1, i64::MAX, 3);
-        a.add(i64::MIN, 4); // far below: a stray
-        a.add_range(i64::MIN, i64::MIN + 1, 4);
+        a.add_range_wire(i64::MAX - 2, i64::MAX, 1);
+        a.add_wire(i64::MAX, 2); // overwrite at the very end
+        a.add_range_wire(i64::MAX - 1, i64::MAX, 3);
+        a.add_wire(i64::MIN, 4); // far below: a stray
+        a.add_range_wire(i64::MIN, i64::MIN + 1, 4);
         assert_eq!(a.len(), 5);
         assert!(a.has_renew());
         let b = a.to_batches();
@@ -390,8 +444,8 @@ mod tests {
 
         // Every offset there is: the counters saturate, nothing else gives way.
         let mut all = PartitionAcks::default();
-        all.add_range(i64::MIN, i64::MAX, 1);
-        all.add(0, 4);
+        all.add_range_wire(i64::MIN, i64::MAX, 1);
+        all.add_wire(0, 4);
         assert_eq!(all.len(), usize::MAX);
         assert!(all.has_renew());
         assert_eq!(all.split_renew(true).to_batches().len(), 1);
@@ -401,8 +455,8 @@ mod tests {
     #[test]
     fn split_without_renews_moves_or_leaves_everything() {
         let mut a = PartitionAcks::default();
-        a.add_range(10, 20, 1);
-        a.add(5, 2);
+        a.add_range_wire(10, 20, 1);
+        a.add_wire(5, 2);
         let before = a.clone();
         assert!(a.split_renew(true).is_empty());
         assert_eq!(a, before, "nothing to take: left alone");
@@ -410,7 +464,7 @@ mod tests {
         assert!(a.is_empty());
 
         let mut r = PartitionAcks::default();
-        r.add_range(1, 3, 4);
+        r.add_range_wire(1, 3, 4);
         assert!(r.split_renew(false).is_empty());
         assert_eq!(r.split_renew(true).len(), 3);
         assert!(r.is_empty());
@@ -421,10 +475,10 @@ mod tests {
         let mut a = PartitionAcks::default();
         let mut b = PartitionAcks::default();
         for (o, t) in [(7, 1), (3, 1), (5, 2), (4, 1), (6, 1), (3, 1)] {
-            a.add(o, t);
+            a.add_wire(o, t);
         }
         for (o, t) in [(3, 1), (4, 1), (5, 2), (6, 1), (7, 1)] {
-            b.add(o, t);
+            b.add_wire(o, t);
         }
         assert_eq!(a, b);
         assert_eq!(a.to_batches(), b.to_batches());
@@ -435,12 +489,12 @@ mod tests {
     fn stray_in_a_gap_is_overwritten_in_place() {
         let mut a = PartitionAcks::default();
         for o in [0, 2, 4, 6] {
-            a.add(o, 1);
+            a.add_wire(o, 1);
         }
-        a.add(1, 2); // far behind the end (in tests): a stray
-        a.add(5, 1); // joins the last runs, bringing offset 1 near the end
-        a.add(1, 4); // must replace the stray, not shadow it
-        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(0, 1), (1, 4), (2, 1), (4, 1), (5, 1), (6, 1)]);
+        a.add_wire(1, 2); // far behind the end (in tests): a stray
+        a.add_wire(5, 1); // joins the last runs, bringing offset 1 near the end
+        a.add_wire(1, 4); // must replace the stray, not shadow it
+        assert_eq!(a.iter_wire(), vec![(0, 1), (1, 4), (2, 1), (4, 1), (5, 1), (6, 1)]);
         assert_eq!(a.len(), 6);
         assert!(a.has_renew());
     }
@@ -459,7 +513,7 @@ mod tests {
             let mut a = PartitionAcks::default();
             let mut expect = BTreeMap::new();
             for &(o, t) in &acks {
-                a.add(o, t);
+                a.add_wire(o, t);
                 expect.insert(o, t);
             }
             let batches = a.to_batches();
@@ -492,11 +546,11 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Add(o, t) => {
-                        a.add(o, t);
+                        a.add_wire(o, t);
                         model.insert(o, t);
                     }
                     Op::AddRange(first, last, t) => {
-                        a.add_range(first, last, t);
+                        a.add_range_wire(first, last, t);
                         for o in first..=last {
                             model.insert(o, t);
                         }
@@ -540,7 +594,7 @@ mod tests {
 
     /// Everything observable agrees with the model, and the representation is sound.
     fn check(a: &PartitionAcks, model: &BTreeMap<i64, i8>) -> Result<(), TestCaseError> {
-        prop_assert_eq!(a.iter().collect::<Vec<_>>(), model.iter().map(|(&o, &t)| (o, t)).collect::<Vec<_>>());
+        prop_assert_eq!(a.iter_wire(), model.iter().map(|(&o, &t)| (o, t)).collect::<Vec<_>>());
         prop_assert_eq!(a.len(), model.len());
         prop_assert_eq!(a.is_empty(), model.is_empty());
         prop_assert_eq!(a.has_renew(), model.values().any(|&t| t == RENEW));
@@ -549,7 +603,7 @@ mod tests {
         // Same acks added in order: equal, whatever the history.
         let mut fresh = PartitionAcks::default();
         for (&o, &t) in model {
-            fresh.add(o, t);
+            fresh.add_wire(o, t);
         }
         prop_assert_eq!(a, &fresh);
         prop_assert!(fresh.strays.is_empty());

@@ -25,7 +25,7 @@ use crate::protocol::share::{
     ShareFetchRequest,
 };
 
-use super::acks::PartitionAcks;
+use super::acks::{AckKind, PartitionAcks};
 use super::TopicIdPartition;
 
 /// The epoch that opens a session.
@@ -127,9 +127,9 @@ impl ShareSession {
         self.wanted = wanted;
     }
 
-    /// Queues an ack (wire type) for a record delivered under the current generation.
-    pub fn queue_ack(&mut self, tp: TopicIdPartition, offset: i64, wire_type: i8) {
-        self.acks.entry(tp).or_default().add(offset, wire_type);
+    /// Queues an ack for a record delivered under the current generation.
+    pub fn queue_ack(&mut self, tp: TopicIdPartition, offset: i64, kind: AckKind) {
+        self.acks.entry(tp).or_default().add(offset, kind);
     }
 
     /// Whether acks are waiting to be sent.

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use super::{Delivered, Driver, Fetched, PollAnswer, PollWaiter};
-use crate::protocol::share::ACK_RELEASE;
+use crate::share::acks::AckKind;
 
 impl Driver {
     /// Answers a waiting poll if there is something to answer with.
@@ -116,7 +116,7 @@ impl Driver {
             if let Some(n) = self.nodes.get_mut(&f.node) {
                 if n.session.generation() == f.generation && !f.records.is_empty() {
                     for r in &f.records {
-                        n.session.queue_ack(f.tp, r.offset, ACK_RELEASE);
+                        n.session.queue_ack(f.tp, r.offset, AckKind::Release);
                     }
                     n.pace.releases_queued = true;
                 }

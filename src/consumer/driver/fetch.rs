@@ -16,9 +16,9 @@ use crate::error::{check, Context, Error, ErrorCode, Result};
 use crate::protocol::records::{decode_acquired_with, AcquiredRange, DecodeOptions};
 use crate::protocol::share::{
     FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
-    ShareFetchResponse, ACK_REJECT, ACK_RELEASE,
+    ShareFetchResponse,
 };
-use crate::share::acks::{PartitionAcks, GAP};
+use crate::share::acks::{AckKind, PartitionAcks};
 use crate::share::session::Sent;
 use crate::share::TopicIdPartition;
 
@@ -287,7 +287,7 @@ impl Driver {
             Ok(set) => {
                 for (first, last) in set.gaps {
                     for o in first..=last {
-                        n.session.queue_ack(tp, o, GAP);
+                        n.session.queue_ack(tp, o, AckKind::Gap);
                     }
                 }
                 for bad in set.corrupt {
@@ -297,7 +297,7 @@ impl Driver {
                     );
                     for &(first, last) in &bad.acquired {
                         for o in first..=last {
-                            n.session.queue_ack(tp, o, ACK_REJECT);
+                            n.session.queue_ack(tp, o, AckKind::Reject);
                         }
                     }
                     let error = Error::CorruptRecord {
@@ -341,7 +341,7 @@ impl Driver {
                 warn!(topic = %topic, partition = tp.partition, error = %e, "invalid acquired ranges: records released");
                 for r in &ranges {
                     for o in r.first_offset..=r.last_offset {
-                        n.session.queue_ack(tp, o, ACK_RELEASE);
+                        n.session.queue_ack(tp, o, AckKind::Release);
                     }
                 }
                 0

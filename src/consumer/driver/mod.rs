@@ -33,7 +33,7 @@ use crate::backoff::Backoff;
 use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
-use crate::share::acks::AcknowledgeType;
+use crate::share::acks::AckKind;
 use crate::share::membership::{MemberState, Membership};
 use crate::share::session::{FetchParams, Sent, ShareSession};
 use crate::share::TopicIdPartition;
@@ -103,7 +103,7 @@ pub(crate) struct AckEntry {
     pub delivery_count: i16,
     /// When that delivery's lock ends at the latest (conservative), unless it was renewed.
     pub lock_deadline: Option<Instant>,
-    pub wire: i8,
+    pub kind: AckKind,
     pub node: i32,
     pub generation: u64,
 }
@@ -516,7 +516,6 @@ impl Driver {
     /// delivery of the offset (the ack would land on a delivery nobody processed).
     fn route_acks(&mut self, acks: Vec<AckEntry>, now: Instant) -> Vec<(AckEntry, Error)> {
         let mut failed = Vec::new();
-        let (renew, release) = (AcknowledgeType::Renew.wire(), AcknowledgeType::Release.wire());
         let lock = self.lock_duration();
         for a in acks {
             match self.nodes.get_mut(&a.node) {
@@ -539,7 +538,7 @@ impl Driver {
                         failed.push((a, e));
                         continue;
                     }
-                    if a.wire == renew {
+                    if a.kind == AckKind::Renew {
                         // Renewed from when the broker takes it, no earlier than now.
                         n.redeliveries.renewed(a.tp, a.offset, now + lock);
                         self.renewing.insert((a.tp, a.offset));
@@ -547,13 +546,13 @@ impl Driver {
                         n.redeliveries.settled(a.tp, a.offset);
                         n.pace.settled(1);
                     }
-                    if a.wire == release {
+                    if a.kind == AckKind::Release {
                         // Released records are for the other members: no refill from this
                         // broker until the application polls again.
                         n.pace.refill = false;
                         n.pace.releases_queued = true;
                     }
-                    n.session.queue_ack(a.tp, a.offset, a.wire)
+                    n.session.queue_ack(a.tp, a.offset, a.kind)
                 }
                 _ => {
                     let e = session_gone(a.node);

@@ -36,7 +36,7 @@ fn epochs_open_increment_and_list_only_changes() {
     s.on_success(&sent);
 
     // An ack on partition 1 rides on the next fetch; partition 2 added; partition 0 forgotten.
-    s.queue_ack(tp(t, 1), 7, 1);
+    s.queue_ack(tp(t, 1), 7, AckKind::Accept);
     s.set_wanted(BTreeSet::from([tp(t, 1), tp(t, 2)]));
     let (req, sent) = s.build_fetch("g", "m", P).unwrap();
     assert_eq!(req.share_session_epoch, 2);
@@ -57,13 +57,13 @@ fn no_acks_on_epoch_zero_and_reset_fails_queued_acks() {
     s.set_wanted(BTreeSet::from([tp(t, 0)]));
     let (_, sent) = s.build_fetch("g", "m", P).unwrap();
     s.on_success(&sent);
-    s.queue_ack(tp(t, 0), 3, 1);
+    s.queue_ack(tp(t, 0), 3, AckKind::Accept);
     let gen = s.generation();
     let failed = s.reset();
     assert_eq!(failed.len(), 1, "queued acks handed back to be failed");
     assert_eq!(s.generation(), gen + 1);
     assert_eq!(s.epoch(), 0);
-    s.queue_ack(tp(t, 0), 4, 1);
+    s.queue_ack(tp(t, 0), 4, AckKind::Accept);
     let (req, _) = s.build_fetch("g", "m", P).unwrap();
     assert_eq!(req.share_session_epoch, 0);
     assert!(req.topics[0].partitions[0].acknowledgement_batches.is_empty(), "no acks at epoch 0");
@@ -77,7 +77,7 @@ fn ack_only_partitions_use_share_acknowledge() {
     let (_, sent) = s.build_fetch("g", "m", P).unwrap();
     s.on_success(&sent);
     // Partition 5 is no longer fetched here but has acks.
-    s.queue_ack(tp(t, 5), 10, 3);
+    s.queue_ack(tp(t, 5), 10, AckKind::Reject);
     let (req, sent) = s.build_fetch("g", "m", P).unwrap();
     assert!(req.topics.is_empty(), "not added to the fetch session");
     s.on_success(&sent);
@@ -95,8 +95,8 @@ fn renews_travel_alone_with_is_renew_ack() {
     s.set_wanted(BTreeSet::from([tp(t, 0)]));
     let (_, sent) = s.build_fetch("g", "m", P).unwrap();
     s.on_success(&sent);
-    s.queue_ack(tp(t, 0), 1, 4);
-    s.queue_ack(tp(t, 0), 2, 1);
+    s.queue_ack(tp(t, 0), 1, AckKind::Renew);
+    s.queue_ack(tp(t, 0), 2, AckKind::Accept);
     let (req, sent) = s.build_fetch("g", "m", P).unwrap();
     assert_eq!(req.topics[0].partitions[0].acknowledgement_batches[0].acknowledge_types, vec![1]);
     s.on_success(&sent);
@@ -116,7 +116,7 @@ fn close_uses_final_epoch_and_carries_acks() {
     s.set_wanted(BTreeSet::from([tp(t, 0)]));
     let (_, sent) = s.build_fetch("g", "m", P).unwrap();
     s.on_success(&sent);
-    s.queue_ack(tp(t, 0), 9, 2);
+    s.queue_ack(tp(t, 0), 9, AckKind::Release);
     let (req, sent) = s.build_close("g", "m").unwrap();
     assert_eq!(req.share_session_epoch, -1);
     assert_eq!(req.topics.len(), 1);
