@@ -109,3 +109,37 @@ fn blocking_consumer_subscribes_to_a_pattern() {
     assert_eq!(consumer.subscription(), BTreeSet::from([topic]));
     consumer.close(Duration::from_secs(10)).unwrap();
 }
+
+#[tokio::test]
+async fn a_deleted_matching_topic_leaves_the_subscription_quietly() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let prefix = common::unique("pattern-del");
+    let [a, b] = [".a", ".b"].map(|s| format!("{prefix}{s}"));
+    for t in [&a, &b] {
+        admin.create_topic(t, 1).await.expect("create topic");
+        common::produce(&bs, t, 1, N, "v").await;
+    }
+    let group = common::new_group(&admin, "g-pattern-del", None).await;
+    let cfg = common::consumer_config(&bs, &group).metadata_max_age(Duration::from_millis(500));
+    let consumer = ShareConsumer::connect(cfg).await.unwrap();
+    consumer.subscribe_pattern(&format!(r"{}\..*", regex::escape(&prefix))).unwrap();
+    let got = common::poll_until(&consumer, 2 * N, Duration::from_secs(60), |_| {}).await;
+    assert_eq!(per_topic(&got), BTreeMap::from([(a.clone(), N), (b.clone(), N)]));
+
+    // Deleting a matching topic is the pattern's business, not an error: as in Java, the next
+    // listing drops it from the subscription and polls carry on with the rest.
+    for r in admin.delete_topics(&[&b]).await.expect("delete topics") {
+        r.expect("delete topic");
+    }
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    while consumer.subscription() != BTreeSet::from([a.clone()]) {
+        assert!(tokio::time::Instant::now() < end, "still subscribed to {:?}", consumer.subscription());
+        let polled = consumer.poll(Duration::from_millis(200)).await;
+        assert!(polled.as_ref().is_ok_and(|r| r.is_empty()), "{:?}", polled.map(|r| per_topic(&r)));
+    }
+    common::produce(&bs, &a, 1, N, "after").await;
+    let later = common::poll_until(&consumer, N, Duration::from_secs(60), |_| {}).await;
+    assert_eq!(per_topic(&later), BTreeMap::from([(a, N)]), "the remaining topic flows on");
+    consumer.close(Duration::from_secs(10)).await.unwrap();
+}

@@ -43,7 +43,9 @@ impl Admin {
     /// # Cancel safety
     /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn connect_to(bootstrap: &str) -> Result<Admin> {
-        Admin::connect(ClusterConfig::new(bootstrap)).await
+        let mut c = ClusterConfig::new(bootstrap);
+        c.client_id = crate::config::numbered_client_id(Client::Admin); // Java's adminclient-<n>
+        Admin::connect(c).await
     }
 
     /// Connects with Java-named properties (bootstrap.servers, client.id, request.timeout.ms, ...).
@@ -52,7 +54,9 @@ impl Admin {
     /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn from_properties(p: &Properties) -> Result<Admin> {
         crate::config::refuse(p, Client::Admin)?;
-        let c = cluster_config(p, "kafka-share-admin")?;
+        let id = crate::config::client_id_or(p, || crate::config::numbered_client_id(Client::Admin));
+        let mut c = cluster_config(p, &id)?;
+        c.client_id = id;
         crate::config::finish(p, Client::Admin)?;
         Admin::connect(c).await
     }

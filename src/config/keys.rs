@@ -119,9 +119,10 @@ pub(crate) const KEYS: &[Key] = &[
     unused("reconnect.backoff.ms", ALL),
     unused("reconnect.backoff.max.ms", ALL),
     unused("connections.max.idle.ms", ALL),
-    // Metadata is refreshed when an answer says it is stale, and the bootstrap servers are
+    // The share consumer lists topics this often for a pattern subscription. Otherwise
+    // metadata is refreshed when an answer says it is stale, and the bootstrap servers are
     // tried again when no known broker answers.
-    unused("metadata.max.age.ms", ALL),
+    read("metadata.max.age.ms", C, P | A),
     unused("metadata.recovery.strategy", ALL),
     unused("metadata.recovery.rebootstrap.trigger.ms", ALL),
     unused("metadata.cluster.check.enable", ALL),

@@ -19,6 +19,28 @@ pub use properties::Properties;
 use crate::error::{Error, Result};
 use crate::security::SecurityConfig;
 
+/// Java's default `client.id` for a producer (`producer-<n>`) or an admin client
+/// (`adminclient-<n>`): `n` counts such clients of this process, from 1, as Java's sequences do.
+/// (The share consumer's, `consumer-<group>-<n>`, is in `consumer/config.rs`.)
+pub(crate) fn numbered_client_id(client: Client) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PRODUCERS: AtomicU64 = AtomicU64::new(1);
+    static ADMINS: AtomicU64 = AtomicU64::new(1);
+    let (prefix, sequence) = match client {
+        Client::Producer => ("producer", &PRODUCERS),
+        Client::Admin | Client::ShareConsumer => ("adminclient", &ADMINS),
+    };
+    format!("{prefix}-{}", sequence.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The `client.id` a properties file sets, or (absent or empty, as in Java) `default()`.
+pub(crate) fn client_id_or(p: &Properties, default: impl FnOnce() -> String) -> String {
+    match p.get("client.id") {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => default(),
+    }
+}
+
 /// Reads the settings shared by every client.
 pub fn cluster_config(p: &Properties, default_client_id: &str) -> Result<ClusterConfig> {
     let bootstrap = p

@@ -233,6 +233,7 @@ impl ShareConsumerConfig {
         c.fetch_max_bytes = p.int("fetch.max.bytes", 52_428_800, 1, max)? as i32;
         c.client_rack = p.get("client.rack").filter(|r| !r.is_empty()).map(str::to_string);
         c.check_crcs = p.bool("check.crcs", true)?;
+        c.metadata_max_age = p.millis("metadata.max.age.ms", c.metadata_max_age, 0, max)?;
         for k in ["key.deserializer", "value.deserializer"] {
             if let Some(v) = p.get(k) {
                 if !v.ends_with("ByteArrayDeserializer")
@@ -386,6 +387,14 @@ mod tests {
         assert!(number(&c.cluster.client_id, "g") > b);
         p.set("client.id", "mine");
         assert_eq!(ShareConsumerConfig::from_properties(&p).unwrap().cluster.client_id, "mine");
+    }
+
+    #[test]
+    fn metadata_max_age_sets_the_pattern_listing_interval() {
+        let mut p = base();
+        p.set("metadata.max.age.ms", "5000");
+        let c = ShareConsumerConfig::from_properties(&p).unwrap();
+        assert_eq!(c.metadata_max_age, Duration::from_secs(5));
     }
 
     #[test]

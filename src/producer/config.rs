@@ -73,7 +73,8 @@ pub struct ProducerConfig {
 impl Default for ProducerConfig {
     fn default() -> Self {
         ProducerConfig {
-            cluster: ClusterConfig { client_id: "kafka-share-producer".into(), ..ClusterConfig::default() },
+            // Empty: `Producer::connect` names the producer `producer-<n>`, as Java does.
+            cluster: ClusterConfig { client_id: String::new(), ..ClusterConfig::default() },
             acks: Acks::All,
             linger: Duration::from_millis(5),
             batch_size: 16_384,
@@ -173,7 +174,12 @@ impl ProducerConfig {
             .map_err(|e| Error::config("compression.type", e.to_string()))?;
         let max = i32::MAX as i64;
         let c = ProducerConfig {
-            cluster: cluster_config(p, "kafka-share-producer")?,
+            cluster: {
+                let id = crate::config::client_id_or(p, String::new);
+                let mut c = cluster_config(p, &id)?;
+                c.client_id = id;
+                c
+            },
             acks,
             linger: p.millis("linger.ms", d.linger, 0, max)?,
             batch_size: p.int("batch.size", d.batch_size as i64, 0, max)? as usize,
@@ -266,7 +272,8 @@ mod tests {
         assert_eq!(c.max_request_size, 1_048_576);
         assert_eq!(c.max_in_flight, 5);
         assert_eq!(c.buffer_memory, 32 << 20);
-        assert_eq!(c.cluster.client_id, "kafka-share-producer");
+        // Named producer-<n> when it connects (`Producer::connect`), as Java names it.
+        assert_eq!(c.cluster.client_id, "");
         assert!(c.enable_idempotence);
     }
 

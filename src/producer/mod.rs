@@ -114,8 +114,12 @@ impl Producer {
     ///
     /// # Cancel safety
     /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
-    pub async fn connect(config: ProducerConfig) -> Result<Producer> {
+    pub async fn connect(mut config: ProducerConfig) -> Result<Producer> {
         config.validate()?;
+        if config.cluster.client_id.is_empty() {
+            // Java's default client.id: producer-<n>, n counting this process's producers.
+            config.cluster.client_id = crate::config::numbered_client_id(crate::config::Client::Producer);
+        }
         let cluster = Cluster::connect(config.cluster.clone()).await?;
         Ok(Producer::start(cluster, config, true))
     }
