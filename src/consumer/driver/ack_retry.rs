@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use tracing::debug;
 
-use super::Driver;
+use super::DriverCore;
 use crate::error::{Error, ErrorCode, Result};
 use crate::share::acks::PartitionAcks;
 use crate::share::TopicIdPartition;
@@ -36,7 +36,7 @@ pub(crate) struct AckRetry {
     unknown: bool,
 }
 
-impl Driver {
+impl DriverCore {
     /// What a partition's acknowledgement answer means: `None` when its acks were queued
     /// again for another attempt, else the result to report.
     pub(super) fn ack_outcome(
@@ -72,10 +72,7 @@ impl Driver {
         }
         if code == ErrorCode::INVALID_RECORD_STATE && retry.is_some_and(|r| r.unknown) {
             // The attempt that timed out most likely took effect.
-            let addr = self
-                .cluster
-                .with_metadata(|m| m.brokers.get(&node).map(|b| b.addr()))
-                .unwrap_or_else(|| format!("node {node}"));
+            let addr = self.topology.broker_addr(node).unwrap_or_else(|| format!("node {node}"));
             return Some(Err(Error::OutcomeUnknown { api: "ShareAcknowledge", addr, cause: Arc::new(result.err()?) }));
         }
         Some(result)

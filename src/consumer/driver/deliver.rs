@@ -2,10 +2,10 @@
 
 use std::time::Instant;
 
-use super::{Delivered, Driver, Fetched, PollAnswer, PollWaiter};
+use super::{Delivered, DriverCore, Fetched, PollAnswer, PollWaiter};
 use crate::share::acks::AckKind;
 
-impl Driver {
+impl DriverCore {
     /// Answers a waiting poll if there is something to answer with.
     pub(super) fn try_deliver(&mut self, now: Instant) {
         let Some(w) = &self.waiter else { return };

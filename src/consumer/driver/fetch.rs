@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
 use super::pace::FetchPlan;
-use super::{Driver, Event, Fetched, Node};
-use crate::cluster::{BrokerInfo, TrafficClass};
+use super::{DriverCore, Fetched, Node, Transmit};
+use crate::cluster::BrokerInfo;
 use crate::consumer::config::AcquireMode;
 use crate::consumer::record::ConsumerRecord;
 use crate::error::{check, Context, Error, ErrorCode, Result};
@@ -32,7 +32,7 @@ struct AckAnswers {
     retried: BTreeSet<TopicIdPartition>,
 }
 
-impl Driver {
+impl DriverCore {
     pub(super) fn drive_nodes(&mut self, now: Instant) {
         if self.closing.is_some() {
             return;
@@ -91,7 +91,7 @@ impl Driver {
                         n.pace.refill = false; // the one refill of the last poll
                     }
                     n.pace.demand = false;
-                    self.spawn_fetch(id, req, sent);
+                    self.spawn_fetch(id, req, sent, now);
                     continue;
                 }
             }
@@ -110,7 +110,7 @@ impl Driver {
             n.in_flight_acks = true;
             n.pace.releases_queued &= n.session.has_acks();
         }
-        self.spawn_ack(id, req, sent);
+        self.outbox.push_back(Transmit::Acknowledge { node: id, request: req, sent });
     }
 
     /// record_limit: no prefetch. Fetch only for a waiting poll with nothing buffered, from
@@ -145,46 +145,13 @@ impl Driver {
         Some(eligible[self.record_limit_turn % eligible.len()])
     }
 
-    fn spawn_fetch(&mut self, node: i32, req: ShareFetchRequest, sent: Sent) {
-        let cluster = self.cluster.clone();
-        let timeout = cluster.config().request_timeout + self.cfg.fetch_max_wait;
-        let sent_at = Instant::now();
-        self.tasks.spawn(async move {
-            let result = async {
-                let conn = cluster.broker(node, TrafficClass::Fetch).await?;
-                let v = conn.versions.pick(req_key::FETCH, 1, 2)?;
-                if v < 2 && req.share_acquire_mode != 0 {
-                    return Err(Error::config(
-                        "share.acquire.mode",
-                        format!("record_limit needs ShareFetch v2 (Kafka 4.2+); broker {node} speaks v1 only: use batch_optimized"),
-                    ));
-                }
-                conn.conn.call_timeout(&req, v, timeout).await
-            }
-            .await;
-            Event::Fetch {
-                node,
-                sent,
-                sent_at,
-                result,
-            }
-        });
+    fn spawn_fetch(&mut self, node: i32, req: ShareFetchRequest, sent: Sent, now: Instant) {
+        self.outbox.push_back(Transmit::Fetch { node, request: req, sent, sent_at: now });
     }
 
-    pub(super) fn spawn_ack(&mut self, node: i32, req: ShareAcknowledgeRequest, sent: Sent) {
-        let cluster = self.cluster.clone();
-        let timeout = cluster.config().request_timeout;
-        self.tasks.spawn(async move {
-            let result = async {
-                // Same connection as the fetches: the broker ties a share session to the
-                // connection that opened it, and drops it when that connection closes.
-                let conn = cluster.broker(node, TrafficClass::Fetch).await?;
-                let v = conn.versions.pick(req_key::ACK, 1, 2)?;
-                conn.conn.call_timeout(&req, v, timeout).await
-            }
-            .await;
-            Event::Ack { node, sent, result }
-        });
+    /// How long a fetch may wait at the broker (the shell adds it to the request timeout).
+    pub(crate) fn fetch_max_wait(&self) -> Duration {
+        self.cfg.fetch_max_wait
     }
 
     pub(super) fn on_fetch(
@@ -253,7 +220,7 @@ impl Driver {
         }
         self.complete_answered_acks(node, &sent, answers);
         if moved {
-            self.reconcile_assignment();
+            self.reconcile_assignment(now);
         }
     }
 
@@ -360,7 +327,7 @@ impl Driver {
             c if ErrorCode(c).is_partition_moved() => {
                 let name = self.topic_name(&tp.topic_id);
                 match name {
-                    Some(name) if leader.0 >= 0 => self.cluster.learn_leader(&name, tp.partition, leader.0, leader.1),
+                    Some(name) if leader.0 >= 0 => self.topology.learn_leader(&name, tp.partition, leader.0, leader.1),
                     _ => self.need_metadata = true,
                 }
                 debug!(%tp, node, leader = leader.0, "partition moved");
@@ -381,12 +348,12 @@ impl Driver {
         if endpoints.is_empty() {
             return;
         }
-        self.cluster.learn_brokers(endpoints.iter().map(|e| BrokerInfo {
-            node_id: e.node_id,
-            host: e.host.clone(),
-            port: e.port,
-            rack: e.rack.clone(),
-        }));
+        self.topology.learn_brokers(
+            endpoints
+                .iter()
+                .map(|e| BrokerInfo { node_id: e.node_id, host: e.host.clone(), port: e.port, rack: e.rack.clone() })
+                .collect(),
+        );
     }
 
     pub(super) fn on_ack(&mut self, node: i32, sent: Sent, result: Result<ShareAcknowledgeResponse>, now: Instant) {
@@ -424,7 +391,7 @@ impl Driver {
         }
         self.complete_answered_acks(node, &sent, answers);
         if moved {
-            self.reconcile_assignment();
+            self.reconcile_assignment(now);
         }
     }
 
@@ -528,9 +495,4 @@ impl Driver {
 /// An error code from a share response as a `Result`, with the API and broker as context.
 fn code_result(code: i16, message: Option<String>, api: &'static str, node: i32) -> Result<()> {
     check(code, message, || Context::api(api).broker(node))
-}
-
-mod req_key {
-    pub(super) const FETCH: i16 = crate::protocol::share::SHARE_FETCH_API_KEY;
-    pub(super) const ACK: i16 = crate::protocol::share::SHARE_ACKNOWLEDGE_API_KEY;
 }

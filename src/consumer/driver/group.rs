@@ -7,14 +7,13 @@ use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use tracing::{debug, info, warn};
 
 use super::topic_errors::PollAnswer;
-use super::{Driver, Event, Node, TopicPartition};
-use crate::cluster::TrafficClass;
+use super::{DriverCore, Node, TopicPartition, Transmit};
 use crate::error::{Error, Result};
 use crate::share::membership::Outcome;
 use crate::share::session::ShareSession;
 use crate::share::TopicIdPartition;
 
-impl Driver {
+impl DriverCore {
     pub(super) fn drive_group(&mut self, now: Instant) {
         if self.need_metadata
             && !self.metadata_in_flight
@@ -26,9 +25,8 @@ impl Driver {
             // with no leader), so a broken partition cannot turn into a metadata storm.
             self.metadata_retry_at = Some(now + self.metadata_backoff.next_delay());
             self.metadata_in_flight = true;
-            let cluster = self.cluster.clone();
             let topics: Vec<String> = self.membership.subscription().iter().cloned().collect();
-            self.tasks.spawn(async move { Event::Metadata(cluster.refresh_metadata(&topics).await) });
+            self.outbox.push_back(Transmit::Metadata { topics });
         }
         if self.heartbeat_in_flight || self.membership.poll_timeout().is_none_or(|t| t > now) {
             return;
@@ -36,9 +34,7 @@ impl Driver {
         let Some(coordinator) = self.coordinator else {
             if !self.finding_coordinator {
                 self.finding_coordinator = true;
-                let cluster = self.cluster.clone();
-                let group = self.cfg.group_id.clone();
-                self.tasks.spawn(async move { Event::Coordinator(cluster.find_group_coordinator(&group).await) });
+                self.outbox.push_back(Transmit::FindCoordinator { group: self.cfg.group_id.clone() });
             }
             return;
         };
@@ -47,20 +43,12 @@ impl Driver {
         };
         self.heartbeat_in_flight = true;
         self.shared.metrics.record_heartbeat();
-        let cluster = self.cluster.clone();
-        self.tasks.spawn(async move {
-            let r = async {
-                let conn = cluster.broker(coordinator, TrafficClass::Control).await?;
-                cluster.send(&conn, &req, (1, 1)).await
-            }
-            .await;
-            Event::Heartbeat(r)
-        });
+        self.outbox.push_back(Transmit::Heartbeat { node: coordinator, request: req });
     }
 
     /// A Metadata answer for the subscription: per-topic refusals wait for the next poll
     /// (see `topic_errors.rs`), then the assignment is mapped onto the brokers again.
-    pub(super) fn on_metadata(&mut self, r: Result<Vec<(String, i16)>>) {
+    pub(super) fn on_metadata(&mut self, r: Result<Vec<(String, i16)>>, now: Instant) {
         self.metadata_in_flight = false;
         match r {
             Ok(errors) => {
@@ -74,7 +62,7 @@ impl Driver {
                 self.need_metadata = true;
             }
         }
-        self.reconcile_assignment();
+        self.reconcile_assignment(now);
     }
 
     /// Answers a waiting poll with a topic refusal it has not reported yet (before records:
@@ -133,7 +121,7 @@ impl Driver {
                     partitions = self.membership.assignment().values().map(|p| p.len()).sum::<usize>(),
                     "assignment changed"
                 );
-                self.reconcile_assignment();
+                self.reconcile_assignment(now);
             }
             Outcome::FindCoordinator => self.coordinator = None,
             Outcome::Fenced => {
@@ -143,38 +131,36 @@ impl Driver {
                 for id in ids {
                     self.reset_session(id, crate::consumer::driver::session_gone(id));
                 }
-                self.reconcile_assignment();
+                self.reconcile_assignment(now);
             }
             Outcome::Fatal(e) => self.set_fatal(e),
         }
     }
 
     /// Recomputes which partitions to fetch from which broker.
-    pub(super) fn reconcile_assignment(&mut self) {
+    pub(super) fn reconcile_assignment(&mut self, now: Instant) {
         let mut per_node: HashMap<i32, BTreeSet<TopicIdPartition>> = HashMap::new();
         let mut missing = false;
-        self.cluster.with_metadata(|m| {
-            for (topic_id, parts) in self.membership.assignment() {
-                let Some(name) = m.topic_name(topic_id) else {
-                    missing = true;
-                    continue;
-                };
-                for &p in parts {
-                    if !self.paused.is_empty() && self.paused.contains(&TopicPartition::new(name, p)) {
-                        continue; // paused: not fetched (its records already held keep their locks)
+        for (topic_id, parts) in self.membership.assignment() {
+            let Some(name) = self.topology.topic_name(topic_id) else {
+                missing = true;
+                continue;
+            };
+            for &p in parts {
+                if !self.paused.is_empty() && self.paused.contains(&TopicPartition::new(&*name, p)) {
+                    continue; // paused: not fetched (its records already held keep their locks)
+                }
+                match self.topology.leader(&name, p) {
+                    Some(leader) => {
+                        per_node
+                            .entry(leader)
+                            .or_default()
+                            .insert(TopicIdPartition { topic_id: *topic_id, partition: p });
                     }
-                    match m.leader(name, p) {
-                        Some(leader) => {
-                            per_node
-                                .entry(leader)
-                                .or_default()
-                                .insert(TopicIdPartition { topic_id: *topic_id, partition: p });
-                        }
-                        None => missing = true,
-                    }
+                    None => missing = true,
                 }
             }
-        });
+        }
         if missing {
             self.need_metadata = true;
         } else {
@@ -183,7 +169,7 @@ impl Driver {
         for (id, n) in self.nodes.iter_mut() {
             n.session.set_wanted(per_node.remove(id).unwrap_or_default());
         }
-        let demand = self.fresh_demand(std::time::Instant::now());
+        let demand = self.fresh_demand(now);
         for (id, wanted) in per_node {
             let mut session = ShareSession::new(id);
             session.set_wanted(wanted);
@@ -191,7 +177,7 @@ impl Driver {
                 id,
                 Node {
                     session,
-                    backoff: self.cluster.config().backoff(),
+                    backoff: self.cfg.cluster.backoff(),
                     retry_at: None,
                     in_flight_acks: false,
                     pace: super::pace::Pace { demand, ..Default::default() },

@@ -1,13 +1,17 @@
-//! The consumer's background task: the only place that awaits.
+//! The consumer's driver, in two parts (see DESIGN.md, "The driver core"):
 //!
-//! It owns the membership and share-session state machines, the fetched-but-not-delivered
-//! buffer, and every request in flight (a `JoinSet` of small tasks, each one request). The
-//! public handle talks to it over a channel: subscribe, poll, commit, close. Acks reach it
-//! with the poll/commit/close that follows them, as in the Java client.
+//! * [`DriverCore`], sans-IO: it owns the membership and share-session state machines, the
+//!   fetched-but-not-delivered buffer, pacing, the close phases and the commit waiters. It is
+//!   fed commands (from the public handle), events (finished requests) and `now`, and emits
+//!   [`Transmit`]s (requests to send) and replies (the oneshot senders inside commands). It
+//!   never reads the clock, spawns a task or touches a socket (`state_machine.rs`).
+//! * `Driver`, the async shell (`shell.rs`): the only place that awaits. It owns the cluster's
+//!   connections, one small tokio task per request in flight, and the real clock.
 //!
-//! One loop iteration: handle one input (command, finished request, or timer), then `drive`:
-//! send what the state machines now want sent (heartbeat, fetch, ack, close), and answer a
-//! waiting poll if records are buffered.
+//! One turn of the shell: hand the core one input (command, finished request, or timer),
+//! call `drive` (the core decides what to send and answers a waiting poll if records are
+//! buffered), then send every `Transmit` it queued. Acks reach the core with the
+//! poll/commit/close that follows them, as in the Java client.
 
 mod ack_retry;
 mod deliver;
@@ -16,21 +20,26 @@ mod group;
 mod pace;
 mod pattern;
 mod poll_interval;
+mod shell;
+mod state_machine;
 mod topic_errors;
+mod topology;
+
+pub(crate) use shell::Driver;
+pub(crate) use state_machine::Transmit;
+pub(crate) use topology::Topology;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinSet;
+use tokio::sync::oneshot;
 use tracing::{debug, warn};
 
 use super::config::{AcquireMode, ShareConsumerConfig};
 use super::metrics::Metrics;
 use super::record::{ConsumerRecord, TopicPartition};
 use crate::backoff::Backoff;
-use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
 use crate::share::acks::AckKind;
@@ -254,8 +263,10 @@ pub(crate) struct Shared {
     pub callbacks: super::callback::Callbacks,
 }
 
-pub(crate) struct Driver {
-    cluster: Arc<Cluster>,
+/// The driver's decisions and all their state (sans-IO: see the module doc).
+pub(crate) struct DriverCore {
+    /// Topic names and partition leaders (the cluster's metadata, or a simulation's).
+    topology: Arc<dyn Topology>,
     cfg: ShareConsumerConfig,
     shared: Arc<Shared>,
     membership: Membership,
@@ -270,7 +281,8 @@ pub(crate) struct Driver {
     buffer: VecDeque<Fetched>,
     waiter: Option<PollWaiter>,
     commits: Vec<CommitWaiter>,
-    tasks: JoinSet<Event>,
+    /// Requests decided and not yet handed to the shell (`poll_transmit`).
+    outbox: VecDeque<Transmit>,
     fatal: Option<Error>,
     closing: Option<Closing>,
     record_limit_turn: usize,
@@ -290,88 +302,9 @@ pub(crate) struct Driver {
     stale: poll_interval::StaleSubscription,
 }
 
-impl Driver {
-    pub(crate) fn spawn(
-        cluster: Arc<Cluster>,
-        cfg: ShareConsumerConfig,
-        shared: Arc<Shared>,
-    ) -> mpsc::UnboundedSender<Command> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let driver = Driver {
-            membership: Membership::new(cfg.group_id.clone(), cfg.client_rack.clone()),
-            cluster,
-            cfg,
-            shared,
-            coordinator: None,
-            finding_coordinator: false,
-            heartbeat_in_flight: false,
-            metadata_in_flight: false,
-            need_metadata: false,
-            metadata_backoff: Backoff::default(),
-            metadata_retry_at: None,
-            nodes: HashMap::new(),
-            buffer: VecDeque::new(),
-            waiter: None,
-            commits: Vec::new(),
-            tasks: JoinSet::new(),
-            fatal: None,
-            closing: None,
-            record_limit_turn: 0,
-            drain: pace::DrainRate::default(),
-            activity: pace::Activity::default(),
-            topic_errors: Default::default(),
-            renewing: HashSet::new(),
-            renewed: Vec::new(),
-            pattern: Default::default(),
-            paused: HashSet::new(),
-            stale: None,
-        };
-        // Every event of this consumer's driver carries its group and member id.
-        let span = tracing::info_span!(
-            "share_consumer",
-            group = %driver.cfg.group_id,
-            member = %driver.membership.member_id(),
-            client = %driver.cfg.cluster.client_id
-        );
-        tokio::spawn(tracing::Instrument::instrument(driver.run(rx), span));
-        tx
-    }
-
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
-        let mut handle_gone = false;
-        loop {
-            let now = Instant::now();
-            self.drive(now);
-            if self.close_finished() {
-                break;
-            }
-            let wake = self.next_wakeup(now);
-            tokio::select! {
-                cmd = rx.recv(), if !handle_gone => match cmd {
-                    Some(c) => self.on_command(c, Instant::now()),
-                    None => {
-                        // The handle was dropped without close: best-effort release and leave.
-                        handle_gone = true;
-                        if self.closing.is_none() {
-                            warn!(group = self.cfg.group_id, "share consumer dropped without close(); releasing its records");
-                            self.start_close(Vec::new(), Instant::now() + Duration::from_secs(5), None);
-                        }
-                    }
-                },
-                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
-                    if let Ok(ev) = done {
-                        self.on_event(ev, Instant::now());
-                    }
-                }
-                _ = tokio::time::sleep_until(wake.into()) => {}
-            }
-        }
-        self.tasks.abort_all();
-        self.cluster.close();
-        debug!(group = self.cfg.group_id, "share consumer driver stopped");
-    }
-
-    fn next_wakeup(&self, now: Instant) -> Instant {
+impl DriverCore {
+    /// When `drive` must run again if nothing else happens first.
+    pub(crate) fn poll_timeout(&self, now: Instant) -> Instant {
         let mut t = now + Duration::from_secs(1);
         if let Some(h) = self.membership.poll_timeout() {
             t = t.min(h);
@@ -399,7 +332,8 @@ impl Driver {
         t.max(now)
     }
 
-    fn on_command(&mut self, cmd: Command, now: Instant) {
+    /// A command from the public handle.
+    pub(crate) fn handle_command(&mut self, cmd: Command, now: Instant) {
         match cmd {
             Command::Subscribe(topics) => {
                 self.stale = None; // a new subscription replaces the one to rejoin with
@@ -408,7 +342,7 @@ impl Driver {
                     self.membership.subscribe(topics, now);
                     self.topic_errors.subscription_changed();
                     self.need_metadata = true;
-                    self.reconcile_assignment();
+                    self.reconcile_assignment(now);
                 }
             }
             Command::Poll { max, wait, renewing, acks, reply } => {
@@ -457,25 +391,27 @@ impl Driver {
             Command::Requeue(back) => self.requeue(back),
             Command::Paused(paused) => {
                 self.paused = paused;
-                self.reconcile_assignment();
+                self.reconcile_assignment(now);
             }
-            Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply),
+            Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply, now),
         }
     }
 
-    fn on_event(&mut self, ev: Event, now: Instant) {
+    /// A finished request.
+    pub(crate) fn handle_event(&mut self, ev: Event, now: Instant) {
         match ev {
             Event::Coordinator(r) => self.on_coordinator(r),
             Event::Heartbeat(r) => self.on_heartbeat(r, now),
             Event::Fetch { node, sent, sent_at, result } => self.on_fetch(node, sent, sent_at, result, now),
             Event::Ack { node, sent, result } => self.on_ack(node, sent, result, now),
-            Event::Metadata(r) => self.on_metadata(r),
+            Event::Metadata(r) => self.on_metadata(r, now),
             Event::TopicList(r) => self.on_topic_list(r, now),
         }
     }
 
-    /// Sends whatever the state machines want sent now.
-    fn drive(&mut self, now: Instant) {
+    /// Decides whatever the state machines want sent now (queued for `poll_transmit`), and
+    /// answers a waiting poll from the buffer.
+    pub(crate) fn drive(&mut self, now: Instant) {
         self.drive_pattern(now);
         self.drive_group(now);
         self.report_topic_error();
@@ -563,14 +499,20 @@ impl Driver {
         failed
     }
 
-    fn start_close(&mut self, acks: Vec<AckEntry>, deadline: Instant, reply: Option<oneshot::Sender<Result<()>>>) {
+    fn start_close(
+        &mut self,
+        acks: Vec<AckEntry>,
+        deadline: Instant,
+        reply: Option<oneshot::Sender<Result<()>>>,
+        now: Instant,
+    ) {
         if self.closing.is_some() {
             if let Some(r) = reply {
                 let _ = r.send(Ok(()));
             }
             return;
         }
-        let failed = self.route_acks(acks, Instant::now());
+        let failed = self.route_acks(acks, now);
         self.report_local_failures(failed, None);
         // Whatever was fetched but never handed out goes back to the broker now.
         self.release_buffer(|_| true);
@@ -608,7 +550,7 @@ impl Driver {
                         }
                     }
                     for (id, req, sent) in sends {
-                        self.spawn_ack(id, req, sent);
+                        self.outbox.push_back(Transmit::Acknowledge { node: id, request: req, sent });
                     }
                     if let Some(c) = &mut self.closing {
                         c.phase = ClosePhase::SessionsClosing;
@@ -648,7 +590,8 @@ impl Driver {
         }
     }
 
-    fn close_finished(&mut self) -> bool {
+    /// Whether close has finished: the shell then stops.
+    pub(crate) fn is_finished(&mut self, now: Instant) -> bool {
         let Some(c) = &mut self.closing else {
             return false;
         };
@@ -657,7 +600,7 @@ impl Driver {
         }
         let leaving = self.membership.is_active() || matches!(self.membership.state(), MemberState::Leaving);
         let unanswered = leaving || self.heartbeat_in_flight;
-        if unanswered && Instant::now() < c.deadline {
+        if unanswered && now < c.deadline {
             return false;
         }
         if let Some(r) = c.reply.take() {
@@ -686,7 +629,7 @@ impl Driver {
     }
 
     fn topic_name(&self, id: &uuid::Uuid) -> Option<Arc<str>> {
-        self.cluster.with_metadata(|m| m.topic_name(id).map(Arc::from))
+        self.topology.topic_name(id)
     }
 
     fn to_topic_partition(&self, tp: &TopicIdPartition) -> TopicPartition {

@@ -26,7 +26,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::Driver;
+use super::DriverCore;
 use crate::consumer::config::AcquireMode;
 
 /// How long queued acks may wait for a fetch to carry them before they go on their own.
@@ -173,7 +173,7 @@ pub(crate) enum FetchPlan {
     LongPoll,
 }
 
-impl Driver {
+impl DriverCore {
     /// Whether the member holds records from broker `id`: buffered, delivered and not yet
     /// acknowledged, or acknowledged but not sent.
     fn holding(&self, id: i32, buffered: usize) -> bool {

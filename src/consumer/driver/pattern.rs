@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, info};
 
-use super::{Driver, Event};
+use super::{DriverCore, Transmit};
 use crate::backoff::Backoff;
 use crate::consumer::pattern::PatternSubscription;
 use crate::error::Result;
@@ -47,7 +47,7 @@ impl PatternRefresh {
     }
 }
 
-impl Driver {
+impl DriverCore {
     /// A new pattern subscription: list the topics now.
     pub(super) fn subscribe_pattern(&mut self, sub: Arc<PatternSubscription>, now: Instant) {
         if self.closing.is_some() {
@@ -57,7 +57,7 @@ impl Driver {
         let p = &mut self.pattern;
         p.current = Some(sub);
         p.next_at = Some(now);
-        p.backoff = self.cluster.config().backoff();
+        p.backoff = self.cfg.cluster.backoff();
     }
 
     /// Sends the listing when it is due.
@@ -67,8 +67,7 @@ impl Driver {
             return;
         }
         self.pattern.in_flight = true;
-        let cluster = self.cluster.clone();
-        self.tasks.spawn(async move { Event::TopicList(cluster.list_topics().await) });
+        self.outbox.push_back(Transmit::ListTopics);
     }
 
     /// A listing came back: subscribe the member to the topics that match, if they changed.
@@ -98,6 +97,6 @@ impl Driver {
         self.membership.subscribe(matched, now);
         self.topic_errors.subscription_changed();
         self.need_metadata = true;
-        self.reconcile_assignment();
+        self.reconcile_assignment(now);
     }
 }

@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use tracing::warn;
 
-use super::{session_gone, Driver};
+use super::{session_gone, DriverCore, Transmit};
 
-impl Driver {
+impl DriverCore {
     /// When the application must poll next before the member leaves (None: no poll yet, a
     /// poll waits, or the member is not in the group).
     pub(super) fn poll_interval_deadline(&self) -> Option<Instant> {
@@ -38,7 +38,7 @@ impl Driver {
         self.stale = Some(self.membership.subscription().clone());
         self.membership.leave(now);
         self.release_buffer(|_| true);
-        self.reconcile_assignment();
+        self.reconcile_assignment(now);
         let (group, member) = (self.cfg.group_id.clone(), self.membership.member_id().to_string());
         let ids: Vec<i32> = self.nodes.keys().copied().collect();
         for id in ids {
@@ -47,7 +47,7 @@ impl Driver {
             // nothing fetches for an application that stopped polling) is dropped by the
             // reset below; its connection's session then ends with the broker's own timeout.
             if let Some((req, sent)) = n.session.build_close(&group, &member) {
-                self.spawn_ack(id, req, sent);
+                self.outbox.push_back(Transmit::Acknowledge { node: id, request: req, sent });
             }
             // A new generation: acks of the records held from before fail at once.
             self.reset_session(id, session_gone(id));
@@ -58,7 +58,7 @@ impl Driver {
     pub(super) fn rejoin_if_stale(&mut self, now: Instant) {
         if let Some(topics) = self.stale.take() {
             self.membership.subscribe(topics, now);
-            self.reconcile_assignment();
+            self.reconcile_assignment(now);
         }
     }
 }
