@@ -7,7 +7,7 @@ use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use tracing::{debug, info, warn};
 
 use super::topic_errors::PollAnswer;
-use super::{DriverCore, Node, TopicPartition, Transmit};
+use super::{Coordinator, DriverCore, Node, TopicPartition, Transmit};
 use crate::error::{Error, Result};
 use crate::share::membership::Outcome;
 use crate::share::session::ShareSession;
@@ -31,12 +31,14 @@ impl DriverCore {
         if self.heartbeat_in_flight || self.membership.poll_timeout().is_none_or(|t| t > now) {
             return;
         }
-        let Some(coordinator) = self.coordinator else {
-            if !self.finding_coordinator {
-                self.finding_coordinator = true;
+        let coordinator = match self.coordinator {
+            Coordinator::Known(node) => node,
+            Coordinator::Finding => return,
+            Coordinator::Unknown => {
+                self.coordinator = Coordinator::Finding;
                 self.outbox.push_back(Transmit::FindCoordinator { group: self.cfg.group_id.clone() });
+                return;
             }
-            return;
         };
         let Some(req) = self.membership.poll_heartbeat(now) else {
             return;
@@ -94,11 +96,11 @@ impl DriverCore {
     }
 
     pub(super) fn on_coordinator(&mut self, r: Result<i32>) {
-        self.finding_coordinator = false;
+        self.coordinator = Coordinator::Unknown;
         match r {
             Ok(node) => {
                 debug!(group = self.cfg.group_id, node, "group coordinator");
-                self.coordinator = Some(node);
+                self.coordinator = Coordinator::Known(node);
             }
             Err(e) if e.is_retriable() => debug!(error = %e, "coordinator lookup failed; retrying"),
             Err(e) => self.set_fatal(e),
@@ -123,7 +125,12 @@ impl DriverCore {
                 );
                 self.reconcile_assignment(now);
             }
-            Outcome::FindCoordinator => self.coordinator = None,
+            Outcome::FindCoordinator => {
+                // Look it up again, unless a lookup is already on its way.
+                if let Coordinator::Known(_) = self.coordinator {
+                    self.coordinator = Coordinator::Unknown;
+                }
+            }
             Outcome::Fenced => {
                 info!(group = self.cfg.group_id, "member fenced; rejoining with the same member id");
                 // The broker dropped what we held; our sessions' acks cannot succeed.

@@ -14,24 +14,30 @@
 //! poll/commit/close that follows them, as in the Java client.
 
 mod ack_retry;
+mod answers;
+mod close;
+mod commits;
 mod deliver;
-mod fetch;
 mod group;
 mod pace;
 mod pattern;
 mod poll_interval;
+mod send;
 mod shell;
 mod state_machine;
 mod topic_errors;
 mod topology;
 
+use close::Closing;
+pub use commits::CommitResults;
+pub(crate) use commits::CommitWaiter;
 pub(crate) use shell::Driver;
 pub(crate) use state_machine::Transmit;
 pub(crate) use topology::Topology;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::oneshot;
 use tracing::{debug, warn};
@@ -43,62 +49,9 @@ use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
 use crate::share::acks::AckKind;
-use crate::share::membership::{MemberState, Membership};
+use crate::share::membership::Membership;
 use crate::share::session::{FetchParams, Sent, ShareSession};
 use crate::share::TopicIdPartition;
-
-/// Results of one commit, per partition: `Ok(())`, or why the broker did not take the
-/// acknowledgements (e.g. INVALID_RECORD_STATE when the lock had expired). Derefs to the map.
-#[derive(Debug, Clone, Default)]
-pub struct CommitResults(HashMap<TopicPartition, Result<()>>);
-
-impl CommitResults {
-    /// Whether every partition succeeded.
-    pub fn is_ok(&self) -> bool {
-        self.0.values().all(|r| r.is_ok())
-    }
-
-    /// The first failure, if any (partitions in no particular order).
-    pub fn first_error(&self) -> Option<(&TopicPartition, &Error)> {
-        self.0.iter().find_map(|(tp, r)| r.as_ref().err().map(|e| (tp, e)))
-    }
-
-    /// `Ok(())` when every partition succeeded, else the first error.
-    pub fn into_result(self) -> Result<()> {
-        match self.first_error() {
-            Some((_, e)) => Err(e.clone()),
-            None => Ok(()),
-        }
-    }
-
-    /// The per-partition map.
-    pub fn into_inner(self) -> HashMap<TopicPartition, Result<()>> {
-        self.0
-    }
-}
-
-impl IntoIterator for CommitResults {
-    type Item = (TopicPartition, Result<()>);
-    type IntoIter = std::collections::hash_map::IntoIter<TopicPartition, Result<()>>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
-    }
-}
-
-impl<'a> IntoIterator for &'a CommitResults {
-    type Item = (&'a TopicPartition, &'a Result<()>);
-    type IntoIter = std::collections::hash_map::Iter<'a, TopicPartition, Result<()>>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
-    }
-}
-
-impl std::ops::Deref for CommitResults {
-    type Target = HashMap<TopicPartition, Result<()>>;
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
 
 /// A callback told of every completed acknowledgement: partition, offsets, outcome.
 pub type AckCallback = Arc<dyn Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync>;
@@ -229,27 +182,6 @@ struct PollWaiter {
     reply: oneshot::Sender<Result<PollAnswer>>,
 }
 
-pub(crate) struct CommitWaiter {
-    pub nodes: HashSet<i32>,
-    pub results: CommitResults,
-    pub reply: Option<oneshot::Sender<CommitResults>>,
-}
-
-enum ClosePhase {
-    /// Waiting for in-flight requests to finish before sending the final acks.
-    Draining,
-    /// Final (epoch -1) acknowledgements sent; waiting for them.
-    SessionsClosing,
-    /// Leave heartbeat sent.
-    Leaving,
-}
-
-struct Closing {
-    phase: ClosePhase,
-    deadline: Instant,
-    reply: Option<oneshot::Sender<Result<()>>>,
-}
-
 /// Shared with the handle: read-mostly facts and metrics.
 pub(crate) struct Shared {
     pub metrics: Metrics,
@@ -263,6 +195,15 @@ pub(crate) struct Shared {
     pub callbacks: super::callback::Callbacks,
 }
 
+/// Where the group coordinator is, as far as the core knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coordinator {
+    Unknown,
+    /// A FindCoordinator is in flight.
+    Finding,
+    Known(i32),
+}
+
 /// The driver's decisions and all their state (sans-IO: see the module doc).
 pub(crate) struct DriverCore {
     /// Topic names and partition leaders (the cluster's metadata, or a simulation's).
@@ -270,8 +211,7 @@ pub(crate) struct DriverCore {
     cfg: ShareConsumerConfig,
     shared: Arc<Shared>,
     membership: Membership,
-    coordinator: Option<i32>,
-    finding_coordinator: bool,
+    coordinator: Coordinator,
     heartbeat_in_flight: bool,
     metadata_in_flight: bool,
     need_metadata: bool,
@@ -303,134 +243,6 @@ pub(crate) struct DriverCore {
 }
 
 impl DriverCore {
-    /// When `drive` must run again if nothing else happens first.
-    pub(crate) fn poll_timeout(&self, now: Instant) -> Instant {
-        let mut t = now + Duration::from_secs(1);
-        if let Some(h) = self.membership.poll_timeout() {
-            t = t.min(h);
-        }
-        for n in self.nodes.values() {
-            if let Some(r) = n.retry_at {
-                t = t.min(r);
-            }
-        }
-        if let Some(a) = self.next_pace_deadline() {
-            t = t.min(a);
-        }
-        if let Some(r) = self.metadata_retry_at.filter(|_| self.need_metadata) {
-            t = t.min(r);
-        }
-        if let Some(c) = &self.closing {
-            t = t.min(c.deadline);
-        }
-        if let Some(p) = self.poll_interval_deadline() {
-            t = t.min(p);
-        }
-        if let Some(p) = self.pattern.wakeup() {
-            t = t.min(p);
-        }
-        t.max(now)
-    }
-
-    /// A command from the public handle.
-    pub(crate) fn handle_command(&mut self, cmd: Command, now: Instant) {
-        match cmd {
-            Command::Subscribe(topics) => {
-                self.stale = None; // a new subscription replaces the one to rejoin with
-                if self.closing.is_none() {
-                    self.pattern.clear();
-                    self.membership.subscribe(topics, now);
-                    self.topic_errors.subscription_changed();
-                    self.need_metadata = true;
-                    self.reconcile_assignment(now);
-                }
-            }
-            Command::Poll { max, wait, renewing, acks, reply } => {
-                self.activity.last_poll_call = Some(now);
-                self.rejoin_if_stale(now);
-                // First the poll (it grants each broker a refill), then its acks (a RELEASE
-                // among them withdraws its broker's). A poll waiting for renewals takes no
-                // records: it grants nothing.
-                if !renewing {
-                    self.note_poll(now);
-                }
-                let failed = self.route_acks(acks, now);
-                self.report_local_failures(failed, None);
-                self.shared.metrics.record_poll();
-                self.waiter = Some(PollWaiter { max, renewing, reply });
-                if !wait {
-                    // Answer now, with whatever is buffered (perhaps nothing), or an error.
-                    self.report_topic_error();
-                    self.try_deliver(now);
-                    if let Some(w) = self.waiter.take() {
-                        self.answer(w, Vec::new());
-                    }
-                }
-            }
-            Command::Commit { acks, reply } => {
-                let failed = self.route_acks(acks, now);
-                let mut waiter = CommitWaiter { nodes: HashSet::new(), results: CommitResults::default(), reply };
-                self.report_local_failures(failed, Some(&mut waiter));
-                for (id, n) in &self.nodes {
-                    if n.session.has_acks() || n.in_flight_acks {
-                        waiter.nodes.insert(*id);
-                    }
-                }
-                if waiter.nodes.is_empty() {
-                    if let Some(r) = waiter.reply.take() {
-                        let _ = r.send(waiter.results);
-                    }
-                } else {
-                    self.commits.push(waiter);
-                }
-            }
-            Command::SubscribePattern(sub) => {
-                self.stale = None;
-                self.subscribe_pattern(sub, now);
-            }
-            Command::Requeue(back) => self.requeue(back),
-            Command::Paused(paused) => {
-                self.paused = paused;
-                self.reconcile_assignment(now);
-            }
-            Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply, now),
-        }
-    }
-
-    /// A finished request.
-    pub(crate) fn handle_event(&mut self, ev: Event, now: Instant) {
-        match ev {
-            Event::Coordinator(r) => self.on_coordinator(r),
-            Event::Heartbeat(r) => self.on_heartbeat(r, now),
-            Event::Fetch { node, sent, sent_at, result } => self.on_fetch(node, sent, sent_at, result, now),
-            Event::Ack { node, sent, result } => self.on_ack(node, sent, result, now),
-            Event::Metadata(r) => self.on_metadata(r, now),
-            Event::TopicList(r) => self.on_topic_list(r, now),
-        }
-    }
-
-    /// Decides whatever the state machines want sent now (queued for `poll_transmit`), and
-    /// answers a waiting poll from the buffer.
-    pub(crate) fn drive(&mut self, now: Instant) {
-        self.drive_pattern(now);
-        self.drive_group(now);
-        self.report_topic_error();
-        // A poll answered from the buffer first: the fetch plan then sees whether a poll
-        // still waits for records (only then may a fetch acquire without a refill).
-        self.try_deliver(now);
-        self.release_if_idle(now);
-        self.enforce_poll_interval(now);
-        self.drive_nodes(now);
-        self.drive_close(now);
-        let open: BTreeMap<i32, i32> = self
-            .nodes
-            .iter()
-            .filter(|(_, n)| n.session.is_open())
-            .map(|(id, n)| (*id, n.session.epoch()))
-            .collect();
-        *self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()) = open;
-    }
-
     fn fetch_params(&self, no_wait: bool, now: Instant) -> FetchParams {
         let max = self.cfg.max_poll_records.min(i32::MAX as usize) as i32;
         FetchParams {
@@ -499,127 +311,6 @@ impl DriverCore {
         failed
     }
 
-    fn start_close(
-        &mut self,
-        acks: Vec<AckEntry>,
-        deadline: Instant,
-        reply: Option<oneshot::Sender<Result<()>>>,
-        now: Instant,
-    ) {
-        if self.closing.is_some() {
-            if let Some(r) = reply {
-                let _ = r.send(Ok(()));
-            }
-            return;
-        }
-        let failed = self.route_acks(acks, now);
-        self.report_local_failures(failed, None);
-        // Whatever was fetched but never handed out goes back to the broker now.
-        self.release_buffer(|_| true);
-        if let Some(w) = self.waiter.take() {
-            let _ = w.reply.send(Err(Error::Closed));
-        }
-        self.closing = Some(Closing { phase: ClosePhase::Draining, deadline, reply });
-    }
-
-    fn drive_close(&mut self, now: Instant) {
-        let Some(c) = &mut self.closing else { return };
-        if now >= c.deadline {
-            let r = c.reply.take();
-            let unfinished = self.close_unfinished();
-            warn!(group = self.cfg.group_id, unfinished, "close timed out");
-            if let Some(c) = &mut self.closing {
-                c.phase = ClosePhase::Leaving;
-            }
-            self.membership = Membership::new(self.cfg.group_id.clone(), None); // stop heartbeating
-            if let Some(r) = r {
-                let _ = r.send(Err(Error::Timeout { what: format!("close ({unfinished})"), after: Duration::ZERO }));
-            }
-            return;
-        }
-        match c.phase {
-            ClosePhase::Draining => {
-                if self.nodes.values().all(|n| !n.session.in_flight()) {
-                    let group = self.cfg.group_id.clone();
-                    let member = self.membership.member_id().to_string();
-                    let mut sends = Vec::new();
-                    for (id, n) in self.nodes.iter_mut() {
-                        if let Some((req, sent)) = n.session.build_close(&group, &member) {
-                            n.in_flight_acks = !sent.acks.is_empty();
-                            sends.push((*id, req, sent));
-                        }
-                    }
-                    for (id, req, sent) in sends {
-                        self.outbox.push_back(Transmit::Acknowledge { node: id, request: req, sent });
-                    }
-                    if let Some(c) = &mut self.closing {
-                        c.phase = ClosePhase::SessionsClosing;
-                    }
-                }
-            }
-            ClosePhase::SessionsClosing => {
-                if self.nodes.values().all(|n| !n.session.in_flight()) {
-                    self.membership.leave(now);
-                    if let Some(c) = &mut self.closing {
-                        c.phase = ClosePhase::Leaving;
-                    }
-                }
-            }
-            ClosePhase::Leaving => {}
-        }
-    }
-
-    /// What a close that ran out of time leaves undone, in words for its error.
-    fn close_unfinished(&self) -> String {
-        let busy = |f: &dyn Fn(&Node) -> bool| {
-            let mut ids: Vec<i32> = self.nodes.iter().filter(|(_, n)| f(n)).map(|(id, _)| *id).collect();
-            ids.sort_unstable();
-            ids.iter().map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
-        };
-        let leave = "the group was not left (the broker drops the member after the group's session timeout)";
-        match self.closing.as_ref().map(|c| &c.phase) {
-            Some(ClosePhase::Draining) => format!(
-                "requests to brokers [{}] did not finish, so the final acknowledgements were not sent: the brokers release the unacknowledged records when the connections drop, and acknowledgements not sent are lost; {leave}",
-                busy(&|n| n.session.in_flight())
-            ),
-            Some(ClosePhase::SessionsClosing) => format!(
-                "brokers [{}] did not answer the final acknowledgements, so their outcome is unknown (records not acknowledged are released when the sessions end); {leave}",
-                busy(&|n| n.session.in_flight())
-            ),
-            _ => format!("the acknowledgements were sent, but {leave}"),
-        }
-    }
-
-    /// Whether close has finished: the shell then stops.
-    pub(crate) fn is_finished(&mut self, now: Instant) -> bool {
-        let Some(c) = &mut self.closing else {
-            return false;
-        };
-        if !matches!(c.phase, ClosePhase::Leaving) {
-            return false;
-        }
-        let leaving = self.membership.is_active() || matches!(self.membership.state(), MemberState::Leaving);
-        let unanswered = leaving || self.heartbeat_in_flight;
-        if unanswered && now < c.deadline {
-            return false;
-        }
-        if let Some(r) = c.reply.take() {
-            let outcome = if unanswered {
-                Err(Error::Timeout { what: format!("close ({})", self.close_unfinished()), after: Duration::ZERO })
-            } else {
-                Ok(())
-            };
-            let _ = r.send(outcome);
-        }
-        // Everyone still waiting on a commit hears that the consumer closed.
-        for w in self.commits.drain(..) {
-            if let Some(r) = w.reply {
-                let _ = r.send(w.results);
-            }
-        }
-        true
-    }
-
     /// Errors and metadata a fatal failure leaves for the next poll.
     fn set_fatal(&mut self, e: Error) {
         warn!(group = self.cfg.group_id, error = %e, "share consumer failed");
@@ -635,76 +326,6 @@ impl DriverCore {
     fn to_topic_partition(&self, tp: &TopicIdPartition) -> TopicPartition {
         let name = self.topic_name(&tp.topic_id).map(|s| s.to_string()).unwrap_or_else(|| tp.topic_id.to_string());
         TopicPartition::new(name, tp.partition)
-    }
-
-    /// Hands completed acknowledgement results to commit waiters, the callback and metrics.
-    fn complete_acks(&mut self, node: Option<i32>, results: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>) {
-        for (tp, (offsets, r)) in results {
-            if !self.renewing.is_empty() {
-                self.note_renewals(node, tp, &offsets, &r);
-            }
-            let name = self.to_topic_partition(&tp);
-            // The callback's record first: a completion counted is one the callback will see.
-            let count = offsets.len() as u64;
-            if self.shared.callbacks.wanted() {
-                self.shared.callbacks.completed(name.clone(), offsets, r.clone());
-            }
-            self.shared.metrics.record_acks(count, r.is_err());
-            for w in &mut self.commits {
-                if node.is_none_or(|n| w.nodes.contains(&n)) {
-                    match (w.results.get(&name), &r) {
-                        (Some(Err(_)), Ok(())) => {} // keep the first failure
-                        _ => {
-                            w.results.0.insert(name.clone(), r.clone());
-                        }
-                    }
-                }
-            }
-        }
-        self.settle_commits();
-    }
-
-    /// Keeps the outcomes of the renewals among completed acks, for the next poll.
-    fn note_renewals(&mut self, node: Option<i32>, tp: TopicIdPartition, offsets: &[i64], r: &Result<()>) {
-        for &offset in offsets {
-            if self.renewing.remove(&(tp, offset)) {
-                let lock_deadline =
-                    node.and_then(|n| self.nodes.get(&n)).and_then(|n| n.redeliveries.lock_until(tp, offset, None));
-                self.renewed.push(Renewed { tp, offset, result: r.clone(), lock_deadline });
-            }
-        }
-    }
-
-    /// Completes commit waiters whose nodes have nothing left in flight or queued.
-    fn settle_commits(&mut self) {
-        let nodes = &self.nodes;
-        for w in &mut self.commits {
-            w.nodes.retain(|id| nodes.get(id).is_some_and(|n| n.session.has_acks() || n.in_flight_acks));
-        }
-        let (done, pending): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.commits).into_iter().partition(|w| w.nodes.is_empty());
-        self.commits = pending;
-        for mut w in done {
-            if let Some(r) = w.reply.take() {
-                let _ = r.send(w.results);
-            }
-        }
-    }
-
-    fn report_local_failures(&mut self, failed: Vec<(AckEntry, Error)>, waiter: Option<&mut CommitWaiter>) {
-        if failed.is_empty() {
-            return;
-        }
-        let mut by_tp: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)> = BTreeMap::new();
-        for (a, e) in failed {
-            by_tp.entry(a.tp).or_insert_with(|| (Vec::new(), Err(e))).0.push(a.offset);
-        }
-        if let Some(w) = waiter {
-            for (tp, (_, r)) in &by_tp {
-                w.results.0.insert(self.to_topic_partition(tp), r.clone());
-            }
-        }
-        self.complete_acks(None, by_tp);
     }
 }
 

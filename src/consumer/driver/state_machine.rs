@@ -7,14 +7,14 @@
 //! `drive(now)`, drains [`DriverCore::poll_transmit`], and calls `drive` again by
 //! [`DriverCore::poll_timeout`] if nothing happens sooner.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ShareGroupHeartbeatRequest;
 use tracing::warn;
 
-use super::{pace, DriverCore, Shared, Topology};
+use super::{pace, Command, CommitResults, CommitWaiter, Coordinator, DriverCore, Event, PollWaiter, Shared, Topology};
 use crate::backoff::Backoff;
 use crate::consumer::config::ShareConsumerConfig;
 use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
@@ -48,8 +48,7 @@ impl DriverCore {
             topology,
             cfg,
             shared,
-            coordinator: None,
-            finding_coordinator: false,
+            coordinator: Coordinator::Unknown,
             heartbeat_in_flight: false,
             metadata_in_flight: false,
             need_metadata: false,
@@ -77,6 +76,134 @@ impl DriverCore {
     /// The member id this consumer joins with.
     pub(crate) fn member_id(&self) -> &str {
         self.membership.member_id()
+    }
+
+    /// When `drive` must run again if nothing else happens first.
+    pub(crate) fn poll_timeout(&self, now: Instant) -> Instant {
+        let mut t = now + Duration::from_secs(1);
+        if let Some(h) = self.membership.poll_timeout() {
+            t = t.min(h);
+        }
+        for n in self.nodes.values() {
+            if let Some(r) = n.retry_at {
+                t = t.min(r);
+            }
+        }
+        if let Some(a) = self.next_pace_deadline() {
+            t = t.min(a);
+        }
+        if let Some(r) = self.metadata_retry_at.filter(|_| self.need_metadata) {
+            t = t.min(r);
+        }
+        if let Some(c) = &self.closing {
+            t = t.min(c.deadline);
+        }
+        if let Some(p) = self.poll_interval_deadline() {
+            t = t.min(p);
+        }
+        if let Some(p) = self.pattern.wakeup() {
+            t = t.min(p);
+        }
+        t.max(now)
+    }
+
+    /// A command from the public handle.
+    pub(crate) fn handle_command(&mut self, cmd: Command, now: Instant) {
+        match cmd {
+            Command::Subscribe(topics) => {
+                self.stale = None; // a new subscription replaces the one to rejoin with
+                if self.closing.is_none() {
+                    self.pattern.clear();
+                    self.membership.subscribe(topics, now);
+                    self.topic_errors.subscription_changed();
+                    self.need_metadata = true;
+                    self.reconcile_assignment(now);
+                }
+            }
+            Command::Poll { max, wait, renewing, acks, reply } => {
+                self.activity.last_poll_call = Some(now);
+                self.rejoin_if_stale(now);
+                // First the poll (it grants each broker a refill), then its acks (a RELEASE
+                // among them withdraws its broker's). A poll waiting for renewals takes no
+                // records: it grants nothing.
+                if !renewing {
+                    self.note_poll(now);
+                }
+                let failed = self.route_acks(acks, now);
+                self.report_local_failures(failed, None);
+                self.shared.metrics.record_poll();
+                self.waiter = Some(PollWaiter { max, renewing, reply });
+                if !wait {
+                    // Answer now, with whatever is buffered (perhaps nothing), or an error.
+                    self.report_topic_error();
+                    self.try_deliver(now);
+                    if let Some(w) = self.waiter.take() {
+                        self.answer(w, Vec::new());
+                    }
+                }
+            }
+            Command::Commit { acks, reply } => {
+                let failed = self.route_acks(acks, now);
+                let mut waiter = CommitWaiter { nodes: HashSet::new(), results: CommitResults::default(), reply };
+                self.report_local_failures(failed, Some(&mut waiter));
+                for (id, n) in &self.nodes {
+                    if n.session.has_acks() || n.in_flight_acks {
+                        waiter.nodes.insert(*id);
+                    }
+                }
+                if waiter.nodes.is_empty() {
+                    if let Some(r) = waiter.reply.take() {
+                        let _ = r.send(waiter.results);
+                    }
+                } else {
+                    self.commits.push(waiter);
+                }
+            }
+            Command::SubscribePattern(sub) => {
+                self.stale = None;
+                self.subscribe_pattern(sub, now);
+            }
+            Command::Requeue(back) => self.requeue(back),
+            Command::Paused(paused) => {
+                self.paused = paused;
+                self.reconcile_assignment(now);
+            }
+            Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply, now),
+        }
+    }
+
+    /// A finished request.
+    pub(crate) fn handle_event(&mut self, ev: Event, now: Instant) {
+        match ev {
+            Event::Coordinator(r) => self.on_coordinator(r),
+            Event::Heartbeat(r) => self.on_heartbeat(r, now),
+            Event::Fetch { node, sent, sent_at, result } => self.on_fetch(node, sent, sent_at, result, now),
+            Event::Ack { node, sent, result } => self.on_ack(node, sent, result, now),
+            Event::Metadata(r) => self.on_metadata(r, now),
+            Event::TopicList(r) => self.on_topic_list(r, now),
+        }
+    }
+
+    /// Decides whatever the state machines want sent now (queued for `poll_transmit`), and
+    /// answers a waiting poll from the buffer.
+    pub(crate) fn drive(&mut self, now: Instant) {
+        self.drive_pattern(now);
+        self.drive_group(now);
+        self.report_topic_error();
+        // A poll answered from the buffer first: the fetch plan then sees whether a poll
+        // still waits for records (only then may a fetch acquire without a refill).
+        self.try_deliver(now);
+        self.release_if_idle(now);
+        self.enforce_poll_interval(now);
+        self.drive_nodes(now);
+        self.drive_close(now);
+        let open: BTreeMap<i32, i32> = self
+            .nodes
+            .iter()
+            .filter(|(_, n)| n.session.is_open())
+            .map(|(id, n)| (*id, n.session.epoch()))
+            .collect();
+        *self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()) = open;
     }
 
     /// The next request to send, in the order decided.

@@ -1,0 +1,150 @@
+//! Closing: the final acknowledgements (epoch -1, which end each share session and release
+//! what it still holds), then leaving the group, all within the close's deadline. Phases:
+//! Draining (in-flight requests finish) -> SessionsClosing (final acks answered) -> Leaving.
+
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+use tracing::warn;
+
+use super::{AckEntry, DriverCore, Node, Transmit};
+use crate::error::{Error, Result};
+use crate::share::membership::{MemberState, Membership};
+
+pub(super) enum ClosePhase {
+    /// Waiting for in-flight requests to finish before sending the final acks.
+    Draining,
+    /// Final (epoch -1) acknowledgements sent; waiting for them.
+    SessionsClosing,
+    /// Leave heartbeat sent.
+    Leaving,
+}
+
+pub(super) struct Closing {
+    pub(super) phase: ClosePhase,
+    pub(super) deadline: Instant,
+    pub(super) reply: Option<oneshot::Sender<Result<()>>>,
+}
+
+impl DriverCore {
+    pub(super) fn start_close(
+        &mut self,
+        acks: Vec<AckEntry>,
+        deadline: Instant,
+        reply: Option<oneshot::Sender<Result<()>>>,
+        now: Instant,
+    ) {
+        if self.closing.is_some() {
+            if let Some(r) = reply {
+                let _ = r.send(Ok(()));
+            }
+            return;
+        }
+        let failed = self.route_acks(acks, now);
+        self.report_local_failures(failed, None);
+        // Whatever was fetched but never handed out goes back to the broker now.
+        self.release_buffer(|_| true);
+        if let Some(w) = self.waiter.take() {
+            let _ = w.reply.send(Err(Error::Closed));
+        }
+        self.closing = Some(Closing { phase: ClosePhase::Draining, deadline, reply });
+    }
+
+    pub(super) fn drive_close(&mut self, now: Instant) {
+        let Some(c) = &mut self.closing else { return };
+        if now >= c.deadline {
+            let r = c.reply.take();
+            let unfinished = self.close_unfinished();
+            warn!(group = self.cfg.group_id, unfinished, "close timed out");
+            if let Some(c) = &mut self.closing {
+                c.phase = ClosePhase::Leaving;
+            }
+            self.membership = Membership::new(self.cfg.group_id.clone(), None); // stop heartbeating
+            if let Some(r) = r {
+                let _ = r.send(Err(Error::Timeout { what: format!("close ({unfinished})"), after: Duration::ZERO }));
+            }
+            return;
+        }
+        match c.phase {
+            ClosePhase::Draining => {
+                if self.nodes.values().all(|n| !n.session.in_flight()) {
+                    let group = self.cfg.group_id.clone();
+                    let member = self.membership.member_id().to_string();
+                    let mut sends = Vec::new();
+                    for (id, n) in self.nodes.iter_mut() {
+                        if let Some((req, sent)) = n.session.build_close(&group, &member) {
+                            n.in_flight_acks = !sent.acks.is_empty();
+                            sends.push((*id, req, sent));
+                        }
+                    }
+                    for (id, req, sent) in sends {
+                        self.outbox.push_back(Transmit::Acknowledge { node: id, request: req, sent });
+                    }
+                    if let Some(c) = &mut self.closing {
+                        c.phase = ClosePhase::SessionsClosing;
+                    }
+                }
+            }
+            ClosePhase::SessionsClosing => {
+                if self.nodes.values().all(|n| !n.session.in_flight()) {
+                    self.membership.leave(now);
+                    if let Some(c) = &mut self.closing {
+                        c.phase = ClosePhase::Leaving;
+                    }
+                }
+            }
+            ClosePhase::Leaving => {}
+        }
+    }
+
+    /// What a close that ran out of time leaves undone, in words for its error.
+    pub(super) fn close_unfinished(&self) -> String {
+        let busy = |f: &dyn Fn(&Node) -> bool| {
+            let mut ids: Vec<i32> = self.nodes.iter().filter(|(_, n)| f(n)).map(|(id, _)| *id).collect();
+            ids.sort_unstable();
+            ids.iter().map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
+        };
+        let leave = "the group was not left (the broker drops the member after the group's session timeout)";
+        match self.closing.as_ref().map(|c| &c.phase) {
+            Some(ClosePhase::Draining) => format!(
+                "requests to brokers [{}] did not finish, so the final acknowledgements were not sent: the brokers release the unacknowledged records when the connections drop, and acknowledgements not sent are lost; {leave}",
+                busy(&|n| n.session.in_flight())
+            ),
+            Some(ClosePhase::SessionsClosing) => format!(
+                "brokers [{}] did not answer the final acknowledgements, so their outcome is unknown (records not acknowledged are released when the sessions end); {leave}",
+                busy(&|n| n.session.in_flight())
+            ),
+            _ => format!("the acknowledgements were sent, but {leave}"),
+        }
+    }
+
+    /// Whether close has finished: the shell then stops.
+    pub(crate) fn is_finished(&mut self, now: Instant) -> bool {
+        let Some(c) = &mut self.closing else {
+            return false;
+        };
+        if !matches!(c.phase, ClosePhase::Leaving) {
+            return false;
+        }
+        let leaving = self.membership.is_active() || matches!(self.membership.state(), MemberState::Leaving);
+        let unanswered = leaving || self.heartbeat_in_flight;
+        if unanswered && now < c.deadline {
+            return false;
+        }
+        if let Some(r) = c.reply.take() {
+            let outcome = if unanswered {
+                Err(Error::Timeout { what: format!("close ({})", self.close_unfinished()), after: Duration::ZERO })
+            } else {
+                Ok(())
+            };
+            let _ = r.send(outcome);
+        }
+        // Everyone still waiting on a commit hears that the consumer closed.
+        for w in self.commits.drain(..) {
+            if let Some(r) = w.reply {
+                let _ = r.send(w.results);
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,145 @@
+//! Commit waiters and acknowledgement completions: every acknowledgement's outcome goes to
+//! the commits waiting for its broker, the commit callback and the metrics, here.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use tokio::sync::oneshot;
+
+use super::{AckEntry, DriverCore, Renewed, TopicPartition};
+use crate::error::{Error, Result};
+use crate::share::TopicIdPartition;
+
+/// Results of one commit, per partition: `Ok(())`, or why the broker did not take the
+/// acknowledgements (e.g. INVALID_RECORD_STATE when the lock had expired). Derefs to the map.
+#[derive(Debug, Clone, Default)]
+pub struct CommitResults(HashMap<TopicPartition, Result<()>>);
+
+impl CommitResults {
+    /// Whether every partition succeeded.
+    pub fn is_ok(&self) -> bool {
+        self.0.values().all(|r| r.is_ok())
+    }
+
+    /// The first failure, if any (partitions in no particular order).
+    pub fn first_error(&self) -> Option<(&TopicPartition, &Error)> {
+        self.0.iter().find_map(|(tp, r)| r.as_ref().err().map(|e| (tp, e)))
+    }
+
+    /// `Ok(())` when every partition succeeded, else the first error.
+    pub fn into_result(self) -> Result<()> {
+        match self.first_error() {
+            Some((_, e)) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The per-partition map.
+    pub fn into_inner(self) -> HashMap<TopicPartition, Result<()>> {
+        self.0
+    }
+}
+
+impl IntoIterator for CommitResults {
+    type Item = (TopicPartition, Result<()>);
+    type IntoIter = std::collections::hash_map::IntoIter<TopicPartition, Result<()>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a CommitResults {
+    type Item = (&'a TopicPartition, &'a Result<()>);
+    type IntoIter = std::collections::hash_map::Iter<'a, TopicPartition, Result<()>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl std::ops::Deref for CommitResults {
+    type Target = HashMap<TopicPartition, Result<()>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+pub(crate) struct CommitWaiter {
+    pub nodes: HashSet<i32>,
+    pub results: CommitResults,
+    pub reply: Option<oneshot::Sender<CommitResults>>,
+}
+
+impl DriverCore {
+    /// Hands completed acknowledgement results to commit waiters, the callback and metrics.
+    pub(super) fn complete_acks(
+        &mut self,
+        node: Option<i32>,
+        results: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>,
+    ) {
+        for (tp, (offsets, r)) in results {
+            if !self.renewing.is_empty() {
+                self.note_renewals(node, tp, &offsets, &r);
+            }
+            let name = self.to_topic_partition(&tp);
+            // The callback's record first: a completion counted is one the callback will see.
+            let count = offsets.len() as u64;
+            if self.shared.callbacks.wanted() {
+                self.shared.callbacks.completed(name.clone(), offsets, r.clone());
+            }
+            self.shared.metrics.record_acks(count, r.is_err());
+            for w in &mut self.commits {
+                if node.is_none_or(|n| w.nodes.contains(&n)) {
+                    match (w.results.get(&name), &r) {
+                        (Some(Err(_)), Ok(())) => {} // keep the first failure
+                        _ => {
+                            w.results.0.insert(name.clone(), r.clone());
+                        }
+                    }
+                }
+            }
+        }
+        self.settle_commits();
+    }
+
+    /// Keeps the outcomes of the renewals among completed acks, for the next poll.
+    pub(super) fn note_renewals(&mut self, node: Option<i32>, tp: TopicIdPartition, offsets: &[i64], r: &Result<()>) {
+        for &offset in offsets {
+            if self.renewing.remove(&(tp, offset)) {
+                let lock_deadline =
+                    node.and_then(|n| self.nodes.get(&n)).and_then(|n| n.redeliveries.lock_until(tp, offset, None));
+                self.renewed.push(Renewed { tp, offset, result: r.clone(), lock_deadline });
+            }
+        }
+    }
+
+    /// Completes commit waiters whose nodes have nothing left in flight or queued.
+    pub(super) fn settle_commits(&mut self) {
+        let nodes = &self.nodes;
+        for w in &mut self.commits {
+            w.nodes.retain(|id| nodes.get(id).is_some_and(|n| n.session.has_acks() || n.in_flight_acks));
+        }
+        let (done, pending): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.commits).into_iter().partition(|w| w.nodes.is_empty());
+        self.commits = pending;
+        for mut w in done {
+            if let Some(r) = w.reply.take() {
+                let _ = r.send(w.results);
+            }
+        }
+    }
+
+    pub(super) fn report_local_failures(&mut self, failed: Vec<(AckEntry, Error)>, waiter: Option<&mut CommitWaiter>) {
+        if failed.is_empty() {
+            return;
+        }
+        let mut by_tp: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)> = BTreeMap::new();
+        for (a, e) in failed {
+            by_tp.entry(a.tp).or_insert_with(|| (Vec::new(), Err(e))).0.push(a.offset);
+        }
+        if let Some(w) = waiter {
+            for (tp, (_, r)) in &by_tp {
+                w.results.0.insert(self.to_topic_partition(tp), r.clone());
+            }
+        }
+        self.complete_acks(None, by_tp);
+    }
+}
