@@ -17,6 +17,8 @@ mod ack_retry;
 mod answers;
 mod close;
 mod commits;
+#[cfg(test)]
+mod core_tests;
 mod deliver;
 mod group;
 mod pace;
