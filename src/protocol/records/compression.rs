@@ -389,6 +389,57 @@ mod tests {
         assert!(out.overflowed && out.buf.capacity() <= 10_000);
     }
 
+    /// What the crate's decompressors (behind the same pre-checks) made of an input, as this
+    /// module did before it bounded the output.
+    fn crate_decompress(codec: Compression, data: &[u8]) -> Result<Bytes, ()> {
+        use kafka_protocol::compression::Decompressor;
+        let src = &mut Bytes::copy_from_slice(data);
+        let take = |out: &mut Bytes| Ok(std::mem::take(out));
+        match codec {
+            Compression::None => Ok(src.clone()),
+            Compression::Gzip => kp::Gzip::decompress(src, take).map_err(drop),
+            Compression::Snappy => {
+                check_snappy_lengths(src).map_err(drop)?;
+                kp::Snappy::decompress(src, take).map_err(drop)
+            }
+            Compression::Lz4 => {
+                check_lz4_frame_complete(src).map_err(drop)?;
+                kp::Lz4::decompress(src, take).map_err(drop)
+            }
+            Compression::Zstd => kp::Zstd::decompress(src, take).map_err(drop),
+        }
+    }
+
+    /// The bounded decoders accept exactly what the crate's accept, with the same output:
+    /// valid streams, and every truncation and byte change of them (and raw snappy).
+    #[test]
+    fn bounded_decoders_agree_with_the_crate() {
+        let input: Vec<u8> = (0..3000u32).map(|i| (i % 7) as u8 * (i % 13) as u8).collect();
+        let mut cases: Vec<(Compression, Vec<u8>)> = vec![(Compression::Snappy, snap_raw(&input).to_vec())];
+        for c in Compression::ALL {
+            cases.push((c, compressed(c, &input).to_vec()));
+            let mut two = compressed(c, &input[..100]).to_vec();
+            two.extend_from_slice(&compressed(c, &input[100..200]));
+            cases.push((c, two));
+            cases.push((c, Vec::new()));
+        }
+        for (c, valid) in cases {
+            let mut variants = vec![valid.clone()];
+            variants.extend((0..valid.len()).map(|cut| valid[..cut].to_vec()));
+            for at in 0..valid.len() {
+                for flip in [0x01, 0x80] {
+                    let mut v = valid.clone();
+                    v[at] ^= flip;
+                    variants.push(v);
+                }
+            }
+            for v in variants {
+                let ours = decompress(c, Bytes::from(v.clone()), LIMIT).map_err(drop);
+                assert_eq!(ours, crate_decompress(c, &v), "{c}: {}", v.len());
+            }
+        }
+    }
+
     /// Raw snappy declaring more than the limit is refused before anything is reserved.
     #[test]
     fn raw_snappy_declaring_more_than_the_limit_is_refused() {
