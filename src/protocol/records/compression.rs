@@ -112,9 +112,12 @@ fn crate_error<E: fmt::Display>(what: &'static str) -> impl FnOnce(E) -> CodecEr
 /// Each codec reads the same inputs the `kafka-protocol` crate's decompressors read (the
 /// decoders are the same crates' and are driven the same way); only the output is bounded.
 pub(crate) fn decompress(codec: Compression, data: Bytes, limit: usize) -> Result<Bytes, CodecError> {
+    if codec == Compression::None {
+        return Ok(data);
+    }
     let mut out = BoundedOutput::new(codec, limit, data.len());
     let result = match codec {
-        Compression::None => return Ok(data),
+        Compression::None => Ok(()),
         Compression::Gzip => gunzip(&data, &mut out),
         Compression::Snappy => unsnappy(&data, &mut out),
         Compression::Lz4 => check_lz4_frame_complete(&data).and_then(|()| unlz4(&data, &mut out)),
