@@ -56,7 +56,7 @@ fn env_u64(name: &str) -> Option<u64> {
 }
 
 /// The input a seed stands for: its target, version and bytes.
-fn generate<'t>(targets: &'t [Target], seed: u64) -> (&'t Target, StdRng, i16, Vec<u8>) {
+fn generate(targets: &[Target], seed: u64) -> (&Target, StdRng, i16, Vec<u8>) {
     let mut rng = StdRng::seed_from_u64(seed);
     let t = &targets[rng.gen_range(0..targets.len())];
     let (version, base) = &t.corpus[rng.gen_range(0..t.corpus.len())];
