@@ -1,13 +1,15 @@
 //! Fault injection: malformed answers to the non-share APIs (heartbeat, FindCoordinator).
 //! A response that does not decode poisons its connection; the consumer must redial and go on,
 //! as it does for ShareFetch, not give up for good. And corrupt record batches inside a good
-//! ShareFetch answer: rejected, reported once, consumption goes on.
+//! ShareFetch answer (a bad CRC, a decompression bomb): rejected, reported once, consumption
+//! goes on.
 
 mod fake_broker;
 
 use std::time::{Duration, Instant};
 
 use fake_broker::{poll_until, poll_while_not, Action, FakeCluster, Rule, FIND_COORDINATOR, HEARTBEAT};
+use kafka_share::producer::Compression;
 use kafka_share::{ConsumerRecord, Error, ShareConsumer};
 
 /// Overall limit of a wait: generous (a loaded machine is slow); tests end on the condition.
@@ -95,6 +97,38 @@ async fn without_check_crcs_a_batch_whose_only_fault_is_its_crc_is_delivered() {
     let mut more = Vec::new();
     assert!(poll_while_not(&c, T, &mut more, || fake.done(0).len() == 10).await, "{}", fake.dump());
     assert!(fake.acks_sent().iter().all(|(_, _, a)| a.kind == 1), "all accepted:\n{}", fake.dump());
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
+/// A zstd batch of a few hundred bytes that inflates to 17 MiB, past the consumer's limit
+/// (`fetch.max.bytes`, here its floor of 16 MiB): refused before it is inflated whole, rejected
+/// and reported as a corrupt batch, and the consumer carries on.
+#[tokio::test]
+async fn a_decompression_bomb_is_rejected_reported_once_and_consumption_goes_on() {
+    let fake = FakeCluster::single(1, 0).await;
+    fake.set_compression(0, Compression::Zstd);
+    assert_eq!(fake.produce(0, "bomb", vec![0u8; 17 << 20]), 0);
+    let mut cfg = fake.consumer_config("g");
+    cfg.fetch_max_bytes = 1; // the limit is then the 16 MiB floor
+    let c = fake.consumer(cfg).await;
+
+    match next_answer(&c).await {
+        Err(Error::CorruptRecord { partition: 0, first_offset: 0, last_offset: 0, detail, .. }) => {
+            assert!(detail.contains("zstd") && detail.contains("16777216"), "{detail}");
+            assert!(detail.contains("fetch.max.bytes"), "says what to do: {detail}");
+        }
+        other => panic!("expected the bomb as a corrupt batch, got {other:?}"),
+    }
+    assert_eq!(fake.produce(0, "k", "after the bomb"), 1);
+    let after = next_answer(&c).await.expect("the consumer carries on");
+    assert_eq!(offsets(&after), [1]);
+
+    let mut more = Vec::new();
+    assert!(poll_while_not(&c, T, &mut more, || fake.done(0).len() == 2).await, "{}", fake.dump());
+    let rejected: Vec<i64> =
+        fake.acks_sent().iter().filter(|(_, _, a)| a.kind == 3).map(|(_, _, a)| a.offset).collect();
+    assert_eq!(rejected, [0], "the bomb is rejected:\n{}", fake.dump());
     c.close(T).await.unwrap();
     fake.assert_clean();
 }

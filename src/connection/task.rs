@@ -277,9 +277,11 @@ async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, addr: &str, max_frame: usi
         });
     }
     let len = len as usize;
-    let mut buf = BytesMut::with_capacity(len);
+    let mut buf = frame_buffer(len);
     while buf.len() < len {
         let want = len - buf.len();
+        // Grows with what arrives (doubling, as a Vec does), never by what the length claims.
+        buf.reserve(want.min(FRAME_READ_AHEAD));
         let mut limited = (&mut buf).limit(want);
         let n = rd.read_buf(&mut limited).await.map_err(|e| io_error(addr, e))?;
         if n == 0 {
@@ -287,6 +289,16 @@ async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, addr: &str, max_frame: usi
         }
     }
     Ok(buf.freeze())
+}
+
+/// The most a frame's buffer reserves before its bytes arrive: a hostile length prefix (up
+/// to `max_frame`, 256 MiB by default) followed by nothing must not reserve all of it.
+/// Bigger frames grow as they arrive.
+pub(super) const FRAME_READ_AHEAD: usize = 1 << 20;
+
+/// The buffer a frame of `len` bytes starts in.
+fn frame_buffer(len: usize) -> BytesMut {
+    BytesMut::with_capacity(len.min(FRAME_READ_AHEAD))
 }
 
 /// Whether a response "length" is in fact a TLS record header (alert 0x15 or handshake 0x16,
@@ -325,5 +337,34 @@ fn dispatch(shared: &Shared, frame: Bytes) -> Result<()> {
                 detail: format!("response with unknown correlation id {id} from {}", shared.addr),
             },
         }),
+    }
+}
+
+#[cfg(test)]
+mod frame_tests {
+    use super::*;
+
+    /// A length prefix claiming 200 MB followed by a few bytes and the end of the stream: a
+    /// closed connection, and the buffer never reserved the claimed size.
+    #[tokio::test]
+    async fn a_frame_reserves_only_what_arrives() {
+        assert!(frame_buffer(200_000_000).capacity() <= FRAME_READ_AHEAD);
+        let (mut tx, mut rx) = tokio::io::duplex(1 << 16);
+        tx.write_all(&200_000_000i32.to_be_bytes()).await.unwrap();
+        tx.write_all(&[7; 10]).await.unwrap();
+        drop(tx);
+        let err = read_frame(&mut rx, "b:9092", DEFAULT_MAX_FRAME).await.unwrap_err();
+        assert!(matches!(err, Error::ConnectionClosed { .. }), "{err}");
+
+        // A real frame bigger than the read-ahead arrives whole.
+        let (mut tx, mut rx) = tokio::io::duplex(1 << 16);
+        let body: Vec<u8> = (0..3 * FRAME_READ_AHEAD + 5).map(|i| i as u8).collect();
+        let writer = tokio::spawn(async move {
+            tx.write_all(&(body.len() as i32).to_be_bytes()).await.unwrap();
+            tx.write_all(&body).await.unwrap();
+            body
+        });
+        let frame = read_frame(&mut rx, "b:9092", DEFAULT_MAX_FRAME).await.unwrap();
+        assert_eq!(frame, writer.await.unwrap());
     }
 }

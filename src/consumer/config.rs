@@ -58,7 +58,9 @@ pub struct ShareConsumerConfig {
     pub fetch_max_wait: Duration,
     /// `fetch.min.bytes` (default 1).
     pub fetch_min_bytes: i32,
-    /// `fetch.max.bytes` (default 52428800).
+    /// `fetch.max.bytes` (default 52428800). Also the most bytes one compressed batch may
+    /// inflate to (at least 16 MiB): a batch inflating past it is rejected and reported as
+    /// [`Error::CorruptRecord`](crate::Error::CorruptRecord).
     pub fetch_max_bytes: i32,
     /// `client.rack`.
     pub client_rack: Option<String>,
@@ -163,6 +165,18 @@ impl ShareConsumerConfig {
     pub fn metadata_max_age(mut self, d: Duration) -> Self {
         self.metadata_max_age = d;
         self
+    }
+
+    /// The most bytes one compressed record batch may inflate to: `fetch.max.bytes`, never
+    /// below 16 MiB. `fetch.max.bytes` is the memory the user gives one fetch, so a batch
+    /// inflating past it is refused (rejected and reported as a corrupt batch) rather than
+    /// allowed to exhaust memory. The floor is for users who lower `fetch.max.bytes` to cut
+    /// latency: the broker still returns a first batch bigger than it (KIP-74), up to the
+    /// topic's `max.message.bytes` (1 MiB by default) compressed, and 16 times that covers
+    /// ordinary compression ratios, so lowering it never starts rejecting ordinary batches.
+    pub(crate) fn max_decompressed(&self) -> usize {
+        const FLOOR: usize = 16 << 20;
+        usize::try_from(self.fetch_max_bytes).unwrap_or(0).max(FLOOR)
     }
 
     /// Checks the settings together; the error names the setting and what to use.

@@ -12,6 +12,10 @@ pub mod frame;
 pub mod records;
 pub mod share;
 pub(crate) mod share_group_offsets;
+// The crate-private decoders, reachable by the fuzz harness.
+#[cfg(feature = "unstable-internals")]
+#[doc(hidden)]
+pub mod private_decoders;
 
 /// A failure to encode or decode a message. Carries enough context to say which message and
 /// which field went wrong; never produced by a panic.
@@ -61,6 +65,18 @@ pub enum CodecError {
         what: &'static str,
         /// How many bytes were not consumed.
         extra: usize,
+    },
+    /// A compressed record batch inflates past the limit on a decompressed batch (for a share
+    /// consumer, `fetch.max.bytes`, at least 16 MiB): refused before it could exhaust memory.
+    #[error(
+        "{codec} record batch inflates past the limit of {limit} bytes on a decompressed batch; \
+         if batches that large are expected, raise the consumer's fetch.max.bytes above that"
+    )]
+    DecompressedTooLarge {
+        /// The batch's compression codec.
+        codec: records::Compression,
+        /// The limit, in decompressed bytes.
+        limit: usize,
     },
     /// An error reported by the `kafka-protocol` crate while encoding or decoding.
     #[error("{what}: {detail}")]

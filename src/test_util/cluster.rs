@@ -16,7 +16,7 @@ use super::script::Rule;
 use super::state::{self, OffsetState, Shared, State};
 use super::{server, FakeConfig};
 use crate::producer::ProducerRecord;
-use crate::protocol::records::RecordInput;
+use crate::protocol::records::{Compression, RecordInput};
 use crate::{ShareConsumer, ShareConsumerConfig};
 
 /// How long the waiting helpers wait before they fail the test. Generous: the machine may be
@@ -308,6 +308,18 @@ impl FakeCluster {
         let mut st = self.lock();
         let i = index(&st, "set_corrupt", p);
         st.parts[i].corrupt.extend(offsets);
+    }
+
+    /// Serves the batches of partition `p` compressed with `codec` (uncompressed by default).
+    /// A big record of zeros makes a decompression bomb: the consumer refuses a batch that
+    /// inflates past its limit (`fetch.max.bytes`, at least 16 MiB).
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`.
+    pub fn set_compression(&self, p: i32, codec: Compression) {
+        let mut st = self.lock();
+        let i = index(&st, "set_compression", p);
+        st.parts[i].compression = codec;
     }
 
     /// Puts non-acquired neighbour records of partition `p` in the batches it returns.

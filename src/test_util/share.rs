@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::protocol::records::{BatchBuilder, Compression, RecordInput};
+use crate::protocol::records::{BatchBuilder, RecordInput};
 use crate::protocol::share::{
     AcknowledgePartitionResponse, AcknowledgeTopicResponse, AcquiredRecords, FetchPartitionResponse,
     FetchTopicResponse, LeaderIdAndEpoch, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
@@ -351,7 +351,7 @@ fn data_batch(part: &Partition, p: i32, offsets: &[i64]) -> Result<(i64, Bytes),
         };
         b.push(record).map_err(|e| format!("offset {o}: {e}"))?;
     }
-    let batch = b.finish(Compression::None).map_err(|e| e.to_string())?;
+    let batch = b.finish(part.compression).map_err(|e| e.to_string())?;
     let mut batch = BytesMut::from(&batch[..]);
     // The base offset is outside the CRC: patching it keeps the batch valid.
     batch[..8].copy_from_slice(&offsets[0].to_be_bytes());

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::AbortHandle;
 
-use crate::protocol::records::RecordInput;
+use crate::protocol::records::{Compression, RecordInput};
 use crate::protocol::share::AcknowledgementBatch;
 
 use super::code;
@@ -91,6 +91,8 @@ pub(super) struct Partition {
     pub pad: bool,
     /// Offsets served in batches of their own whose CRC does not match (corrupted on the way).
     pub corrupt: BTreeSet<i64>,
+    /// The codec of the batches served.
+    pub compression: Compression,
 }
 
 /// A share session on one node.

@@ -124,7 +124,7 @@ impl DriverCore {
         for r in &ranges {
             n.redeliveries.acquired(tp, r.first_offset, r.last_offset, r.delivery_count, now);
         }
-        let options = DecodeOptions { check_crcs: self.cfg.check_crcs };
+        let options = DecodeOptions { check_crcs: self.cfg.check_crcs, max_decompressed: self.cfg.max_decompressed() };
         match decode_acquired_with(p.records.unwrap_or_default(), &ranges, options) {
             Ok(set) => {
                 for (first, last) in set.gaps {

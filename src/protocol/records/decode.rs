@@ -13,28 +13,38 @@ use crate::protocol::CodecError;
 /// value length, header count, one byte each. Bounds pre-allocation by the bytes present.
 const MIN_RECORD_LEN: usize = 7;
 
+/// The default limit on one decompressed batch: 50 MiB, the Java consumer's default
+/// `fetch.max.bytes`.
+pub const DEFAULT_MAX_DECOMPRESSED: usize = 52_428_800;
+
 /// What [`decode_acquired_with`] checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DecodeOptions {
     /// Verify the CRC-32C of every batch that is read (`check.crcs`, default true).
     pub check_crcs: bool,
+    /// The most bytes one compressed batch may inflate to (default
+    /// [`DEFAULT_MAX_DECOMPRESSED`]); past it the batch is corrupt with
+    /// [`CodecError::DecompressedTooLarge`]. A few hostile bytes can claim gigabytes.
+    pub max_decompressed: usize,
 }
 
 impl Default for DecodeOptions {
     fn default() -> Self {
-        DecodeOptions { check_crcs: true }
+        DecodeOptions { check_crcs: true, max_decompressed: DEFAULT_MAX_DECOMPRESSED }
     }
 }
 
 /// Decodes every data record of every complete batch in `records` (a fetch response's
 /// `records` field), with `delivery_count` 0. Control batches are skipped and a trailing
-/// partial batch is ignored. The first bad batch fails the whole decode.
+/// partial batch is ignored. The first bad batch fails the whole decode. CRCs are checked and
+/// decompression is limited as [`DecodeOptions::default`] says.
 pub fn decode_batches(records: Bytes) -> Result<Vec<Record>, CodecError> {
+    let options = DecodeOptions::default();
     let mut out = Vec::new();
     for batch in Batches::new(records) {
         let batch = batch?;
         if !batch.is_control() {
-            decode_batch(&batch, |_| Some(0), true, &mut out)?;
+            decode_batch(&batch, |_| Some(0), options, &mut out)?;
         }
     }
     Ok(out)
@@ -52,7 +62,8 @@ pub fn decode_acquired(records: Bytes, acquired: &[AcquiredRange]) -> Result<Acq
 /// * Batches entirely outside the acquired ranges are skipped unread: not decompressed, not
 ///   parsed, and not CRC-checked (their payload is never handed out).
 /// * Every other batch must be magic v2 and, with `check_crcs`, pass its CRC-32C check.
-/// * A batch that fails (CRC, decompression, a record that does not parse) is reported in
+/// * A batch that fails (CRC, decompression, inflating past `max_decompressed`, a record that
+///   does not parse) is reported in
 ///   [`AcquiredSet::corrupt`] with its acquired offsets, which are then in neither `records`
 ///   nor `gaps`; the batches after it are still decoded. When the framing itself breaks (a
 ///   negative length, another magic), nothing after that point can be read: the acquired
@@ -96,7 +107,7 @@ pub fn decode_acquired_with(
             }
             let before = out.len();
             let select = |offset| ranges.delivery_count(offset, &mut hint);
-            if let Err(error) = decode_batch(&batch, select, options.check_crcs, &mut out) {
+            if let Err(error) = decode_batch(&batch, select, options, &mut out) {
                 out.truncate(before);
                 let acquired = ranges.within(batch.base_offset, last);
                 corrupt.push(CorruptBatch { first_offset: batch.base_offset, last_offset: last, acquired, error });
@@ -240,13 +251,13 @@ impl Ranges {
 fn decode_batch(
     batch: &RawBatch,
     mut select: impl FnMut(i64) -> Option<i16>,
-    check_crc: bool,
+    options: DecodeOptions,
     out: &mut Vec<Record>,
 ) -> Result<(), CodecError> {
-    if check_crc {
+    if options.check_crcs {
         batch.verify_crc()?;
     }
-    let data = decompress(batch.compression()?, batch.records_section())?;
+    let data = decompress(batch.compression()?, batch.records_section(), options.max_decompressed)?;
     let count = usize::try_from(batch.record_count).map_err(|_| CodecError::Invalid {
         what: "record batch record count",
         detail: format!("{} at base offset {}", batch.record_count, batch.base_offset),

@@ -25,7 +25,7 @@ mod tests;
 mod tests_acquired;
 
 pub use compression::Compression;
-pub use decode::{decode_acquired, decode_acquired_with, decode_batches, DecodeOptions};
+pub use decode::{decode_acquired, decode_acquired_with, decode_batches, DecodeOptions, DEFAULT_MAX_DECOMPRESSED};
 pub use encode::{restamp, BatchBuilder, ProducerStamp, RecordInput};
 
 /// How a record's timestamp was assigned (batch attribute bit 3).

@@ -116,7 +116,7 @@ fn unchecked_crcs_pass_a_batch_whose_only_fault_is_its_crc() {
     data[17] ^= 0xff; // the stored CRC
     let set = decode_acquired(data.clone().into(), &[range(0, 4, 1)]).unwrap();
     assert!(matches!(set.corrupt[..], [CorruptBatch { error: CodecError::CrcMismatch { .. }, .. }]), "{set:?}");
-    let unchecked = DecodeOptions { check_crcs: false };
+    let unchecked = DecodeOptions { check_crcs: false, ..DecodeOptions::default() };
     let set = decode_acquired_with(data.into(), &[range(0, 4, 1)], unchecked).unwrap();
     assert_eq!((set.records.len(), set.corrupt.len()), (5, 0));
 }
@@ -127,7 +127,7 @@ fn records_that_do_not_parse_are_corrupt_even_unchecked() {
     let n = bad.len();
     bad[61..n].fill(0xff);
     fix_crc(&mut bad);
-    let set = decode_acquired_with(bad.into(), &[range(0, 2, 1)], DecodeOptions { check_crcs: false }).unwrap();
+    let set = decode_acquired_with(bad.into(), &[range(0, 2, 1)], DecodeOptions { check_crcs: false, ..DecodeOptions::default() }).unwrap();
     assert!(set.records.is_empty() && set.gaps.is_empty());
     assert_eq!(set.corrupt[0].acquired, [(0, 2)]);
 }
