@@ -13,12 +13,12 @@
 //! ```
 //!
 //! `FUZZ_INPUTS` (default 20,000) sets how many inputs a run tries, `FUZZ_SEED` the first seed
-//! (default: from the clock, printed). `scripts/fuzz` runs 1,000,000 in release mode.
+//! (default: a fixed one, so the suite is deterministic; printed). `scripts/fuzz` runs 1,000,000 in release mode.
 
 mod fuzz;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use bytes::Bytes;
 use fuzz::alloc::Counting;
@@ -30,6 +30,9 @@ use rand::{Rng, SeedableRng};
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
+
+/// The first seed when FUZZ_SEED is not set.
+const DEFAULT_SEED: u64 = 20_261_130;
 
 /// Peak allocation allowed per input byte: decoded structs are bigger than their encodings
 /// (a 7-byte record becomes a 112-byte `Record`), so a linear bound, not 1.
@@ -95,8 +98,9 @@ fn hex(b: &[u8]) -> String {
 #[test]
 fn every_decoder_survives_mutated_and_random_input() {
     let inputs = env_u64("FUZZ_INPUTS").unwrap_or(20_000);
-    let base = env_u64("FUZZ_SEED")
-        .unwrap_or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1));
+    // A fixed default: the suite's run is the same every time (a finding never turns up on an
+    // unrelated change); scripts/fuzz draws a new seed per run.
+    let base = env_u64("FUZZ_SEED").unwrap_or(DEFAULT_SEED);
     // One input alone (a replay) is its own seed.
     let seed_of = |i: u64| if inputs == 1 { base } else { input_seed(base, i) };
     let targets = targets::all();
