@@ -203,13 +203,13 @@ impl DriverCore {
                 let name = self.topic_name(&tp.topic_id);
                 match name {
                     Some(name) if leader.0 >= 0 => self.topology.learn_leader(&name, tp.partition, leader.0, leader.1),
-                    _ => self.need_metadata = true,
+                    _ => self.metadata.want(),
                 }
                 debug!(%tp, node, leader = leader.0, "partition moved");
                 true
             }
             c if ErrorCode(c).is_unknown_topic_or_partition() => {
-                self.need_metadata = true;
+                self.metadata.want();
                 false
             }
             c => {
@@ -333,7 +333,7 @@ impl DriverCore {
         }
         if e.is_connection_error() || matches!(e, Error::Timeout { .. }) {
             // The broker may be gone: learn who leads its partitions now.
-            self.need_metadata = true;
+            self.metadata.want();
         }
         let results: AckResults = sent
             .acks

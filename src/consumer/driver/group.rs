@@ -15,16 +15,8 @@ use crate::share::TopicIdPartition;
 
 impl DriverCore {
     pub(super) fn drive_group(&mut self, now: Instant) {
-        if self.need_metadata
-            && !self.metadata_in_flight
-            && !self.membership.subscription().is_empty()
-            && self.metadata_retry_at.is_none_or(|t| t <= now)
-        {
-            self.need_metadata = false;
-            // Refreshes back off while they keep being needed (an unknown topic, a partition
-            // with no leader), so a broken partition cannot turn into a metadata storm.
-            self.metadata_retry_at = Some(now + self.metadata_backoff.next_delay());
-            self.metadata_in_flight = true;
+        if self.metadata.due(now) && !self.membership.subscription().is_empty() {
+            self.metadata.sent(now);
             let topics: Vec<String> = self.membership.subscription().iter().cloned().collect();
             self.outbox.push_back(Transmit::Metadata { topics });
         }
@@ -51,7 +43,7 @@ impl DriverCore {
     /// A Metadata answer for the subscription: per-topic refusals wait for the next poll
     /// (see `topic_errors.rs`), then the assignment is mapped onto the brokers again.
     pub(super) fn on_metadata(&mut self, r: Result<Vec<(String, i16)>>, now: Instant) {
-        self.metadata_in_flight = false;
+        self.metadata.answered(r.is_ok());
         match r {
             Ok(errors) => {
                 for (topic, code) in &errors {
@@ -61,7 +53,6 @@ impl DriverCore {
             }
             Err(e) => {
                 debug!(error = %e, "metadata refresh failed");
-                self.need_metadata = true;
             }
         }
         self.reconcile_assignment(now);
@@ -169,9 +160,9 @@ impl DriverCore {
             }
         }
         if missing {
-            self.need_metadata = true;
+            self.metadata.want();
         } else {
-            self.metadata_backoff.reset();
+            self.metadata.settled();
         }
         for (id, n) in self.nodes.iter_mut() {
             n.session.set_wanted(per_node.remove(id).unwrap_or_default());

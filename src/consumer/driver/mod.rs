@@ -21,6 +21,7 @@ mod commits;
 mod core_tests;
 mod deliver;
 mod group;
+mod metadata_refresh;
 mod pace;
 mod pattern;
 mod poll_interval;
@@ -215,10 +216,7 @@ pub(crate) struct DriverCore {
     membership: Membership,
     coordinator: Coordinator,
     heartbeat_in_flight: bool,
-    metadata_in_flight: bool,
-    need_metadata: bool,
-    metadata_backoff: Backoff,
-    metadata_retry_at: Option<Instant>,
+    metadata: metadata_refresh::MetadataRefresh,
     nodes: HashMap<i32, Node>,
     buffer: VecDeque<Fetched>,
     waiter: Option<PollWaiter>,

@@ -96,7 +96,7 @@ impl DriverCore {
         // As `Command::Subscribe`: an empty set leaves the group until a topic matches.
         self.membership.subscribe(matched, now);
         self.topic_errors.subscription_changed();
-        self.need_metadata = true;
+        self.metadata.want();
         self.reconcile_assignment(now);
     }
 }

@@ -15,7 +15,6 @@ use kafka_protocol::messages::ShareGroupHeartbeatRequest;
 use tracing::warn;
 
 use super::{pace, Command, CommitResults, CommitWaiter, Coordinator, DriverCore, Event, PollWaiter, Shared, Topology};
-use crate::backoff::Backoff;
 use crate::consumer::config::ShareConsumerConfig;
 use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
 use crate::share::membership::Membership;
@@ -50,10 +49,7 @@ impl DriverCore {
             shared,
             coordinator: Coordinator::Unknown,
             heartbeat_in_flight: false,
-            metadata_in_flight: false,
-            need_metadata: false,
-            metadata_backoff: Backoff::default(),
-            metadata_retry_at: None,
+            metadata: Default::default(),
             nodes: HashMap::new(),
             buffer: VecDeque::new(),
             waiter: None,
@@ -92,7 +88,7 @@ impl DriverCore {
         if let Some(a) = self.next_pace_deadline() {
             t = t.min(a);
         }
-        if let Some(r) = self.metadata_retry_at.filter(|_| self.need_metadata) {
+        if let Some(r) = self.metadata.wakeup() {
             t = t.min(r);
         }
         if let Some(c) = &self.closing {
@@ -116,7 +112,7 @@ impl DriverCore {
                     self.pattern.clear();
                     self.membership.subscribe(topics, now);
                     self.topic_errors.subscription_changed();
-                    self.need_metadata = true;
+                    self.metadata.want();
                     self.reconcile_assignment(now);
                 }
             }
