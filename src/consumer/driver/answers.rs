@@ -49,10 +49,18 @@ impl DriverCore {
             return;
         };
         if sent.generation != n.session.generation() {
-            // The session was reset meanwhile (its acks already failed); the broker released
-            // what this response acquired when the session went.
-            n.session.clear_in_flight();
-            return;
+            // The session was reset meanwhile: the broker released what this response
+            // acquired when the session went, but it did apply (or refuse) the acks it carried.
+            let answered = resp
+                .responses
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p)))
+                .map(|(topic_id, p)| {
+                    let tp = TopicIdPartition { topic_id, partition: p.partition_index };
+                    (tp, code_result(p.acknowledge_error_code, p.acknowledge_error_message.clone(), "ShareFetch", node))
+                })
+                .collect();
+            return self.complete_stale(node, &sent, answered);
         }
         n.in_flight_acks = false;
         n.session.on_success(&sent);
@@ -242,8 +250,16 @@ impl DriverCore {
             return;
         };
         if sent.generation != n.session.generation() {
-            n.session.clear_in_flight(); // stale: its acks were failed by the reset
-            return;
+            let answered = resp
+                .responses
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p)))
+                .map(|(topic_id, p)| {
+                    let tp = TopicIdPartition { topic_id, partition: p.partition_index };
+                    (tp, code_result(p.error_code, p.error_message.clone(), "ShareAcknowledge", node))
+                })
+                .collect();
+            return self.complete_stale(node, &sent, answered);
         }
         n.in_flight_acks = false;
         n.session.on_success(&sent);
@@ -324,7 +340,9 @@ impl DriverCore {
             None => true,
         };
         if stale {
-            return; // a reset already failed these acks and started over
+            // A reset failed the acks still queued and started over; these were in flight.
+            let answered = sent.acks.keys().map(|tp| (*tp, Err(e.clone()))).collect();
+            return self.complete_stale(node, &sent, answered);
         }
         if matches!(e, Error::Config { .. } | Error::UnsupportedVersion { .. } | Error::FeatureDisabled { .. })
             || e.code().is_some_and(ErrorCode::is_fatal_for_share_requests)
@@ -346,6 +364,26 @@ impl DriverCore {
             _ => e,
         };
         self.reset_session(node, unsent);
+    }
+
+    /// Completes the acks of a request whose session was reset while it was in flight, with
+    /// what its answer says of each partition (a partition it does not mention succeeded).
+    /// `reset_session` failed only the acks still queued: these would otherwise never be
+    /// reported, and a commit waiting for them would wait until its deadline. Never retried:
+    /// the reset released their records, so a resend could only earn INVALID_RECORD_STATE.
+    fn complete_stale(&mut self, node: i32, sent: &Sent, answered: BTreeMap<TopicIdPartition, Result<()>>) {
+        if let Some(n) = self.nodes.get_mut(&node) {
+            n.session.clear_in_flight();
+            // The old request was the session's one in flight: nothing of the new generation
+            // was sent meanwhile.
+            n.in_flight_acks = false;
+        }
+        let results: AckResults = sent
+            .acks
+            .iter()
+            .map(|(tp, a)| (*tp, (a.iter().map(|(o, _)| o).collect(), answered.get(tp).cloned().unwrap_or(Ok(())))))
+            .collect();
+        self.complete_acks(Some(node), results);
     }
 
     /// Resets a broker's session: queued acks fail with `e`, buffered records from it are

@@ -6,14 +6,19 @@ use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
+use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::{Command, DriverCore, Event, Shared, Topology, Transmit};
+use super::{AckEntry, Command, DriverCore, Event, Shared, Topology, Transmit};
 use crate::cluster::BrokerInfo;
 use crate::consumer::config::ShareConsumerConfig;
 use crate::consumer::metrics::Metrics;
 use crate::error::Error;
+use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
+use crate::share::acks::AckKind;
+use crate::share::TopicIdPartition;
 
 /// One topic `t`, partition 0 led by broker 1.
 struct OneTopic;
@@ -131,4 +136,91 @@ fn a_poll_without_records_waits_and_a_zero_timeout_poll_is_answered_at_once() {
         Ok(Ok(answer)) => assert!(answer.is_empty()),
         other => panic!("{other:?}"),
     }
+}
+
+/// Joined with partition t-0 (led by broker 1), its share session open (the first fetch
+/// answered, empty); a second fetch is in flight.
+fn fetching(t0: Instant) -> DriverCore {
+    let mut c = joining(t0);
+    let assigned = ShareGroupHeartbeatResponse::default()
+        .with_member_epoch(1)
+        .with_heartbeat_interval_ms(5000)
+        .with_assignment(Some(Assignment::default().with_topic_partitions(vec![
+            TopicPartitions::default().with_topic_id(topic_id()).with_partitions(vec![0]),
+        ])));
+    c.handle_event(Event::Heartbeat(Ok(assigned)), t0);
+    // A poll waits: pacing fetches for it (no poll, no prefetch).
+    let (tx, rx) = oneshot::channel();
+    std::mem::forget(rx); // the poll stays waiting for the test's whole run
+    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: Vec::new(), reply: tx }, t0);
+    c.drive(t0);
+    let opening = drain(&mut c);
+    let Some(Transmit::Fetch { node: 1, sent, sent_at, .. }) =
+        opening.into_iter().find(|t| matches!(t, Transmit::Fetch { .. }))
+    else {
+        panic!("the assignment opens a share session with broker 1");
+    };
+    c.handle_event(Event::Fetch { node: 1, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t0);
+    c
+}
+
+fn accept(offset: i64) -> AckEntry {
+    AckEntry {
+        tp: TopicIdPartition { topic_id: topic_id(), partition: 0 },
+        offset,
+        delivery_count: 1,
+        lock_deadline: None,
+        kind: AckKind::Accept,
+        node: 1,
+        generation: 0,
+    }
+}
+
+#[test]
+fn acks_in_flight_when_the_member_is_fenced_are_still_reported() {
+    // Found by the simulation (seed 1103): a reset failed only the acks still queued, and the
+    // answer to the request in flight was dropped as stale, so a commit waited forever.
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    let (tx, mut rx) = oneshot::channel();
+    c.handle_command(Command::Commit { acks: vec![accept(5)], reply: Some(tx) }, t0);
+    c.drive(t0);
+    let sent = drain(&mut c);
+    let ack = sent.into_iter().find_map(|t| match t {
+        Transmit::Acknowledge { node, sent, .. } => Some((node, sent)),
+        Transmit::Fetch { node, sent, .. } if !sent.acks.is_empty() => Some((node, sent)),
+        _ => None,
+    });
+    let Some((node, sent)) = ack else { panic!("the commit's ack goes out") };
+    // Fenced while the ack is in flight: the sessions reset.
+    let fenced = ShareGroupHeartbeatResponse::default().with_error_code(110);
+    c.handle_event(Event::Heartbeat(Ok(fenced)), t0);
+    c.drive(t0);
+    assert!(rx.try_recv().is_err(), "the ack is still in flight");
+    // Its answer (applied) comes back to a session that has moved on.
+    c.handle_event(Event::Ack { node, sent, result: Ok(ShareAcknowledgeResponse::default()) }, t0);
+    c.drive(t0);
+    match rx.try_recv() {
+        Ok(results) => assert!(results.is_ok(), "{results:?}"),
+        Err(e) => panic!("the commit was never answered: {e:?}"),
+    }
+}
+
+#[test]
+fn queued_acks_do_not_spin_the_core_while_a_fetch_is_in_flight() {
+    // Found by the simulation (seed 1, strict): acks queued past their linger while the
+    // session's fetch was in flight kept poll_timeout in the past, so the shell spun.
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    c.drive(t0);
+    let in_flight: Vec<_> = drain(&mut c);
+    assert!(in_flight.iter().any(|t| matches!(t, Transmit::Fetch { .. })), "a long poll is in flight");
+    let (tx, _rx) = oneshot::channel();
+    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: vec![accept(5)], reply: tx }, t0);
+    c.drive(t0);
+    drain(&mut c);
+    let later = t0 + Duration::from_millis(300); // past the 100 ms linger
+    c.drive(later);
+    assert!(drain(&mut c).is_empty(), "one request in flight per session");
+    assert!(c.poll_timeout(later) > later, "nothing to do until the fetch answers: no deadline in the past");
 }

@@ -364,9 +364,19 @@ impl DriverCore {
 
     /// The next moment pacing wants the driver awake: queued acks become overdue, or a
     /// parked session's quiet time ends.
+    ///
+    /// Only sessions free to send count: one with a request in flight waits for its answer,
+    /// one backing off for its `retry_at` (both wake the core anyway), and a parked one with
+    /// nothing to fetch has nothing to un-park. Their deadlines, once past, would only make
+    /// the shell spin.
     pub(super) fn next_pace_deadline(&self) -> Option<Instant> {
-        let acks = self.nodes.values().filter_map(|n| n.pace.acks_since).min().map(|t| t + ACK_LINGER);
-        let parked = self.nodes.values().filter_map(|n| n.pace.parked).min().map(|t| t + self.park_limit());
+        let free = || self.nodes.values().filter(|n| !n.session.in_flight() && n.retry_at.is_none());
+        let acks = free().filter_map(|n| n.pace.acks_since).min().map(|t| t + ACK_LINGER);
+        let parked = free()
+            .filter(|n| !n.session.wanted().is_empty())
+            .filter_map(|n| n.pace.parked)
+            .min()
+            .map(|t| t + self.park_limit());
         acks.into_iter().chain(parked).chain(self.idle_deadline()).min()
     }
 

@@ -77,10 +77,14 @@ impl DriverCore {
     /// When `drive` must run again if nothing else happens first.
     pub(crate) fn poll_timeout(&self, now: Instant) -> Instant {
         let mut t = now + Duration::from_secs(1);
-        if let Some(h) = self.membership.poll_timeout() {
+        // A heartbeat due while one is in flight, or while the coordinator is being looked
+        // up, waits for that answer (an event wakes the core): as a deadline it would only
+        // make the shell spin.
+        let heartbeat_blocked = self.heartbeat_in_flight || self.coordinator == Coordinator::Finding;
+        if let Some(h) = self.membership.poll_timeout().filter(|_| !heartbeat_blocked) {
             t = t.min(h);
         }
-        for n in self.nodes.values() {
+        for n in self.nodes.values().filter(|n| !n.session.in_flight()) {
             if let Some(r) = n.retry_at {
                 t = t.min(r);
             }
