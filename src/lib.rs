@@ -62,6 +62,8 @@ internal_modules!(backoff, cluster, connection, protocol, share);
 // An in-process fake cluster for users' tests (feature `test-util`); docs in test_util/mod.rs.
 #[cfg(feature = "test-util")]
 pub mod test_util;
+#[cfg(test)]
+mod sim;
 mod topic_name;
 mod topic_partition;
 

@@ -1,0 +1,664 @@
+//! The runner: a virtual clock, the simulated cluster, the network, the applications and
+//! one driver core per consumer, stepped in a fixed order.
+//!
+//! One step: cluster faults due now, locks that expire, waiting fetches that can be answered,
+//! network deliveries due now (by time, then by sequence), the applications (by client), then
+//! every core is driven and its transmits handed to the network. Then the clock jumps to the
+//! earliest thing due. Everything is ordered by `BTreeMap`s and counters: one seed, one run.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::ShareGroupHeartbeatRequest;
+
+use crate::consumer::driver::{Command, Event};
+use crate::error::{Error, Result};
+use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest, ShareFetchResponse};
+use crate::share::session::Sent;
+
+use super::app::App;
+use super::cluster::{ClientId, SimCluster, SimConfig};
+use super::faults::{Fate, Fault, FaultPlan};
+use super::invariants::RateGuard;
+use super::net::{self, Body, Class, InFlight, Net};
+use super::share::{FetchOutcome, Parked};
+use super::topology::SimTopology;
+
+/// A request the core wants sent (the core's `Transmit`, as the sim takes it).
+#[derive(Debug)]
+pub(crate) enum SimTransmit {
+    Metadata { topics: Vec<String> },
+    FindCoordinator,
+    Heartbeat { node: i32, request: ShareGroupHeartbeatRequest },
+    Fetch { node: i32, request: ShareFetchRequest, sent: Sent, sent_at: Instant, timeout: Duration },
+    Acknowledge { node: i32, request: ShareAcknowledgeRequest, sent: Sent, timeout: Duration },
+    ListTopics,
+}
+
+/// What the runner needs of a driver core (implemented by the real `Core`).
+pub(crate) trait Driven {
+    fn handle_command(&mut self, cmd: Command, now: Instant);
+    fn handle_gone(&mut self, now: Instant);
+    fn handle_event(&mut self, ev: Event, now: Instant);
+    fn drive(&mut self, now: Instant);
+    fn poll_transmit(&mut self) -> Option<SimTransmit>;
+    fn poll_timeout(&self, now: Instant) -> Instant;
+    fn is_finished(&mut self, now: Instant) -> bool;
+}
+
+/// Makes the core of a new consumer: (client, its topology, its completions sink).
+pub(crate) type CoreFactory = dyn Fn(ClientId, Arc<SimTopology>, Arc<Mutex<Vec<Completion>>>) -> Box<dyn Driven>;
+
+/// One completed acknowledgement round as the commit callback hears it.
+pub(crate) type Completion = (i32, Vec<i64>, Result<()>);
+
+/// Something due on the network at a virtual time.
+enum Due {
+    /// A request reaches its broker.
+    Arrive(u64),
+    /// An answer reaches its client.
+    Answer(u64, Box<Answer>),
+    /// The client stops waiting: its connection closes.
+    Timeout(u64),
+    /// The connection breaks while the answer is on its way.
+    Reset(u64),
+    /// An answer that needs no connection (metadata, coordinator lookup).
+    Direct(ClientId, Box<Event>),
+}
+
+#[derive(Debug)]
+enum Answer {
+    Fetch(ShareFetchResponse),
+    Ack(crate::protocol::share::ShareAcknowledgeResponse),
+    Heartbeat(kafka_protocol::messages::ShareGroupHeartbeatResponse),
+}
+
+struct Client {
+    app: App,
+    core: Box<dyn Driven>,
+    topology: Arc<SimTopology>,
+    completions: Arc<Mutex<Vec<Completion>>>,
+    finished: bool,
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    pub seed: u64,
+    pub failure: Option<String>,
+    pub virtual_time: Duration,
+    pub steps: u64,
+    pub transmits: u64,
+    pub census: [usize; 4],
+}
+
+/// Steps kept for a failure's report.
+const TRACE: usize = 60;
+/// Virtual time after the horizon within which every record must be done.
+const SETTLE: Duration = Duration::from_secs(600);
+/// Steps at one virtual instant before the run counts as spinning.
+const SPIN: u32 = 10_000;
+
+/// One simulation run.
+pub(crate) struct Sim<'f> {
+    plan: FaultPlan,
+    base: Instant,
+    now: Instant,
+    cluster: SimCluster,
+    net: Net,
+    due: BTreeMap<(Instant, u64), Due>,
+    seq: u64,
+    parked: BTreeMap<u64, Parked>,
+    clients: Vec<Client>,
+    factory: &'f CoreFactory,
+    faults_done: usize,
+    crashed: bool,
+    closing: bool,
+    rate: RateGuard,
+    trace: VecDeque<String>,
+    pub transmits: u64,
+    steps: u64,
+}
+
+impl<'f> Sim<'f> {
+    pub(crate) fn new(seed: u64, cfg: SimConfig, factory: &'f CoreFactory) -> Sim<'f> {
+        let plan = FaultPlan::from_seed(seed, &cfg.brokers, cfg.partitions);
+        let base = Instant::now();
+        let mut sim = Sim {
+            plan,
+            base,
+            now: base,
+            cluster: SimCluster::new(cfg),
+            net: Net::default(),
+            due: BTreeMap::new(),
+            seq: 0,
+            parked: BTreeMap::new(),
+            clients: Vec::new(),
+            factory,
+            faults_done: 0,
+            crashed: false,
+            closing: false,
+            rate: RateGuard::default(),
+            trace: VecDeque::new(),
+            transmits: 0,
+            steps: 0,
+        };
+        for _ in 0..sim.plan.app.consumers {
+            sim.add_client();
+        }
+        sim
+    }
+
+    pub(crate) fn plan(&self) -> &FaultPlan {
+        &self.plan
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.now - self.base
+    }
+
+    fn log(&mut self, line: String) {
+        if self.trace.len() == TRACE {
+            self.trace.pop_front();
+        }
+        let t = self.elapsed();
+        self.trace.push_back(format!("{:>9.3}s {line}", t.as_secs_f64()));
+    }
+
+    fn add_client(&mut self) {
+        let id = self.clients.len();
+        let topology = Arc::new(SimTopology::default());
+        let completions = Arc::new(Mutex::new(Vec::new()));
+        let mut core = (self.factory)(id, topology.clone(), completions.clone());
+        core.handle_command(Command::Subscribe(vec![super::cluster::TOPIC.to_string()]), self.now);
+        let app = App::new(id, self.plan.app.clone(), self.plan.seed, self.now);
+        self.clients.push(Client { app, core, topology, completions, finished: false });
+    }
+
+    fn schedule(&mut self, at: Instant, d: Due) {
+        self.seq += 1;
+        self.due.insert((at, self.seq), d);
+    }
+
+    /// Runs to the end; the failure, if any, with the plan and the last steps.
+    pub(crate) fn run(mut self) -> Outcome {
+        let failure = self.run_inner().err().map(|why| {
+            let mut s = format!("simulation failed: {why}\n{}", self.plan);
+            let _ = writeln!(s, "cluster at the end (available, acquired, acked, archived): {:?}", self.cluster.census());
+            let _ = writeln!(s, "last {} steps:", self.trace.len());
+            for l in &self.trace {
+                let _ = writeln!(s, "  {l}");
+            }
+            s
+        });
+        Outcome {
+            seed: self.plan.seed,
+            failure,
+            virtual_time: self.elapsed(),
+            steps: self.steps,
+            transmits: self.transmits,
+            census: self.cluster.census(),
+        }
+    }
+
+    fn run_inner(&mut self) -> std::result::Result<(), String> {
+        let mut last = self.now;
+        let mut spins = 0;
+        loop {
+            self.steps += 1;
+            self.step()?;
+            self.check()?;
+            if self.clients.iter().all(|c| c.finished) {
+                return self.finish();
+            }
+            let limit = self.base + self.plan.horizon + SETTLE;
+            if self.now > limit {
+                return Err(format!(
+                    "not every record was accepted or archived {SETTLE:?} after the last fault (available, acquired, acked, archived: {:?})",
+                    self.cluster.census()
+                ));
+            }
+            let next = self.next_time();
+            if next <= last {
+                spins += 1;
+                if spins > SPIN {
+                    return Err(format!("{SPIN} steps at one virtual instant: a loop that never waits"));
+                }
+            } else {
+                spins = 0;
+            }
+            self.now = next.max(self.now);
+            last = self.now;
+        }
+    }
+
+    /// The end: every record done, every consumer closed.
+    fn finish(&mut self) -> std::result::Result<(), String> {
+        if !self.cluster.all_done() {
+            return Err(format!("every consumer closed with records left: {:?}", self.cluster.census()));
+        }
+        Ok(())
+    }
+
+    fn next_time(&self) -> Instant {
+        let mut t = self.now + Duration::from_secs(1);
+        if let Some(((at, _), _)) = self.due.first_key_value() {
+            t = t.min(*at);
+        }
+        if let Some((at, _)) = self.plan.faults.get(self.faults_done) {
+            t = t.min(self.base + *at);
+        }
+        if let Some(c) = self.cluster.next_change() {
+            t = t.min(c);
+        }
+        for p in self.parked.values() {
+            t = t.min(p.deadline);
+        }
+        for c in self.clients.iter().filter(|c| !c.finished) {
+            t = t.min(c.core.poll_timeout(self.now));
+            if let Some(w) = c.app.wakeup() {
+                t = t.min(w);
+            }
+        }
+        if let Some(at) = self.plan.app.crash_at.filter(|_| !self.crashed) {
+            t = t.min(self.base + at);
+        }
+        t.max(self.now)
+    }
+
+    fn step(&mut self) -> std::result::Result<(), String> {
+        let now = self.now;
+        while let Some((at, f)) = self.plan.faults.get(self.faults_done).cloned() {
+            if self.base + at > now {
+                break;
+            }
+            self.faults_done += 1;
+            self.fault(f);
+        }
+        self.cluster.tick(now);
+        let ids: Vec<u64> = self.parked.keys().copied().collect();
+        for id in ids {
+            let Some(w) = self.parked.get(&id).cloned() else { continue };
+            if let Some(resp) = self.cluster.retry_parked(&w, now) {
+                self.parked.remove(&id);
+                self.answered(id, Answer::Fetch(resp));
+            }
+        }
+        while let Some(entry) = self.due.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let d = entry.remove();
+            self.deliver(d);
+        }
+        if let Some(at) = self.plan.app.crash_at.filter(|_| !self.crashed) {
+            if self.base + at <= now {
+                self.crashed = true;
+                if let Some(c) = self.clients.iter_mut().find(|c| !c.app.is_closed()) {
+                    c.app.crash();
+                    c.core.handle_gone(now);
+                    let id = c.app.client;
+                    self.log(format!("client {id} crashes (dropped without close); a new one joins"));
+                    self.add_client();
+                }
+            }
+        }
+        let settled = self.now >= self.base + self.plan.horizon && self.cluster.all_done();
+        if settled && !self.closing {
+            self.closing = true;
+            self.log("every record done: the applications close".into());
+        }
+        for i in 0..self.clients.len() {
+            let c = &mut self.clients[i];
+            let mut cmds = if self.closing {
+                c.app.close(now, &mut self.cluster.ledger).into_iter().collect()
+            } else {
+                Vec::new()
+            };
+            cmds.extend(c.app.step(now, &mut self.cluster.ledger));
+            for cmd in cmds {
+                c.core.handle_command(cmd, now);
+            }
+        }
+        for i in 0..self.clients.len() {
+            if self.clients[i].finished {
+                continue;
+            }
+            self.clients[i].core.drive(now);
+            while let Some(t) = self.clients[i].core.poll_transmit() {
+                self.transmit(i, t)?;
+            }
+            let c = &mut self.clients[i];
+            if (c.app.is_closed()) && c.core.is_finished(now) {
+                c.finished = true;
+            }
+        }
+        for i in 0..self.clients.len() {
+            let done = std::mem::take(&mut *self.clients[i].completions.lock().unwrap_or_else(|p| p.into_inner()));
+            for (p, offsets, r) in done {
+                self.cluster.ledger.completed(i, p, &offsets, &r);
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&mut self) -> std::result::Result<(), String> {
+        if let Some(v) = self.cluster.violations.first() {
+            return Err(format!("broker saw: {v}"));
+        }
+        if let Some(v) = self.cluster.ledger.violations.first() {
+            return Err(v.clone());
+        }
+        for c in &self.clients {
+            if let Some(p) = c.app.problems.iter().find(|p| !p.starts_with("poll failed")) {
+                return Err(format!("client {}: {p}", c.app.client));
+            }
+        }
+        Ok(())
+    }
+
+    fn fault(&mut self, f: Fault) {
+        self.log(format!("FAULT {f:?}"));
+        let now = self.now;
+        match f {
+            Fault::Crash(node) => {
+                self.cluster.crash(node);
+                for conn in self.net.conns_to(None, node) {
+                    self.close_conn(node, conn);
+                }
+                self.parked.retain(|_, p| p.node != node);
+            }
+            Fault::Restart(node) => self.cluster.restart(node),
+            Fault::MoveLeader(p) => {
+                let from = self.cluster.partition(p).and_then(|x| x.leader);
+                let to = from.and_then(|n| self.cluster.next_live(n));
+                if to.is_some() {
+                    self.cluster.move_leader(p, to);
+                }
+            }
+            Fault::MoveCoordinator => {
+                if let Some(n) = self.cluster.next_live(self.cluster.group.coordinator) {
+                    self.cluster.group.coordinator = n;
+                }
+            }
+            Fault::CoordinatorLoading(d) => self.cluster.group.loading_until = Some(now + d),
+            Fault::SessionError { node, client, code } => {
+                self.cluster.forced_errors.insert((node, client), code);
+            }
+            Fault::SessionLimit { node, for_ } => {
+                self.cluster.session_limit.insert(node);
+                self.plan.faults.insert(self.faults_done, (self.elapsed() + for_, Fault::SessionLimitEnds(node)));
+                self.plan.faults[self.faults_done..].sort_by_key(|(t, _)| *t);
+            }
+            Fault::SessionLimitEnds(node) => {
+                self.cluster.session_limit.remove(&node);
+            }
+            Fault::Disconnect { node, client } => {
+                for conn in self.net.conns_to(Some(client), node) {
+                    self.close_conn(node, conn);
+                }
+            }
+        }
+    }
+
+    /// A connection closes: its requests fail, the broker ends the sessions opened on it.
+    fn close_conn(&mut self, node: i32, conn: u64) {
+        for id in self.net.close(conn) {
+            if let Some(r) = self.net.inflight.remove(&id) {
+                self.parked.remove(&id);
+                let e = net::reset(r.body.api(), node);
+                self.fail(r, e);
+            }
+        }
+        self.cluster.conn_closed(node, conn);
+    }
+
+    /// Hands a request's failure to its client.
+    fn fail(&mut self, r: InFlight, e: Error) {
+        self.log(format!("c{} <- b{} {} failed: {e}", r.client, r.node, r.body.api()));
+        let now = self.now;
+        let ev = match r.body {
+            Body::Fetch { sent, sent_at, .. } => Event::Fetch { node: r.node, sent, sent_at, result: Err(e) },
+            Body::Ack { sent, .. } => Event::Ack { node: r.node, sent, result: Err(e) },
+            Body::Heartbeat(_) => Event::Heartbeat(Err(e)),
+        };
+        if let Some(c) = self.clients.get_mut(r.client) {
+            if !c.finished {
+                c.core.handle_event(ev, now);
+            }
+        }
+    }
+
+    fn transmit(&mut self, client: ClientId, t: SimTransmit) -> std::result::Result<(), String> {
+        self.transmits += 1;
+        let ms = self.elapsed().as_millis() as u64;
+        let in_settle = self.now >= self.base + self.plan.horizon;
+        self.rate.note(client, ms).map_err(|e| if in_settle { format!("{e} (after the last fault)") } else { e })?;
+        let now = self.now;
+        let quick = now + Duration::from_millis(1);
+        match t {
+            SimTransmit::Metadata { topics } => {
+                self.log(format!("c{client} -> Metadata {topics:?}"));
+                let ev = if self.cluster.up.values().any(|u| *u) {
+                    self.clients[client].topology.refresh(&self.cluster);
+                    Event::Metadata(Ok(Vec::new()))
+                } else {
+                    Event::Metadata(Err(net::refused(self.cluster.cfg.brokers[0])))
+                };
+                self.schedule(quick, Due::Direct(client, Box::new(ev)));
+            }
+            SimTransmit::ListTopics => {
+                self.schedule(quick, Due::Direct(client, Box::new(Event::TopicList(Ok(vec![super::cluster::TOPIC.into()])))));
+            }
+            SimTransmit::FindCoordinator => {
+                let c = self.cluster.group.coordinator;
+                self.log(format!("c{client} -> FindCoordinator: b{c}"));
+                let r = if self.cluster.is_up(c) { Ok(c) } else { Err(net::refused(c)) };
+                self.schedule(quick, Due::Direct(client, Box::new(Event::Coordinator(r))));
+            }
+            SimTransmit::Heartbeat { node, request } => {
+                self.log(format!("c{client} -> b{node} Heartbeat epoch {}", request.member_epoch));
+                let timeout = Duration::from_secs(30);
+                self.send(client, node, Class::Control, Body::Heartbeat(request), timeout);
+            }
+            SimTransmit::Fetch { node, request, sent, sent_at, timeout } => {
+                self.log(format!("c{client} -> b{node} {}", describe_fetch(&request)));
+                self.send(client, node, Class::Share, Body::Fetch { request, sent, sent_at }, timeout);
+            }
+            SimTransmit::Acknowledge { node, request, sent, timeout } => {
+                self.log(format!("c{client} -> b{node} {}", describe_ack(&request)));
+                self.send(client, node, Class::Share, Body::Ack { request, sent }, timeout);
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts a request on the network with its fate.
+    fn send(&mut self, client: ClientId, node: i32, class: Class, body: Body, timeout: Duration) {
+        let now = self.now;
+        if !self.cluster.is_up(node) {
+            self.seq += 1;
+            let id = self.seq;
+            let r = InFlight { client, node, conn: 0, body, fate: Fate::DropRequest, deadline: now };
+            self.net.inflight.insert(id, r);
+            // Refused at once: nothing was written.
+            let r = self.net.inflight.remove(&id).expect("just inserted");
+            self.fail(r, net::refused(node));
+            return;
+        }
+        let conn = self.net.conn(client, node, class);
+        let n = self.net.count(client, node);
+        let fate = self.plan.fate(client, node, n, self.elapsed());
+        self.seq += 1;
+        let id = self.seq;
+        let deadline = now + timeout;
+        self.net.inflight.insert(id, InFlight { client, node, conn, body, fate, deadline });
+        match fate {
+            Fate::DropRequest => self.schedule(deadline, Due::Timeout(id)),
+            Fate::Normal { there, .. }
+            | Fate::DropResponse { there }
+            | Fate::Reset { there, .. }
+            | Fate::Throttled { there, .. } => self.schedule(now + there, Due::Arrive(id)),
+        }
+    }
+
+    fn deliver(&mut self, d: Due) {
+        let now = self.now;
+        match d {
+            Due::Direct(client, ev) => {
+                if let Some(c) = self.clients.get_mut(client).filter(|c| !c.finished) {
+                    c.core.handle_event(*ev, now);
+                }
+            }
+            Due::Arrive(id) => self.arrive(id),
+            Due::Answer(id, a) => {
+                let Some(r) = self.net.inflight.remove(&id) else { return };
+                self.log(format!("c{} <- b{} {}", r.client, r.node, describe_answer(&a)));
+                let ev = match (*a, r.body) {
+                    (Answer::Fetch(resp), Body::Fetch { sent, sent_at, .. }) => {
+                        Event::Fetch { node: r.node, sent, sent_at, result: Ok(resp) }
+                    }
+                    (Answer::Ack(resp), Body::Ack { sent, .. }) => Event::Ack { node: r.node, sent, result: Ok(resp) },
+                    (Answer::Heartbeat(resp), Body::Heartbeat(_)) => Event::Heartbeat(Ok(resp)),
+                    _ => unreachable!("an answer of another kind than its request"),
+                };
+                if let Some(c) = self.clients.get_mut(r.client).filter(|c| !c.finished) {
+                    c.core.handle_event(ev, now);
+                }
+            }
+            Due::Timeout(id) => {
+                let Some(r) = self.net.inflight.get(&id) else { return };
+                let (node, conn, api) = (r.node, r.conn, r.body.api());
+                let after = r.deadline.saturating_duration_since(now);
+                // The client gives up and closes the connection (src/connection does), which
+                // ends the broker's session on it; the other requests on it fail too.
+                if let Some(r) = self.net.inflight.remove(&id) {
+                    self.parked.remove(&id);
+                    self.fail(r, net::timed_out(api, node, after));
+                }
+                self.close_conn(node, conn);
+            }
+            Due::Reset(id) => {
+                let Some(r) = self.net.inflight.get(&id) else { return };
+                let (node, conn) = (r.node, r.conn);
+                self.log(format!("connection {conn} to b{node} reset mid-response"));
+                self.close_conn(node, conn);
+            }
+        }
+    }
+
+    /// A request reaches its broker, which acts on it.
+    fn arrive(&mut self, id: u64) {
+        let now = self.now;
+        let Some(r) = self.net.inflight.get(&id) else { return };
+        let (client, node, conn) = (r.client, r.node, r.conn);
+        if !self.cluster.is_up(node) {
+            return; // the crash failed it already
+        }
+        let answer = match &r.body {
+            Body::Heartbeat(req) => {
+                let (topic_id, parts) = (self.cluster.topic_id, self.cluster.cfg.partitions);
+                let (resp, left) = self.cluster.group.heartbeat(node, client, req, topic_id, parts, now);
+                if let Some(c) = left {
+                    self.cluster.release_client(c);
+                }
+                Answer::Heartbeat(resp)
+            }
+            Body::Ack { request, .. } => {
+                let request = request.clone();
+                Answer::Ack(self.cluster.share_acknowledge(node, client, conn, &request, now))
+            }
+            Body::Fetch { request, .. } => {
+                let request = request.clone();
+                match self.cluster.share_fetch(node, client, conn, &request, now) {
+                    FetchOutcome::Answer(resp) => Answer::Fetch(resp),
+                    FetchOutcome::Wait(p, _) => {
+                        self.parked.insert(id, p);
+                        return;
+                    }
+                }
+            }
+        };
+        self.answered(id, answer);
+    }
+
+    /// The broker has its answer: the network decides what the client sees and when.
+    fn answered(&mut self, id: u64, mut a: Answer) {
+        let now = self.now;
+        let Some(r) = self.net.inflight.get(&id) else { return };
+        let deadline = r.deadline;
+        match r.fate {
+            Fate::Normal { back, .. } | Fate::Throttled { back, .. } => {
+                if let Fate::Throttled { throttle_ms, .. } = r.fate {
+                    match &mut a {
+                        Answer::Fetch(x) => x.throttle_time_ms = throttle_ms,
+                        Answer::Ack(x) => x.throttle_time_ms = throttle_ms,
+                        Answer::Heartbeat(x) => x.throttle_time_ms = throttle_ms,
+                    }
+                }
+                if now + back > deadline {
+                    self.schedule(deadline, Due::Timeout(id));
+                } else {
+                    self.schedule(now + back, Due::Answer(id, Box::new(a)));
+                }
+            }
+            Fate::DropRequest | Fate::DropResponse { .. } => self.schedule(deadline, Due::Timeout(id)),
+            Fate::Reset { back, .. } => self.schedule((now + back).min(deadline), Due::Reset(id)),
+        }
+    }
+}
+
+fn describe_fetch(r: &ShareFetchRequest) -> String {
+    let mut s = format!("ShareFetch e{} wait {} max {}", r.share_session_epoch, r.max_wait_ms, r.max_records);
+    for p in r.topics.iter().flat_map(|t| &t.partitions) {
+        let _ = write!(s, " p{}", p.partition_index);
+        for b in &p.acknowledgement_batches {
+            let _ = write!(s, " [{}..={} {:?}]", b.first_offset, b.last_offset, b.acknowledge_types);
+        }
+    }
+    for p in r.forgotten_topics_data.iter().flat_map(|t| &t.partitions) {
+        let _ = write!(s, " forget p{p}");
+    }
+    s
+}
+
+fn describe_ack(r: &ShareAcknowledgeRequest) -> String {
+    let mut s = format!("ShareAcknowledge e{}{}", r.share_session_epoch, if r.is_renew_ack { " renew" } else { "" });
+    for p in r.topics.iter().flat_map(|t| &t.partitions) {
+        let _ = write!(s, " p{}", p.partition_index);
+        for b in &p.acknowledgement_batches {
+            let _ = write!(s, " [{}..={} {:?}]", b.first_offset, b.last_offset, b.acknowledge_types);
+        }
+    }
+    s
+}
+
+fn describe_answer(a: &Answer) -> String {
+    match a {
+        Answer::Fetch(r) => {
+            let mut s = format!("ShareFetch answer error {}", r.error_code);
+            for p in r.responses.iter().flat_map(|t| &t.partitions) {
+                let _ = write!(s, " p{} e{} ack-e{}", p.partition_index, p.error_code, p.acknowledge_error_code);
+                for a in &p.acquired_records {
+                    let _ = write!(s, " got {}..={} d{}", a.first_offset, a.last_offset, a.delivery_count);
+                }
+            }
+            s
+        }
+        Answer::Ack(r) => {
+            let mut s = format!("ShareAcknowledge answer error {}", r.error_code);
+            for p in r.responses.iter().flat_map(|t| &t.partitions) {
+                let _ = write!(s, " p{} e{}", p.partition_index, p.error_code);
+            }
+            s
+        }
+        Answer::Heartbeat(r) => format!(
+            "Heartbeat answer error {} epoch {} assignment {:?}",
+            r.error_code,
+            r.member_epoch,
+            r.assignment.as_ref().map(|a| a.topic_partitions.iter().flat_map(|t| t.partitions.clone()).collect::<Vec<_>>())
+        ),
+    }
+}
