@@ -8,8 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use tokio::sync::oneshot;
 
 use crate::consumer::driver::{AckEntry, CommitResults, Command, Delivered, PollAnswer};
@@ -17,7 +16,7 @@ use crate::error::Result;
 use crate::share::acks::AckKind;
 
 use super::cluster::{record_value, ClientId};
-use super::faults::{mix, AppPlan};
+use super::faults::{mix, AppPlan, SplitMix};
 use super::invariants::Ledger;
 
 /// How long a poll waits before the application gives up and polls again.
@@ -43,6 +42,7 @@ enum Phase {
 #[derive(Debug)]
 pub(crate) struct App {
     pub client: ClientId,
+    calm_from: Instant,
     plan: AppPlan,
     phase: Phase,
     /// Acks for the next poll, commit or close.
@@ -52,7 +52,7 @@ pub(crate) struct App {
     polls: u32,
     /// Records whose RENEW was handed in: accepted once the renewal succeeds.
     renewals: Vec<Delivered>,
-    rng: StdRng,
+    rng: SplitMix,
     /// Records received, for the report.
     pub received: u64,
     /// A close that did not finish in time, or a problem with what a poll returned.
@@ -60,8 +60,10 @@ pub(crate) struct App {
 }
 
 impl App {
-    pub(crate) fn new(client: ClientId, plan: AppPlan, seed: u64, now: Instant) -> App {
+    /// `calm_from`: when the faults end (the application stops stalling then too).
+    pub(crate) fn new(client: ClientId, plan: AppPlan, seed: u64, now: Instant, calm_from: Instant) -> App {
         App {
+            calm_from,
             client,
             plan,
             phase: Phase::Idle(now),
@@ -69,7 +71,7 @@ impl App {
             late: Vec::new(),
             polls: 0,
             renewals: Vec::new(),
-            rng: StdRng::seed_from_u64(mix(seed ^ ((client as u64) << 32))),
+            rng: SplitMix::new(mix(seed ^ ((client as u64) << 32))),
             received: 0,
             problems: Vec::new(),
         }
@@ -266,7 +268,7 @@ impl App {
         }
         let mut busy = self.plan.per_record * n as u32;
         if let Some(s) = self.plan.stall {
-            if n > 0 && self.rng.gen_ratio(1, 20) {
+            if n > 0 && now < self.calm_from && self.rng.gen_ratio(1, 20) {
                 busy += s;
             }
         }

@@ -69,14 +69,10 @@ impl Group {
         self.members.values().map(|m| m.last_seen + self.timeout).min()
     }
 
-    /// A new group epoch: every member gets it (share groups reassign at once, with no
-    /// revocation phase).
+    /// A new group epoch (share groups reassign at once, with no revocation phase): each
+    /// member gets it with its next heartbeat's answer.
     fn bump(&mut self) {
         self.epoch += 1;
-        let e = self.epoch;
-        for m in self.members.values_mut() {
-            m.epoch = e;
-        }
     }
 
     /// Answers a heartbeat that reached broker `node`. Returns the answer and, for a member
@@ -132,8 +128,9 @@ impl Group {
                     error(&mut resp, ErrorCode::UNKNOWN_MEMBER_ID);
                     return (resp, None);
                 }
-                // A member may lag one epoch behind (the bump it has not heard of yet).
-                Some(m) if e > m.epoch || e < m.epoch - 1 => {
+                // The epoch of the member's last answer, exactly (the group coordinator's
+                // check for share groups); a lost answer fences the member.
+                Some(m) if e != m.epoch => {
                     error(&mut resp, ErrorCode::FENCED_MEMBER_EPOCH);
                     return (resp, None);
                 }
@@ -147,6 +144,7 @@ impl Group {
             return (resp, None);
         };
         m.last_seen = now;
+        m.epoch = self.epoch;
         resp.member_epoch = m.epoch;
         resp.heartbeat_interval_ms = interval;
         resp.assignment = Some(

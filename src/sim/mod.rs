@@ -13,6 +13,7 @@ mod cluster;
 mod faults;
 mod group;
 mod invariants;
+mod mini;
 mod net;
 mod run;
 mod share;

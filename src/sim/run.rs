@@ -118,6 +118,9 @@ pub(crate) struct Sim<'f> {
     closing: bool,
     rate: RateGuard,
     trace: VecDeque<String>,
+    /// Whether to keep the last steps (formatting them costs more than the simulation: a
+    /// failing seed is run again with it on, which replays it exactly).
+    tracing: bool,
     pub transmits: u64,
     steps: u64,
 }
@@ -142,6 +145,7 @@ impl<'f> Sim<'f> {
             closing: false,
             rate: RateGuard::default(),
             trace: VecDeque::new(),
+            tracing: false,
             transmits: 0,
             steps: 0,
         };
@@ -151,15 +155,21 @@ impl<'f> Sim<'f> {
         sim
     }
 
-    pub(crate) fn plan(&self) -> &FaultPlan {
-        &self.plan
+    /// Keeps the last steps for the failure report.
+    pub(crate) fn traced(mut self) -> Self {
+        self.tracing = true;
+        self
     }
 
     fn elapsed(&self) -> Duration {
         self.now - self.base
     }
 
-    fn log(&mut self, line: String) {
+    fn log(&mut self, line: impl FnOnce() -> String) {
+        if !self.tracing {
+            return;
+        }
+        let line = line();
         if self.trace.len() == TRACE {
             self.trace.pop_front();
         }
@@ -173,7 +183,7 @@ impl<'f> Sim<'f> {
         let completions = Arc::new(Mutex::new(Vec::new()));
         let mut core = (self.factory)(id, topology.clone(), completions.clone());
         core.handle_command(Command::Subscribe(vec![super::cluster::TOPIC.to_string()]), self.now);
-        let app = App::new(id, self.plan.app.clone(), self.plan.seed, self.now);
+        let app = App::new(id, self.plan.app.clone(), self.plan.seed, self.now, self.base + self.plan.horizon);
         self.clients.push(Client { app, core, topology, completions, finished: false });
     }
 
@@ -300,7 +310,7 @@ impl<'f> Sim<'f> {
                     c.app.crash();
                     c.core.handle_gone(now);
                     let id = c.app.client;
-                    self.log(format!("client {id} crashes (dropped without close); a new one joins"));
+                    self.log(|| format!("client {id} crashes (dropped without close); a new one joins"));
                     self.add_client();
                 }
             }
@@ -308,7 +318,7 @@ impl<'f> Sim<'f> {
         let settled = self.now >= self.base + self.plan.horizon && self.cluster.all_done();
         if settled && !self.closing {
             self.closing = true;
-            self.log("every record done: the applications close".into());
+            self.log(|| "every record done: the applications close".into());
         }
         for i in 0..self.clients.len() {
             let c = &mut self.clients[i];
@@ -360,7 +370,7 @@ impl<'f> Sim<'f> {
     }
 
     fn fault(&mut self, f: Fault) {
-        self.log(format!("FAULT {f:?}"));
+        self.log(|| format!("FAULT {f:?}"));
         let now = self.now;
         match f {
             Fault::Crash(node) => {
@@ -417,7 +427,7 @@ impl<'f> Sim<'f> {
 
     /// Hands a request's failure to its client.
     fn fail(&mut self, r: InFlight, e: Error) {
-        self.log(format!("c{} <- b{} {} failed: {e}", r.client, r.node, r.body.api()));
+        self.log(|| format!("c{} <- b{} {} failed: {e}", r.client, r.node, r.body.api()));
         let now = self.now;
         let ev = match r.body {
             Body::Fetch { sent, sent_at, .. } => Event::Fetch { node: r.node, sent, sent_at, result: Err(e) },
@@ -440,7 +450,7 @@ impl<'f> Sim<'f> {
         let quick = now + Duration::from_millis(1);
         match t {
             SimTransmit::Metadata { topics } => {
-                self.log(format!("c{client} -> Metadata {topics:?}"));
+                self.log(|| format!("c{client} -> Metadata {topics:?}"));
                 let ev = if self.cluster.up.values().any(|u| *u) {
                     self.clients[client].topology.refresh(&self.cluster);
                     Event::Metadata(Ok(Vec::new()))
@@ -454,21 +464,21 @@ impl<'f> Sim<'f> {
             }
             SimTransmit::FindCoordinator => {
                 let c = self.cluster.group.coordinator;
-                self.log(format!("c{client} -> FindCoordinator: b{c}"));
+                self.log(|| format!("c{client} -> FindCoordinator: b{c}"));
                 let r = if self.cluster.is_up(c) { Ok(c) } else { Err(net::refused(c)) };
                 self.schedule(quick, Due::Direct(client, Box::new(Event::Coordinator(r))));
             }
             SimTransmit::Heartbeat { node, request } => {
-                self.log(format!("c{client} -> b{node} Heartbeat epoch {}", request.member_epoch));
+                self.log(|| format!("c{client} -> b{node} Heartbeat epoch {}", request.member_epoch));
                 let timeout = Duration::from_secs(30);
                 self.send(client, node, Class::Control, Body::Heartbeat(request), timeout);
             }
             SimTransmit::Fetch { node, request, sent, sent_at, timeout } => {
-                self.log(format!("c{client} -> b{node} {}", describe_fetch(&request)));
+                self.log(|| format!("c{client} -> b{node} {}", describe_fetch(&request)));
                 self.send(client, node, Class::Share, Body::Fetch { request, sent, sent_at }, timeout);
             }
             SimTransmit::Acknowledge { node, request, sent, timeout } => {
-                self.log(format!("c{client} -> b{node} {}", describe_ack(&request)));
+                self.log(|| format!("c{client} -> b{node} {}", describe_ack(&request)));
                 self.send(client, node, Class::Share, Body::Ack { request, sent }, timeout);
             }
         }
@@ -515,7 +525,7 @@ impl<'f> Sim<'f> {
             Due::Arrive(id) => self.arrive(id),
             Due::Answer(id, a) => {
                 let Some(r) = self.net.inflight.remove(&id) else { return };
-                self.log(format!("c{} <- b{} {}", r.client, r.node, describe_answer(&a)));
+                self.log(|| format!("c{} <- b{} {}", r.client, r.node, describe_answer(&a)));
                 let ev = match (*a, r.body) {
                     (Answer::Fetch(resp), Body::Fetch { sent, sent_at, .. }) => {
                         Event::Fetch { node: r.node, sent, sent_at, result: Ok(resp) }
@@ -543,7 +553,7 @@ impl<'f> Sim<'f> {
             Due::Reset(id) => {
                 let Some(r) = self.net.inflight.get(&id) else { return };
                 let (node, conn) = (r.node, r.conn);
-                self.log(format!("connection {conn} to b{node} reset mid-response"));
+                self.log(|| format!("connection {conn} to b{node} reset mid-response"));
                 self.close_conn(node, conn);
             }
         }
