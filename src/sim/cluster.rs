@@ -117,6 +117,10 @@ pub(crate) struct SimCluster {
     pub ledger: Ledger,
     /// Broken invariants seen by the brokers (a correct client causes none).
     pub violations: Vec<String>,
+    /// Bumped by every change to the share state: waiting fetches are looked at again, and
+    /// the next lock expiry computed again, only after one (a debug run spends its time there).
+    pub version: u64,
+    next_change: std::cell::Cell<(u64, Option<Instant>)>,
 }
 
 impl SimCluster {
@@ -143,6 +147,8 @@ impl SimCluster {
             forced_errors: BTreeMap::new(),
             ledger: Ledger::default(),
             violations: Vec::new(),
+            version: 1,
+            next_change: std::cell::Cell::new((0, None)),
             cfg,
         }
     }
@@ -162,6 +168,10 @@ impl SimCluster {
     /// Time passes: expired locks give their records back (archived at the delivery limit),
     /// silent members leave the group.
     pub(crate) fn tick(&mut self, now: Instant) {
+        if self.next_change().is_none_or(|t| t > now) {
+            return;
+        }
+        self.version += 1;
         let limit = self.cfg.delivery_limit;
         for part in &mut self.parts {
             for o in &mut part.offsets {
@@ -179,6 +189,10 @@ impl SimCluster {
 
     /// The earliest moment something changes by itself (a lock expires, a member times out).
     pub(crate) fn next_change(&self) -> Option<Instant> {
+        let (v, cached) = self.next_change.get();
+        if v == self.version {
+            return cached;
+        }
         let locks = self
             .parts
             .iter()
@@ -188,7 +202,9 @@ impl SimCluster {
                 _ => None,
             })
             .min();
-        [locks, self.group.next_expiry()].into_iter().flatten().min()
+        let next = [locks, self.group.next_expiry()].into_iter().flatten().min();
+        self.next_change.set((self.version, next));
+        next
     }
 
     /// Whether every record is done (accepted or archived).
@@ -221,6 +237,7 @@ impl SimCluster {
         max: usize,
         now: Instant,
     ) -> Vec<AcquiredRecords> {
+        self.version += 1;
         let until = now + self.cfg.lock;
         let mut got: Vec<AcquiredRecords> = Vec::new();
         let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
@@ -255,6 +272,7 @@ impl SimCluster {
     /// Releases what a session holds (it ended: closed, replaced, its connection lost, its
     /// broker crashed).
     pub(crate) fn release_session(&mut self, session: u64) {
+        self.version += 1;
         let limit = self.cfg.delivery_limit;
         for o in self.parts.iter_mut().flat_map(|p| &mut p.offsets) {
             if matches!(o.state, State::Acquired { session: s, .. } if s == session) {
@@ -265,6 +283,7 @@ impl SimCluster {
 
     /// Releases everything a client holds anywhere (it left the group or was removed).
     pub(crate) fn release_client(&mut self, client: ClientId) {
+        self.version += 1;
         let limit = self.cfg.delivery_limit;
         for o in self.parts.iter_mut().flat_map(|p| &mut p.offsets) {
             if matches!(o.state, State::Acquired { client: c, .. } if c == client) {
@@ -280,6 +299,7 @@ impl SimCluster {
     /// Moves a partition's leadership: the new leader loads its share state without the old
     /// leader's acquisitions (they are released).
     pub(crate) fn move_leader(&mut self, p: i32, to: Option<i32>) {
+        self.version += 1;
         let limit = self.cfg.delivery_limit;
         let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
             return;
@@ -296,6 +316,7 @@ impl SimCluster {
     /// A broker crashes: its sessions vanish, its partitions move to the next live broker
     /// (or have no leader), the coordinator moves if it was there.
     pub(crate) fn crash(&mut self, node: i32) {
+        self.version += 1;
         if !self.is_up(node) {
             return;
         }
@@ -321,6 +342,7 @@ impl SimCluster {
 
     /// A crashed broker is back; partitions without a leader get it.
     pub(crate) fn restart(&mut self, node: i32) {
+        self.version += 1;
         if self.is_up(node) || !self.up.contains_key(&node) {
             return;
         }

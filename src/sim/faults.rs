@@ -143,7 +143,7 @@ impl FaultPlan {
     pub(crate) fn from_seed(seed: u64, brokers: &[i32], partitions: i32) -> FaultPlan {
         let mut rng = StdRng::seed_from_u64(seed);
         let calm = seed % 4 == 0;
-        let horizon = Duration::from_secs(rng.gen_range(20..90));
+        let horizon = Duration::from_secs(rng.gen_range(10..40));
         let mut faults = Vec::new();
         if !calm {
             let n = rng.gen_range(1..8);

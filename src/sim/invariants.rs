@@ -27,8 +27,11 @@ pub(crate) const MAX_REQUESTS_PER_SECOND: u32 = 100;
 pub(crate) struct Ledger {
     /// What the application acknowledged: (client, partition, offset, delivery) -> kinds, in order.
     app: BTreeMap<(ClientId, i32, i64, i16), Vec<AckKind>>,
-    /// Acks brokers applied and no completion has reported yet.
-    unreported: BTreeMap<Key, u32>,
+    /// Acks brokers applied, and completions reported `Ok`, per offset: never more of the
+    /// second than of the first. (Completions name offsets, not deliveries; counting is
+    /// what can be matched soundly.)
+    applied_per_offset: BTreeMap<Key, u32>,
+    ok_per_offset: BTreeMap<Key, u32>,
     /// Acks brokers applied: (client, partition, offset, delivery, kind).
     applied: BTreeMap<(ClientId, i32, i64, i16), Vec<AckKind>>,
     pub deliveries: u64,
@@ -58,7 +61,7 @@ impl Ledger {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn applied(&mut self, client: ClientId, node: i32, session: u64, p: i32, o: i64, d: i16, kind: AckKind) {
         self.applied_count += 1;
-        *self.unreported.entry((client, p, o)).or_default() += 1;
+        *self.applied_per_offset.entry((client, p, o)).or_default() += 1;
         self.applied.entry((client, p, o, d)).or_default().push(kind);
         let asked = self.app.get(&(client, p, o, d));
         let ok = match kind {
@@ -73,25 +76,19 @@ impl Ledger {
     }
 
     /// The client reported the outcome of acks of `offsets` of partition `p` (the
-    /// acknowledgement commit callback's view).
+    /// acknowledgement commit callback's view): `Ok` only as often as a broker applied one.
     pub(crate) fn completed(&mut self, client: ClientId, p: i32, offsets: &[i64], result: &Result<()>) {
+        if result.is_err() {
+            return;
+        }
         for &o in offsets {
-            let n = self.unreported.entry((client, p, o)).or_default();
-            match result {
-                Ok(()) => {
-                    if *n == 0 {
-                        self.violations.push(format!(
-                            "client {client}: the ack of p{p} offset {o} was reported done, but no broker applied it"
-                        ));
-                    } else {
-                        *n -= 1;
-                    }
-                }
-                // The broker may have applied it, or not.
-                Err(e) if e.is_outcome_unknown() => *n = n.saturating_sub(1),
-                // A completion names no delivery: a definite failure of one delivery's ack
-                // cannot be told from another delivery's applied one, so it is not matched.
-                Err(_) => {}
+            let oks = self.ok_per_offset.entry((client, p, o)).or_default();
+            *oks += 1;
+            let applied = self.applied_per_offset.get(&(client, p, o)).copied().unwrap_or(0);
+            if *oks > applied {
+                self.violations.push(format!(
+                    "client {client}: acks of p{p} offset {o} reported done {oks} times, but brokers applied {applied}"
+                ));
             }
         }
     }

@@ -176,6 +176,10 @@ impl Driven for MiniCore {
                 }
             }
             Event::Metadata(r) => {
+                if r.is_err() {
+                    // Retried after a pause, not at once (the rate guard catches that).
+                    self.retry_at.insert(-1, now + Duration::from_millis(200));
+                }
                 self.metadata = Some(r.is_ok());
                 self.reconcile();
             }
@@ -189,7 +193,12 @@ impl Driven for MiniCore {
                         if let Some(s) = self.sessions.get_mut(&node) {
                             s.clear_in_flight();
                         }
-                        self.reset(node, e);
+                        // Acks still queued were never sent: they fail with the plain cause.
+                        let unsent = match &e {
+                            crate::error::Error::OutcomeUnknown { cause, .. } => (**cause).clone(),
+                            _ => e,
+                        };
+                        self.reset(node, unsent);
                         self.retry_at.insert(node, now + Duration::from_millis(100));
                         self.metadata = Some(false);
                         return;
@@ -273,7 +282,11 @@ impl Driven for MiniCore {
                         if let Some(s) = self.sessions.get_mut(&node) {
                             s.clear_in_flight();
                         }
-                        self.reset(node, e);
+                        let unsent = match &e {
+                            crate::error::Error::OutcomeUnknown { cause, .. } => (**cause).clone(),
+                            _ => e,
+                        };
+                        self.reset(node, unsent);
                     }
                 }
             }
@@ -285,7 +298,7 @@ impl Driven for MiniCore {
         if self.finished {
             return;
         }
-        if self.metadata == Some(false) {
+        if self.metadata == Some(false) && self.retry_at.get(&-1).is_none_or(|t| *t <= now) {
             self.metadata = None;
             self.out.push_back(SimTransmit::Metadata { topics: vec![TOPIC.into()] });
         }

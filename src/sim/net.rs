@@ -52,6 +52,8 @@ pub(crate) struct InFlight {
     pub fate: Fate,
     /// When the client stops waiting.
     pub deadline: Instant,
+    /// Its timeout (for the error).
+    pub timeout: Duration,
 }
 
 /// The connections of every client.

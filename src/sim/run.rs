@@ -94,10 +94,13 @@ pub(crate) struct Outcome {
     pub census: [usize; 4],
 }
 
-/// Steps kept for a failure's report.
+/// Steps kept for a failure's report (`SIM_TRACE=<n>` keeps n).
 const TRACE: usize = 60;
 /// Virtual time after the horizon within which every record must be done.
 const SETTLE: Duration = Duration::from_secs(600);
+/// How long the shell's coordinator lookup retries before it fails (backoff 100 ms doubling
+/// to 1 s, 10 attempts).
+const SHELL_COORDINATOR_RETRIES: Duration = Duration::from_millis(7_500);
 /// Steps at one virtual instant before the run counts as spinning.
 const SPIN: u32 = 10_000;
 
@@ -114,6 +117,8 @@ pub(crate) struct Sim<'f> {
     clients: Vec<Client>,
     factory: &'f CoreFactory,
     faults_done: usize,
+    /// The cluster's version when the waiting fetches were last looked at.
+    seen_version: u64,
     crashed: bool,
     closing: bool,
     rate: RateGuard,
@@ -121,6 +126,7 @@ pub(crate) struct Sim<'f> {
     /// Whether to keep the last steps (formatting them costs more than the simulation: a
     /// failing seed is run again with it on, which replays it exactly).
     tracing: bool,
+    trace_len: usize,
     pub transmits: u64,
     steps: u64,
 }
@@ -141,11 +147,13 @@ impl<'f> Sim<'f> {
             clients: Vec::new(),
             factory,
             faults_done: 0,
+            seen_version: 0,
             crashed: false,
             closing: false,
             rate: RateGuard::default(),
             trace: VecDeque::new(),
             tracing: false,
+            trace_len: std::env::var("SIM_TRACE").ok().and_then(|s| s.parse().ok()).unwrap_or(TRACE),
             transmits: 0,
             steps: 0,
         };
@@ -170,7 +178,7 @@ impl<'f> Sim<'f> {
             return;
         }
         let line = line();
-        if self.trace.len() == TRACE {
+        if self.trace.len() >= self.trace_len {
             self.trace.pop_front();
         }
         let t = self.elapsed();
@@ -253,7 +261,7 @@ impl<'f> Sim<'f> {
     }
 
     fn next_time(&self) -> Instant {
-        let mut t = self.now + Duration::from_secs(1);
+        let mut t = self.now + Duration::from_secs(5);
         if let Some(((at, _), _)) = self.due.first_key_value() {
             t = t.min(*at);
         }
@@ -288,7 +296,10 @@ impl<'f> Sim<'f> {
             self.fault(f);
         }
         self.cluster.tick(now);
-        let ids: Vec<u64> = self.parked.keys().copied().collect();
+        // Waiting fetches can only be answered after a change, or at their deadline.
+        let changed = std::mem::replace(&mut self.seen_version, self.cluster.version) != self.cluster.version;
+        let ids: Vec<u64> =
+            self.parked.iter().filter(|(_, p)| changed || p.deadline <= now).map(|(id, _)| *id).collect();
         for id in ids {
             let Some(w) = self.parked.get(&id).cloned() else { continue };
             if let Some(resp) = self.cluster.retry_parked(&w, now) {
@@ -465,8 +476,14 @@ impl<'f> Sim<'f> {
             SimTransmit::FindCoordinator => {
                 let c = self.cluster.group.coordinator;
                 self.log(|| format!("c{client} -> FindCoordinator: b{c}"));
-                let r = if self.cluster.is_up(c) { Ok(c) } else { Err(net::refused(c)) };
-                self.schedule(quick, Due::Direct(client, Box::new(Event::Coordinator(r))));
+                if self.cluster.is_up(c) {
+                    self.schedule(quick, Due::Direct(client, Box::new(Event::Coordinator(Ok(c)))));
+                } else {
+                    // The shell's lookup retries with backoff (`Cluster::find_group_coordinator`,
+                    // 10 attempts) before it reports a failure.
+                    let after = now + SHELL_COORDINATOR_RETRIES;
+                    self.schedule(after, Due::Direct(client, Box::new(Event::Coordinator(Err(net::refused(c))))));
+                }
             }
             SimTransmit::Heartbeat { node, request } => {
                 self.log(|| format!("c{client} -> b{node} Heartbeat epoch {}", request.member_epoch));
@@ -491,7 +508,7 @@ impl<'f> Sim<'f> {
         if !self.cluster.is_up(node) {
             self.seq += 1;
             let id = self.seq;
-            let r = InFlight { client, node, conn: 0, body, fate: Fate::DropRequest, deadline: now };
+            let r = InFlight { client, node, conn: 0, body, fate: Fate::DropRequest, deadline: now, timeout };
             self.net.inflight.insert(id, r);
             // Refused at once: nothing was written.
             let r = self.net.inflight.remove(&id).expect("just inserted");
@@ -504,7 +521,7 @@ impl<'f> Sim<'f> {
         self.seq += 1;
         let id = self.seq;
         let deadline = now + timeout;
-        self.net.inflight.insert(id, InFlight { client, node, conn, body, fate, deadline });
+        self.net.inflight.insert(id, InFlight { client, node, conn, body, fate, deadline, timeout });
         match fate {
             Fate::DropRequest => self.schedule(deadline, Due::Timeout(id)),
             Fate::Normal { there, .. }
@@ -541,7 +558,7 @@ impl<'f> Sim<'f> {
             Due::Timeout(id) => {
                 let Some(r) = self.net.inflight.get(&id) else { return };
                 let (node, conn, api) = (r.node, r.conn, r.body.api());
-                let after = r.deadline.saturating_duration_since(now);
+                let after = r.timeout;
                 // The client gives up and closes the connection (src/connection does), which
                 // ends the broker's session on it; the other requests on it fail too.
                 if let Some(r) = self.net.inflight.remove(&id) {

@@ -215,6 +215,7 @@ impl SimCluster {
             }
             return ErrorCode::INVALID_RECORD_STATE.0;
         }
+        self.version += 1;
         let limit = self.cfg.delivery_limit;
         let lock = self.cfg.lock;
         for (o, kind) in acks {
