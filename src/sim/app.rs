@@ -96,6 +96,19 @@ impl App {
         }
     }
 
+    /// Where the application is, in a word (for reports).
+    pub(crate) fn phase_name(&self) -> &'static str {
+        match self.phase {
+            Phase::Idle(_) => "idle",
+            Phase::Polling { .. } => "polling",
+            Phase::Processing { .. } => "processing",
+            Phase::Committing { .. } => "committing",
+            Phase::Closing { .. } => "closing",
+            Phase::Closed => "closed",
+            Phase::Crashed => "crashed",
+        }
+    }
+
     /// The application dies: its consumer is dropped without close.
     pub(crate) fn crash(&mut self) {
         self.phase = Phase::Crashed;

@@ -10,6 +10,7 @@
 
 mod app;
 mod cluster;
+mod core;
 mod faults;
 mod group;
 mod invariants;
