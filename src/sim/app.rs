@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use tokio::sync::oneshot;
 
-use crate::consumer::driver::{AckEntry, CommitResults, Command, Delivered, PollAnswer};
+use crate::consumer::driver::{AckEntry, Command, CommitResults, Delivered, PollAnswer};
 use crate::error::Result;
 use crate::share::acks::AckKind;
 
@@ -29,10 +29,23 @@ pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
 enum Phase {
     /// Will do its next thing at this time.
     Idle(Instant),
-    Polling { rx: oneshot::Receiver<Result<PollAnswer>>, until: Instant, renewing: bool },
-    Processing { until: Instant, records: Vec<Delivered> },
-    Committing { rx: oneshot::Receiver<CommitResults>, acks: Vec<AckEntry> },
-    Closing { rx: oneshot::Receiver<Result<()>>, deadline: Instant },
+    Polling {
+        rx: oneshot::Receiver<Result<PollAnswer>>,
+        until: Instant,
+        renewing: bool,
+    },
+    Processing {
+        until: Instant,
+        records: Vec<Delivered>,
+    },
+    Committing {
+        rx: oneshot::Receiver<CommitResults>,
+        acks: Vec<AckEntry>,
+    },
+    Closing {
+        rx: oneshot::Receiver<Result<()>>,
+        deadline: Instant,
+    },
     Closed,
     /// Dropped without close.
     Crashed,
@@ -59,6 +72,8 @@ pub(crate) struct App {
     pub problems: Vec<String>,
     /// What the client reported that is allowed but worth a look (a close's error).
     pub notes: Vec<String>,
+    /// The close answered Ok: everything it had to do is done.
+    pub closed_ok: bool,
 }
 
 impl App {
@@ -77,15 +92,12 @@ impl App {
             received: 0,
             problems: Vec::new(),
             notes: Vec::new(),
+            closed_ok: false,
         }
     }
 
     pub(crate) fn is_closed(&self) -> bool {
         matches!(self.phase, Phase::Closed | Phase::Crashed)
-    }
-
-    pub(crate) fn is_crashed(&self) -> bool {
-        matches!(self.phase, Phase::Crashed)
     }
 
     /// When the application next acts on its own (a timer), if it waits for one.
@@ -241,8 +253,9 @@ impl App {
                 Ok(r) => {
                     // In time is what matters: a close may report what it could not finish
                     // (a leave stuck behind a heartbeat whose answer was lost).
-                    if let Err(e) = r {
-                        self.notes.push(format!("close: {e}"));
+                    match r {
+                        Ok(()) => self.closed_ok = true,
+                        Err(e) => self.notes.push(format!("close: {e}")),
                     }
                     self.phase = Phase::Closed;
                     true
@@ -281,7 +294,10 @@ impl App {
         for d in &answer.records {
             let want = record_value(d.tp.partition, d.record.offset);
             if d.record.value.as_deref() != Some(want.as_bytes()) {
-                self.problems.push(format!("p{} offset {}: value {:?}, want {want}", d.tp.partition, d.record.offset, d.record.value));
+                self.problems.push(format!(
+                    "p{} offset {}: value {:?}, want {want}",
+                    d.tp.partition, d.record.offset, d.record.value
+                ));
             }
         }
         let mut busy = self.plan.per_record * n as u32;

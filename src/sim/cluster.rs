@@ -62,7 +62,12 @@ impl Default for SimConfig {
 pub(crate) enum State {
     Available,
     /// Locked for a client's share session on a broker until `until`.
-    Acquired { client: ClientId, node: i32, session: u64, until: Instant },
+    Acquired {
+        client: ClientId,
+        node: i32,
+        session: u64,
+        until: Instant,
+    },
     /// Accepted.
     Acknowledged,
     /// Rejected, a gap, or past the delivery limit.
@@ -209,7 +214,10 @@ impl SimCluster {
 
     /// Whether every record is done (accepted or archived).
     pub(crate) fn all_done(&self) -> bool {
-        self.parts.iter().flat_map(|p| &p.offsets).all(|o| matches!(o.state, State::Acknowledged | State::Archived))
+        self.parts
+            .iter()
+            .flat_map(|p| &p.offsets)
+            .all(|o| matches!(o.state, State::Acknowledged | State::Archived))
     }
 
     /// Counts of (available, acquired, acknowledged, archived) offsets.
@@ -327,8 +335,9 @@ impl SimCluster {
                 self.release_session(s.id);
             }
         }
-        let led: Vec<i32> =
-            (0..self.cfg.partitions).filter(|p| self.partition(*p).is_some_and(|x| x.leader == Some(node))).collect();
+        let led: Vec<i32> = (0..self.cfg.partitions)
+            .filter(|p| self.partition(*p).is_some_and(|x| x.leader == Some(node)))
+            .collect();
         for p in led {
             let next = self.next_live(node);
             self.move_leader(p, next);
@@ -347,8 +356,9 @@ impl SimCluster {
             return;
         }
         self.up.insert(node, true);
-        let orphans: Vec<i32> =
-            (0..self.cfg.partitions).filter(|p| self.partition(*p).is_some_and(|x| x.leader.is_none())).collect();
+        let orphans: Vec<i32> = (0..self.cfg.partitions)
+            .filter(|p| self.partition(*p).is_some_and(|x| x.leader.is_none()))
+            .collect();
         for p in orphans {
             self.move_leader(p, Some(node));
         }

@@ -68,12 +68,8 @@ pub(crate) fn new_core(
     let request_timeout = cfg.cluster.request_timeout;
     let fetch_timeout = request_timeout + cfg.fetch_max_wait;
     let shared_for_runs = shared.clone();
-    Box::new(RealCore {
-        core: DriverCore::new(cfg, shared, topology),
-        request_timeout,
-        fetch_timeout,
-    })
-    .with_callbacks(shared_for_runs)
+    Box::new(RealCore { core: DriverCore::new(cfg, shared, topology), request_timeout, fetch_timeout })
+        .with_callbacks(shared_for_runs)
 }
 
 /// A core whose callback completions are collected after every call (the handle runs the

@@ -29,13 +29,23 @@ pub(crate) enum Fault {
     /// The coordinator answers COORDINATOR_LOAD_IN_PROGRESS for a while.
     CoordinatorLoading(Duration),
     /// The next share request of the client to the broker gets this error (session errors).
-    SessionError { node: i32, client: ClientId, code: i16 },
+    SessionError {
+        node: i32,
+        client: ClientId,
+        code: i16,
+    },
     /// New share sessions on the broker are refused (SHARE_SESSION_LIMIT_REACHED) for a while.
-    SessionLimit { node: i32, for_: Duration },
+    SessionLimit {
+        node: i32,
+        for_: Duration,
+    },
     /// The session limit of a [`Fault::SessionLimit`] is lifted.
     SessionLimitEnds(i32),
     /// Every connection of the client to the broker drops (no crash: the broker lives on).
-    Disconnect { node: i32, client: ClientId },
+    Disconnect {
+        node: i32,
+        client: ClientId,
+    },
 }
 
 /// What the network does to one request.
@@ -91,8 +101,6 @@ pub(crate) struct FaultPlan {
     pub delay_permille: u32,
     pub throttle_permille: u32,
     pub app: AppPlan,
-    pub brokers: Vec<i32>,
-    pub partitions: i32,
 }
 
 /// SplitMix64: the per-request and per-application generator. Cheap to seed (one per
@@ -142,7 +150,7 @@ impl FaultPlan {
     /// the baseline every fault is measured against.
     pub(crate) fn from_seed(seed: u64, brokers: &[i32], partitions: i32) -> FaultPlan {
         let mut rng = StdRng::seed_from_u64(seed);
-        let calm = seed % 4 == 0;
+        let calm = seed.is_multiple_of(4);
         let horizon = Duration::from_secs(rng.gen_range(10..40));
         let mut faults = Vec::new();
         if !calm {
@@ -187,7 +195,8 @@ impl FaultPlan {
             stall: (!calm && rng.gen_bool(0.2)).then(|| Duration::from_secs(rng.gen_range(1..70))),
             release_permille: if calm { 0 } else { rng.gen_range(0..100) },
             reject_permille: if calm { 0 } else { rng.gen_range(0..50) },
-            crash_at: (!calm && rng.gen_bool(0.2)).then(|| Duration::from_millis(rng.gen_range(0..horizon.as_millis() as u64))),
+            crash_at: (!calm && rng.gen_bool(0.2))
+                .then(|| Duration::from_millis(rng.gen_range(0..horizon.as_millis() as u64))),
             late_acks: !calm && rng.gen_bool(0.2),
             commit_every: rng.gen_range(0..4),
             max_poll_records: rng.gen_range(1..20),
@@ -202,8 +211,6 @@ impl FaultPlan {
             delay_permille: delay,
             throttle_permille: throttle,
             app,
-            brokers: brokers.to_vec(),
-            partitions,
         }
     }
 

@@ -116,10 +116,8 @@ impl Group {
                 }
                 let known = self.members.get(&client).is_some_and(|m| m.member_id == r.member_id.as_str());
                 if !known {
-                    self.members.insert(
-                        client,
-                        Member { member_id: r.member_id.to_string(), epoch: 0, last_seen: now },
-                    );
+                    self.members
+                        .insert(client, Member { member_id: r.member_id.to_string(), epoch: 0, last_seen: now });
                 }
                 self.bump();
             }
@@ -147,10 +145,9 @@ impl Group {
         m.epoch = self.epoch;
         resp.member_epoch = m.epoch;
         resp.heartbeat_interval_ms = interval;
-        resp.assignment = Some(
-            Assignment::default()
-                .with_topic_partitions(vec![TopicPartitions::default().with_topic_id(topic_id).with_partitions(assignment)]),
-        );
+        resp.assignment = Some(Assignment::default().with_topic_partitions(vec![
+            TopicPartitions::default().with_topic_id(topic_id).with_partitions(assignment),
+        ]));
         (resp, None)
     }
 }

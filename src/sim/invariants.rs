@@ -32,6 +32,9 @@ pub(crate) struct Ledger {
     /// what can be matched soundly.)
     applied_per_offset: BTreeMap<Key, u32>,
     ok_per_offset: BTreeMap<Key, u32>,
+    /// Acks handed to the client, and completions it reported (any outcome), per offset.
+    handed_per_offset: BTreeMap<Key, u32>,
+    reported_per_offset: BTreeMap<Key, u32>,
     /// Acks brokers applied: (client, partition, offset, delivery, kind).
     applied: BTreeMap<(ClientId, i32, i64, i16), Vec<AckKind>>,
     pub deliveries: u64,
@@ -47,6 +50,7 @@ impl Ledger {
 
     /// The application acknowledged delivery `d` of (p, o) with `kind`.
     pub(crate) fn app_acked(&mut self, client: ClientId, p: i32, o: i64, d: i16, kind: AckKind) {
+        *self.handed_per_offset.entry((client, p, o)).or_default() += 1;
         self.app.entry((client, p, o, d)).or_default().push(kind);
     }
 
@@ -78,6 +82,9 @@ impl Ledger {
     /// The client reported the outcome of acks of `offsets` of partition `p` (the
     /// acknowledgement commit callback's view): `Ok` only as often as a broker applied one.
     pub(crate) fn completed(&mut self, client: ClientId, p: i32, offsets: &[i64], result: &Result<()>) {
+        for &o in offsets {
+            *self.reported_per_offset.entry((client, p, o)).or_default() += 1;
+        }
         if result.is_err() {
             return;
         }
@@ -90,6 +97,23 @@ impl Ledger {
                     "client {client}: acks of p{p} offset {o} reported done {oks} times, but brokers applied {applied}"
                 ));
             }
+        }
+    }
+
+    /// A client closed successfully: every ack the application handed it was reported, with
+    /// some outcome (none silently lost: LANDSCAPE bugs 1, 3, 11).
+    pub(crate) fn closed(&mut self, client: ClientId) {
+        let lost: Vec<String> = self
+            .handed_per_offset
+            .range((client, i32::MIN, i64::MIN)..=(client, i32::MAX, i64::MAX))
+            .filter(|(k, n)| self.reported_per_offset.get(k).copied().unwrap_or(0) < **n)
+            .map(|((_, p, o), n)| format!("p{p} offset {o} ({n} handed)"))
+            .collect();
+        if !lost.is_empty() {
+            self.violations.push(format!(
+                "client {client} closed, but acks it was handed were never reported: {}",
+                lost.join(", ")
+            ));
         }
     }
 
@@ -124,7 +148,9 @@ impl RateGuard {
         let c = self.counts.entry(client).or_default();
         *c += 1;
         if *c > MAX_REQUESTS_PER_SECOND {
-            return Err(format!("client {client} sent more than {MAX_REQUESTS_PER_SECOND} requests in virtual second {s}"));
+            return Err(format!(
+                "client {client} sent more than {MAX_REQUESTS_PER_SECOND} requests in virtual second {s}"
+            ));
         }
         Ok(())
     }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::consumer::driver::{CommitResults, Command, Delivered, Event, PollAnswer};
+use crate::consumer::driver::{Command, CommitResults, Delivered, Event, PollAnswer};
 use crate::consumer::ConsumerRecord;
 use crate::error::Result;
 use crate::protocol::records::{decode_acquired, AcquiredRange};
@@ -21,6 +21,8 @@ use crate::share::TopicIdPartition;
 use super::cluster::TOPIC;
 use super::run::{Completion, Driven, SimTransmit};
 use super::topology::SimTopology;
+
+type Closing = (Instant, Option<oneshot::Sender<Result<()>>>, bool);
 
 pub(crate) struct MiniCore {
     membership: Membership,
@@ -37,7 +39,8 @@ pub(crate) struct MiniCore {
     /// delivery would land on the newer one.
     latest: BTreeMap<(i32, TopicIdPartition, i64), i16>,
     waiter: Option<(usize, oneshot::Sender<Result<PollAnswer>>)>,
-    closing: Option<(Instant, Option<oneshot::Sender<Result<()>>>, bool)>,
+    /// Closing: (deadline, the reply, whether the final acks and the leave went).
+    closing: Option<Closing>,
     out: VecDeque<SimTransmit>,
     finished: bool,
 }
@@ -184,7 +187,9 @@ impl Driven for MiniCore {
                 self.reconcile();
             }
             Event::Fetch { node, sent, sent_at, result } => {
-                let resp = match result.and_then(|r| crate::error::check(r.error_code, None, || crate::error::Context::api("ShareFetch")).map(|_| r)) {
+                let resp = match result.and_then(|r| {
+                    crate::error::check(r.error_code, None, || crate::error::Context::api("ShareFetch")).map(|_| r)
+                }) {
                     Ok(r) => r,
                     Err(e) => {
                         for (tp, a) in &sent.acks {
@@ -207,6 +212,11 @@ impl Driven for MiniCore {
                 let Some(s) = self.sessions.get_mut(&node) else { return };
                 if sent.generation != s.generation() {
                     s.clear_in_flight();
+                    // The session was reset meanwhile: the broker released these records.
+                    for (tp, a) in &sent.acks {
+                        let e = crate::consumer::driver::session_gone(node);
+                        self.complete(*tp, a.iter().map(|(o, _)| o).collect(), Err(e));
+                    }
                     return;
                 }
                 s.on_success(&sent);
@@ -227,7 +237,12 @@ impl Driven for MiniCore {
                         let tp = TopicIdPartition { topic_id: t.topic_id, partition: p.partition_index };
                         if p.error_code != 0 {
                             moved = true;
-                            self.topology.learn_leader(TOPIC, tp.partition, p.current_leader.leader_id, p.current_leader.leader_epoch);
+                            self.topology.learn_leader(
+                                TOPIC,
+                                tp.partition,
+                                p.current_leader.leader_id,
+                                p.current_leader.leader_epoch,
+                            );
                         }
                         let ranges: Vec<AcquiredRange> = p.acquired_records.iter().map(|&a| a.into()).collect();
                         if ranges.is_empty() {
@@ -261,11 +276,19 @@ impl Driven for MiniCore {
                 }
             }
             Event::Ack { node, sent, result } => {
-                let r = result.and_then(|r| crate::error::check(r.error_code, None, || crate::error::Context::api("ShareAcknowledge")).map(|_| r));
+                let r = result.and_then(|r| {
+                    crate::error::check(r.error_code, None, || crate::error::Context::api("ShareAcknowledge"))
+                        .map(|_| r)
+                });
                 for (tp, a) in &sent.acks {
                     let res = match &r {
                         Ok(resp) => {
-                            let code = resp.responses.iter().flat_map(|t| &t.partitions).find(|p| p.partition_index == tp.partition).map_or(0, |p| p.error_code);
+                            let code = resp
+                                .responses
+                                .iter()
+                                .flat_map(|t| &t.partitions)
+                                .find(|p| p.partition_index == tp.partition)
+                                .map_or(0, |p| p.error_code);
                             crate::error::check(code, None, || crate::error::Context::api("ShareAcknowledge"))
                         }
                         Err(e) => Err(e.clone()),
@@ -333,12 +356,20 @@ impl Driven for MiniCore {
                 *leaving = true;
                 for (id, s) in self.sessions.iter_mut() {
                     if let Some((request, sent)) = s.build_close("sim-group", &member) {
-                        self.out.push_back(SimTransmit::Acknowledge { node: *id, request, sent, timeout: Duration::from_secs(30) });
+                        self.out.push_back(SimTransmit::Acknowledge {
+                            node: *id,
+                            request,
+                            sent,
+                            timeout: Duration::from_secs(30),
+                        });
                     }
                 }
                 self.membership.leave(now);
             }
-            let done = *leaving && self.sessions.values().all(|s| !s.in_flight()) && !self.membership.is_active() && !self.hb_in_flight;
+            let done = *leaving
+                && self.sessions.values().all(|s| !s.in_flight())
+                && !self.membership.is_active()
+                && !self.hb_in_flight;
             if done || now >= *deadline {
                 if let Some((_, Some(r), _)) = self.closing.take() {
                     let _ = r.send(Ok(()));
@@ -353,11 +384,29 @@ impl Driven for MiniCore {
                 continue;
             }
             if want || s.has_acks() || s.has_changes() {
-                let p = FetchParams { max_wait_ms: 500, min_bytes: 1, max_bytes: 1 << 20, max_records: 10, batch_size: 10, acquire_mode: 0 };
+                let p = FetchParams {
+                    max_wait_ms: 500,
+                    min_bytes: 1,
+                    max_bytes: 1 << 20,
+                    max_records: 10,
+                    batch_size: 10,
+                    acquire_mode: 0,
+                };
                 if let Some((request, sent)) = s.build_fetch("sim-group", &member, p) {
-                    self.out.push_back(SimTransmit::Fetch { node: *id, request, sent, sent_at: now, timeout: Duration::from_millis(30_500) });
+                    self.out.push_back(SimTransmit::Fetch {
+                        node: *id,
+                        request,
+                        sent,
+                        sent_at: now,
+                        timeout: Duration::from_millis(30_500),
+                    });
                 } else if let Some((request, sent)) = s.build_ack("sim-group", &member, false) {
-                    self.out.push_back(SimTransmit::Acknowledge { node: *id, request, sent, timeout: Duration::from_secs(30) });
+                    self.out.push_back(SimTransmit::Acknowledge {
+                        node: *id,
+                        request,
+                        sent,
+                        timeout: Duration::from_secs(30),
+                    });
                 }
             }
         }

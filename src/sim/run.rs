@@ -83,6 +83,10 @@ struct Client {
     /// The core said it is finished (close done).
     core_done: bool,
     finished: bool,
+    /// The checks at its end were made.
+    checked: bool,
+    /// It had an input since it was last driven.
+    dirty: bool,
     /// Turns in a row at `idle_at` in which the core sent nothing.
     idle_turns: u32,
     idle_at: Instant,
@@ -91,13 +95,11 @@ struct Client {
 /// How a run ended.
 #[derive(Debug)]
 pub(crate) struct Outcome {
-    pub seed: u64,
     pub failure: Option<String>,
     pub virtual_time: Duration,
     pub steps: u64,
     pub transmits: u64,
     pub spins_tolerated: u64,
-    pub census: [usize; 4],
 }
 
 /// Steps kept for a failure's report (`SIM_TRACE=<n>` keeps n).
@@ -220,6 +222,8 @@ impl<'f> Sim<'f> {
             completions,
             core_done: false,
             finished: false,
+            checked: false,
+            dirty: true,
             idle_turns: 0,
             idle_at: now,
         });
@@ -234,7 +238,8 @@ impl<'f> Sim<'f> {
     pub(crate) fn run(mut self) -> Outcome {
         let failure = self.run_inner().err().map(|why| {
             let mut s = format!("simulation failed: {why}\n{}", self.plan);
-            let _ = writeln!(s, "cluster at the end (available, acquired, acked, archived): {:?}", self.cluster.census());
+            let _ =
+                writeln!(s, "cluster at the end (available, acquired, acked, archived): {:?}", self.cluster.census());
             let _ = writeln!(s, "last {} steps:", self.trace.len());
             for l in &self.trace {
                 let _ = writeln!(s, "  {l}");
@@ -242,13 +247,11 @@ impl<'f> Sim<'f> {
             s
         });
         Outcome {
-            seed: self.plan.seed,
             failure,
             virtual_time: self.elapsed(),
             steps: self.steps,
             transmits: self.transmits,
             spins_tolerated: self.spins_tolerated,
-            census: self.cluster.census(),
         }
     }
 
@@ -263,6 +266,15 @@ impl<'f> Sim<'f> {
                 return self.finish();
             }
             let limit = self.base + self.plan.horizon + SETTLE;
+            if self.now > limit && self.cluster.all_done() {
+                let open: Vec<String> = self
+                    .clients
+                    .iter()
+                    .filter(|c| !c.finished)
+                    .map(|c| format!("client {} ({}, core done: {})", c.app.client, c.app.phase_name(), c.core_done))
+                    .collect();
+                return Err(format!("every record is done, but consumers never finished closing: {}", open.join(", ")));
+            }
             if self.now > limit {
                 return Err(format!(
                     "not every record was accepted or archived {SETTLE:?} after the last fault (available, acquired, acked, archived: {:?})",
@@ -273,7 +285,10 @@ impl<'f> Sim<'f> {
             if next <= last {
                 spins += 1;
                 if spins > SPIN {
-                    return Err(format!("{SPIN} steps at one virtual instant: a loop that never waits ({})", self.due_now()));
+                    return Err(format!(
+                        "{SPIN} steps at one virtual instant: a loop that never waits ({})",
+                        self.due_now()
+                    ));
                 }
             } else {
                 spins = 0;
@@ -376,6 +391,7 @@ impl<'f> Sim<'f> {
                 if let Some(c) = self.clients.iter_mut().find(|c| !c.app.is_closed()) {
                     c.app.crash();
                     c.core.handle_gone(now);
+                    c.dirty = true;
                     let id = c.app.client;
                     self.log(|| format!("client {id} crashes (dropped without close); a new one joins"));
                     self.add_client();
@@ -397,12 +413,16 @@ impl<'f> Sim<'f> {
             cmds.extend(c.app.step(now, &mut self.cluster.ledger));
             for cmd in cmds {
                 c.core.handle_command(cmd, now);
+                c.dirty = true;
             }
         }
         for i in 0..self.clients.len() {
-            if self.clients[i].finished {
+            let c = &mut self.clients[i];
+            // Driven after an input or at its timeout, as the shell does.
+            if c.finished || !(c.dirty || c.core.poll_timeout(now) <= now) {
                 continue;
             }
+            c.dirty = false;
             self.clients[i].core.drive(now);
             let sent = self.transmits;
             while let Some(t) = self.clients[i].core.poll_transmit() {
@@ -411,9 +431,6 @@ impl<'f> Sim<'f> {
             let c = &mut self.clients[i];
             // is_finished also answers the close (the shell asks it after every turn).
             c.core_done |= c.core.is_finished(now);
-            if c.core_done && c.app.is_closed() {
-                c.finished = true;
-            }
             // A core that asks for another turn at once, turn after turn, with nothing sent.
             if sent == self.transmits {
                 c.idle_turns = if c.idle_at == now { c.idle_turns + 1 } else { 1 };
@@ -428,7 +445,39 @@ impl<'f> Sim<'f> {
                 self.cluster.ledger.completed(i, p, &offsets, &r);
             }
         }
+        for i in 0..self.clients.len() {
+            let c = &mut self.clients[i];
+            c.finished |= c.core_done && c.app.is_closed();
+            if c.finished && !c.checked {
+                c.checked = true;
+                if c.app.closed_ok {
+                    self.closed_cleanly(i);
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// A close that answered Ok left nothing behind on the brokers (LANDSCAPE bugs 4, 5): no
+    /// share session, no record still locked for it, and every ack it was handed reported.
+    fn closed_cleanly(&mut self, client: ClientId) {
+        self.cluster.ledger.closed(client);
+        let sessions: Vec<i32> = self.cluster.sessions.keys().filter(|(_, c)| *c == client).map(|(n, _)| *n).collect();
+        if !sessions.is_empty() {
+            self.cluster
+                .violation(format!("client {client} closed, but its share sessions on brokers {sessions:?} are open"));
+        }
+        let held = self
+            .cluster
+            .parts
+            .iter()
+            .flat_map(|p| &p.offsets)
+            .filter(|o| matches!(o.state, super::cluster::State::Acquired { client: c, .. } if c == client))
+            .count();
+        if held > 0 {
+            self.cluster
+                .violation(format!("client {client} closed, but {held} records are still locked for it"));
+        }
     }
 
     fn check(&mut self) -> std::result::Result<(), String> {
@@ -514,6 +563,7 @@ impl<'f> Sim<'f> {
         if let Some(c) = self.clients.get_mut(r.client) {
             if !c.finished {
                 c.core.handle_event(ev, now);
+                c.dirty = true;
             }
         }
     }
@@ -522,7 +572,9 @@ impl<'f> Sim<'f> {
         self.transmits += 1;
         let ms = self.elapsed().as_millis() as u64;
         let in_settle = self.now >= self.base + self.plan.horizon;
-        self.rate.note(client, ms).map_err(|e| if in_settle { format!("{e} (after the last fault)") } else { e })?;
+        self.rate
+            .note(client, ms)
+            .map_err(|e| if in_settle { format!("{e} (after the last fault)") } else { e })?;
         let now = self.now;
         let quick = now + Duration::from_millis(1);
         match t {
@@ -537,7 +589,10 @@ impl<'f> Sim<'f> {
                 self.schedule(quick, Due::Direct(client, Box::new(ev)));
             }
             SimTransmit::ListTopics => {
-                self.schedule(quick, Due::Direct(client, Box::new(Event::TopicList(Ok(vec![super::cluster::TOPIC.into()])))));
+                self.schedule(
+                    quick,
+                    Due::Direct(client, Box::new(Event::TopicList(Ok(vec![super::cluster::TOPIC.into()])))),
+                );
             }
             SimTransmit::FindCoordinator => {
                 let c = self.cluster.group.coordinator;
@@ -603,6 +658,7 @@ impl<'f> Sim<'f> {
             Due::Direct(client, ev) => {
                 if let Some(c) = self.clients.get_mut(client).filter(|c| !c.finished) {
                     c.core.handle_event(*ev, now);
+                    c.dirty = true;
                 }
             }
             Due::Arrive(id) => self.arrive(id),
@@ -619,6 +675,7 @@ impl<'f> Sim<'f> {
                 };
                 if let Some(c) = self.clients.get_mut(r.client).filter(|c| !c.finished) {
                     c.core.handle_event(ev, now);
+                    c.dirty = true;
                 }
             }
             Due::Timeout(id) => {
@@ -667,7 +724,7 @@ impl<'f> Sim<'f> {
                 let request = request.clone();
                 match self.cluster.share_fetch(node, client, conn, &request, now) {
                     FetchOutcome::Answer(resp) => Answer::Fetch(resp),
-                    FetchOutcome::Wait(p, _) => {
+                    FetchOutcome::Wait(p) => {
                         self.parked.insert(id, p);
                         return;
                     }
@@ -751,7 +808,11 @@ fn describe_answer(a: &Answer) -> String {
             "Heartbeat answer error {} epoch {} assignment {:?}",
             r.error_code,
             r.member_epoch,
-            r.assignment.as_ref().map(|a| a.topic_partitions.iter().flat_map(|t| t.partitions.clone()).collect::<Vec<_>>())
+            r.assignment.as_ref().map(|a| a
+                .topic_partitions
+                .iter()
+                .flat_map(|t| t.partitions.clone())
+                .collect::<Vec<_>>())
         ),
     }
 }

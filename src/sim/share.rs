@@ -43,7 +43,7 @@ pub(crate) struct Parked {
 #[derive(Debug)]
 pub(crate) enum FetchOutcome {
     Answer(ShareFetchResponse),
-    Wait(Parked, ShareFetchResponse),
+    Wait(Parked),
 }
 
 fn next_epoch(e: i32) -> i32 {
@@ -161,7 +161,12 @@ impl SimCluster {
         for b in batches {
             let len = i128::from(b.last_offset) - i128::from(b.first_offset) + 1;
             let types_ok = b.acknowledge_types.len() == 1 || b.acknowledge_types.len() as i128 == len;
-            if len < 1 || prev.is_some_and(|l| b.first_offset <= l) || !types_ok || b.first_offset < 0 || b.last_offset >= end {
+            if len < 1
+                || prev.is_some_and(|l| b.first_offset <= l)
+                || !types_ok
+                || b.first_offset < 0
+                || b.last_offset >= end
+            {
                 self.violation(format!("{what}: client {client} sent invalid batches for partition {p}: {batches:?}"));
                 return ErrorCode::INVALID_REQUEST.0;
             }
@@ -230,7 +235,8 @@ impl SimCluster {
                 AckKind::Reject | AckKind::Gap => off.state = State::Archived,
             }
             if kind != AckKind::Renew {
-                let mine = off.history.iter_mut().rev().find(|(c, d)| *c == client && d.node == node && d.session == session);
+                let mine =
+                    off.history.iter_mut().rev().find(|(c, d)| *c == client && d.node == node && d.session == session);
                 if let Some((_, d)) = mine {
                     d.acked = true;
                 }
@@ -249,10 +255,8 @@ impl SimCluster {
         r: &ShareFetchRequest,
         now: Instant,
     ) -> FetchOutcome {
-        let mut resp = ShareFetchResponse {
-            acquisition_lock_timeout_ms: self.cfg.lock.as_millis() as i32,
-            ..Default::default()
-        };
+        let mut resp =
+            ShareFetchResponse { acquisition_lock_timeout_ms: self.cfg.lock.as_millis() as i32, ..Default::default() };
         if !self.group.is_member(client) {
             // A broker serves only members of the group (4.2+ checks the member id).
             resp.error_code = ErrorCode::UNKNOWN_MEMBER_ID.0;
@@ -281,7 +285,16 @@ impl SimCluster {
                 continue;
             }
             let i = p.partition_index;
-            let c = self.apply_acks(node, client, session, i, &p.acknowledgement_batches, r.is_renew_ack, now, "ShareFetch");
+            let c = self.apply_acks(
+                node,
+                client,
+                session,
+                i,
+                &p.acknowledgement_batches,
+                r.is_renew_ack,
+                now,
+                "ShareFetch",
+            );
             let e = parts.entry(i).or_insert_with(|| blank(i));
             e.acknowledge_error_code = c;
             if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 {
@@ -299,15 +312,13 @@ impl SimCluster {
             return FetchOutcome::Answer(resp);
         }
         let deadline = now + Duration::from_millis(r.max_wait_ms as u64);
-        FetchOutcome::Wait(Parked { node, client, session, request: r.clone(), deadline }, resp)
+        FetchOutcome::Wait(Parked { node, client, session, request: r.clone(), deadline })
     }
 
     /// Looks again at a waiting fetch: its answer if records came or its time is up.
     pub(crate) fn retry_parked(&mut self, w: &Parked, now: Instant) -> Option<ShareFetchResponse> {
-        let mut resp = ShareFetchResponse {
-            acquisition_lock_timeout_ms: self.cfg.lock.as_millis() as i32,
-            ..Default::default()
-        };
+        let mut resp =
+            ShareFetchResponse { acquisition_lock_timeout_ms: self.cfg.lock.as_millis() as i32, ..Default::default() };
         let alive = self.sessions.get(&(w.node, w.client)).is_some_and(|s| s.id == w.session);
         let mut parts = BTreeMap::new();
         let found =
@@ -416,7 +427,16 @@ impl SimCluster {
         for p in r.topics.iter().flat_map(|t| &t.partitions) {
             let i = p.partition_index;
             let renew_ok = r.is_renew_ack && self.cfg.v2;
-            let c = self.apply_acks(node, client, session, i, &p.acknowledgement_batches, renew_ok, now, "ShareAcknowledge");
+            let c = self.apply_acks(
+                node,
+                client,
+                session,
+                i,
+                &p.acknowledgement_batches,
+                renew_ok,
+                now,
+                "ShareAcknowledge",
+            );
             let mut leader = no_leader();
             if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 {
                 leader = self.leader_of(i);

@@ -5,9 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use crate::backoff::Backoff;
 
 use super::cluster::{SimCluster, TOPIC};
 
@@ -61,10 +58,5 @@ impl SimTopology {
         if newer {
             v.leaders.insert(partition, (leader, leader_epoch));
         }
-    }
-
-    /// The retry backoff the core uses (Java's defaults).
-    pub(crate) fn backoff(&self) -> Backoff {
-        Backoff::new(Duration::from_millis(100), Duration::from_millis(1000))
     }
 }
