@@ -278,7 +278,8 @@ fn the_driver_core_keeps_every_invariant() {
 #[test]
 #[ignore = "client bugs found by the simulation, not fixed yet"]
 fn known_client_bugs() {
-    for seed in [1103] {
+    const KNOWN: &[u64] = &[1103];
+    for &seed in KNOWN {
         let out = super::run::Sim::new(seed, SimConfig::default(), &real_core).run();
         assert!(out.failure.is_none(), "{}", out.failure.unwrap_or_default());
     }
