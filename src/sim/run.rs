@@ -134,8 +134,10 @@ pub(crate) struct Sim<'f> {
     clients: Vec<Client>,
     factory: &'f CoreFactory,
     faults_done: usize,
-    /// Times a core asked to be driven again at once while its coordinator lookup was out.
+    /// Times a core asked to be driven again at once, turn after turn with nothing sent.
     pub spins_tolerated: u64,
+    /// Whether such spins are tolerated (counted) rather than failures.
+    tolerate_spins: bool,
     /// The cluster's version when the waiting fetches were last looked at.
     seen_version: u64,
     crashed: bool,
@@ -169,6 +171,7 @@ impl<'f> Sim<'f> {
             factory,
             faults_done: 0,
             spins_tolerated: 0,
+            tolerate_spins: TOLERATE_CORE_SPINS,
             seen_version: 0,
             crashed: false,
             closing: false,
@@ -183,6 +186,12 @@ impl<'f> Sim<'f> {
             sim.add_client();
         }
         sim
+    }
+
+    /// Fails on a core that spins, even while `TOLERATE_CORE_SPINS` is on.
+    pub(crate) fn strict(mut self) -> Self {
+        self.tolerate_spins = false;
+        self
     }
 
     /// Keeps the last steps for the failure report.
@@ -342,7 +351,7 @@ impl<'f> Sim<'f> {
             let wake = c.core.poll_timeout(self.now);
             // "Again now" is fair once or twice (a decision that needs a second turn), not
             // turn after turn with nothing sent.
-            if wake <= self.now && TOLERATE_CORE_SPINS && c.idle_at == self.now && c.idle_turns >= 3 {
+            if wake <= self.now && self.tolerate_spins && c.idle_at == self.now && c.idle_turns >= 3 {
                 self.spins_tolerated += 1;
             } else {
                 t = t.min(wake);
