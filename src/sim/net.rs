@@ -89,6 +89,11 @@ impl Net {
         self.inflight.iter().filter(|(_, r)| r.conn == conn).map(|(id, _)| *id).collect()
     }
 
+    /// Every open connection of `client`: (broker, conn).
+    pub(crate) fn conns_of(&self, client: ClientId) -> Vec<(i32, u64)> {
+        self.conns.iter().filter(|((c, _, _), _)| *c == client).map(|((_, n, _), id)| (*n, *id)).collect()
+    }
+
     /// The open connections of `client` (all clients if None) to `node`: (class, conn).
     pub(crate) fn conns_to(&self, client: Option<ClientId>, node: i32) -> Vec<u64> {
         self.conns

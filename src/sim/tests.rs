@@ -218,7 +218,7 @@ fn seeds(default: u64) -> Vec<u64> {
 /// Runs `seeds` with cores from `factory`; panics with the first failure's report.
 fn run_seeds(seeds: &[u64], factory: &super::run::CoreFactory) {
     let started = std::time::Instant::now();
-    let (mut steps, mut transmits, mut spins, mut virtual_time) = (0, 0, 0, Duration::ZERO);
+    let (mut steps, mut transmits, mut spins, mut open, mut virtual_time) = (0, 0, 0, 0, Duration::ZERO);
     for &seed in seeds {
         let out = super::run::Sim::new(seed, SimConfig::default(), factory).run();
         if let Some(first) = out.failure {
@@ -231,11 +231,12 @@ fn run_seeds(seeds: &[u64], factory: &super::run::CoreFactory) {
         }
         steps += out.steps;
         spins += out.spins_tolerated;
+        open += out.sessions_left_open;
         transmits += out.transmits;
         virtual_time += out.virtual_time;
     }
     eprintln!(
-        "{} seeds in {:?}: {steps} steps, {transmits} requests, {virtual_time:?} of virtual time, {spins} core spins tolerated",
+        "{} seeds in {:?}: {steps} steps, {transmits} requests, {virtual_time:?} of virtual time, {spins} core spins tolerated, {open} closes with a share session left open",
         seeds.len(),
         started.elapsed()
     );
