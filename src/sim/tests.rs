@@ -276,7 +276,9 @@ fn the_driver_core_keeps_every_invariant() {
 ///   core resets its sessions (`reset_session` fails only the queued acks); the
 ///   ShareAcknowledge's answer (applied, error 0) then meets a newer session generation and
 ///   `on_ack` drops it: no completion, no callback, for acks the broker applied. 2619: the
-///   same with acks piggybacked on a ShareFetch (`on_fetch`).
+///   same with acks piggybacked on a ShareFetch (`on_fetch`). 7721: the same when the request
+///   in flight at the fence times out later (`request_failed` takes it as stale and returns:
+///   its OutcomeUnknown is never reported).
 /// - 1 (strict): the core spins. `poll_timeout` stays in the past while `drive` has nothing
 ///   to do: while a FindCoordinator is in flight and a heartbeat is due, and, after a leader
 ///   move, for a parked session left with nothing to fetch (`next_pace_deadline`). The default
@@ -284,7 +286,7 @@ fn the_driver_core_keeps_every_invariant() {
 #[test]
 #[ignore = "client bugs found by the simulation, not fixed yet"]
 fn known_client_bugs() {
-    const KNOWN: &[u64] = &[1103, 2619];
+    const KNOWN: &[u64] = &[1103, 2619, 7721];
     let mut failures = Vec::new();
     for &seed in KNOWN {
         let out = super::run::Sim::new(seed, SimConfig::default(), &real_core).run();
