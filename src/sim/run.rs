@@ -64,6 +64,8 @@ enum Due {
     Timeout(u64),
     /// The connection breaks while the answer is on its way.
     Reset(u64),
+    /// The broker was down when the request was to be sent.
+    Refused(u64),
     /// An answer that needs no connection (metadata, coordinator lookup).
     Direct(ClientId, Box<Event>),
 }
@@ -647,13 +649,12 @@ impl<'f> Sim<'f> {
     fn send(&mut self, client: ClientId, node: i32, class: Class, body: Body, timeout: Duration) {
         let now = self.now;
         if !self.cluster.is_up(node) {
+            // Refused: nothing was written. Told on the next turn, as the shell's task would.
             self.seq += 1;
             let id = self.seq;
             let r = InFlight { client, node, conn: 0, body, fate: Fate::DropRequest, deadline: now, timeout };
             self.net.inflight.insert(id, r);
-            // Refused at once: nothing was written.
-            let r = self.net.inflight.remove(&id).expect("just inserted");
-            self.fail(r, net::refused(node));
+            self.schedule(now + Duration::from_millis(1), Due::Refused(id));
             return;
         }
         let conn = self.net.conn(client, node, class);
@@ -682,6 +683,12 @@ impl<'f> Sim<'f> {
                 }
             }
             Due::Arrive(id) => self.arrive(id),
+            Due::Refused(id) => {
+                if let Some(r) = self.net.inflight.remove(&id) {
+                    let node = r.node;
+                    self.fail(r, net::refused(node));
+                }
+            }
             Due::Answer(id, a) => {
                 let Some(r) = self.net.inflight.remove(&id) else { return };
                 self.log(|| format!("c{} <- b{} {}", r.client, r.node, describe_answer(&a)));
