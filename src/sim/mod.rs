@@ -14,7 +14,6 @@ mod core;
 mod faults;
 mod group;
 mod invariants;
-mod mini;
 mod net;
 mod run;
 mod share;

@@ -242,16 +242,6 @@ fn run_seeds(seeds: &[u64], factory: &super::run::CoreFactory) {
     );
 }
 
-/// The stand-in core (`mini.rs`) through the whole runner: proves the harness, not the client.
-#[test]
-fn the_runner_drives_the_stand_in_core() {
-    let factory = |_client: usize,
-                   topology: std::sync::Arc<super::topology::SimTopology>,
-                   completions: std::sync::Arc<std::sync::Mutex<Vec<super::run::Completion>>>|
-     -> Box<dyn super::run::Driven> { Box::new(super::mini::MiniCore::new(topology, completions)) };
-    run_seeds(&seeds(50), &factory);
-}
-
 fn real_core(
     client: usize,
     topology: std::sync::Arc<super::topology::SimTopology>,
