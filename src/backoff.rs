@@ -26,8 +26,7 @@ impl Backoff {
     pub fn next_delay(&mut self) -> Duration {
         let base = self.base_delay();
         self.attempts = self.attempts.saturating_add(1);
-        let jitter = rand::thread_rng().gen_range(0.8..1.2);
-        base.mul_f64(jitter).min(self.max)
+        base.mul_f64(jitter()).min(self.max)
     }
 
     /// The un-jittered delay for the current attempt.
@@ -45,6 +44,30 @@ impl Backoff {
     pub fn reset(&mut self) {
         self.attempts = 0;
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The simulation's jitter source (`seed_jitter`): a seeded sequence, so a seed replays.
+    static JITTER: std::cell::RefCell<Option<rand::rngs::StdRng>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Makes this thread's backoff jitter a sequence drawn from `seed` (`None`: random again).
+/// Test builds only: the simulation (`src/sim/`) replays a seed exactly only if every delay
+/// the driver core picks is drawn from it.
+#[cfg(test)]
+pub(crate) fn seed_jitter(seed: Option<u64>) {
+    use rand::SeedableRng;
+    JITTER.with(|j| *j.borrow_mut() = seed.map(rand::rngs::StdRng::seed_from_u64));
+}
+
+/// A factor in 0.8..1.2.
+fn jitter() -> f64 {
+    #[cfg(test)]
+    if let Some(j) = JITTER.with(|j| j.borrow_mut().as_mut().map(|r| r.gen_range(0.8..1.2))) {
+        return j;
+    }
+    rand::thread_rng().gen_range(0.8..1.2)
 }
 
 impl Default for Backoff {

@@ -59,6 +59,9 @@ macro_rules! internal_modules {
 // connection: one broker connection; protocol: the wire codecs; share: the sans-IO
 // share-group state machines. Each says more in its own module docs.
 internal_modules!(backoff, cluster, connection, protocol, share);
+// The deterministic simulation of the consumer's driver core (tests only; src/sim/mod.rs).
+#[cfg(test)]
+mod sim;
 // An in-process fake cluster for users' tests (feature `test-util`); docs in test_util/mod.rs.
 #[cfg(feature = "test-util")]
 pub mod test_util;

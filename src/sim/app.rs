@@ -1,0 +1,352 @@
+//! The application model: one consumer's user code, speaking to the driver core only through
+//! `Command`s whose oneshot replies it reads with `try_recv` (no runtime, no waiting).
+//!
+//! It plays the public handle's part too (it builds the `AckEntry`s itself, explicitly):
+//! polls, processes each record for a while, acknowledges it (ACCEPT mostly; RELEASE or
+//! REJECT in some seeds; RENEW first in others), commits now and then, and closes at the
+//! end. Faulty plans make it stall past the lock, hand in its acks a poll late, or crash.
+
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use tokio::sync::oneshot;
+
+use crate::consumer::driver::{AckEntry, Command, CommitResults, Delivered, PollAnswer};
+use crate::error::Result;
+use crate::share::acks::AckKind;
+
+use super::cluster::{record_value, ClientId};
+use super::faults::{mix, AppPlan, SplitMix};
+use super::invariants::Ledger;
+
+/// How long a poll waits before the application gives up and polls again.
+pub(crate) const POLL_TIMEOUT: Duration = Duration::from_secs(1);
+/// The close timeout the application gives.
+pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the application is.
+#[derive(Debug)]
+enum Phase {
+    /// Will do its next thing at this time.
+    Idle(Instant),
+    Polling {
+        rx: oneshot::Receiver<Result<PollAnswer>>,
+        until: Instant,
+        renewing: bool,
+    },
+    Processing {
+        until: Instant,
+        records: Vec<Delivered>,
+    },
+    Committing {
+        rx: oneshot::Receiver<CommitResults>,
+        acks: Vec<AckEntry>,
+    },
+    Closing {
+        rx: oneshot::Receiver<Result<()>>,
+        deadline: Instant,
+    },
+    Closed,
+    /// Dropped without close.
+    Crashed,
+}
+
+/// One consumer's application.
+#[derive(Debug)]
+pub(crate) struct App {
+    pub client: ClientId,
+    calm_from: Instant,
+    plan: AppPlan,
+    phase: Phase,
+    /// Acks for the next poll, commit or close.
+    acks: Vec<AckEntry>,
+    /// Acks held back one more poll (`late_acks`).
+    late: Vec<AckEntry>,
+    polls: u32,
+    /// Records whose RENEW was handed in: accepted once the renewal succeeds.
+    renewals: Vec<Delivered>,
+    rng: SplitMix,
+    /// Records received, for the report.
+    pub received: u64,
+    /// A close that did not finish in time, or a problem with what a poll returned.
+    pub problems: Vec<String>,
+    /// What the client reported that is allowed but worth a look (a close's error).
+    pub notes: Vec<String>,
+    /// The close answered Ok: everything it had to do is done.
+    pub closed_ok: bool,
+}
+
+impl App {
+    /// `calm_from`: when the faults end (the application stops stalling then too).
+    pub(crate) fn new(client: ClientId, plan: AppPlan, seed: u64, now: Instant, calm_from: Instant) -> App {
+        App {
+            calm_from,
+            client,
+            plan,
+            phase: Phase::Idle(now),
+            acks: Vec::new(),
+            late: Vec::new(),
+            polls: 0,
+            renewals: Vec::new(),
+            rng: SplitMix::new(mix(seed ^ ((client as u64) << 32))),
+            received: 0,
+            problems: Vec::new(),
+            notes: Vec::new(),
+            closed_ok: false,
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        matches!(self.phase, Phase::Closed | Phase::Crashed)
+    }
+
+    /// When the application next acts on its own (a timer), if it waits for one.
+    pub(crate) fn wakeup(&self) -> Option<Instant> {
+        match &self.phase {
+            Phase::Idle(t) => Some(*t),
+            Phase::Polling { until, .. } => Some(*until),
+            Phase::Processing { until, .. } => Some(*until),
+            Phase::Closing { deadline, .. } => Some(*deadline),
+            _ => None,
+        }
+    }
+
+    /// Where the application is, in a word (for reports).
+    pub(crate) fn phase_name(&self) -> &'static str {
+        match self.phase {
+            Phase::Idle(_) => "idle",
+            Phase::Polling { .. } => "polling",
+            Phase::Processing { .. } => "processing",
+            Phase::Committing { .. } => "committing",
+            Phase::Closing { .. } => "closing",
+            Phase::Closed => "closed",
+            Phase::Crashed => "crashed",
+        }
+    }
+
+    /// The application dies: its consumer is dropped without close.
+    pub(crate) fn crash(&mut self) {
+        self.phase = Phase::Crashed;
+    }
+
+    /// Starts closing with the acks it has (unacknowledged records are released: the
+    /// handle's close does that).
+    pub(crate) fn close(&mut self, now: Instant, ledger: &mut Ledger) -> Option<Command> {
+        if self.is_closed() || matches!(self.phase, Phase::Closing { .. }) {
+            return None;
+        }
+        if let Phase::Processing { records, .. } = std::mem::replace(&mut self.phase, Phase::Closed) {
+            for d in records {
+                self.acks.push(ack_of(&d, AckKind::Release, None));
+            }
+        }
+        let mut acks = std::mem::take(&mut self.late);
+        acks.append(&mut self.acks);
+        self.note(&acks, ledger);
+        let (tx, rx) = oneshot::channel();
+        let deadline = now + CLOSE_TIMEOUT;
+        self.phase = Phase::Closing { rx, deadline };
+        Some(Command::Close { acks, deadline, reply: Some(tx) })
+    }
+
+    /// Takes what the core answered, and does the next thing if its time has come. Returns
+    /// the commands to hand the core.
+    pub(crate) fn step(&mut self, now: Instant, ledger: &mut Ledger) -> Vec<Command> {
+        let mut out = Vec::new();
+        loop {
+            let before = out.len();
+            let progressed = self.advance(now, ledger, &mut out);
+            if !progressed && out.len() == before {
+                return out;
+            }
+        }
+    }
+
+    fn advance(&mut self, now: Instant, ledger: &mut Ledger, out: &mut Vec<Command>) -> bool {
+        match std::mem::replace(&mut self.phase, Phase::Closed) {
+            Phase::Idle(t) if t <= now => {
+                self.polls += 1;
+                let commit = self.plan.commit_every > 0 && self.polls.is_multiple_of(self.plan.commit_every);
+                if commit && !self.acks.is_empty() {
+                    let acks = std::mem::take(&mut self.acks);
+                    self.note(&acks, ledger);
+                    let (tx, rx) = oneshot::channel();
+                    out.push(Command::Commit { acks: acks.clone(), reply: Some(tx) });
+                    self.phase = Phase::Committing { rx, acks };
+                    return true;
+                }
+                let mut acks = if self.plan.late_acks {
+                    std::mem::replace(&mut self.late, std::mem::take(&mut self.acks))
+                } else {
+                    std::mem::take(&mut self.acks)
+                };
+                let renewing = acks.iter().any(|a| a.kind == AckKind::Renew);
+                if renewing {
+                    // RENEWs go at once, never held back.
+                    acks.append(&mut self.late);
+                }
+                self.note(&acks, ledger);
+                let (tx, rx) = oneshot::channel();
+                out.push(Command::Poll { max: self.plan.max_poll_records, wait: true, renewing, acks, reply: tx });
+                self.phase = Phase::Polling { rx, until: now + POLL_TIMEOUT, renewing };
+                true
+            }
+            Phase::Polling { mut rx, until, renewing } => match rx.try_recv() {
+                Ok(Ok(answer)) => {
+                    self.take(answer, now, renewing);
+                    true
+                }
+                Ok(Err(e)) => {
+                    // Poll errors are the client telling the application something (a
+                    // refused topic, a fatal error): note it, poll again a little later.
+                    self.problems.push(format!("poll failed: {e}"));
+                    self.phase = Phase::Idle(now + Duration::from_millis(100));
+                    true
+                }
+                Err(oneshot::error::TryRecvError::Empty) if now < until => {
+                    self.phase = Phase::Polling { rx, until, renewing };
+                    false
+                }
+                Err(oneshot::error::TryRecvError::Empty) => {
+                    // The poll timed out: the handle drops its receiver; what the core sends
+                    // meanwhile goes back into its buffer.
+                    drop(rx);
+                    self.phase = Phase::Idle(now);
+                    true
+                }
+                Err(oneshot::error::TryRecvError::Closed) => {
+                    self.phase = Phase::Idle(now);
+                    true
+                }
+            },
+            Phase::Processing { until, records } if until <= now => {
+                self.process(records, ledger);
+                self.phase = Phase::Idle(now);
+                true
+            }
+            Phase::Committing { mut rx, acks } => match rx.try_recv() {
+                Ok(results) => {
+                    for (tp, r) in results.iter() {
+                        if r.is_ok() {
+                            let mine: Vec<(i64, i16, AckKind)> = acks
+                                .iter()
+                                .filter(|a| a.tp.partition == tp.partition && a.kind != AckKind::Renew)
+                                .map(|a| (a.offset, a.delivery_count, a.kind))
+                                .collect();
+                            ledger.committed_ok(self.client, tp.partition, &mine);
+                        }
+                    }
+                    self.phase = Phase::Idle(now);
+                    true
+                }
+                Err(oneshot::error::TryRecvError::Empty) => {
+                    self.phase = Phase::Committing { rx, acks };
+                    false
+                }
+                Err(oneshot::error::TryRecvError::Closed) => {
+                    self.problems.push("commit reply dropped".into());
+                    self.phase = Phase::Idle(now);
+                    true
+                }
+            },
+            Phase::Closing { mut rx, deadline } => match rx.try_recv() {
+                Ok(r) => {
+                    // In time is what matters: a close may report what it could not finish
+                    // (a leave stuck behind a heartbeat whose answer was lost).
+                    match r {
+                        Ok(()) => self.closed_ok = true,
+                        Err(e) => self.notes.push(format!("close: {e}")),
+                    }
+                    self.phase = Phase::Closed;
+                    true
+                }
+                Err(oneshot::error::TryRecvError::Empty) if now <= deadline + Duration::from_millis(1) => {
+                    self.phase = Phase::Closing { rx, deadline };
+                    false
+                }
+                Err(_) => {
+                    self.problems.push(format!("close did not finish within its timeout ({CLOSE_TIMEOUT:?})"));
+                    self.phase = Phase::Closed;
+                    true
+                }
+            },
+            other => {
+                self.phase = other;
+                false
+            }
+        }
+    }
+
+    /// A poll answered: renewal outcomes become acks, records are processed for a while.
+    fn take(&mut self, answer: PollAnswer, now: Instant, _renewing: bool) {
+        for r in answer.renewed {
+            // A renewed record is accepted now; a failed renewal lost the record (it comes
+            // back by redelivery).
+            if r.result.is_ok() {
+                if let Some(a) = self.renewals.iter().position(|d| d.tp == r.tp && d.record.offset == r.offset) {
+                    let d = self.renewals.swap_remove(a);
+                    self.acks.push(ack_of(&d, AckKind::Accept, r.lock_deadline));
+                }
+            }
+        }
+        let n = answer.records.len();
+        self.received += n as u64;
+        for d in &answer.records {
+            let want = record_value(d.tp.partition, d.record.offset);
+            if d.record.value.as_deref() != Some(want.as_bytes()) {
+                self.problems.push(format!(
+                    "p{} offset {}: value {:?}, want {want}",
+                    d.tp.partition, d.record.offset, d.record.value
+                ));
+            }
+        }
+        let mut busy = self.plan.per_record * n as u32;
+        if let Some(s) = self.plan.stall {
+            if n > 0 && now < self.calm_from && self.rng.gen_ratio(1, 20) {
+                busy += s;
+            }
+        }
+        self.phase = Phase::Processing { until: now + busy, records: answer.records };
+    }
+
+    /// The records are processed: each gets its acknowledgement.
+    fn process(&mut self, records: Vec<Delivered>, _ledger: &mut Ledger) {
+        let renew = self.plan.renew && self.rng.gen_ratio(1, 4);
+        for d in records {
+            let roll = self.rng.gen_range(0..1000);
+            let kind = if roll < self.plan.release_permille {
+                AckKind::Release
+            } else if roll < self.plan.release_permille + self.plan.reject_permille {
+                AckKind::Reject
+            } else if renew {
+                AckKind::Renew
+            } else {
+                AckKind::Accept
+            };
+            self.acks.push(ack_of(&d, kind, None));
+            if kind == AckKind::Renew {
+                self.renewals.push(d);
+            }
+        }
+    }
+
+    /// Notes in the ledger the acks handed to the core.
+    fn note(&self, acks: &[AckEntry], ledger: &mut Ledger) {
+        for a in acks {
+            ledger.app_acked(self.client, a.tp.partition, a.offset, a.delivery_count, a.kind);
+        }
+    }
+}
+
+/// The acknowledgement of a delivered record, as the handle builds it.
+fn ack_of(d: &Delivered, kind: AckKind, renewed_until: Option<Instant>) -> AckEntry {
+    AckEntry {
+        tp: d.tp,
+        offset: d.record.offset,
+        delivery_count: d.record.delivery_count,
+        lock_deadline: renewed_until.or(d.record.lock_deadline),
+        kind,
+        node: d.node,
+        generation: d.generation,
+    }
+}

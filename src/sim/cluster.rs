@@ -1,0 +1,417 @@
+//! The simulated cluster's state in virtual time: brokers, the topic's partitions with the
+//! share state of every offset, leaders, crashes. The group coordinator is in `group.rs`,
+//! share sessions and the share RPCs in `share.rs`.
+//!
+//! Nothing here reads a clock: every call takes `now`, an `Instant` the runner computes as
+//! base + virtual offset. Nothing iterates a `HashMap`: the same calls give the same state.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+
+use crate::protocol::records::{BatchBuilder, Compression, RecordInput};
+use crate::protocol::share::AcquiredRecords;
+
+use super::group::Group;
+use super::invariants::Ledger;
+use super::share::Session;
+
+/// A consumer instance of the simulation (its index in the run): the sim keys everything by
+/// it, never by the member id, which is random (`Uuid::new_v4`) and would make orders differ.
+pub(crate) type ClientId = usize;
+
+/// The simulated topic's name.
+pub(crate) const TOPIC: &str = "sim-topic";
+
+/// How the cluster is built.
+#[derive(Debug, Clone)]
+pub(crate) struct SimConfig {
+    pub brokers: Vec<i32>,
+    pub partitions: i32,
+    pub records_per_partition: i64,
+    /// `share.record.lock.duration.ms`.
+    pub lock: Duration,
+    /// `share.delivery.count.limit`.
+    pub delivery_limit: i16,
+    /// `share.heartbeat.interval.ms`.
+    pub heartbeat_interval: Duration,
+    /// `share.session.timeout.ms`: a member silent this long is removed.
+    pub member_timeout: Duration,
+    /// Whether the brokers speak ShareFetch/ShareAcknowledge v2 (RENEW, record_limit).
+    pub v2: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            brokers: vec![1, 2, 3],
+            partitions: 3,
+            records_per_partition: 20,
+            lock: Duration::from_secs(30),
+            delivery_limit: 5,
+            heartbeat_interval: Duration::from_secs(5),
+            member_timeout: Duration::from_secs(45),
+            v2: true,
+        }
+    }
+}
+
+/// The share state of one offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Available,
+    /// Locked for a client's share session on a broker until `until`.
+    Acquired {
+        client: ClientId,
+        node: i32,
+        session: u64,
+        until: Instant,
+    },
+    /// Accepted.
+    Acknowledged,
+    /// Rejected, a gap, or past the delivery limit.
+    Archived,
+}
+
+/// One delivery of an offset: where it came from and whether an ack of it was applied (a
+/// second one is a client bug).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Delivery {
+    pub node: i32,
+    pub session: u64,
+    pub count: i16,
+    pub acked: bool,
+}
+
+/// One offset of a partition.
+#[derive(Debug, Clone)]
+pub(crate) struct Offset {
+    pub state: State,
+    pub delivery: i16,
+    /// Every delivery, in order, with the client it went to.
+    pub history: Vec<(ClientId, Delivery)>,
+}
+
+/// One partition of the topic.
+#[derive(Debug, Clone)]
+pub(crate) struct Partition {
+    /// None while no live broker can lead it.
+    pub leader: Option<i32>,
+    pub leader_epoch: i32,
+    pub offsets: Vec<Offset>,
+}
+
+/// Everything the simulated cluster knows.
+#[derive(Debug)]
+pub(crate) struct SimCluster {
+    pub cfg: SimConfig,
+    pub topic_id: uuid::Uuid,
+    pub parts: Vec<Partition>,
+    /// Broker id -> up.
+    pub up: BTreeMap<i32, bool>,
+    pub group: Group,
+    /// Share sessions by (broker, client).
+    pub sessions: BTreeMap<(i32, ClientId), Session>,
+    pub next_session: u64,
+    /// Epoch-0 fetches get SHARE_SESSION_LIMIT_REACHED on these brokers (a fault).
+    pub session_limit: BTreeSet<i32>,
+    /// The next share request of a client to a broker gets this top-level error (a fault).
+    pub forced_errors: BTreeMap<(i32, ClientId), i16>,
+    /// What was delivered, acknowledged and applied: for the invariants.
+    pub ledger: Ledger,
+    /// Broken invariants seen by the brokers (a correct client causes none).
+    pub violations: Vec<String>,
+    /// Bumped by every change to the share state: waiting fetches are looked at again, and
+    /// the next lock expiry computed again, only after one (a debug run spends its time there).
+    pub version: u64,
+    next_change: std::cell::Cell<(u64, Option<Instant>)>,
+}
+
+impl SimCluster {
+    pub(crate) fn new(cfg: SimConfig) -> SimCluster {
+        let n = cfg.brokers.len().max(1);
+        let parts = (0..cfg.partitions)
+            .map(|p| Partition {
+                leader: cfg.brokers.get(p as usize % n).copied(),
+                leader_epoch: 0,
+                offsets: (0..cfg.records_per_partition)
+                    .map(|_| Offset { state: State::Available, delivery: 0, history: Vec::new() })
+                    .collect(),
+            })
+            .collect();
+        let coordinator = cfg.brokers.first().copied().unwrap_or(1);
+        SimCluster {
+            up: cfg.brokers.iter().map(|b| (*b, true)).collect(),
+            topic_id: uuid::Uuid::from_u128(0x51a1_0000_0000_4000_8000_0000_0000_0001),
+            parts,
+            group: Group::new(coordinator, cfg.heartbeat_interval, cfg.member_timeout),
+            sessions: BTreeMap::new(),
+            next_session: 1,
+            session_limit: BTreeSet::new(),
+            forced_errors: BTreeMap::new(),
+            ledger: Ledger::default(),
+            violations: Vec::new(),
+            version: 1,
+            next_change: std::cell::Cell::new((0, None)),
+            cfg,
+        }
+    }
+
+    pub(crate) fn is_up(&self, node: i32) -> bool {
+        self.up.get(&node).copied().unwrap_or(false)
+    }
+
+    pub(crate) fn violation(&mut self, what: String) {
+        self.violations.push(what);
+    }
+
+    pub(crate) fn partition(&self, p: i32) -> Option<&Partition> {
+        usize::try_from(p).ok().and_then(|i| self.parts.get(i))
+    }
+
+    /// Time passes: expired locks give their records back (archived at the delivery limit),
+    /// silent members leave the group.
+    pub(crate) fn tick(&mut self, now: Instant) {
+        if self.next_change().is_none_or(|t| t > now) {
+            return;
+        }
+        self.version += 1;
+        let limit = self.cfg.delivery_limit;
+        for part in &mut self.parts {
+            for o in &mut part.offsets {
+                if let State::Acquired { until, .. } = o.state {
+                    if until <= now {
+                        o.state = released(o.delivery, limit);
+                    }
+                }
+            }
+        }
+        for client in self.group.expire(now) {
+            self.release_client(client);
+        }
+    }
+
+    /// The earliest moment something changes by itself (a lock expires, a member times out).
+    pub(crate) fn next_change(&self) -> Option<Instant> {
+        let (v, cached) = self.next_change.get();
+        if v == self.version {
+            return cached;
+        }
+        let locks = self
+            .parts
+            .iter()
+            .flat_map(|p| &p.offsets)
+            .filter_map(|o| match o.state {
+                State::Acquired { until, .. } => Some(until),
+                _ => None,
+            })
+            .min();
+        let next = [locks, self.group.next_expiry()].into_iter().flatten().min();
+        self.next_change.set((self.version, next));
+        next
+    }
+
+    /// Whether every record is done (accepted or archived).
+    pub(crate) fn all_done(&self) -> bool {
+        self.parts
+            .iter()
+            .flat_map(|p| &p.offsets)
+            .all(|o| matches!(o.state, State::Acknowledged | State::Archived))
+    }
+
+    /// Counts of (available, acquired, acknowledged, archived) offsets.
+    pub(crate) fn census(&self) -> [usize; 4] {
+        let mut c = [0; 4];
+        for o in self.parts.iter().flat_map(|p| &p.offsets) {
+            c[match o.state {
+                State::Available => 0,
+                State::Acquired { .. } => 1,
+                State::Acknowledged => 2,
+                State::Archived => 3,
+            }] += 1;
+        }
+        c
+    }
+
+    /// Acquires up to `max` available offsets of `p` for a client's session; returns the
+    /// acquired ranges (offset runs with one delivery count each).
+    pub(crate) fn acquire(
+        &mut self,
+        p: i32,
+        client: ClientId,
+        node: i32,
+        session: u64,
+        max: usize,
+        now: Instant,
+    ) -> Vec<AcquiredRecords> {
+        self.version += 1;
+        let until = now + self.cfg.lock;
+        let mut got: Vec<AcquiredRecords> = Vec::new();
+        let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
+            return got;
+        };
+        let mut taken = 0;
+        for (i, o) in part.offsets.iter_mut().enumerate() {
+            if taken >= max {
+                break;
+            }
+            if o.state != State::Available {
+                continue;
+            }
+            o.delivery = o.delivery.saturating_add(1);
+            o.state = State::Acquired { client, node, session, until };
+            o.history.push((client, Delivery { node, session, count: o.delivery, acked: false }));
+            taken += 1;
+            let off = i as i64;
+            match got.last_mut() {
+                Some(r) if r.last_offset + 1 == off && r.delivery_count == o.delivery => r.last_offset = off,
+                _ => got.push(AcquiredRecords { first_offset: off, last_offset: off, delivery_count: o.delivery }),
+            }
+        }
+        for r in &got {
+            for off in r.first_offset..=r.last_offset {
+                self.ledger.delivered(client, node, session, p, off, r.delivery_count);
+            }
+        }
+        got
+    }
+
+    /// Releases what a session holds (it ended: closed, replaced, its connection lost, its
+    /// broker crashed).
+    pub(crate) fn release_session(&mut self, session: u64) {
+        self.version += 1;
+        let limit = self.cfg.delivery_limit;
+        for o in self.parts.iter_mut().flat_map(|p| &mut p.offsets) {
+            if matches!(o.state, State::Acquired { session: s, .. } if s == session) {
+                o.state = released(o.delivery, limit);
+            }
+        }
+    }
+
+    /// Releases everything a client holds anywhere (it left the group or was removed).
+    pub(crate) fn release_client(&mut self, client: ClientId) {
+        self.version += 1;
+        let limit = self.cfg.delivery_limit;
+        for o in self.parts.iter_mut().flat_map(|p| &mut p.offsets) {
+            if matches!(o.state, State::Acquired { client: c, .. } if c == client) {
+                o.state = released(o.delivery, limit);
+            }
+        }
+        let gone: Vec<(i32, ClientId)> = self.sessions.keys().filter(|(_, c)| *c == client).copied().collect();
+        for k in gone {
+            self.sessions.remove(&k);
+        }
+    }
+
+    /// Moves a partition's leadership: the new leader loads its share state without the old
+    /// leader's acquisitions (they are released).
+    pub(crate) fn move_leader(&mut self, p: i32, to: Option<i32>) {
+        self.version += 1;
+        let limit = self.cfg.delivery_limit;
+        let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
+            return;
+        };
+        part.leader = to;
+        part.leader_epoch += 1;
+        for o in &mut part.offsets {
+            if matches!(o.state, State::Acquired { .. }) {
+                o.state = released(o.delivery, limit);
+            }
+        }
+    }
+
+    /// A broker crashes: its sessions vanish, its partitions move to the next live broker
+    /// (or have no leader), the coordinator moves if it was there.
+    pub(crate) fn crash(&mut self, node: i32) {
+        self.version += 1;
+        if !self.is_up(node) {
+            return;
+        }
+        self.up.insert(node, false);
+        let gone: Vec<(i32, ClientId)> = self.sessions.keys().filter(|(n, _)| *n == node).copied().collect();
+        for k in gone {
+            if let Some(s) = self.sessions.remove(&k) {
+                self.release_session(s.id);
+            }
+        }
+        let led: Vec<i32> = (0..self.cfg.partitions)
+            .filter(|p| self.partition(*p).is_some_and(|x| x.leader == Some(node)))
+            .collect();
+        for p in led {
+            let next = self.next_live(node);
+            self.move_leader(p, next);
+        }
+        if self.group.coordinator == node {
+            if let Some(next) = self.next_live(node) {
+                self.group.coordinator = next;
+            }
+        }
+    }
+
+    /// A crashed broker is back; partitions without a leader get it.
+    pub(crate) fn restart(&mut self, node: i32) {
+        self.version += 1;
+        if self.is_up(node) || !self.up.contains_key(&node) {
+            return;
+        }
+        self.up.insert(node, true);
+        let orphans: Vec<i32> = (0..self.cfg.partitions)
+            .filter(|p| self.partition(*p).is_some_and(|x| x.leader.is_none()))
+            .collect();
+        for p in orphans {
+            self.move_leader(p, Some(node));
+        }
+        if !self.is_up(self.group.coordinator) {
+            self.group.coordinator = node;
+        }
+    }
+
+    /// The live broker after `node` in id order (wrapping), if any other is up.
+    pub(crate) fn next_live(&self, node: i32) -> Option<i32> {
+        let live: Vec<i32> = self.up.iter().filter(|(id, up)| **up && **id != node).map(|(id, _)| *id).collect();
+        live.iter().copied().find(|id| *id > node).or_else(|| live.first().copied())
+    }
+
+    /// The record batches holding the offsets of `ranges` of partition `p`, one batch per run.
+    /// Each value is unique: `p{p}-o{offset}`.
+    pub(crate) fn records(&self, p: i32, ranges: &[AcquiredRecords]) -> Option<Bytes> {
+        if ranges.is_empty() {
+            return None;
+        }
+        let mut out = BytesMut::new();
+        for r in ranges {
+            let mut b = BatchBuilder::new();
+            for o in r.first_offset..=r.last_offset {
+                let rec = RecordInput {
+                    key: None,
+                    value: Some(Bytes::from(record_value(p, o))),
+                    headers: Vec::new(),
+                    timestamp: 1_700_000_000_000 + o,
+                };
+                b.push(&rec).expect("a small record fits a batch");
+            }
+            let batch = b.finish(Compression::None).expect("an uncompressed batch encodes");
+            let mut batch = BytesMut::from(&batch[..]);
+            // The base offset is outside the CRC: patching it keeps the batch valid.
+            batch[..8].copy_from_slice(&r.first_offset.to_be_bytes());
+            out.extend_from_slice(&batch);
+        }
+        Some(out.freeze())
+    }
+}
+
+/// The value of the record at `offset` of partition `p`: unique in the run.
+pub(crate) fn record_value(p: i32, offset: i64) -> String {
+    format!("p{p}-o{offset}")
+}
+
+/// The state a released record goes to: available again, or archived once it was delivered
+/// as often as the limit allows.
+pub(crate) fn released(delivery: i16, limit: i16) -> State {
+    if delivery >= limit {
+        State::Archived
+    } else {
+        State::Available
+    }
+}

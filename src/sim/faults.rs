@@ -1,0 +1,296 @@
+//! The fault schedule of a run, drawn from its seed (`StdRng::seed_from_u64`, never the
+//! thread's generator): cluster faults at virtual times, the fate of each request on the
+//! network, and how the application behaves.
+//!
+//! A request's fate is drawn from the seed and the request's place on its connection
+//! (client, broker, count), not from one stream shared by all requests: a client that sends
+//! the same requests in another order between brokers meets the same faults.
+
+use std::fmt;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::error::ErrorCode;
+
+use super::cluster::ClientId;
+
+/// A fault in the cluster at a virtual time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// The broker dies: its connections drop, its sessions vanish, its partitions move.
+    Crash(i32),
+    Restart(i32),
+    /// Partition `p` gets a new leader (the next live broker).
+    MoveLeader(i32),
+    /// The group coordinator moves to the next live broker.
+    MoveCoordinator,
+    /// The coordinator answers COORDINATOR_LOAD_IN_PROGRESS for a while.
+    CoordinatorLoading(Duration),
+    /// The next share request of the client to the broker gets this error (session errors).
+    SessionError {
+        node: i32,
+        client: ClientId,
+        code: i16,
+    },
+    /// New share sessions on the broker are refused (SHARE_SESSION_LIMIT_REACHED) for a while.
+    SessionLimit {
+        node: i32,
+        for_: Duration,
+    },
+    /// The session limit of a [`Fault::SessionLimit`] is lifted.
+    SessionLimitEnds(i32),
+    /// Every connection of the client to the broker drops (no crash: the broker lives on).
+    Disconnect {
+        node: i32,
+        client: ClientId,
+    },
+}
+
+/// What the network does to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fate {
+    /// Delivered; the answer comes back after `back`.
+    Normal { there: Duration, back: Duration },
+    /// Lost on the way: the broker never sees it; the client times out.
+    DropRequest,
+    /// The broker acts on it; the answer is lost; the client times out.
+    DropResponse { there: Duration },
+    /// The broker acts on it; the connection breaks while the answer is on its way.
+    Reset { there: Duration, back: Duration },
+    /// Delivered with a throttle time in the answer.
+    Throttled { there: Duration, back: Duration, throttle_ms: i32 },
+}
+
+/// How the application behaves in a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AppPlan {
+    /// Consumers at the start.
+    pub consumers: usize,
+    /// Processing time per record.
+    pub per_record: Duration,
+    /// Now and then the application stalls this long (past the lock when long).
+    pub stall: Option<Duration>,
+    /// Per mille of records released / rejected instead of accepted.
+    pub release_permille: u32,
+    pub reject_permille: u32,
+    /// A consumer crashes (dropped without close) at this time; a new one joins.
+    pub crash_at: Option<Duration>,
+    /// Acks are given with the poll after next instead of the next one.
+    pub late_acks: bool,
+    /// Commit after this many polls (0: never commit, acks ride on polls).
+    pub commit_every: u32,
+    /// Records per poll.
+    pub max_poll_records: usize,
+    /// RENEW the records of some polls before accepting them (v2 only).
+    pub renew: bool,
+}
+
+/// A run's faults and application, drawn from its seed.
+#[derive(Debug, Clone)]
+pub(crate) struct FaultPlan {
+    pub seed: u64,
+    /// Cluster faults, by virtual time.
+    pub faults: Vec<(Duration, Fault)>,
+    /// After this no fault happens: the liveness check starts then.
+    pub horizon: Duration,
+    /// Per mille of requests dropped (either way), reset, delayed long, throttled.
+    pub drop_permille: u32,
+    pub reset_permille: u32,
+    pub delay_permille: u32,
+    pub throttle_permille: u32,
+    pub app: AppPlan,
+}
+
+/// SplitMix64: the per-request and per-application generator. Cheap to seed (one per
+/// request: ChaCha's setup cost most of a debug run's time), and the same on every platform.
+#[derive(Debug, Clone)]
+pub(crate) struct SplitMix(u64);
+
+impl SplitMix {
+    pub(crate) fn new(seed: u64) -> SplitMix {
+        SplitMix(seed)
+    }
+}
+
+impl rand::RngCore for SplitMix {
+    fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        for chunk in dest.chunks_mut(8) {
+            let v = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
+        }
+    }
+
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), rand::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+/// A 64-bit mix (splitmix64's finalizer): one seed per request from a few numbers.
+pub(crate) fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl FaultPlan {
+    /// The plan of `seed`. One seed in four is calm (no fault, a well-behaved application):
+    /// the baseline every fault is measured against.
+    pub(crate) fn from_seed(seed: u64, brokers: &[i32], partitions: i32) -> FaultPlan {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let calm = seed.is_multiple_of(4);
+        let horizon = Duration::from_secs(rng.gen_range(10..40));
+        let mut faults = Vec::new();
+        if !calm {
+            let n = rng.gen_range(1..8);
+            for _ in 0..n {
+                let at = Duration::from_millis(rng.gen_range(0..horizon.as_millis() as u64));
+                let node = brokers[rng.gen_range(0..brokers.len())];
+                let f = match rng.gen_range(0..9) {
+                    0 => {
+                        // A crash is followed by a restart before the horizon.
+                        let back = at + Duration::from_millis(rng.gen_range(100..20_000));
+                        faults.push((back.min(horizon), Fault::Restart(node)));
+                        Fault::Crash(node)
+                    }
+                    1 | 2 => Fault::MoveLeader(rng.gen_range(0..partitions)),
+                    3 => Fault::MoveCoordinator,
+                    4 => Fault::CoordinatorLoading(Duration::from_millis(rng.gen_range(100..10_000))),
+                    5 => Fault::SessionError {
+                        node,
+                        client: rng.gen_range(0..3),
+                        code: if rng.gen_bool(0.5) {
+                            ErrorCode::SHARE_SESSION_NOT_FOUND.0
+                        } else {
+                            ErrorCode::INVALID_SHARE_SESSION_EPOCH.0
+                        },
+                    },
+                    6 => Fault::SessionLimit { node, for_: Duration::from_millis(rng.gen_range(100..5_000)) },
+                    _ => Fault::Disconnect { node, client: rng.gen_range(0..3) },
+                };
+                faults.push((at, f));
+            }
+        }
+        faults.sort_by_key(|(t, _)| *t);
+        let (drop, reset, delay, throttle) = if calm {
+            (0, 0, 0, 0)
+        } else {
+            (rng.gen_range(0..30), rng.gen_range(0..30), rng.gen_range(0..100), rng.gen_range(0..50))
+        };
+        let app = AppPlan {
+            consumers: rng.gen_range(1..4),
+            per_record: Duration::from_millis(if calm { 1 } else { rng.gen_range(0..50) }),
+            stall: (!calm && rng.gen_bool(0.2)).then(|| Duration::from_secs(rng.gen_range(1..70))),
+            release_permille: if calm { 0 } else { rng.gen_range(0..100) },
+            reject_permille: if calm { 0 } else { rng.gen_range(0..50) },
+            crash_at: (!calm && rng.gen_bool(0.2))
+                .then(|| Duration::from_millis(rng.gen_range(0..horizon.as_millis() as u64))),
+            late_acks: !calm && rng.gen_bool(0.2),
+            commit_every: rng.gen_range(0..4),
+            max_poll_records: rng.gen_range(1..20),
+            renew: !calm && rng.gen_bool(0.2),
+        };
+        FaultPlan {
+            seed,
+            faults,
+            horizon,
+            drop_permille: drop,
+            reset_permille: reset,
+            delay_permille: delay,
+            throttle_permille: throttle,
+            app,
+        }
+    }
+
+    /// The fate of the `n`th request of `client` to `node`, sent at virtual `at`: faults only
+    /// before the horizon.
+    pub(crate) fn fate(&self, client: ClientId, node: i32, n: u64, at: Duration) -> Fate {
+        let key = mix(self.seed ^ mix((client as u64) << 40 ^ (node as u64 & 0xffff) << 24 ^ n));
+        let mut rng = SplitMix::new(key);
+        let there = Duration::from_micros(rng.gen_range(100..3_000));
+        let mut back = Duration::from_micros(rng.gen_range(100..3_000));
+        if at >= self.horizon {
+            return Fate::Normal { there, back };
+        }
+        let roll = rng.gen_range(0..1000);
+        let mut cut = self.drop_permille / 2;
+        if roll < cut {
+            return Fate::DropRequest;
+        }
+        cut += self.drop_permille - self.drop_permille / 2;
+        if roll < cut {
+            return Fate::DropResponse { there };
+        }
+        cut += self.reset_permille;
+        if roll < cut {
+            return Fate::Reset { there, back };
+        }
+        cut += self.throttle_permille;
+        if roll < cut {
+            return Fate::Throttled { there, back, throttle_ms: rng.gen_range(1..2_000) };
+        }
+        cut += self.delay_permille;
+        if roll < cut {
+            back += Duration::from_millis(rng.gen_range(10..5_000));
+        }
+        Fate::Normal { there, back }
+    }
+}
+
+impl fmt::Display for FaultPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "seed {} (replay: SIM_SEED={})", self.seed, self.seed)?;
+        writeln!(
+            f,
+            "  network until {:?}: drop {}‰, reset {}‰, long delay {}‰, throttle {}‰",
+            self.horizon, self.drop_permille, self.reset_permille, self.delay_permille, self.throttle_permille
+        )?;
+        writeln!(f, "  app: {:?}", self.app)?;
+        for (t, x) in &self.faults {
+            writeln!(f, "  at {t:?}: {x:?}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_gives_the_same_plan_and_fates() {
+        let a = FaultPlan::from_seed(42, &[1, 2, 3], 3);
+        let b = FaultPlan::from_seed(42, &[1, 2, 3], 3);
+        assert_eq!(a.to_string(), b.to_string());
+        for n in 0..100 {
+            assert_eq!(a.fate(1, 2, n, Duration::ZERO), b.fate(1, 2, n, Duration::ZERO));
+        }
+    }
+
+    #[test]
+    fn calm_seeds_have_no_faults_and_faults_stop_at_the_horizon() {
+        let calm = FaultPlan::from_seed(8, &[1, 2, 3], 3);
+        assert!(calm.faults.is_empty());
+        assert!((0..1000).all(|n| matches!(calm.fate(0, 1, n, Duration::ZERO), Fate::Normal { .. })));
+        let mut seen_fault = false;
+        for seed in 1..200u64 {
+            let p = FaultPlan::from_seed(seed, &[1, 2, 3], 3);
+            assert!(p.faults.iter().all(|(t, _)| *t <= p.horizon));
+            assert!((0..50).all(|n| matches!(p.fate(0, 1, n, p.horizon), Fate::Normal { .. })));
+            seen_fault |= (0..200).any(|n| !matches!(p.fate(0, 1, n, Duration::ZERO), Fate::Normal { .. }));
+        }
+        assert!(seen_fault);
+    }
+}

@@ -1,0 +1,23 @@
+//! A deterministic simulation of the share consumer's driver core against a simulated
+//! cluster, in virtual time, under faults drawn from a seed (issue 12, part 2).
+//!
+//! - `cluster.rs`, `group.rs`, `share.rs`: the simulated brokers, coordinator and share
+//!   sessions; `topology.rs`: the client's view of them.
+//! - `net.rs`: connections and requests in flight; `faults.rs`: the seed's fault schedule.
+//! - `app.rs`: the application; `invariants.rs`: what must hold; `run.rs`: the runner.
+//!
+//! `SIM_SEED=<n>` replays one seed; `SIM_SEEDS=<n>` runs that many.
+
+mod app;
+mod cluster;
+mod core;
+mod faults;
+mod group;
+mod invariants;
+mod net;
+mod run;
+mod share;
+mod topology;
+
+#[cfg(test)]
+mod tests;

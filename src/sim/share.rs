@@ -1,0 +1,466 @@
+//! Share sessions and the share RPCs on the simulated brokers: ShareFetch (acquire, with
+//! piggybacked acks) and ShareAcknowledge (RENEW at v2), as a 4.2+ broker answers them.
+//!
+//! A fetch that finds nothing to hand out waits (long poll): the broker keeps it as
+//! [`Parked`] and answers when records become available or its `MaxWaitMs` passes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use crate::error::ErrorCode;
+use crate::protocol::share::{
+    AcknowledgePartitionResponse, AcknowledgeTopicResponse, AcknowledgementBatch, FetchPartitionResponse,
+    FetchTopicResponse, LeaderIdAndEpoch, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
+    ShareFetchRequest, ShareFetchResponse, ACQUIRE_MODE_RECORD_LIMIT,
+};
+use crate::share::acks::AckKind;
+
+use super::cluster::{released, ClientId, SimCluster, State};
+
+/// A share session on a broker.
+#[derive(Debug, Clone)]
+pub(crate) struct Session {
+    /// Unique in the run: acks are checked against the session that delivered the record.
+    pub id: u64,
+    /// The epoch the next request must carry.
+    pub epoch: i32,
+    /// The connection that opened it: the session ends when it closes.
+    pub conn: u64,
+    pub parts: BTreeSet<i32>,
+}
+
+/// A fetch waiting for records.
+#[derive(Debug, Clone)]
+pub(crate) struct Parked {
+    pub node: i32,
+    pub client: ClientId,
+    pub session: u64,
+    pub request: ShareFetchRequest,
+    pub deadline: Instant,
+}
+
+/// What a ShareFetch gets: an answer now, or a wait.
+#[derive(Debug)]
+pub(crate) enum FetchOutcome {
+    Answer(ShareFetchResponse),
+    Wait(Parked),
+}
+
+fn next_epoch(e: i32) -> i32 {
+    if e == i32::MAX {
+        1
+    } else {
+        e + 1
+    }
+}
+
+fn no_leader() -> LeaderIdAndEpoch {
+    LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 }
+}
+
+fn endpoint(node: i32) -> NodeEndpoint {
+    NodeEndpoint { node_id: node, host: format!("sim-broker-{node}"), port: 9092, rack: None }
+}
+
+impl SimCluster {
+    /// Checks a share request's session and epoch; opens, advances or closes the session.
+    /// Returns the top-level error code and the session id (0 when none).
+    fn check_session(
+        &mut self,
+        node: i32,
+        client: ClientId,
+        conn: u64,
+        epoch: i32,
+        is_fetch: bool,
+        has_acks: bool,
+    ) -> (i16, u64) {
+        let key = (node, client);
+        if let Some(code) = self.forced_errors.remove(&key) {
+            if code == ErrorCode::SHARE_SESSION_NOT_FOUND.0 || code == ErrorCode::INVALID_SHARE_SESSION_EPOCH.0 {
+                if let Some(s) = self.sessions.remove(&key) {
+                    self.release_session(s.id);
+                }
+            }
+            return (code, 0);
+        }
+        if epoch == 0 {
+            if !is_fetch {
+                return (ErrorCode::INVALID_SHARE_SESSION_EPOCH.0, 0);
+            }
+            if has_acks {
+                self.violation(format!("client {client}: an epoch-0 ShareFetch to broker {node} carried acks"));
+                return (ErrorCode::INVALID_REQUEST.0, 0);
+            }
+            if self.session_limit.contains(&node) {
+                return (ErrorCode::SHARE_SESSION_LIMIT_REACHED.0, 0);
+            }
+            if let Some(old) = self.sessions.remove(&key) {
+                self.release_session(old.id); // replaced: what it held goes back
+            }
+            let id = self.next_session;
+            self.next_session += 1;
+            self.sessions.insert(key, Session { id, epoch: 1, conn, parts: BTreeSet::new() });
+            return (0, id);
+        }
+        let Some(s) = self.sessions.get_mut(&key) else {
+            return (ErrorCode::SHARE_SESSION_NOT_FOUND.0, 0);
+        };
+        if epoch == -1 {
+            return (0, s.id);
+        }
+        if epoch != s.epoch {
+            let id = s.id;
+            self.sessions.remove(&key);
+            self.release_session(id);
+            return (ErrorCode::INVALID_SHARE_SESSION_EPOCH.0, 0);
+        }
+        s.epoch = next_epoch(s.epoch);
+        (0, s.id)
+    }
+
+    /// Ends a session closed by epoch -1: what it still holds goes back.
+    fn close_session(&mut self, node: i32, client: ClientId) {
+        if let Some(s) = self.sessions.remove(&(node, client)) {
+            self.release_session(s.id);
+        }
+    }
+
+    /// A connection closed: the sessions it opened end.
+    pub(crate) fn conn_closed(&mut self, node: i32, conn: u64) {
+        let gone: Vec<(i32, ClientId)> =
+            self.sessions.iter().filter(|((n, _), s)| *n == node && s.conn == conn).map(|(k, _)| *k).collect();
+        for k in gone {
+            if let Some(s) = self.sessions.remove(&k) {
+                self.release_session(s.id);
+            }
+        }
+    }
+
+    /// Applies one partition's acknowledgement batches from a client's session; returns the
+    /// partition's error code. Acks that break the protocol or land on the wrong broker,
+    /// session or delivery are violations (a correct client never sends them).
+    #[allow(clippy::too_many_arguments)]
+    fn apply_acks(
+        &mut self,
+        node: i32,
+        client: ClientId,
+        session: u64,
+        p: i32,
+        batches: &[AcknowledgementBatch],
+        renew_allowed: bool,
+        now: Instant,
+        what: &str,
+    ) -> i16 {
+        let Some(part) = self.partition(p) else {
+            self.violation(format!("{what}: client {client} acked unknown partition {p}"));
+            return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
+        };
+        let end = part.offsets.len() as i64;
+        let mut acks: Vec<(i64, AckKind)> = Vec::new();
+        let mut prev: Option<i64> = None;
+        for b in batches {
+            let len = i128::from(b.last_offset) - i128::from(b.first_offset) + 1;
+            let types_ok = b.acknowledge_types.len() == 1 || b.acknowledge_types.len() as i128 == len;
+            if len < 1
+                || prev.is_some_and(|l| b.first_offset <= l)
+                || !types_ok
+                || b.first_offset < 0
+                || b.last_offset >= end
+            {
+                self.violation(format!("{what}: client {client} sent invalid batches for partition {p}: {batches:?}"));
+                return ErrorCode::INVALID_REQUEST.0;
+            }
+            prev = Some(b.last_offset);
+            for (i, o) in (b.first_offset..=b.last_offset).enumerate() {
+                let t = if b.acknowledge_types.len() == 1 { b.acknowledge_types[0] } else { b.acknowledge_types[i] };
+                let kind = match t {
+                    0 => AckKind::Gap,
+                    1 => AckKind::Accept,
+                    2 => AckKind::Release,
+                    3 => AckKind::Reject,
+                    4 if renew_allowed => AckKind::Renew,
+                    _ => {
+                        self.violation(format!("{what}: client {client} sent type {t} for partition {p} offset {o}"));
+                        return ErrorCode::INVALID_REQUEST.0;
+                    }
+                };
+                acks.push((o, kind));
+            }
+        }
+        // Routing: each ack must go to the broker and session that delivered the record, once.
+        for &(o, kind) in &acks {
+            let hist = &self.parts[p as usize].offsets[o as usize].history;
+            let mine = hist.iter().rev().find(|(c, d)| *c == client && d.node == node && d.session == session);
+            let problem = match mine {
+                Some((_, d)) if d.acked => Some(format!("twice (delivery {})", d.count)),
+                Some(_) => None,
+                None => Some(match hist.iter().rev().find(|(c, _)| *c == client) {
+                    None => "never delivered to it".to_string(),
+                    Some((_, d)) => format!(
+                        "on broker {node} session {session}; it was delivered by broker {} session {} (delivery {})",
+                        d.node, d.session, d.count
+                    ),
+                }),
+            };
+            if let Some(problem) = problem {
+                self.violation(format!("{what}: client {client} acked {kind:?} p{p} offset {o} {problem}"));
+            }
+        }
+        if self.partition(p).is_some_and(|x| x.leader != Some(node)) {
+            return ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
+        }
+        // All or nothing per partition, as the broker does.
+        let held = acks.iter().all(|&(o, _)| {
+            matches!(self.parts[p as usize].offsets[o as usize].state,
+                State::Acquired { client: c, session: s, .. } if c == client && s == session)
+        });
+        if !held {
+            for &(o, kind) in &acks {
+                self.ledger.refused(client, p, o, kind);
+            }
+            return ErrorCode::INVALID_RECORD_STATE.0;
+        }
+        self.version += 1;
+        let limit = self.cfg.delivery_limit;
+        let lock = self.cfg.lock;
+        for (o, kind) in acks {
+            let off = &mut self.parts[p as usize].offsets[o as usize];
+            let delivery = off.delivery;
+            match kind {
+                AckKind::Renew => {
+                    off.state = State::Acquired { client, node, session, until: now + lock };
+                }
+                AckKind::Accept => off.state = State::Acknowledged,
+                AckKind::Release => off.state = released(delivery, limit),
+                AckKind::Reject | AckKind::Gap => off.state = State::Archived,
+            }
+            if kind != AckKind::Renew {
+                let mine =
+                    off.history.iter_mut().rev().find(|(c, d)| *c == client && d.node == node && d.session == session);
+                if let Some((_, d)) = mine {
+                    d.acked = true;
+                }
+            }
+            self.ledger.applied(client, node, session, p, o, delivery, kind);
+        }
+        0
+    }
+
+    /// Answers a ShareFetch that reached broker `node` on connection `conn`.
+    pub(crate) fn share_fetch(
+        &mut self,
+        node: i32,
+        client: ClientId,
+        conn: u64,
+        r: &ShareFetchRequest,
+        now: Instant,
+    ) -> FetchOutcome {
+        let mut resp =
+            ShareFetchResponse { acquisition_lock_timeout_ms: self.cfg.lock.as_millis() as i32, ..Default::default() };
+        if !self.group.is_member(client) {
+            // A broker serves only members of the group (4.2+ checks the member id).
+            resp.error_code = ErrorCode::UNKNOWN_MEMBER_ID.0;
+            return FetchOutcome::Answer(resp);
+        }
+        let has_acks = r.topics.iter().flat_map(|t| &t.partitions).any(|p| !p.acknowledgement_batches.is_empty());
+        let (code, session) = self.check_session(node, client, conn, r.share_session_epoch, true, has_acks);
+        if code != 0 {
+            resp.error_code = code;
+            return FetchOutcome::Answer(resp);
+        }
+        if r.is_renew_ack && (r.max_records != 0 || r.max_wait_ms != 0 || r.min_bytes != 0 || r.max_bytes != 0) {
+            self.violation(format!("client {client}: a renewing ShareFetch asked for records"));
+        }
+        let mut parts: BTreeMap<i32, FetchPartitionResponse> = BTreeMap::new();
+        if let Some(s) = self.sessions.get_mut(&(node, client)) {
+            for p in r.topics.iter().flat_map(|t| &t.partitions) {
+                s.parts.insert(p.partition_index);
+            }
+            for p in r.forgotten_topics_data.iter().flat_map(|t| &t.partitions) {
+                s.parts.remove(p);
+            }
+        }
+        for p in r.topics.iter().flat_map(|t| &t.partitions) {
+            if p.acknowledgement_batches.is_empty() {
+                continue;
+            }
+            let i = p.partition_index;
+            let c = self.apply_acks(
+                node,
+                client,
+                session,
+                i,
+                &p.acknowledgement_batches,
+                r.is_renew_ack,
+                now,
+                "ShareFetch",
+            );
+            let e = parts.entry(i).or_insert_with(|| blank(i));
+            e.acknowledge_error_code = c;
+            if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 {
+                e.current_leader = self.leader_of(i);
+            }
+        }
+        if r.share_session_epoch == -1 {
+            self.close_session(node, client);
+            resp.responses = self.topic_responses(parts);
+            return FetchOutcome::Answer(resp);
+        }
+        let found = self.gather(node, client, session, r, now, &mut parts, &mut resp.node_endpoints);
+        if found || !parts.is_empty() || r.max_wait_ms <= 0 {
+            resp.responses = self.topic_responses(parts);
+            return FetchOutcome::Answer(resp);
+        }
+        let deadline = now + Duration::from_millis(r.max_wait_ms as u64);
+        FetchOutcome::Wait(Parked { node, client, session, request: r.clone(), deadline })
+    }
+
+    /// Looks again at a waiting fetch: its answer if records came or its time is up.
+    pub(crate) fn retry_parked(&mut self, w: &Parked, now: Instant) -> Option<ShareFetchResponse> {
+        let mut resp =
+            ShareFetchResponse { acquisition_lock_timeout_ms: self.cfg.lock.as_millis() as i32, ..Default::default() };
+        let alive = self.sessions.get(&(w.node, w.client)).is_some_and(|s| s.id == w.session);
+        let mut parts = BTreeMap::new();
+        let found =
+            alive && self.gather(w.node, w.client, w.session, &w.request, now, &mut parts, &mut resp.node_endpoints);
+        if found || !alive || now >= w.deadline {
+            resp.responses = self.topic_responses(parts);
+            return Some(resp);
+        }
+        None
+    }
+
+    /// One pass over the session's partitions: errors and acquired records. True if anything
+    /// worth answering at once was found.
+    #[allow(clippy::too_many_arguments)]
+    fn gather(
+        &mut self,
+        node: i32,
+        client: ClientId,
+        session: u64,
+        r: &ShareFetchRequest,
+        now: Instant,
+        parts: &mut BTreeMap<i32, FetchPartitionResponse>,
+        endpoints: &mut Vec<NodeEndpoint>,
+    ) -> bool {
+        let Some(s) = self.sessions.get(&(node, client)) else {
+            return false;
+        };
+        let mut remaining = r.max_records.max(0) as usize;
+        if r.share_acquire_mode != ACQUIRE_MODE_RECORD_LIMIT && remaining == 0 && !r.is_renew_ack {
+            remaining = 500;
+        }
+        let mut found = false;
+        for p in s.parts.clone() {
+            let Some(part) = self.partition(p) else {
+                parts.entry(p).or_insert_with(|| blank(p)).error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
+                found = true;
+                continue;
+            };
+            if part.leader != Some(node) {
+                let e = parts.entry(p).or_insert_with(|| blank(p));
+                e.error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
+                e.current_leader = self.leader_of(p);
+                if let Some(l) = part.leader {
+                    if !endpoints.iter().any(|x| x.node_id == l) {
+                        endpoints.push(endpoint(l));
+                    }
+                }
+                found = true;
+                continue;
+            }
+            if remaining == 0 {
+                continue;
+            }
+            let got = self.acquire(p, client, node, session, remaining, now);
+            if got.is_empty() {
+                continue;
+            }
+            remaining -= got.iter().map(|g| (g.last_offset - g.first_offset + 1) as usize).sum::<usize>();
+            found = true;
+            let records = self.records(p, &got);
+            let e = parts.entry(p).or_insert_with(|| blank(p));
+            e.records = records;
+            e.acquired_records = got;
+        }
+        found
+    }
+
+    fn leader_of(&self, p: i32) -> LeaderIdAndEpoch {
+        match self.partition(p) {
+            Some(part) => LeaderIdAndEpoch { leader_id: part.leader.unwrap_or(-1), leader_epoch: part.leader_epoch },
+            None => no_leader(),
+        }
+    }
+
+    fn topic_responses(&self, parts: BTreeMap<i32, FetchPartitionResponse>) -> Vec<FetchTopicResponse> {
+        if parts.is_empty() {
+            return Vec::new();
+        }
+        vec![FetchTopicResponse { topic_id: self.topic_id, partitions: parts.into_values().collect() }]
+    }
+
+    /// Answers a ShareAcknowledge that reached broker `node` (v2 when the cluster speaks it).
+    pub(crate) fn share_acknowledge(
+        &mut self,
+        node: i32,
+        client: ClientId,
+        conn: u64,
+        r: &ShareAcknowledgeRequest,
+        now: Instant,
+    ) -> ShareAcknowledgeResponse {
+        let mut resp = ShareAcknowledgeResponse {
+            acquisition_lock_timeout_ms: self.cfg.v2.then_some(self.cfg.lock.as_millis() as i32),
+            ..Default::default()
+        };
+        if r.is_renew_ack && !self.cfg.v2 {
+            self.violation(format!("client {client}: RENEW sent to a v1 broker {node}"));
+            resp.error_code = ErrorCode::INVALID_REQUEST.0;
+            return resp;
+        }
+        let (code, session) = self.check_session(node, client, conn, r.share_session_epoch, false, true);
+        if code != 0 {
+            resp.error_code = code;
+            return resp;
+        }
+        let mut partitions = Vec::new();
+        for p in r.topics.iter().flat_map(|t| &t.partitions) {
+            let i = p.partition_index;
+            let renew_ok = r.is_renew_ack && self.cfg.v2;
+            let c = self.apply_acks(
+                node,
+                client,
+                session,
+                i,
+                &p.acknowledgement_batches,
+                renew_ok,
+                now,
+                "ShareAcknowledge",
+            );
+            let mut leader = no_leader();
+            if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 {
+                leader = self.leader_of(i);
+                if leader.leader_id >= 0 && !resp.node_endpoints.iter().any(|x| x.node_id == leader.leader_id) {
+                    resp.node_endpoints.push(endpoint(leader.leader_id));
+                }
+            }
+            partitions.push(AcknowledgePartitionResponse {
+                partition_index: i,
+                error_code: c,
+                error_message: None,
+                current_leader: leader,
+            });
+        }
+        if r.share_session_epoch == -1 {
+            self.close_session(node, client);
+        }
+        if !partitions.is_empty() {
+            resp.responses = vec![AcknowledgeTopicResponse { topic_id: self.topic_id, partitions }];
+        }
+        resp
+    }
+}
+
+fn blank(p: i32) -> FetchPartitionResponse {
+    FetchPartitionResponse { partition_index: p, current_leader: no_leader(), ..Default::default() }
+}
