@@ -28,9 +28,9 @@
 
 mod callback;
 mod config;
-mod driver;
+pub(crate) mod driver;
 mod held;
-mod metrics;
+pub(crate) mod metrics;
 mod pattern;
 mod record;
 mod stream;

@@ -367,9 +367,11 @@ impl DriverCore {
     ///
     /// Only sessions free to send count: one with a request in flight waits for its answer,
     /// one backing off for its `retry_at` (both wake the core anyway), and a parked one with
-    /// nothing to fetch has nothing to un-park. Their deadlines, once past, would only make
+    /// nothing to fetch has nothing to un-park. And only deadlines still ahead: one that has
+    /// passed was seen by the `drive` that followed it (a parked session whose application
+    /// takes nothing stays parked past its limit, say), so as a deadline it would only make
     /// the shell spin.
-    pub(super) fn next_pace_deadline(&self) -> Option<Instant> {
+    pub(super) fn next_pace_deadline(&self, now: Instant) -> Option<Instant> {
         let free = || self.nodes.values().filter(|n| !n.session.in_flight() && n.retry_at.is_none());
         let acks = free().filter_map(|n| n.pace.acks_since).min().map(|t| t + ACK_LINGER);
         let parked = free()
@@ -377,7 +379,7 @@ impl DriverCore {
             .filter_map(|n| n.pace.parked)
             .min()
             .map(|t| t + self.park_limit());
-        acks.into_iter().chain(parked).chain(self.idle_deadline()).min()
+        acks.into_iter().chain(parked).chain(self.idle_deadline()).filter(|&t| t > now).min()
     }
 
     /// MaxRecords of the next fetch. record_limit: exactly `max.poll.records` (a hard cap).

@@ -84,15 +84,21 @@ impl DriverCore {
         if let Some(h) = self.membership.poll_timeout().filter(|_| !heartbeat_blocked) {
             t = t.min(h);
         }
-        for n in self.nodes.values().filter(|n| !n.session.in_flight()) {
-            if let Some(r) = n.retry_at {
-                t = t.min(r);
+        // Fetch pacing and retries mean nothing once closing (`drive_nodes` sends nothing
+        // then; the close phases have their own deadline).
+        if self.closing.is_none() {
+            for n in self.nodes.values().filter(|n| !n.session.in_flight()) {
+                if let Some(r) = n.retry_at {
+                    t = t.min(r);
+                }
+            }
+            if let Some(a) = self.next_pace_deadline(now) {
+                t = t.min(a);
             }
         }
-        if let Some(a) = self.next_pace_deadline() {
-            t = t.min(a);
-        }
-        if let Some(r) = self.metadata.wakeup() {
+        // A refresh is only sent for a subscription (`drive_group`): with none (left, or
+        // leaving), a wanted one waits for the next.
+        if let Some(r) = self.metadata.wakeup().filter(|_| !self.membership.subscription().is_empty()) {
             t = t.min(r);
         }
         if let Some(c) = &self.closing {
