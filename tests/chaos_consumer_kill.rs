@@ -176,11 +176,15 @@ async fn consumer_killed_mid_batch_another_member_gets_its_records_with_delivery
         let after = first.at.saturating_duration_since(killed_at);
         first_back = Some(first_back.map_or(after, |f| f.min(after)));
     }
+    // The killed member stays in the group, with its share of the partitions, until its
+    // heartbeats are missed for share.session.timeout.ms: the longest stall is that.
+    let first_accept = l.accept_times.iter().find(|t| **t > killed_at).map(|t| t.saturating_duration_since(killed_at));
     eprintln!(
         "chaos: consumer_killed: {} held records came back to the other member with delivery count 2, the first \
-         {:.2} s after the kill (acquisition lock {:.1} s)",
+         {:.2} s after the kill (acquisition lock {:.1} s); the other member's first committed ACCEPT {:.2} s after it",
         held.len(),
         first_back.unwrap_or_default().as_secs_f64(),
-        LOCK_MS as f64 / 1000.0
+        LOCK_MS as f64 / 1000.0,
+        first_accept.unwrap_or_default().as_secs_f64()
     );
 }

@@ -96,9 +96,9 @@ async fn fully_in_sync(admin: &Admin, brokers: usize) -> Result<bool, String> {
     }
     Ok(resp.topics.iter().all(|t| {
         t.error_code == 0
-            && t.partitions.iter().all(|p| {
-                p.error_code == 0 && p.leader_id.0 >= 0 && p.isr_nodes.len() == p.replica_nodes.len()
-            })
+            && t.partitions
+                .iter()
+                .all(|p| p.error_code == 0 && p.leader_id.0 >= 0 && p.isr_nodes.len() == p.replica_nodes.len())
     }))
 }
 

@@ -65,6 +65,7 @@ pub struct NoLoss {
     hold: Arc<AtomicBool>,
     producer: Option<tokio::task::JoinHandle<()>>,
     consumers: Vec<tokio::task::JoinHandle<()>>,
+    leaders: tokio::task::JoinHandle<()>,
 }
 
 /// A short name for an error, to count failures by kind.
@@ -100,16 +101,21 @@ impl NoLoss {
         let admin = common::cluster_admin().await;
         let topic = common::unique("chaos");
         let r = admin
-            .create_topics(&[NewTopic::new(&topic, PARTITIONS).replication_factor(3).config("min.insync.replicas", "2")])
+            .create_topics(&[NewTopic::new(&topic, PARTITIONS)
+                .replication_factor(3)
+                .config("min.insync.replicas", "2")])
             .await
             .expect("create the chaos topic");
         r.into_iter().next().expect("one result").expect("the chaos topic");
         let group = common::new_group(&admin, "g-chaos", Some(options.lock_ms)).await;
+        let ledger = Arc::new(Mutex::new(Ledger::default()));
+        let leaders = tokio::spawn(watch_leaders(topic.clone(), ledger.clone()));
         NoLoss {
             admin,
             topic,
             group,
-            ledger: Arc::new(Mutex::new(Ledger::default())),
+            ledger,
+            leaders,
             options,
             stop: Arc::new(AtomicBool::new(false)),
             hold: Arc::new(AtomicBool::new(false)),
@@ -128,13 +134,15 @@ impl NoLoss {
         for _ in 0..n {
             let member = self.consumers.len();
             let cfg = config(&self.options, &self.group);
-            let (topic, ledger, stop, hold) = (self.topic.clone(), self.ledger.clone(), self.stop.clone(), self.hold.clone());
+            let (topic, ledger, stop, hold) =
+                (self.topic.clone(), self.ledger.clone(), self.stop.clone(), self.hold.clone());
             self.consumers.push(tokio::spawn(consume(member, cfg, topic, ledger, stop, hold)));
         }
     }
 
-    /// While on, the members keep every record they get without acknowledging it (its
-    /// delivery is recorded, and `Ledger::held` lists it); off, they ACCEPT what they held.
+    /// While on, each member keeps the next batch it gets without acknowledging it (and polls
+    /// no more: explicit mode wants a batch acknowledged before the next poll); its delivery
+    /// is recorded and `Ledger::held` lists it. Off, they ACCEPT what they held.
     pub fn hold_acks(&self, on: bool) {
         self.hold.store(on, Ordering::Relaxed);
     }
@@ -209,6 +217,7 @@ impl NoLoss {
         if let Some(p) = &self.producer {
             p.abort();
         }
+        self.leaders.abort();
         let ledger = self.ledger.lock().unwrap_or_else(|p| p.into_inner());
         let figures = ledger.figures();
         figures.print(scenario, &ledger);
@@ -228,6 +237,29 @@ impl NoLoss {
             }
             Err(_) => false,
         }
+    }
+}
+
+/// Notes every change of a partition's leader (or its epoch), read from metadata every 200 ms.
+async fn watch_leaders(topic: String, ledger: Arc<Mutex<Ledger>>) {
+    let admin = common::cluster_admin().await;
+    let topics = [topic.clone()];
+    let mut last: std::collections::BTreeMap<i32, (i32, i32)> = Default::default();
+    loop {
+        if admin.cluster().refresh_metadata(&topics).await.is_ok() {
+            let now: Vec<(i32, i32, i32)> = admin.cluster().with_metadata(|m| {
+                m.topics.get(&topic).map_or(Vec::new(), |t| {
+                    t.partitions.iter().map(|p| (p.partition, p.leader, p.leader_epoch)).collect()
+                })
+            });
+            let mut l = ledger.lock().unwrap_or_else(|p| p.into_inner());
+            for (p, leader, epoch) in now {
+                if last.insert(p, (leader, epoch)).is_some_and(|was| was != (leader, epoch)) {
+                    l.leader_changes.push((Instant::now(), p, leader, epoch));
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -344,6 +376,12 @@ async fn consume(
             accept(&c, &held, &ledger);
             held.clear();
         }
+        // In explicit mode a poll needs the records of the last one acknowledged: a member
+        // that holds a batch polls no more until told to let go.
+        if holding && !held.is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
         match c.poll(Duration::from_millis(200)).await {
             Ok(recs) => {
                 let now = Instant::now();
@@ -359,7 +397,7 @@ async fn consume(
                         at: now,
                     });
                     if holding {
-                        l.held.push((r.partition, r.offset));
+                        l.held.push((member, r.partition, r.offset));
                     }
                 }
                 drop(l);
@@ -383,8 +421,12 @@ async fn consume(
 fn accept(c: &ShareConsumer, recs: &[kafka_share::ConsumerRecord], ledger: &Mutex<Ledger>) {
     for r in recs {
         if let Err(e) = c.acknowledge(r) {
-            *ledger.lock().unwrap_or_else(|p| p.into_inner()).poll_errors.entry(format!("acknowledge: {}", kind(&e))).or_default() +=
-                1;
+            *ledger
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .poll_errors
+                .entry(format!("acknowledge: {}", kind(&e)))
+                .or_default() += 1;
         }
     }
 }
