@@ -124,10 +124,34 @@ async fn broker_restart_loses_the_share_session_its_acks_fail_visibly_nothing_is
         "broker {victim} back in every ISR; leaders {:?}",
         brokers::leaders(&run.admin, &run.topic).await
     ));
-    let (figures, _) = run.finish("broker_restart_session_lost").await;
+    let (figures, ledger) = run.finish("broker_restart_session_lost").await;
     figures.assert_no_loss("broker_restart_session_lost");
-    assert!(figures.failed_acks > 0, "the acks of the lost session were not reported as failed: {figures:?}");
-    assert!(figures.redelivered > 0, "nothing held under the lost session came back: {figures:?}");
+    // The records held from the killed broker: each ACCEPT made after the kill must come back
+    // failed (or of unknown outcome), never as committed by a session that is gone.
+    let l = ledger.lock().unwrap_or_else(|p| p.into_inner());
+    let lost_session: Vec<(i32, i64)> =
+        l.held.iter().filter(|(_, p, _)| before[p] == victim).map(|(_, p, o)| (*p, *o)).collect();
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    for po in &lost_session {
+        let first = l.deliveries.iter().find(|d| (d.partition, d.offset) == *po).map(|d| d.at);
+        // A committed ACCEPT of the held delivery would come before any redelivery of it.
+        let redelivered = l.deliveries.iter().filter(|d| (d.partition, d.offset) == *po).nth(1).map(|d| d.at);
+        let outcome = match (l.failed_at.get(po), l.accepted.get(po)) {
+            (Some(kind), _) => format!("failed: {kind}"),
+            (None, Some((t, _))) if redelivered.is_none_or(|r| *t < r) && first.is_some() => "committed".to_string(),
+            (None, _) => "no result".to_string(),
+        };
+        *outcomes.entry(outcome).or_default() += 1;
+    }
+    eprintln!(
+        "chaos: broker_restart_session_lost: {} records held from broker {victim}; their ACCEPTs: {outcomes:?}",
+        lost_session.len()
+    );
+    assert!(!lost_session.is_empty(), "no held record came from broker {victim}");
+    assert!(
+        outcomes.keys().all(|k| k.starts_with("failed")),
+        "an ACCEPT under the lost session was not reported failed: {outcomes:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,6 +40,8 @@ pub struct Ledger {
     /// partition) at the end: then an ACCEPT of unknown outcome whose record never came back
     /// was applied.
     pub broker_done: bool,
+    /// The last failed acknowledgement result of each record, by error kind.
+    pub failed_at: HashMap<(i32, i64), String>,
     /// Failed acknowledgement results by error text (offsets counted).
     pub failed_acks: BTreeMap<String, usize>,
     /// Poll errors by text.

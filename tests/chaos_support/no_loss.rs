@@ -363,6 +363,9 @@ async fn consume(
                 if matches!(e, Error::OutcomeUnknown { .. }) {
                     l.unknown_outcome.extend(offsets.iter().map(|o| (tp.partition, *o)));
                 }
+                for o in offsets {
+                    l.failed_at.insert((tp.partition, *o), kind(e));
+                }
                 *l.failed_acks.entry(kind(e)).or_default() += offsets.len();
             }
         }
