@@ -7,3 +7,4 @@ pub mod brokers;
 pub mod ledger;
 pub mod no_loss;
 pub mod proxy;
+pub mod workers;
