@@ -51,16 +51,12 @@ impl DriverCore {
         if sent.generation != n.session.generation() {
             // The session was reset meanwhile: the broker released what this response
             // acquired when the session went, but it did apply (or refuse) the acks it carried.
-            let answered = resp
-                .responses
-                .iter()
-                .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p)))
-                .map(|(topic_id, p)| {
-                    let tp = TopicIdPartition { topic_id, partition: p.partition_index };
-                    (tp, code_result(p.acknowledge_error_code, p.acknowledge_error_message.clone(), "ShareFetch", node))
+            let answered = resp.responses.iter().flat_map(|t| {
+                t.partitions.iter().map(move |p| {
+                    (t.topic_id, p.partition_index, p.acknowledge_error_code, &p.acknowledge_error_message)
                 })
-                .collect();
-            return self.complete_stale(node, &sent, answered);
+            });
+            return self.complete_stale(node, &sent, "ShareFetch", answered);
         }
         n.in_flight_acks = false;
         n.session.on_success(&sent);
@@ -250,16 +246,10 @@ impl DriverCore {
             return;
         };
         if sent.generation != n.session.generation() {
-            let answered = resp
-                .responses
-                .iter()
-                .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, p)))
-                .map(|(topic_id, p)| {
-                    let tp = TopicIdPartition { topic_id, partition: p.partition_index };
-                    (tp, code_result(p.error_code, p.error_message.clone(), "ShareAcknowledge", node))
-                })
-                .collect();
-            return self.complete_stale(node, &sent, answered);
+            let answered = resp.responses.iter().flat_map(|t| {
+                t.partitions.iter().map(move |p| (t.topic_id, p.partition_index, p.error_code, &p.error_message))
+            });
+            return self.complete_stale(node, &sent, "ShareAcknowledge", answered);
         }
         n.in_flight_acks = false;
         n.session.on_success(&sent);
@@ -341,8 +331,15 @@ impl DriverCore {
         };
         if stale {
             // A reset failed the acks still queued and started over; these were in flight.
-            let answered = sent.acks.keys().map(|tp| (*tp, Err(e.clone()))).collect();
-            return self.complete_stale(node, &sent, answered);
+            let results: AckResults = sent
+                .acks
+                .iter()
+                .map(|(tp, a)| (*tp, (a.iter().map(|(o, _)| o).collect(), Err(e.clone()))))
+                .collect();
+            if let Some(n) = self.nodes.get_mut(&node) {
+                n.in_flight_acks = false; // the old request was the session's one in flight
+            }
+            return self.complete_acks(Some(node), results);
         }
         if matches!(e, Error::Config { .. } | Error::UnsupportedVersion { .. } | Error::FeatureDisabled { .. })
             || e.code().is_some_and(ErrorCode::is_fatal_for_share_requests)
@@ -371,7 +368,20 @@ impl DriverCore {
     /// `reset_session` failed only the acks still queued: these would otherwise never be
     /// reported, and a commit waiting for them would wait until its deadline. Never retried:
     /// the reset released their records, so a resend could only earn INVALID_RECORD_STATE.
-    fn complete_stale(&mut self, node: i32, sent: &Sent, answered: BTreeMap<TopicIdPartition, Result<()>>) {
+    ///
+    /// `answered`: the answer's partitions as (topic id, partition, error code, message).
+    fn complete_stale<'a>(
+        &mut self,
+        node: i32,
+        sent: &Sent,
+        api: &'static str,
+        answered: impl Iterator<Item = (uuid::Uuid, i32, i16, &'a Option<String>)>,
+    ) {
+        let answered: BTreeMap<TopicIdPartition, Result<()>> = answered
+            .map(|(topic_id, partition, code, message)| {
+                (TopicIdPartition { topic_id, partition }, code_result(code, message.clone(), api, node))
+            })
+            .collect();
         if let Some(n) = self.nodes.get_mut(&node) {
             n.session.clear_in_flight();
             // The old request was the session's one in flight: nothing of the new generation
