@@ -69,8 +69,9 @@ pub struct Figures {
     /// Deliveries beyond the first of each (partition, offset).
     pub redelivered: usize,
     /// Redeliveries whose delivery count was not above the previous delivery's, the
-    /// partition's leader having changed since that delivery: Kafka does not persist an
-    /// acquisition, so the new leader hands the record out again with the same count.
+    /// partition's leader having changed (or a broker having stopped) since that delivery:
+    /// Kafka does not persist an acquisition, so the new leader hands the record out again
+    /// with the same count.
     pub same_count_after_leader_change: usize,
     /// Redeliveries whose delivery count was not above the previous delivery's, with no
     /// leader change to explain it.
@@ -115,8 +116,15 @@ impl Ledger {
             ds.sort_by_key(|d| d.at);
             redelivered += ds.len() - 1;
             for w in ds.windows(2).filter(|w| w[1].delivery_count <= w[0].delivery_count) {
-                // A change seen after the earlier delivery (seen late, never early).
-                let moved = self.leader_changes.iter().any(|(t, p, _, _)| *p == po.0 && *t > w[0].at);
+                // A change seen after the earlier delivery (seen late, never early). A broker
+                // stopped or killed after it counts too: the watcher samples leaders, and a
+                // leadership that moves away and back between two samples (a restarted
+                // broker becoming preferred leader again) is not seen.
+                let moved = self.leader_changes.iter().any(|(t, p, _, _)| *p == po.0 && *t > w[0].at)
+                    || self
+                        .events
+                        .iter()
+                        .any(|(t, what)| *t > w[0].at && (what.starts_with("stop") || what.starts_with("kill")));
                 if moved {
                     after_move += 1;
                 } else {
