@@ -399,14 +399,7 @@ mod tests {
 
     fn consumer(mode: AcknowledgementMode) -> (ShareConsumer, mpsc::UnboundedReceiver<Command>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared {
-            metrics: metrics::Metrics::new(),
-            acquisition_lock_timeout_ms: AtomicI64::new(-1),
-            renew_supported: AtomicBool::new(true),
-            sessions: Mutex::new(BTreeMap::new()),
-            network: None,
-            callbacks: Default::default(),
-        });
+        let shared = Arc::new(Shared::new(true, None));
         let cfg = ShareConsumerConfig::new("127.0.0.1:9092", "g").acknowledgement_mode(mode);
         (ShareConsumer::new(tx, shared, cfg), rx)
     }

@@ -30,7 +30,7 @@ mod callback;
 mod config;
 pub(crate) mod driver;
 mod held;
-pub(crate) mod metrics;
+mod metrics;
 mod pattern;
 mod record;
 mod stream;
@@ -38,9 +38,9 @@ mod wakeup;
 
 pub mod blocking;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -130,14 +130,7 @@ impl ShareConsumer {
                 "record_limit needs ShareFetch v2 (Kafka 4.2+); this cluster speaks v1: use batch_optimized",
             ));
         }
-        let shared = Arc::new(Shared {
-            metrics: metrics::Metrics::new(),
-            acquisition_lock_timeout_ms: AtomicI64::new(-1),
-            renew_supported: AtomicBool::new(renew),
-            sessions: Mutex::new(BTreeMap::new()),
-            network: Some(cluster.network_stats()),
-            callbacks: Default::default(),
-        });
+        let shared = Arc::new(Shared::new(renew, Some(cluster.network_stats())));
         let tx = Driver::spawn(cluster, cfg.clone(), shared.clone());
         Ok(ShareConsumer::new(tx, shared, cfg))
     }
@@ -573,7 +566,7 @@ impl ShareConsumer {
     /// The open share sessions: broker node id -> the epoch the next request will carry.
     /// One session per broker this consumer fetches from. (Feature `unstable-internals`.)
     #[cfg(feature = "unstable-internals")]
-    pub fn share_sessions(&self) -> BTreeMap<i32, i32> {
+    pub fn share_sessions(&self) -> std::collections::BTreeMap<i32, i32> {
         self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 

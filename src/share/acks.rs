@@ -231,6 +231,11 @@ impl PartitionAcks {
         self.canonical().into_owned().into_iter().flat_map(|r| (r.first..=r.last).map(move |o| (o, r.ty)))
     }
 
+    /// The offsets, ascending (what an acknowledgement's outcome is reported for).
+    pub fn offsets(&self) -> Vec<i64> {
+        self.iter().map(|(o, _)| o).collect()
+    }
+
     /// Builds wire batches: contiguous offsets merged; a run of one type collapses to one
     /// element; a mixed run carries one type per offset.
     pub fn to_batches(&self) -> Vec<AcknowledgementBatch> {

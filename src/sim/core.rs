@@ -3,13 +3,11 @@
 //! `request.timeout.ms` + `fetch.max.wait.ms` for a ShareFetch, `request.timeout.ms` for a
 //! ShareAcknowledge.
 
-use std::sync::atomic::{AtomicBool, AtomicI64};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::cluster::BrokerInfo;
 use crate::consumer::driver::{AckCallback, Command, DriverCore, Event, Shared, Topology, Transmit};
-use crate::consumer::metrics::Metrics;
 use crate::consumer::ShareConsumerConfig;
 
 use super::cluster::ClientId;
@@ -52,14 +50,7 @@ pub(crate) fn new_core(
     renew: bool,
 ) -> Box<dyn Driven> {
     let cfg = ShareConsumerConfig::new("sim-broker-1:9092", "sim-group");
-    let shared = Arc::new(Shared {
-        metrics: Metrics::new(),
-        acquisition_lock_timeout_ms: AtomicI64::new(-1),
-        renew_supported: AtomicBool::new(renew),
-        sessions: Mutex::new(Default::default()),
-        network: None,
-        callbacks: Default::default(),
-    });
+    let shared = Arc::new(Shared::new(renew, None));
     let sink = completions.clone();
     let callback: AckCallback = Arc::new(move |tp, offsets, r| {
         sink.lock().unwrap_or_else(|p| p.into_inner()).push((tp.partition, offsets.to_vec(), r.clone()));

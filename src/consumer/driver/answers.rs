@@ -289,7 +289,7 @@ impl DriverCore {
     ) {
         match self.ack_outcome(node, tp, acks, r, now) {
             Some(r) => {
-                answers.results.insert(tp, (acks.iter().map(|(o, _)| o).collect(), r));
+                answers.results.insert(tp, (acks.offsets(), r));
             }
             None => {
                 answers.retried.insert(tp);
@@ -302,7 +302,7 @@ impl DriverCore {
     fn complete_answered_acks(&mut self, node: i32, sent: &Sent, answers: AckAnswers) {
         let AckAnswers { mut results, retried } = answers;
         for (tp, a) in sent.acks.iter().filter(|(tp, _)| !retried.contains(tp)) {
-            results.entry(*tp).or_insert_with(|| (a.iter().map(|(o, _)| o).collect(), Ok(())));
+            results.entry(*tp).or_insert_with(|| (a.offsets(), Ok(())));
         }
         self.complete_acks(Some(node), results);
     }
@@ -318,10 +318,12 @@ impl DriverCore {
         debug!(node, error = %e, "share request failed");
         let stale = match self.nodes.get_mut(&node) {
             Some(n) => {
+                // This was the session's one request in flight, of its generation or (stale)
+                // of the one a reset ended: nothing else was sent meanwhile.
                 n.session.clear_in_flight();
+                n.in_flight_acks = false;
                 let stale = sent.generation != n.session.generation();
                 if !stale {
-                    n.in_flight_acks = false;
                     let delay = n.backoff.next_delay();
                     n.retry_at = Some(now + delay);
                 }
@@ -329,16 +331,9 @@ impl DriverCore {
             }
             None => true,
         };
+        let results: AckResults = sent.acks.iter().map(|(tp, a)| (*tp, (a.offsets(), Err(e.clone())))).collect();
         if stale {
             // A reset failed the acks still queued and started over; these were in flight.
-            let results: AckResults = sent
-                .acks
-                .iter()
-                .map(|(tp, a)| (*tp, (a.iter().map(|(o, _)| o).collect(), Err(e.clone()))))
-                .collect();
-            if let Some(n) = self.nodes.get_mut(&node) {
-                n.in_flight_acks = false; // the old request was the session's one in flight
-            }
             return self.complete_acks(Some(node), results);
         }
         if matches!(e, Error::Config { .. } | Error::UnsupportedVersion { .. } | Error::FeatureDisabled { .. })
@@ -350,11 +345,6 @@ impl DriverCore {
             // The broker may be gone: learn who leads its partitions now.
             self.metadata.want();
         }
-        let results: AckResults = sent
-            .acks
-            .iter()
-            .map(|(tp, a)| (*tp, (a.iter().map(|(o, _)| o).collect(), Err(e.clone()))))
-            .collect();
         self.complete_acks(Some(node), results);
         let unsent = match &e {
             Error::OutcomeUnknown { cause, .. } => (**cause).clone(),
@@ -391,7 +381,7 @@ impl DriverCore {
         let results: AckResults = sent
             .acks
             .iter()
-            .map(|(tp, a)| (*tp, (a.iter().map(|(o, _)| o).collect(), answered.get(tp).cloned().unwrap_or(Ok(())))))
+            .map(|(tp, a)| (*tp, (a.offsets(), answered.get(tp).cloned().unwrap_or(Ok(())))))
             .collect();
         self.complete_acks(Some(node), results);
     }
@@ -407,10 +397,7 @@ impl DriverCore {
         n.ack_retries.clear();
         n.redeliveries.clear();
         self.buffer.retain(|f| f.node != node);
-        let results: AckResults = failed
-            .into_iter()
-            .map(|(tp, a)| (tp, (a.iter().map(|(o, _)| o).collect(), Err(e.clone()))))
-            .collect();
+        let results: AckResults = failed.into_iter().map(|(tp, a)| (tp, (a.offsets(), Err(e.clone())))).collect();
         self.complete_acks(Some(node), results);
     }
 }

@@ -1,9 +1,7 @@
 //! The driver core on its own: no sockets, no tasks, no clock but the `now` each call gets.
 //! What used to need a loopback broker and wall-clock waits is a few calls here, exact.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI64};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
@@ -14,7 +12,6 @@ use uuid::Uuid;
 use super::{AckEntry, Command, DriverCore, Event, Shared, Topology, Transmit};
 use crate::cluster::BrokerInfo;
 use crate::consumer::config::ShareConsumerConfig;
-use crate::consumer::metrics::Metrics;
 use crate::error::Error;
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
 use crate::share::acks::AckKind;
@@ -42,14 +39,7 @@ fn topic_id() -> Uuid {
 }
 
 fn core() -> DriverCore {
-    let shared = Arc::new(Shared {
-        metrics: Metrics::new(),
-        acquisition_lock_timeout_ms: AtomicI64::new(-1),
-        renew_supported: AtomicBool::new(true),
-        sessions: Mutex::new(BTreeMap::new()),
-        network: None,
-        callbacks: Default::default(),
-    });
+    let shared = Arc::new(Shared::new(true, None));
     DriverCore::new(ShareConsumerConfig::new("broker1:9092", "g"), shared, Arc::new(OneTopic))
 }
 

@@ -207,6 +207,20 @@ enum Coordinator {
     Known(i32),
 }
 
+impl Shared {
+    /// Nothing measured or learned yet: the lock duration unknown until a broker says it.
+    pub(crate) fn new(renew_supported: bool, network: Option<Arc<crate::cluster::NetworkStats>>) -> Shared {
+        Shared {
+            metrics: Metrics::new(),
+            acquisition_lock_timeout_ms: std::sync::atomic::AtomicI64::new(-1),
+            renew_supported: std::sync::atomic::AtomicBool::new(renew_supported),
+            sessions: std::sync::Mutex::new(BTreeMap::new()),
+            network,
+            callbacks: Default::default(),
+        }
+    }
+}
+
 /// The driver's decisions and all their state (sans-IO: see the module doc).
 pub(crate) struct DriverCore {
     /// Topic names and partition leaders (the cluster's metadata, or a simulation's).
