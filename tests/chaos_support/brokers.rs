@@ -29,13 +29,28 @@ async fn node_command_async(cmd: &'static str, node: i32) {
     tokio::task::spawn_blocking(move || node_command(cmd, node)).await.expect("scripts/kafka ran");
 }
 
+/// When a broker was killed or stopped, in this test process (the ledger's explanation of a
+/// same-count redelivery: see `Ledger::figures`).
+static WENT_DOWN: std::sync::Mutex<Vec<Instant>> = std::sync::Mutex::new(Vec::new());
+
+/// The moments brokers were killed or stopped, oldest first.
+pub fn went_down() -> Vec<Instant> {
+    WENT_DOWN.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+fn going_down() {
+    WENT_DOWN.lock().unwrap_or_else(|p| p.into_inner()).push(Instant::now());
+}
+
 /// kill -9 one node, as a crash.
 pub async fn kill(node: i32) {
+    going_down();
     node_command_async("kill", node).await;
 }
 
 /// Stops one node cleanly (controlled shutdown: its leaders move first).
 pub async fn stop(node: i32) {
+    going_down();
     node_command_async("stop", node).await;
 }
 

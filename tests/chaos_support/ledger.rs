@@ -111,6 +111,7 @@ impl Ledger {
         for d in &self.deliveries {
             by_offset.entry((d.partition, d.offset)).or_default().push(d);
         }
+        let broker_downs = super::brokers::went_down();
         let (mut redelivered, mut not_higher, mut after_move, mut after_accept) = (0, 0, 0, 0);
         for (po, ds) in &mut by_offset {
             ds.sort_by_key(|d| d.at);
@@ -121,10 +122,7 @@ impl Ledger {
                 // leadership that moves away and back between two samples (a restarted
                 // broker becoming preferred leader again) is not seen.
                 let moved = self.leader_changes.iter().any(|(t, p, _, _)| *p == po.0 && *t > w[0].at)
-                    || self
-                        .events
-                        .iter()
-                        .any(|(t, what)| *t > w[0].at && (what.starts_with("stop") || what.starts_with("kill")));
+                    || broker_downs.iter().any(|t| *t > w[0].at);
                 if moved {
                     after_move += 1;
                 } else {
