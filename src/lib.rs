@@ -42,6 +42,8 @@ pub mod error;
 pub mod producer;
 // security.protocol, SASL and (with the `tls` feature) TLS; docs in security/mod.rs.
 pub mod security;
+#[cfg(feature = "sink")]
+pub mod sink;
 
 // The layers under the public API: private, or public with the `unstable-internals` feature
 // for benches, wire tests and the curious, with no stability promise. Without the feature the
