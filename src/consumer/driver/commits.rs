@@ -100,10 +100,13 @@ impl DriverCore {
         self.settle_commits();
     }
 
-    /// Keeps the outcomes of the renewals among completed acks, for the next poll.
+    /// Keeps the outcomes of the renewals among completed acks, for the next poll: answers
+    /// from the broker each renewal went to (`node` None: failed here, before sending).
     pub(super) fn note_renewals(&mut self, node: Option<i32>, tp: TopicIdPartition, offsets: &[i64], r: &Result<()>) {
         for &offset in offsets {
-            if self.renewing.remove(&(tp, offset)) {
+            let sent_to = self.renewing.get(&(tp, offset)).copied();
+            if sent_to.is_some_and(|to| node.is_none_or(|n| n == to)) {
+                self.renewing.remove(&(tp, offset));
                 let lock_deadline =
                     node.and_then(|n| self.nodes.get(&n)).and_then(|n| n.redeliveries.lock_until(tp, offset, None));
                 self.renewed.push(Renewed { tp, offset, result: r.clone(), lock_deadline });

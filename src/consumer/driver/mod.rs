@@ -243,8 +243,11 @@ pub(crate) struct DriverCore {
     drain: pace::DrainRate,
     activity: pace::Activity,
     topic_errors: topic_errors::TopicErrors,
-    /// RENEWs sent and not answered yet, by partition and offset.
-    renewing: HashSet<(TopicIdPartition, i64)>,
+    /// RENEWs sent and not answered yet, by partition and offset: the broker they went to.
+    /// An answer counts for a renewal only from that broker: the same offset may meanwhile
+    /// have been delivered again by another leader and acknowledged there, and that answer
+    /// must not hand the renewed (older) delivery back to the application.
+    renewing: HashMap<(TopicIdPartition, i64), i32>,
     /// Outcomes of renewals, for the next poll.
     renewed: Vec<Renewed>,
     /// A pattern subscription's topic listings (`pattern.rs`).
@@ -303,7 +306,7 @@ impl DriverCore {
                     if a.kind == AckKind::Renew {
                         // Renewed from when the broker takes it, no earlier than now.
                         n.redeliveries.renewed(a.tp, a.offset, now + lock);
-                        self.renewing.insert((a.tp, a.offset));
+                        self.renewing.insert((a.tp, a.offset), a.node);
                     } else {
                         n.redeliveries.settled(a.tp, a.offset);
                         n.pace.settled(1);

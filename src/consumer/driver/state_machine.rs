@@ -61,7 +61,7 @@ impl DriverCore {
             drain: pace::DrainRate::default(),
             activity: pace::Activity::default(),
             topic_errors: Default::default(),
-            renewing: HashSet::new(),
+            renewing: HashMap::new(),
             renewed: Vec::new(),
             pattern: Default::default(),
             paused: HashSet::new(),
