@@ -68,7 +68,10 @@ async fn writes_one_line_per_record_as_file_stream_sink_does() {
 
     // A second task on the same file appends (FileStreamSink opens with CREATE, APPEND).
     let mut again = FileSink::new();
-    again.start(&config(&[("file", path.to_str().unwrap()), ("file.fsync.on.put", "true")])).await.unwrap();
+    again
+        .start(&config(&[("file", path.to_str().unwrap()), ("file.fsync.on.put", "true")]))
+        .await
+        .unwrap();
     again.put(&records[..1]).await.unwrap();
     again.stop().await;
     let text = std::fs::read_to_string(&path).unwrap();

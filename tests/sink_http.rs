@@ -179,10 +179,11 @@ async fn a_4xx_fails_the_batch_or_only_its_record_and_401_is_fatal() {
         SinkError::Records { failed } => assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![2]),
         e => panic!("expected one failed record, got {e:?}"),
     }
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), N, "one POST per record");
-    assert!(seen.iter().all(|(_, b)| b.is_object()), "per-record bodies are objects");
-    drop(seen);
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), N, "one POST per record");
+        assert!(seen.iter().all(|(_, b)| b.is_object()), "per-record bodies are objects");
+    }
 
     let (url, _) = server(|_| 401).await;
     let mut task = started(&[("http.url", &url)]).await;

@@ -36,7 +36,9 @@ async fn produce_source(topic: &str) {
 async fn read_all(topic: &str, n: usize) -> Vec<ConsumerRecord> {
     let admin = common::admin().await;
     let group = common::new_group(&admin, "g-sink-kafka", None).await;
-    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group)).await.expect("consumer");
+    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("consumer");
     c.subscribe([topic.to_string()]).expect("subscribe");
     let mut got = common::poll_until(&c, n, Duration::from_secs(30), |_| {}).await;
     // A few more polls: nothing beyond `n` may arrive.
@@ -99,8 +101,9 @@ async fn a_transform_rewrites_and_drops_records() {
     let dst = target.clone();
     let mut task = KafkaSink::with_transform(move |r| {
         // Keep even offsets of partition 0 only, upper-cased.
-        (r.partition == 0 && r.offset % 2 == 0)
-            .then(|| ProducerRecord::new(&dst, r.value_str().unwrap_or("").to_uppercase()).key(r.key.clone().unwrap_or_default()))
+        (r.partition == 0 && r.offset % 2 == 0).then(|| {
+            ProducerRecord::new(&dst, r.value_str().unwrap_or("").to_uppercase()).key(r.key.clone().unwrap_or_default())
+        })
     });
     task.start(&config(&[("bootstrap.servers", common::bootstrap().as_str())])).await.unwrap();
     task.put(&records).await.unwrap();
@@ -139,7 +142,8 @@ async fn a_missing_target_topic_is_retriable_and_bad_settings_are_fatal() {
     task.stop().await;
 
     let factory = Registry::with_builtins().get("kafka").unwrap();
-    let e = factory.create(&config(&[("bootstrap.servers", bs.as_str()), ("target.topic", "t"), ("producer.acks", "2")]));
+    let e =
+        factory.create(&config(&[("bootstrap.servers", bs.as_str()), ("target.topic", "t"), ("producer.acks", "2")]));
     let e = e.err().unwrap();
     assert!(matches!(e, SinkError::Fatal { .. }) && e.to_string().contains("acks"), "{e}");
     let e = factory.create(&config(&[("target.topic", "t")])).err().unwrap();

@@ -149,7 +149,9 @@ async fn a_record_the_table_refuses_fails_alone() {
     let topic = common::new_topic(&admin, "sink-pg-bad", 1).await;
     produce(&topic, 5, 1).await;
     let group = common::new_group(&admin, "g-sink-pg-bad", None).await;
-    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group)).await.expect("consumer");
+    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("consumer");
     c.subscribe([topic.clone()]).expect("subscribe");
     let mut records = common::poll_until(&c, 5, Duration::from_secs(30), |_| {}).await;
     c.close(Duration::from_secs(10)).await.expect("close");
@@ -203,7 +205,9 @@ async fn a_missing_table_is_fatal_and_a_dead_server_retriable() {
     let topic = common::new_topic(&admin, "sink-pg-dead", 1).await;
     produce(&topic, 1, 1).await;
     let group = common::new_group(&admin, "g-sink-pg-dead", None).await;
-    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group)).await.expect("consumer");
+    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("consumer");
     c.subscribe([topic]).expect("subscribe");
     let records = common::poll_until(&c, 1, Duration::from_secs(30), |_| {}).await;
     c.close(Duration::from_secs(10)).await.expect("close");

@@ -75,7 +75,10 @@ impl Default for FileSink {
 impl std::fmt::Debug for FileSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let target = self.output.as_ref().map(|o| lock(o).name());
-        f.debug_struct("FileSink").field("output", &target).field("fsync_on_put", &self.fsync_on_put).finish()
+        f.debug_struct("FileSink")
+            .field("output", &target)
+            .field("fsync_on_put", &self.fsync_on_put)
+            .finish()
     }
 }
 

@@ -69,8 +69,9 @@ fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
     let raw = config.get(URL_CONFIG).map(|u| u.trim()).filter(|u| !u.is_empty()).ok_or_else(|| {
         SinkError::fatal("the http sink needs http.url, the address to POST records to (http://host:port/path)")
     })?;
-    let url = reqwest::Url::parse(raw)
-        .map_err(|e| SinkError::fatal(format!("http.url={raw:?} is not a URL ({e}): write it as http://host:port/path")))?;
+    let url = reqwest::Url::parse(raw).map_err(|e| {
+        SinkError::fatal(format!("http.url={raw:?} is not a URL ({e}): write it as http://host:port/path"))
+    })?;
     match url.scheme() {
         "http" => {}
         "https" if cfg!(feature = "tls") => {}
@@ -88,7 +89,9 @@ fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
         None | Some("") => DEFAULT_TIMEOUT,
         Some(t) => match t.parse::<u64>() {
             Ok(ms) if ms > 0 => Duration::from_millis(ms),
-            _ => return Err(SinkError::fatal(format!("http.timeout.ms={t:?}: give a positive number of milliseconds"))),
+            _ => {
+                return Err(SinkError::fatal(format!("http.timeout.ms={t:?}: give a positive number of milliseconds")))
+            }
         },
     };
     let encoding = match config.get(ENCODING_CONFIG).map(|e| e.trim().to_ascii_lowercase()).as_deref() {
@@ -103,13 +106,16 @@ fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
             continue;
         }
         let Some((name, value)) = pair.split_once(':') else {
-            return Err(SinkError::fatal(format!("http.headers: {pair:?} has no ':'; write Name:value pairs separated by |")));
+            return Err(SinkError::fatal(format!(
+                "http.headers: {pair:?} has no ':'; write Name:value pairs separated by |"
+            )));
         };
         let name = HeaderName::from_bytes(name.trim().as_bytes())
             .map_err(|e| SinkError::fatal(format!("http.headers: {:?} is not a header name ({e})", name.trim())))?;
         // The value is not echoed: it is often a credential.
-        let value = HeaderValue::from_str(value.trim())
-            .map_err(|_| SinkError::fatal(format!("http.headers: the value of {name} has characters a header cannot carry")))?;
+        let value = HeaderValue::from_str(value.trim()).map_err(|_| {
+            SinkError::fatal(format!("http.headers: the value of {name} has characters a header cannot carry"))
+        })?;
         headers.append(name, value);
     }
     Ok(Settings { url, batch, headers, timeout, encoding })

@@ -1,5 +1,5 @@
 //! The `kafka` sink: copies records to another topic with the crate's
-//! [`Producer`](crate::producer::Producer) (Kafka-to-Kafka pipelines, KIP-1302's first use
+//! [`Producer`] (Kafka-to-Kafka pipelines, KIP-1302's first use
 //! case), optionally through a transform function (library API only).
 //!
 //! # Settings
@@ -139,7 +139,11 @@ impl KafkaSink {
             partition: None,
             key: r.key.clone(),
             value: r.value.clone(),
-            headers: r.headers.iter().map(|h| (String::from_utf8_lossy(&h.key).into_owned(), h.value.clone())).collect(),
+            headers: r
+                .headers
+                .iter()
+                .map(|h| (String::from_utf8_lossy(&h.key).into_owned(), h.value.clone()))
+                .collect(),
             // A negative timestamp (-1: none) would be refused by `send`; let the producer
             // stamp those.
             timestamp: (r.timestamp >= 0).then_some(r.timestamp),

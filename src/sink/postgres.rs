@@ -103,7 +103,9 @@ fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
         return Err(SinkError::fatal("connection.url names no user: add user@ to the URL, or set connection.user"));
     }
     let raw = config.get(TABLE_CONFIG).map(|t| t.trim()).filter(|t| !t.is_empty()).ok_or_else(|| {
-        SinkError::fatal("the postgres sink needs table, the table to insert into (set auto.create=true to have it created)")
+        SinkError::fatal(
+            "the postgres sink needs table, the table to insert into (set auto.create=true to have it created)",
+        )
     })?;
     let table = quote_table(raw)?;
     let auto_create = super::file::parse_bool(config, AUTO_CREATE_CONFIG, false)?;
@@ -165,7 +167,9 @@ fn headers_json(r: &SinkRecord) -> String {
 /// What a PostgreSQL error means.
 enum Verdict {
     /// Passing: release the batch; `reconnect` when the connection is gone.
-    Retriable { reconnect: bool },
+    Retriable {
+        reconnect: bool,
+    },
     /// About the data: find the records.
     Data,
     Fatal,
@@ -188,7 +192,12 @@ fn classify(e: &tokio_postgres::Error) -> Verdict {
 
 fn describe(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
-        Some(db) => format!("{} ({}){}", db.message(), db.code().code(), db.hint().map(|h| format!("; hint: {h}")).unwrap_or_default()),
+        Some(db) => format!(
+            "{} ({}){}",
+            db.message(),
+            db.code().code(),
+            db.hint().map(|h| format!("; hint: {h}")).unwrap_or_default()
+        ),
         None => e.to_string(),
     }
 }
@@ -238,7 +247,9 @@ impl PostgresSink {
         }
         if self.conn.is_none() {
             let (client, connection) = s.pg.connect(NoTls).await.map_err(|e| match classify(&e) {
-                Verdict::Fatal => SinkError::fatal(format!("postgres sink: connecting: {}; check connection.url", describe(&e))),
+                Verdict::Fatal => {
+                    SinkError::fatal(format!("postgres sink: connecting: {}; check connection.url", describe(&e)))
+                }
                 _ => SinkError::retriable(format!("postgres sink: connecting: {}", describe(&e))),
             })?;
             // The connection future does the socket IO; it ends when the client is dropped or
@@ -252,7 +263,8 @@ impl PostgresSink {
                 if let Err(e) = client.batch_execute(&create_sql(&s.table)).await {
                     // Two tasks creating the table at once: one loses the race on the
                     // catalog's unique index, and the table is there all the same.
-                    let raced = e.code().is_some_and(|c| c == &SqlState::UNIQUE_VIOLATION || c == &SqlState::DUPLICATE_TABLE);
+                    let raced =
+                        e.code().is_some_and(|c| c == &SqlState::UNIQUE_VIOLATION || c == &SqlState::DUPLICATE_TABLE);
                     if !raced {
                         return Err(verdict_error(&e, &format!("creating table {}", s.table)));
                     }
@@ -328,7 +340,9 @@ impl SinkTask for PostgresSink {
                     }
                     Err(SinkError::retriable(format!("postgres sink: insert: {}", describe(&e))))
                 }
-                Verdict::Fatal => Err(SinkError::fatal(format!("postgres sink: insert into the table: {}", describe(&e)))),
+                Verdict::Fatal => {
+                    Err(SinkError::fatal(format!("postgres sink: insert into the table: {}", describe(&e))))
+                }
                 Verdict::Data => {
                     // The statement failed whole, so nothing of it is in the table. Insert one
                     // record at a time to find the bad ones; the good ones are kept (a later
@@ -346,7 +360,10 @@ impl SinkTask for PostgresSink {
                                     if reconnect {
                                         self.conn = None;
                                     }
-                                    return Err(SinkError::retriable(format!("postgres sink: insert: {}", describe(&e))));
+                                    return Err(SinkError::retriable(format!(
+                                        "postgres sink: insert: {}",
+                                        describe(&e)
+                                    )));
                                 }
                             }
                         }
@@ -393,7 +410,11 @@ mod tests {
         assert!(settings(&no_table).err().unwrap().to_string().contains("table"));
         let tls = config(&[("connection.url", "postgres://u@127.0.0.1/d?sslmode=require"), ("table", "t")]);
         assert!(settings(&tls).err().unwrap().to_string().contains("sslmode"));
-        let kv = config(&[("connection.url", "host=127.0.0.1 port=5432 dbname=d"), ("connection.user", "u"), ("table", "t")]);
+        let kv = config(&[
+            ("connection.url", "host=127.0.0.1 port=5432 dbname=d"),
+            ("connection.user", "u"),
+            ("table", "t"),
+        ]);
         assert!(settings(&kv).is_ok());
         let secret = config(&[("connection.url", "postgres://u:hunter2@127.0.0.1:notaport/d"), ("table", "t")]);
         let e = settings(&secret).err().unwrap().to_string();
