@@ -241,4 +241,13 @@ mod tests {
         c.insert(FSYNC_ON_PUT_CONFIG.into(), "TRUE".into());
         assert!(parse_bool(&c, FSYNC_ON_PUT_CONFIG, false).unwrap());
     }
+
+    #[test]
+    fn lines_are_values_lossy_utf8_or_null() {
+        let mut records: Vec<SinkRecord> = (0..4).map(|o| SinkRecord::for_test("t".into(), 0, o)).collect();
+        records[0].value = Some(bytes::Bytes::from_static(b"text"));
+        records[2].value = Some(bytes::Bytes::from_static(&[b'a', 0xff]));
+        records[3].value = Some(bytes::Bytes::new());
+        assert_eq!(format_lines(&records), "text\nnull\na\u{FFFD}\n\n".as_bytes());
+    }
 }
