@@ -180,7 +180,8 @@ fn classify(e: &tokio_postgres::Error) -> Verdict {
         // No SQLSTATE: IO, a closed connection, a protocol error.
         return Verdict::Retriable { reconnect: true };
     };
-    match &code.code()[..2] {
+    // `get`: a SQLSTATE is five characters, but it comes from the server.
+    match code.code().get(..2).unwrap_or("") {
         "08" => Verdict::Retriable { reconnect: true },
         "22" | "23" => Verdict::Data,
         "42" | "28" | "3D" | "3F" | "0A" => Verdict::Fatal,
