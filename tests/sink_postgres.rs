@@ -214,3 +214,54 @@ async fn a_missing_table_is_fatal_and_a_dead_server_retriable() {
     let e = task.put(&records).await.unwrap_err();
     assert!(matches!(e, SinkError::Retriable { .. }), "{e:?}");
 }
+
+#[tokio::test]
+async fn a_killed_connection_is_retriable_and_the_next_put_reconnects() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sink-pg-kill", 1).await;
+    produce(&topic, 4, 1).await;
+    let group = common::new_group(&admin, "g-sink-pg-kill", None).await;
+    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("consumer");
+    c.subscribe([topic.clone()]).expect("subscribe");
+    let mut records = common::poll_until(&c, 4, Duration::from_secs(30), |_| {}).await;
+    c.close(Duration::from_secs(10)).await.expect("close");
+    records.sort_by_key(|r| r.offset);
+
+    let db = pg().await;
+    let table = table_name();
+    let app = table.clone(); // names the sink's session in pg_stat_activity
+    let url = format!("{}?application_name={app}", pg_url());
+    let mut task = PostgresSink::new();
+    task.start(&config(&[("connection.url", &url), ("table", &table), ("auto.create", "true")]))
+        .await
+        .unwrap();
+    task.put(&records[..2]).await.unwrap();
+
+    // The server ends the sink's session, as a restart or an admin would.
+    let killed: i64 = db
+        .query_one("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1", &[&app])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(killed, 1);
+    // The first put after it may find the connection already closed (and reconnect at once)
+    // or fail retriably; within two puts the batch is in.
+    let mut ok = false;
+    for _ in 0..2 {
+        match task.put(&records).await {
+            Ok(()) => {
+                ok = true;
+                break;
+            }
+            Err(SinkError::Retriable { .. }) => continue,
+            Err(e) => panic!("a lost connection must be retriable, got {e:?}"),
+        }
+    }
+    assert!(ok, "the sink reconnected");
+    task.stop().await;
+    let n: i64 = db.query_one(&format!("SELECT count(*) FROM \"{table}\""), &[]).await.unwrap().get(0);
+    assert_eq!(n, 4, "one row per record, the two put before the kill not duplicated");
+    db.batch_execute(&format!("DROP TABLE \"{table}\"")).await.unwrap();
+}
