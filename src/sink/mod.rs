@@ -11,8 +11,22 @@
 //! Layering: this module sits on the public consumer and producer API only (it is a user of
 //! the client, as Connect is of Java's); it reaches into no internal layer.
 
+mod builtins;
+pub mod file;
+#[cfg(feature = "sink-http")]
+pub mod http;
+pub mod kafka;
+#[cfg(feature = "sink-postgres")]
+pub mod postgres;
 mod registry;
 mod task;
 
+pub use builtins::CONNECT_FILE_SINK_CLASS;
+pub use file::FileSink;
+#[cfg(feature = "sink-http")]
+pub use http::HttpSink;
+pub use kafka::{KafkaSink, Transform};
+#[cfg(feature = "sink-postgres")]
+pub use postgres::PostgresSink;
 pub use registry::Registry;
 pub use task::{RecordFailure, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig};

@@ -1,0 +1,424 @@
+//! The `postgres` sink (feature `sink-postgres`): inserts records into a PostgreSQL table,
+//! keyed by (topic, partition, offset) so that redeliveries never duplicate a row.
+//!
+//! # Settings
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `connection.url` | (required) | `postgres://user[:password]@host:port/database`, or libpq key-values `host=127.0.0.1 port=5432 user=u dbname=d` |
+//! | `connection.user`, `connection.password` | | override the URL's user and password (Connect's JDBC sink names) |
+//! | `table` | (required) | the table, optionally schema-qualified (`schema.table`); quoted, so its case is kept |
+//! | `auto.create` | `false` | `true`: create the table (below) if it does not exist |
+//!
+//! The table (what `auto.create` makes; a table of your own needs these columns and a
+//! unique constraint on the first three):
+//!
+//! ```sql
+//! CREATE TABLE "records" (
+//!     "topic"       text        NOT NULL,
+//!     "partition"   integer     NOT NULL,
+//!     "offset"      bigint      NOT NULL,
+//!     "key"         bytea,
+//!     "value"       bytea,
+//!     "headers"     jsonb       NOT NULL,  -- [{"key":"h","value":"text"} or {"key":"h","value_base64":"..."}]
+//!     "timestamp"   timestamptz,           -- null when the record has none
+//!     PRIMARY KEY ("topic", "partition", "offset")
+//! );
+//! ```
+//!
+//! A header value is a JSON string when it is UTF-8 without NUL characters (which `jsonb`
+//! cannot hold), else base64 under `value_base64`; a null header value is JSON `null`.
+//!
+//! # Effectively once
+//! A batch is one `INSERT ... SELECT FROM unnest(...) ON CONFLICT DO NOTHING`: one statement,
+//! so one transaction, and a row that a previous delivery inserted is skipped. The share
+//! group delivers at least once (a batch is redelivered when the task fails after the insert
+//! but before the ACCEPT reached the broker); the table still holds each record once.
+//!
+//! # Errors
+//! - connection lost or refused, serialization failures, deadlocks, the server shutting down
+//!   or out of resources: retriable (the batch is released; the next `put` reconnects);
+//! - a data or constraint error (class 22 or 23, e.g. a CHECK constraint of your table): the
+//!   batch is retried one record at a time, and only the records that fail go the
+//!   dead-letter path;
+//! - a missing table or column, missing privileges, bad credentials, an unknown database
+//!   (classes 42, 28, 3D): fatal, the message says what to fix.
+//!
+//! TLS to PostgreSQL is not supported: `sslmode=require` is refused (`prefer`, the default,
+//! connects in plain text).
+
+use std::str::FromStr;
+
+use base64::Engine as _;
+use futures::future::BoxFuture;
+use tokio_postgres::config::SslMode;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls, Statement};
+
+use super::task::{RecordFailure, SinkError, SinkRecord, SinkTask, TaskConfig};
+
+/// The connection setting.
+pub const URL_CONFIG: &str = "connection.url";
+/// Overrides the connection's user.
+pub const USER_CONFIG: &str = "connection.user";
+/// Overrides the connection's password.
+pub const PASSWORD_CONFIG: &str = "connection.password";
+/// The table.
+pub const TABLE_CONFIG: &str = "table";
+/// Create the table when missing.
+pub const AUTO_CREATE_CONFIG: &str = "auto.create";
+
+/// The parsed settings.
+#[derive(Clone)]
+struct Settings {
+    pg: tokio_postgres::Config,
+    /// The quoted (possibly schema-qualified) table name, ready for SQL.
+    table: String,
+    auto_create: bool,
+}
+
+fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
+    let url = config.get(URL_CONFIG).map(|u| u.trim()).filter(|u| !u.is_empty()).ok_or_else(|| {
+        SinkError::fatal("the postgres sink needs connection.url, e.g. postgres://user@127.0.0.1:5432/database")
+    })?;
+    // The parse error does not echo the URL: it may hold a password.
+    let mut pg = tokio_postgres::Config::from_str(url).map_err(|e| {
+        SinkError::fatal(format!(
+            "connection.url is not a PostgreSQL connection string ({e}): write postgres://user@host:port/database \
+             or host=... port=... user=... dbname=..."
+        ))
+    })?;
+    if let Some(user) = config.get(USER_CONFIG).filter(|u| !u.is_empty()) {
+        pg.user(user);
+    }
+    if let Some(password) = config.get(PASSWORD_CONFIG).filter(|p| !p.is_empty()) {
+        pg.password(password);
+    }
+    if pg.get_ssl_mode() == SslMode::Require {
+        return Err(SinkError::fatal(
+            "connection.url asks for sslmode=require, but the postgres sink has no TLS: use sslmode=disable or prefer on a trusted network",
+        ));
+    }
+    if pg.get_user().is_none() {
+        return Err(SinkError::fatal("connection.url names no user: add user@ to the URL, or set connection.user"));
+    }
+    let raw = config.get(TABLE_CONFIG).map(|t| t.trim()).filter(|t| !t.is_empty()).ok_or_else(|| {
+        SinkError::fatal(
+            "the postgres sink needs table, the table to insert into (set auto.create=true to have it created)",
+        )
+    })?;
+    let table = quote_table(raw)?;
+    let auto_create = super::file::parse_bool(config, AUTO_CREATE_CONFIG, false)?;
+    Ok(Settings { pg, table, auto_create })
+}
+
+/// `schema.table` or `table`, each part quoted (a `"` doubled), so a name is never SQL.
+fn quote_table(raw: &str) -> Result<String, SinkError> {
+    let parts: Vec<&str> = raw.split('.').collect();
+    if parts.len() > 2 || parts.iter().any(|p| p.is_empty() || p.contains('\0')) {
+        return Err(SinkError::fatal(format!("table={raw:?}: give a table name, or schema.table")));
+    }
+    Ok(parts.iter().map(|p| format!("\"{}\"", p.replace('"', "\"\""))).collect::<Vec<_>>().join("."))
+}
+
+fn create_sql(table: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {table} (\
+           \"topic\" text NOT NULL, \"partition\" integer NOT NULL, \"offset\" bigint NOT NULL, \
+           \"key\" bytea, \"value\" bytea, \"headers\" jsonb NOT NULL, \"timestamp\" timestamptz, \
+           PRIMARY KEY (\"topic\", \"partition\", \"offset\"))"
+    )
+}
+
+fn insert_sql(table: &str) -> String {
+    // One statement for the batch: atomic, one round trip, and ON CONFLICT makes a
+    // redelivered record a no-op.
+    format!(
+        "INSERT INTO {table} (\"topic\", \"partition\", \"offset\", \"key\", \"value\", \"headers\", \"timestamp\") \
+         SELECT t, p, o, k, v, h::jsonb, CASE WHEN ts >= 0 THEN to_timestamp(ts / 1000.0) END \
+         FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::bytea[], $5::bytea[], $6::text[], $7::bigint[]) \
+           AS u(t, p, o, k, v, h, ts) \
+         ON CONFLICT (\"topic\", \"partition\", \"offset\") DO NOTHING"
+    )
+}
+
+/// The headers of a record as the `headers` column's JSON text.
+fn headers_json(r: &SinkRecord) -> String {
+    let list: Vec<serde_json::Value> = r
+        .headers
+        .iter()
+        .map(|h| {
+            let key = String::from_utf8_lossy(&h.key).replace('\0', "\u{FFFD}");
+            match h.value.as_deref() {
+                None => serde_json::json!({ "key": key, "value": null }),
+                Some(v) => match std::str::from_utf8(v) {
+                    Ok(s) if !s.contains('\0') => serde_json::json!({ "key": key, "value": s }),
+                    _ => serde_json::json!({
+                        "key": key,
+                        "value_base64": base64::engine::general_purpose::STANDARD.encode(v),
+                    }),
+                },
+            }
+        })
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
+/// What a PostgreSQL error means.
+enum Verdict {
+    /// Passing: release the batch; `reconnect` when the connection is gone.
+    Retriable {
+        reconnect: bool,
+    },
+    /// About the data: find the records.
+    Data,
+    Fatal,
+}
+
+fn classify(e: &tokio_postgres::Error) -> Verdict {
+    let Some(code) = e.code() else {
+        // No SQLSTATE: IO, a closed connection, a protocol error.
+        return Verdict::Retriable { reconnect: true };
+    };
+    // `get`: a SQLSTATE is five characters, but it comes from the server.
+    match code.code().get(..2).unwrap_or("") {
+        "08" => Verdict::Retriable { reconnect: true },
+        "22" | "23" => Verdict::Data,
+        "42" | "28" | "3D" | "3F" | "0A" => Verdict::Fatal,
+        // 40 (serialization, deadlock), 53 (resources), 55 (lock not available), 57 (admin
+        // shutdown, query canceled) and anything unknown: try again later.
+        _ => Verdict::Retriable { reconnect: e.is_closed() || code == &SqlState::ADMIN_SHUTDOWN },
+    }
+}
+
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!(
+            "{} ({}){}",
+            db.message(),
+            db.code().code(),
+            db.hint().map(|h| format!("; hint: {h}")).unwrap_or_default()
+        ),
+        None => e.to_string(),
+    }
+}
+
+/// A live connection and its prepared insert.
+struct Conn {
+    client: Client,
+    insert: Statement,
+}
+
+/// The `postgres` sink task.
+#[derive(Default)]
+pub struct PostgresSink {
+    settings: Option<Settings>,
+    conn: Option<Conn>,
+}
+
+impl std::fmt::Debug for PostgresSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the settings: the connection config holds the password.
+        f.debug_struct("PostgresSink")
+            .field("table", &self.settings.as_ref().map(|s| s.table.as_str()))
+            .field("connected", &self.conn.is_some())
+            .finish()
+    }
+}
+
+impl PostgresSink {
+    /// A task that reads its settings in `start`.
+    pub fn new() -> PostgresSink {
+        PostgresSink::default()
+    }
+
+    /// Checks the settings (the registry's factory calls this).
+    pub fn check_config(config: &TaskConfig) -> Result<(), SinkError> {
+        settings(config).map(|_| ())
+    }
+
+    /// The connection, opened (and the table created, if asked) when there is none or the
+    /// last one died.
+    async fn connection(&mut self) -> Result<&Conn, SinkError> {
+        let Some(s) = self.settings.as_ref() else {
+            return Err(SinkError::fatal("the postgres sink was used before start"));
+        };
+        if self.conn.as_ref().is_some_and(|c| c.client.is_closed()) {
+            self.conn = None;
+        }
+        if self.conn.is_none() {
+            let (client, connection) = s.pg.connect(NoTls).await.map_err(|e| match classify(&e) {
+                Verdict::Fatal => {
+                    SinkError::fatal(format!("postgres sink: connecting: {}; check connection.url", describe(&e)))
+                }
+                _ => SinkError::retriable(format!("postgres sink: connecting: {}", describe(&e))),
+            })?;
+            // The connection future does the socket IO; it ends when the client is dropped or
+            // the server goes away (then `is_closed` tells the next put to reconnect).
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::warn!(error = %e, "postgres sink: connection ended");
+                }
+            });
+            if s.auto_create {
+                if let Err(e) = client.batch_execute(&create_sql(&s.table)).await {
+                    // Two tasks creating the table at once: one loses the race on the
+                    // catalog's unique index, and the table is there all the same.
+                    let raced =
+                        e.code().is_some_and(|c| c == &SqlState::UNIQUE_VIOLATION || c == &SqlState::DUPLICATE_TABLE);
+                    if !raced {
+                        return Err(verdict_error(&e, &format!("creating table {}", s.table)));
+                    }
+                }
+            }
+            let insert = client.prepare(&insert_sql(&s.table)).await.map_err(|e| {
+                let hint = if s.auto_create { "" } else { " (set auto.create=true to have it created)" };
+                verdict_error(&e, &format!("preparing the insert into table {}{hint}", s.table))
+            })?;
+            self.conn = Some(Conn { client, insert });
+        }
+        match self.conn.as_ref() {
+            Some(c) => Ok(c),
+            None => Err(SinkError::retriable("postgres sink: no connection")),
+        }
+    }
+}
+
+fn verdict_error(e: &tokio_postgres::Error, doing: &str) -> SinkError {
+    match classify(e) {
+        Verdict::Fatal => SinkError::fatal(format!("postgres sink: {doing}: {}", describe(e))),
+        _ => SinkError::retriable(format!("postgres sink: {doing}: {}", describe(e))),
+    }
+}
+
+/// Inserts `records` in one statement.
+async fn insert(conn: &Conn, records: &[&SinkRecord]) -> Result<u64, tokio_postgres::Error> {
+    let topics: Vec<&str> = records.iter().map(|r| r.topic()).collect();
+    let partitions: Vec<i32> = records.iter().map(|r| r.partition).collect();
+    let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
+    let keys: Vec<Option<&[u8]>> = records.iter().map(|r| r.key.as_deref()).collect();
+    let values: Vec<Option<&[u8]>> = records.iter().map(|r| r.value.as_deref()).collect();
+    let headers: Vec<String> = records.iter().map(|r| headers_json(r)).collect();
+    let timestamps: Vec<i64> = records.iter().map(|r| r.timestamp).collect();
+    conn.client
+        .execute(&conn.insert, &[&topics, &partitions, &offsets, &keys, &values, &headers, &timestamps])
+        .await
+}
+
+impl SinkTask for PostgresSink {
+    fn start(&mut self, config: &TaskConfig) -> BoxFuture<'_, Result<(), SinkError>> {
+        let parsed = settings(config);
+        Box::pin(async move {
+            self.settings = Some(parsed?);
+            // Connect now so that bad credentials or a missing table stop the task before it
+            // takes records; a server that is down only delays the first put.
+            match self.connection().await {
+                Ok(_) => Ok(()),
+                Err(SinkError::Retriable { reason }) => {
+                    tracing::warn!(%reason, "postgres sink: not connected yet; the first put tries again");
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move {
+            if records.is_empty() {
+                return Ok(());
+            }
+            let conn = self.connection().await?;
+            let all: Vec<&SinkRecord> = records.iter().collect();
+            let e = match insert(conn, &all).await {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            match classify(&e) {
+                Verdict::Retriable { reconnect } => {
+                    if reconnect {
+                        self.conn = None;
+                    }
+                    Err(SinkError::retriable(format!("postgres sink: insert: {}", describe(&e))))
+                }
+                Verdict::Fatal => {
+                    Err(SinkError::fatal(format!("postgres sink: insert into the table: {}", describe(&e))))
+                }
+                Verdict::Data => {
+                    // The statement failed whole, so nothing of it is in the table. Insert one
+                    // record at a time to find the bad ones; the good ones are kept (a later
+                    // redelivery of them is a no-op).
+                    let mut failed = Vec::new();
+                    for (index, r) in records.iter().enumerate() {
+                        let conn = self.connection().await?;
+                        if let Err(e) = insert(conn, &[r]).await {
+                            match classify(&e) {
+                                Verdict::Data => failed.push(RecordFailure { index, reason: describe(&e) }),
+                                Verdict::Fatal => {
+                                    return Err(SinkError::fatal(format!("postgres sink: insert: {}", describe(&e))))
+                                }
+                                Verdict::Retriable { reconnect } => {
+                                    if reconnect {
+                                        self.conn = None;
+                                    }
+                                    return Err(SinkError::retriable(format!(
+                                        "postgres sink: insert: {}",
+                                        describe(&e)
+                                    )));
+                                }
+                            }
+                        }
+                    }
+                    if failed.is_empty() {
+                        // The batch failed and every record alone passed: a conflict between
+                        // records of the batch itself; they are all in now.
+                        Ok(())
+                    } else {
+                        Err(SinkError::Records { failed })
+                    }
+                }
+            }
+        })
+    }
+
+    fn stop(&mut self) -> BoxFuture<'_, ()> {
+        // Dropping the client ends the connection task.
+        self.conn = None;
+        Box::pin(async {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> TaskConfig {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn table_names_are_quoted() {
+        assert_eq!(quote_table("records").unwrap(), "\"records\"");
+        assert_eq!(quote_table("s.Rec\"x").unwrap(), "\"s\".\"Rec\"\"x\"");
+        assert!(quote_table("a.b.c").is_err());
+        assert!(quote_table("a.").is_err());
+    }
+
+    #[test]
+    fn settings_name_their_key() {
+        assert!(settings(&config(&[])).err().unwrap().to_string().contains("connection.url"));
+        let no_table = config(&[("connection.url", "postgres://u@127.0.0.1:5432/d")]);
+        assert!(settings(&no_table).err().unwrap().to_string().contains("table"));
+        let tls = config(&[("connection.url", "postgres://u@127.0.0.1/d?sslmode=require"), ("table", "t")]);
+        assert!(settings(&tls).err().unwrap().to_string().contains("sslmode"));
+        let kv = config(&[
+            ("connection.url", "host=127.0.0.1 port=5432 dbname=d"),
+            ("connection.user", "u"),
+            ("table", "t"),
+        ]);
+        assert!(settings(&kv).is_ok());
+        let secret = config(&[("connection.url", "postgres://u:hunter2@127.0.0.1:notaport/d"), ("table", "t")]);
+        let e = settings(&secret).err().unwrap().to_string();
+        assert!(!e.contains("hunter2"), "{e}");
+    }
+}

@@ -1,0 +1,203 @@
+//! The `http` sink against a real broker's records and a real HTTP server on 127.0.0.1
+//! (written here on a tokio TcpListener): batches POSTed as JSON, 5xx / timeouts /
+//! refused connections retriable, 4xx failing the batch or, per record, just that record,
+//! 401 fatal.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
+use kafka_share::sink::{HttpSink, Registry, SinkError, SinkTask, TaskConfig};
+use kafka_share::{ConsumerRecord, ShareConsumer};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const N: usize = 5;
+
+async fn delivered() -> Vec<ConsumerRecord> {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sink-http", 1).await;
+    let p = Producer::connect(ProducerConfig::new(&bs)).await.expect("producer");
+    for i in 0..N {
+        let rec = ProducerRecord::new(&topic, format!("v-{i}")).key(format!("k{i}")).header("h", format!("x{i}"));
+        p.send_and_wait(rec).await.expect("produce");
+    }
+    p.close(Duration::from_secs(10)).await.expect("producer close");
+    let group = common::new_group(&admin, "g-sink-http", None).await;
+    let c = ShareConsumer::connect(common::consumer_config(&bs, &group)).await.expect("consumer");
+    c.subscribe([topic]).expect("subscribe");
+    let mut got = common::poll_until(&c, N, Duration::from_secs(30), |_| {}).await;
+    assert_eq!(got.len(), N);
+    c.close(Duration::from_secs(10)).await.expect("close");
+    got.sort_by_key(|r| r.offset);
+    got
+}
+
+/// What the server saw: each request's headers (lower-cased names) and JSON body.
+type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// A one-request-per-connection HTTP/1.1 server answering `answer(body)` (a status code; 0
+/// means never answer).
+async fn server(answer: impl Fn(&Value) -> u16 + Send + Sync + 'static) -> (String, Seen) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/records", listener.local_addr().expect("addr"));
+    let seen: Seen = Arc::default();
+    let answer = Arc::new(answer);
+    let s = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let s = s.clone();
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let (head, body) = loop {
+                    let n = match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => n,
+                    };
+                    buf.extend_from_slice(&chunk[..n]);
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    if buf.len() >= end + 4 + len {
+                        break (head, buf[end + 4..end + 4 + len].to_vec());
+                    }
+                };
+                let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let status = answer(&json);
+                s.lock().unwrap().push((head, json));
+                if status == 0 {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    return;
+                }
+                let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nno");
+                let _ = sock.write_all(reply.as_bytes()).await;
+                let _ = sock.shutdown().await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+fn config(pairs: &[(&str, &str)]) -> TaskConfig {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+async fn started(pairs: &[(&str, &str)]) -> Box<dyn SinkTask> {
+    let cfg = config(pairs);
+    let mut task = Registry::with_builtins().get("http").unwrap().create(&cfg).unwrap();
+    task.start(&cfg).await.unwrap();
+    task
+}
+
+#[tokio::test]
+async fn a_batch_is_one_json_array_post() {
+    let records = delivered().await;
+    let (url, seen) = server(|_| 200).await;
+    let mut task = started(&[("http.url", &url), ("http.headers", "Authorization:Bearer t0k|X-Source:kafka")]).await;
+    task.put(&records).await.unwrap();
+    task.stop().await;
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "one POST for the batch");
+    let (head, body) = &seen[0];
+    assert!(head.starts_with("post /records "), "{head}");
+    assert!(head.contains("authorization: bearer t0k") && head.contains("x-source: kafka"), "{head}");
+    assert!(head.contains("content-type: application/json"), "{head}");
+    let arr = body.as_array().expect("a JSON array");
+    assert_eq!(arr.len(), N);
+    for (r, j) in records.iter().zip(arr) {
+        assert_eq!(j["topic"], r.topic());
+        assert_eq!(j["partition"], r.partition);
+        assert_eq!(j["offset"], r.offset);
+        assert_eq!(j["timestamp"], r.timestamp);
+        assert_eq!(j["key"], r.key_str().unwrap());
+        assert_eq!(j["value"], r.value_str().unwrap());
+        assert_eq!(j["headers"][0]["key"], "h");
+        assert_eq!(j["headers"][0]["value"], format!("x{}", r.offset));
+    }
+}
+
+#[tokio::test]
+async fn base64_encoding_sends_bytes_as_base64() {
+    let records = delivered().await;
+    let (url, seen) = server(|_| 204).await;
+    let mut task = started(&[("http.url", &url), ("http.encoding", "base64")]).await;
+    task.put(&records[..1]).await.unwrap();
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen[0].1[0]["value"], "di0w", "base64 of v-0");
+}
+
+#[tokio::test]
+async fn server_errors_timeouts_and_refused_connections_are_retriable() {
+    let records = delivered().await;
+    let (url, _) = server(|_| 503).await;
+    let mut task = started(&[("http.url", &url)]).await;
+    let e = task.put(&records).await.unwrap_err();
+    assert!(matches!(e, SinkError::Retriable { .. }) && e.to_string().contains("503"), "{e:?}");
+
+    let (url, _) = server(|_| 0).await;
+    let mut task = started(&[("http.url", &url), ("http.timeout.ms", "300")]).await;
+    let e = task.put(&records).await.unwrap_err();
+    assert!(matches!(e, SinkError::Retriable { .. }), "{e:?}");
+
+    // A port nobody listens on: bind one, note it, close it.
+    let port = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut task = started(&[("http.url", &url)]).await;
+    let e = task.put(&records).await.unwrap_err();
+    assert!(matches!(e, SinkError::Retriable { .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn a_4xx_fails_the_batch_or_only_its_record_and_401_is_fatal() {
+    let records = delivered().await;
+    // Batch mode: every record of the batch fails.
+    let (url, _) = server(|_| 400).await;
+    let mut task = started(&[("http.url", &url)]).await;
+    match task.put(&records).await.unwrap_err() {
+        SinkError::Records { failed } => {
+            assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), (0..N).collect::<Vec<_>>());
+            assert!(failed[0].reason.contains("400"), "{}", failed[0].reason);
+        }
+        e => panic!("expected per-record failures, got {e:?}"),
+    }
+
+    // Per-record mode: only the record the server refuses fails; the others are posted.
+    let (url, seen) = server(|body| if body["value"] == "v-2" { 422 } else { 200 }).await;
+    let mut task = started(&[("http.url", &url), ("http.batch", "false")]).await;
+    match task.put(&records).await.unwrap_err() {
+        SinkError::Records { failed } => assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![2]),
+        e => panic!("expected one failed record, got {e:?}"),
+    }
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), N, "one POST per record");
+        assert!(seen.iter().all(|(_, b)| b.is_object()), "per-record bodies are objects");
+    }
+
+    let (url, _) = server(|_| 401).await;
+    let mut task = started(&[("http.url", &url)]).await;
+    let e = task.put(&records).await.unwrap_err();
+    assert!(matches!(e, SinkError::Fatal { .. }) && e.to_string().contains("http.headers"), "{e:?}");
+}
+
+#[tokio::test]
+async fn bad_settings_are_refused_before_start() {
+    let factory = Registry::with_builtins().get("http").unwrap();
+    let e = factory.create(&config(&[])).err().unwrap();
+    assert!(e.to_string().contains("http.url"), "{e}");
+    let e = factory.create(&config(&[("http.url", "not a url")])).err().unwrap();
+    assert!(e.to_string().contains("http.url"), "{e}");
+    let mut t = HttpSink::new();
+    assert!(t.put(&[]).await.is_err(), "put before start is an error, not a panic");
+}
