@@ -443,9 +443,7 @@ impl ShareConsumer {
             ));
         }
         if ack_type == AcknowledgeType::Renew && !self.shared.renew_supported.load(Ordering::Relaxed) {
-            return Err(Error::InvalidArgument(
-                "RENEW needs ShareAcknowledge v2 (Kafka 4.2+); this cluster speaks v1. Acknowledge within the lock instead, or raise share.record.lock.duration.ms".into(),
-            ));
+            return Err(Error::InvalidArgument(driver::RENEW_NEEDS_V2.into()));
         }
         if self.is_closed() {
             return Err(Error::Closed);

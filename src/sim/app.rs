@@ -180,7 +180,8 @@ impl App {
                 } else {
                     std::mem::take(&mut self.acks)
                 };
-                let renewing = acks.iter().any(|a| a.kind == AckKind::Renew);
+                // As the handle: a poll waits for renewals while any is pending.
+                let renewing = acks.iter().any(|a| a.kind == AckKind::Renew) || !self.renewals.is_empty();
                 if renewing {
                     // RENEWs go at once, never held back.
                     acks.append(&mut self.late);
@@ -282,9 +283,9 @@ impl App {
         for r in answer.renewed {
             // A renewed record is accepted now; a failed renewal lost the record (it comes
             // back by redelivery).
-            if r.result.is_ok() {
-                if let Some(a) = self.renewals.iter().position(|d| d.tp == r.tp && d.record.offset == r.offset) {
-                    let d = self.renewals.swap_remove(a);
+            if let Some(a) = self.renewals.iter().position(|d| d.tp == r.tp && d.record.offset == r.offset) {
+                let d = self.renewals.swap_remove(a);
+                if r.result.is_ok() {
                     self.acks.push(ack_of(&d, AckKind::Accept, r.lock_deadline));
                 }
             }

@@ -118,6 +118,9 @@ pub(crate) struct SimCluster {
     pub session_limit: BTreeSet<i32>,
     /// The next share request of a client to a broker gets this top-level error (a fault).
     pub forced_errors: BTreeMap<(i32, ClientId), i16>,
+    /// The next acknowledgements of a client to a broker (one partition's) get this
+    /// partition-level error, unapplied (a fault).
+    pub forced_ack_errors: BTreeMap<(i32, ClientId), i16>,
     /// What was delivered, acknowledged and applied: for the invariants.
     pub ledger: Ledger,
     /// Broken invariants seen by the brokers (a correct client causes none).
@@ -150,6 +153,7 @@ impl SimCluster {
             next_session: 1,
             session_limit: BTreeSet::new(),
             forced_errors: BTreeMap::new(),
+            forced_ack_errors: BTreeMap::new(),
             ledger: Ledger::default(),
             violations: Vec::new(),
             version: 1,

@@ -550,6 +550,9 @@ impl<'f> Sim<'f> {
             Fault::SessionLimitEnds(node) => {
                 self.cluster.session_limit.remove(&node);
             }
+            Fault::AckError { node, client, code } => {
+                self.cluster.forced_ack_errors.insert((node, client), code);
+            }
             Fault::Disconnect { node, client } => {
                 for conn in self.net.conns_to(Some(client), node) {
                     self.close_conn(node, conn);

@@ -151,6 +151,12 @@ impl SimCluster {
         now: Instant,
         what: &str,
     ) -> i16 {
+        if self.partition(p).is_some() {
+            if let Some(code) = self.forced_ack_errors.remove(&(node, client)) {
+                // Refused unapplied: the records stay acquired until their locks lapse.
+                return code;
+            }
+        }
         let Some(part) = self.partition(p) else {
             self.violation(format!("{what}: client {client} acked unknown partition {p}"));
             return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;

@@ -250,6 +250,29 @@ fn real_core(
     super::core::new_core(client, topology, completions, true)
 }
 
+/// Brokers without ShareFetch/ShareAcknowledge v2 (Kafka 4.1): the core is told RENEW is
+/// not supported (as the shell learns from ApiVersions) and must never send one, however the
+/// application asks (LANDSCAPE bug 13: a RENEW to such a broker had its whole batch rejected
+/// with INVALID_REQUEST). `SIM_SEEDS` sets how many seeds (300 by default).
+#[test]
+fn v1_brokers_never_get_a_renew() {
+    fn v1_core(
+        client: usize,
+        topology: std::sync::Arc<super::topology::SimTopology>,
+        completions: std::sync::Arc<std::sync::Mutex<Vec<super::run::Completion>>>,
+    ) -> Box<dyn super::run::Driven> {
+        super::core::new_core(client, topology, completions, false)
+    }
+    let v1 = SimConfig { v2: false, ..SimConfig::default() };
+    let renewing: Vec<u64> = seeds(300);
+    for seed in renewing {
+        if let Some(f) = super::run::Sim::new(seed, v1.clone(), &v1_core).run().failure {
+            let again = super::run::Sim::new(seed, v1.clone(), &v1_core).traced().run();
+            panic!("on v1 brokers: {}", again.failure.unwrap_or(f));
+        }
+    }
+}
+
 /// Seeds that find a client bug not fixed yet: left out of the default run (each would fail
 /// it), replayed by `known_client_bugs`. Remove a seed once its bug is fixed.
 ///

@@ -7,6 +7,7 @@ use tokio::sync::oneshot;
 
 use super::{AckEntry, DriverCore, Renewed, TopicPartition};
 use crate::error::{Error, Result};
+use crate::share::acks::AckKind;
 use crate::share::TopicIdPartition;
 
 /// Results of one commit, per partition: `Ok(())`, or why the broker did not take the
@@ -135,6 +136,14 @@ impl DriverCore {
             return;
         }
         let mut by_tp: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)> = BTreeMap::new();
+        for (a, _) in &failed {
+            if a.kind == AckKind::Renew {
+                // A renewal that failed here still has an outcome for the poll waiting on it:
+                // without one, that poll (which hands out nothing while renewals are pending)
+                // would wait for good.
+                self.renewing.insert((a.tp, a.offset), a.node);
+            }
+        }
         for (a, e) in failed {
             by_tp.entry(a.tp).or_insert_with(|| (Vec::new(), Err(e))).0.push(a.offset);
         }

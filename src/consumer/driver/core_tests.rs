@@ -265,3 +265,43 @@ fn a_renewal_counts_only_the_answer_of_the_broker_it_went_to() {
     assert_eq!(c.renewed.len(), 1, "the answer of the broker the RENEW went to is");
     assert!(c.renewing.is_empty());
 }
+
+fn renew(offset: i64, lock_deadline: Option<Instant>) -> AckEntry {
+    AckEntry { kind: AckKind::Renew, lock_deadline, ..accept(offset) }
+}
+
+#[test]
+fn a_renewal_that_fails_here_still_answers_the_poll_waiting_for_it() {
+    // A poll hands out nothing while renewals are pending (Java 4.4): a RENEW that failed
+    // before it was sent (its lock had lapsed) must still have an outcome, or every later poll
+    // of the application would come back empty.
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    let (tx, _rx) = oneshot::channel();
+    let lapsed = Some(t0 - Duration::from_millis(1));
+    c.handle_command(
+        Command::Poll { max: 10, wait: true, renewing: true, acks: vec![renew(5, lapsed)], reply: tx },
+        t0,
+    );
+    assert_eq!(c.renewed.len(), 1, "the failed renewal is the poll's answer");
+    assert!(c.renewed[0].result.is_err());
+}
+
+#[test]
+fn without_share_acknowledge_v2_a_renew_fails_here_and_is_never_sent() {
+    // LANDSCAPE bug 13: a RENEW sent to a broker without v2 had its whole batch rejected.
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    c.shared.renew_supported.store(false, std::sync::atomic::Ordering::Relaxed);
+    let (tx, mut rx) = oneshot::channel();
+    c.handle_command(Command::Poll { max: 10, wait: true, renewing: true, acks: vec![renew(5, None)], reply: tx }, t0);
+    c.drive(t0);
+    let sent = drain(&mut c);
+    assert!(!sent.iter().any(|t| matches!(t, Transmit::Acknowledge { .. })), "{:?}", kinds(&sent));
+    match rx.try_recv() {
+        Ok(Ok(answer)) => {
+            assert!(matches!(answer.renewed[..], [super::Renewed { result: Err(Error::InvalidArgument(_)), .. }]))
+        }
+        other => panic!("the poll waiting for the renewal is answered: {other:?}"),
+    }
+}

@@ -56,6 +56,9 @@ use crate::share::membership::Membership;
 use crate::share::session::{FetchParams, Sent, ShareSession};
 use crate::share::TopicIdPartition;
 
+/// Why a RENEW cannot be made on a cluster without ShareAcknowledge v2 (the handle's error too).
+pub(crate) const RENEW_NEEDS_V2: &str = "RENEW needs ShareAcknowledge v2 (Kafka 4.2+); this cluster speaks v1. Acknowledge within the lock instead, or raise share.record.lock.duration.ms";
+
 /// A callback told of every completed acknowledgement: partition, offsets, outcome.
 pub type AckCallback = Arc<dyn Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync>;
 
@@ -282,7 +285,15 @@ impl DriverCore {
     fn route_acks(&mut self, acks: Vec<AckEntry>, now: Instant) -> Vec<(AckEntry, Error)> {
         let mut failed = Vec::new();
         let lock = self.lock_duration();
+        let renew_ok = self.shared.renew_supported.load(std::sync::atomic::Ordering::Relaxed);
         for a in acks {
+            if a.kind == AckKind::Renew && !renew_ok {
+                // The handle refuses RENEW on such a cluster; one that got here anyway (the
+                // cluster learned to be v1 since) must not wait in the queue forever, nor go to
+                // a broker that would reject its whole batch (LANDSCAPE bug 13).
+                failed.push((a, Error::InvalidArgument(RENEW_NEEDS_V2.into())));
+                continue;
+            }
             match self.nodes.get_mut(&a.node) {
                 Some(n) if n.session.generation() == a.generation => {
                     // A delivery whose lock has lapsed cannot be acknowledged: the broker may
