@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::cluster::BrokerInfo;
 use crate::consumer::driver::{AckCallback, Command, DriverCore, Event, Shared, Topology, Transmit};
-use crate::consumer::ShareConsumerConfig;
+use crate::consumer::{AcquireMode, ShareConsumerConfig};
 
 use super::cluster::ClientId;
 use super::run::{Completion, Driven, SimTransmit};
@@ -41,15 +41,30 @@ pub(crate) struct RealCore {
     fetch_timeout: Duration,
 }
 
+/// How the simulated consumer is set up: whether its brokers take RENEW (ShareAcknowledge v2,
+/// as the shell learns from ApiVersions) and its `share.acquire.mode`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CoreOptions {
+    pub renew: bool,
+    pub acquire_mode: AcquireMode,
+}
+
+impl Default for CoreOptions {
+    fn default() -> Self {
+        CoreOptions { renew: true, acquire_mode: AcquireMode::BatchOptimized }
+    }
+}
+
 /// A new consumer's core: its config (defaults, group `sim-group`), its topology, and an
 /// acknowledgement commit callback that records every completion for the invariants.
 pub(crate) fn new_core(
     _client: ClientId,
     topology: Arc<SimTopology>,
     completions: Arc<Mutex<Vec<Completion>>>,
-    renew: bool,
+    options: CoreOptions,
 ) -> Box<dyn Driven> {
-    let cfg = ShareConsumerConfig::new("sim-broker-1:9092", "sim-group");
+    let renew = options.renew;
+    let cfg = ShareConsumerConfig::new("sim-broker-1:9092", "sim-group").acquire_mode(options.acquire_mode);
     let shared = Arc::new(Shared::new(renew, None));
     let sink = completions.clone();
     let callback: AckCallback = Arc::new(move |tp, offsets, r| {

@@ -247,7 +247,7 @@ fn real_core(
     topology: std::sync::Arc<super::topology::SimTopology>,
     completions: std::sync::Arc<std::sync::Mutex<Vec<super::run::Completion>>>,
 ) -> Box<dyn super::run::Driven> {
-    super::core::new_core(client, topology, completions, true)
+    super::core::new_core(client, topology, completions, super::core::CoreOptions::default())
 }
 
 /// Brokers without ShareFetch/ShareAcknowledge v2 (Kafka 4.1): the core is told RENEW is
@@ -261,7 +261,12 @@ fn v1_brokers_never_get_a_renew() {
         topology: std::sync::Arc<super::topology::SimTopology>,
         completions: std::sync::Arc<std::sync::Mutex<Vec<super::run::Completion>>>,
     ) -> Box<dyn super::run::Driven> {
-        super::core::new_core(client, topology, completions, false)
+        super::core::new_core(
+            client,
+            topology,
+            completions,
+            super::core::CoreOptions { renew: false, ..Default::default() },
+        )
     }
     let v1 = SimConfig { v2: false, ..SimConfig::default() };
     let renewing: Vec<u64> = seeds(300);
@@ -271,6 +276,23 @@ fn v1_brokers_never_get_a_renew() {
             panic!("on v1 brokers: {}", again.failure.unwrap_or(f));
         }
     }
+}
+
+/// `share.acquire.mode=record_limit`: the core fetches only for a waiting poll, from one
+/// broker at a time, never more than `max.poll.records` (LANDSCAPE bug 10: a poll that hung
+/// with a strict record limit). `SIM_SEEDS` sets how many seeds (300 by default).
+#[test]
+fn record_limit_mode_keeps_every_invariant() {
+    fn record_limit_core(
+        client: usize,
+        topology: std::sync::Arc<super::topology::SimTopology>,
+        completions: std::sync::Arc<std::sync::Mutex<Vec<super::run::Completion>>>,
+    ) -> Box<dyn super::run::Driven> {
+        let options =
+            super::core::CoreOptions { acquire_mode: crate::consumer::AcquireMode::RecordLimit, ..Default::default() };
+        super::core::new_core(client, topology, completions, options)
+    }
+    run_seeds(&seeds(300), &record_limit_core);
 }
 
 /// Seeds that find a client bug not fixed yet: left out of the default run (each would fail
