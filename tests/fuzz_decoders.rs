@@ -1,7 +1,8 @@
 //! Fuzzing on stable Rust: every response decoder of the crate (the share RPC codecs, the
 //! bounded walk and the `kafka-protocol` decoders behind it, DescribeShareGroupOffsets, the
-//! compact readers, frame headers, record batches with every codec) fed mutations of valid
-//! encodings and random bytes.
+//! compact readers, frame headers, record batches with every codec) and the SASL messages a
+//! broker sends during a login (SCRAM server-first and server-final, OAUTHBEARER's answer), fed
+//! mutations of valid encodings and random bytes.
 //!
 //! Per input: no panic, and a peak allocation bounded by the bytes present
 //! (`ALLOC_PER_BYTE` x input length + `ALLOC_CONSTANT`, plus the decompression limit for each

@@ -8,6 +8,9 @@ use kafka_share::protocol::share::{
     ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
 };
 use kafka_share::protocol::{bounded, frame, private_decoders};
+use kafka_share::security::oauthbearer;
+use kafka_share::security::scram::{ScramClient, ScramMechanism};
+use kafka_share::security::Secret;
 use rand::rngs::StdRng;
 use rand::Rng;
 
@@ -202,5 +205,60 @@ pub fn all() -> Vec<Target> {
     }
     targets.push(target("bounded walk", walk_corpus.clone(), walk));
     targets.push(target("compact readers", walk_corpus, compact));
+    targets.extend(sasl_targets());
     targets
+}
+
+/// The SASL messages a broker sends during a login: SCRAM's server-first and server-final
+/// messages and OAUTHBEARER's answer (an error challenge is JSON).
+fn sasl_targets() -> Vec<Target> {
+    let server_first = format!("r={SCRAM_NONCE}srv3rn0nce,s={},i=4096", SCRAM_SALT_B64);
+    let server_final = b"v=rmF9pqV8S7suAoZWja4dJRkFsKQ=".to_vec();
+    let oauth = br#"{"status":"invalid_token","scope":"kafka","openid-configuration":"https://idp/.well-known"}"#;
+    vec![
+        target(
+            "SCRAM server-first",
+            vec![(0, server_first.clone().into_bytes()), (1, b"e=other-error".to_vec())],
+            scram_first,
+        ),
+        target("SCRAM server-final", vec![(0, server_final), (1, b"e=invalid-proof".to_vec())], scram_final),
+        target("OAUTHBEARER server answer", vec![(0, oauth.to_vec()), (0, Vec::new())], |_, _, b| {
+            let _ = oauthbearer::handle_server_message(&b);
+        }),
+    ]
+}
+
+const SCRAM_NONCE: &str = "fyko+d2lbbFgONRv9qkxdawL";
+const SCRAM_SALT_B64: &str = "QSXCR+Q6sek8bf92";
+
+/// A SCRAM client (version 0: SHA-256, else SHA-512) after its client-first message.
+fn scram_client(v: i16) -> ScramClient {
+    let mechanism = if v == 0 { ScramMechanism::Sha256 } else { ScramMechanism::Sha512 };
+    let mut c = ScramClient::with_nonce(mechanism, "user", Secret::new("pencil"), SCRAM_NONCE).expect("a valid nonce");
+    let _ = c.client_first();
+    c
+}
+
+/// Whether a server-first message asks for more PBKDF2 iterations than the harness spends
+/// per input (the client takes up to its MAX_ITERATIONS; only the time is at stake here).
+fn too_many_iterations(message: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(message);
+    text.split(',')
+        .filter_map(|f| f.strip_prefix("i="))
+        .any(|n| n.parse::<u64>().map_or(false, |n| n > 8192))
+}
+
+fn scram_first(_: &mut StdRng, v: i16, b: Bytes) {
+    if too_many_iterations(&b) {
+        return;
+    }
+    let _ = scram_client(v % 2).handle_server_first(&b);
+}
+
+fn scram_final(_: &mut StdRng, v: i16, b: Bytes) {
+    let mut c = scram_client(v % 2);
+    let first = format!("r={SCRAM_NONCE}srv3rn0nce,s={SCRAM_SALT_B64},i=4096");
+    if c.handle_server_first(first.as_bytes()).is_ok() {
+        let _ = c.handle_server_final(&b);
+    }
 }
