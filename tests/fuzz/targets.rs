@@ -245,7 +245,7 @@ fn too_many_iterations(message: &[u8]) -> bool {
     let text = String::from_utf8_lossy(message);
     text.split(',')
         .filter_map(|f| f.strip_prefix("i="))
-        .any(|n| n.parse::<u64>().map_or(false, |n| n > 8192))
+        .any(|n| n.parse::<u64>().is_ok_and(|n| n > 8192))
 }
 
 fn scram_first(_: &mut StdRng, v: i16, b: Bytes) {
