@@ -11,8 +11,20 @@
 //! Layering: this module sits on the public consumer and producer API only (it is a user of
 //! the client, as Connect is of Java's); it reaches into no internal layer.
 
+mod builtins;
+mod config;
+mod dead_letter;
+mod metrics;
+mod prometheus;
 mod registry;
 mod task;
+mod task_runner;
+mod worker;
 
+pub use config::{ConnectorConfig, ErrorTolerance, SinkAckMode, WorkerConfig};
+pub use dead_letter::ERROR_HEADER_PREFIX;
+pub use metrics::{SinkMetricsSnapshot, METRIC_NAMES};
+pub use prometheus::{render as render_prometheus, MetricsSource, PrometheusServer, PROMETHEUS_PREFIX};
 pub use registry::Registry;
 pub use task::{RecordFailure, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig};
+pub use worker::{Connector, Worker};
