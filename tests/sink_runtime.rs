@@ -263,7 +263,10 @@ async fn a_slow_put_blocks_nobody_and_its_records_are_renewed_not_redelivered() 
         probe.taken().len() >= produced - stuck
     })
     .await;
-    assert!(slow_batch.lock().unwrap().iter().all(|k| !probe.taken().contains_key(k)), "the slow batch is still in put");
+    assert!(
+        slow_batch.lock().unwrap().iter().all(|k| !probe.taken().contains_key(k)),
+        "the slow batch is still in put"
+    );
     // Hold it past the lock (6 s), so only renewals keep it.
     let hold = Duration::from_secs(9);
     if started.elapsed() < hold {
@@ -278,8 +281,11 @@ async fn a_slow_put_blocks_nobody_and_its_records_are_renewed_not_redelivered() 
     if common::broker_has_v2() {
         // Renewed: none of the slow batch was delivered to anyone a second time.
         let slow: BTreeSet<(i32, i64)> = slow_batch.lock().unwrap().iter().copied().collect();
-        let again: Vec<Seen> =
-            probe.all().into_iter().filter(|s| slow.contains(&(s.partition, s.offset)) && s.delivery > 1).collect();
+        let again: Vec<Seen> = probe
+            .all()
+            .into_iter()
+            .filter(|s| slow.contains(&(s.partition, s.offset)) && s.delivery > 1)
+            .collect();
         assert!(again.is_empty(), "slow records redelivered: {again:?}");
     }
     w.shutdown(Duration::from_secs(30)).await.unwrap();
@@ -325,11 +331,18 @@ async fn retriable_releases_and_the_broker_redelivers_with_a_higher_count() {
     let probe = Probe::default();
     let behavior: Behavior = Arc::new(|_, records| {
         let first = records.iter().any(|r| r.delivery_count == 1);
-        Box::pin(async move { if first { Err(SinkError::retriable("not yet")) } else { Ok(()) } })
+        Box::pin(async move {
+            if first {
+                Err(SinkError::retriable("not yet"))
+            } else {
+                Ok(())
+            }
+        })
     });
     let w = worker(&probe, behavior);
     let c = w.start_connector(connector("retry", &topic, &group, 2, &[])).await.unwrap();
-    wait_until("all 30 accepted", Duration::from_secs(60), || metric(&c, "sink-record-acknowledge-total") >= 30.0).await;
+    wait_until("all 30 accepted", Duration::from_secs(60), || metric(&c, "sink-record-acknowledge-total") >= 30.0)
+        .await;
     assert_each_taken_once(&probe, 30);
     for s in probe.all().into_iter().filter(|s| s.taken) {
         assert!(s.delivery >= 2, "taken at delivery {}: {s:?}", s.delivery);
@@ -351,12 +364,19 @@ async fn a_fatal_error_stops_the_task_and_others_take_its_records() {
         let fired = fired.clone();
         Arc::new(move |_, _| {
             let fatal = !fired.swap(true, Ordering::SeqCst);
-            Box::pin(async move { if fatal { Err(SinkError::fatal("credentials revoked")) } else { Ok(()) } })
+            Box::pin(async move {
+                if fatal {
+                    Err(SinkError::fatal("credentials revoked"))
+                } else {
+                    Ok(())
+                }
+            })
         })
     };
     let w = worker(&probe, behavior);
     let c = w.start_connector(connector("fatal", &topic, &group, 3, &[])).await.unwrap();
-    wait_until("all 30 accepted", Duration::from_secs(60), || metric(&c, "sink-record-acknowledge-total") >= 30.0).await;
+    wait_until("all 30 accepted", Duration::from_secs(60), || metric(&c, "sink-record-acknowledge-total") >= 30.0)
+        .await;
     assert_each_taken_once(&probe, 30);
     wait_until("the failed task gone", Duration::from_secs(30), || c.tasks() == 2).await;
     let failures = c.failures();
@@ -398,7 +418,13 @@ async fn a_poison_record_goes_to_the_dead_letter_topic_after_the_delivery_limit(
     let probe = Probe::default();
     let behavior: Behavior = Arc::new(|_, records| {
         let poison = records.iter().any(|r| r.value_str() == Some("p-7"));
-        Box::pin(async move { if poison { Err(SinkError::retriable("p-7 cannot be written")) } else { Ok(()) } })
+        Box::pin(async move {
+            if poison {
+                Err(SinkError::retriable("p-7 cannot be written"))
+            } else {
+                Ok(())
+            }
+        })
     });
     let w = worker(&probe, behavior);
     let c = w
@@ -423,7 +449,8 @@ async fn a_poison_record_goes_to_the_dead_letter_topic_after_the_delivery_limit(
         probe.taken().len() == 9 && metric(&c, "sink-record-dead-letter-total") >= 1.0
     })
     .await;
-    wait_until("all acknowledged", Duration::from_secs(30), || metric(&c, "sink-record-acknowledge-total") >= 10.0).await;
+    wait_until("all acknowledged", Duration::from_secs(30), || metric(&c, "sink-record-acknowledge-total") >= 10.0)
+        .await;
     let poison: Vec<Seen> = probe.all().into_iter().filter(|s| s.offset == 7).collect();
     assert_eq!(poison.iter().map(|s| s.delivery).max(), Some(3), "{poison:?}");
     let got = read_topic(&admin, &dlq, 1).await;
@@ -456,7 +483,10 @@ async fn without_a_dead_letter_topic_a_failed_record_is_rejected_and_counted() {
         })
     });
     let w = worker(&probe, behavior);
-    let c = w.start_connector(connector("reject", &topic, &group, 1, &[("errors.tolerance", "all")])).await.unwrap();
+    let c = w
+        .start_connector(connector("reject", &topic, &group, 1, &[("errors.tolerance", "all")]))
+        .await
+        .unwrap();
     wait_until("9 accepted and 1 rejected", Duration::from_secs(60), || {
         metric(&c, "sink-record-acknowledge-total") >= 9.0 && metric(&c, "sink-record-reject-total") >= 1.0
     })
@@ -483,4 +513,93 @@ async fn exactly_once_is_refused_with_what_it_needs() {
     let w = Worker::new(WorkerConfig::new(common::bootstrap()), Registry::new());
     let e = w.start_connector(connector("unknown", "t", "g", 1, &[])).await.unwrap_err();
     assert!(e.to_string().contains("connector.class"), "{e}");
+}
+
+/// Scrapes a Prometheus endpoint: name -> value.
+async fn scrape(addr: std::net::SocketAddr) -> BTreeMap<String, f64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("metrics port");
+    s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).await.unwrap();
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
+    body.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(n, v)| (n.split('{').next().unwrap_or(n).to_string(), v.parse().unwrap_or(f64::NAN)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_metric_moves_as_expected_through_the_prometheus_endpoint() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sinkprom", 1).await;
+    let group = common::new_group(&admin, "g-sinkprom", None).await;
+    let probe = Probe::default();
+    // First deliveries fail (RELEASE, redelivered); then y-3 fails for good (REJECT).
+    let behavior: Behavior = Arc::new(|_, records| {
+        let first = records.iter().any(|r| r.delivery_count == 1);
+        let bad = records.iter().position(|r| r.value_str() == Some("y-3"));
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            match (first, bad) {
+                (true, _) => Err(SinkError::retriable("warming up")),
+                (false, Some(i)) => Err(SinkError::record(i, "bad")),
+                (false, None) => Ok(()),
+            }
+        })
+    });
+    let w = worker(&probe, behavior);
+    let c = w
+        .start_connector(connector("prom", &topic, &group, 1, &[("errors.tolerance", "all")]))
+        .await
+        .unwrap();
+    let source = {
+        let c = c.clone();
+        Arc::new(move || vec![c.metrics()]) as kafka_share::sink::MetricsSource
+    };
+    let server = kafka_share::sink::PrometheusServer::bind(0, source).await.unwrap();
+    let get = |m: &BTreeMap<String, f64>, n: &str| {
+        let key = format!("kafka_connect_sink_task_{}", n.replace('-', "_"));
+        *m.get(&key).unwrap_or_else(|| panic!("no {key}: {m:?}"))
+    };
+    let before = scrape(server.local_addr()).await;
+    for n in [
+        "sink-record-acquire-total",
+        "sink-record-acknowledge-total",
+        "sink-record-release-total",
+        "sink-record-reject-total",
+        "sink-record-redelivery-total",
+        "sink-record-read-total",
+        "sink-record-send-total",
+        "sink-record-active-count",
+    ] {
+        assert_eq!(get(&before, n), 0.0, "{n}");
+    }
+    assert!(get(&before, "put-batch-time-avg").is_nan());
+    common::produce(&common::bootstrap(), &topic, 1, 10, "y").await;
+    let mut last = before;
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    while get(&last, "sink-record-acknowledge-total") < 9.0 || get(&last, "sink-record-reject-total") < 1.0 {
+        assert!(tokio::time::Instant::now() < end, "metrics never settled: {last:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        last = scrape(server.local_addr()).await;
+    }
+    let s = last;
+    assert_eq!(get(&s, "sink-record-acknowledge-total"), 9.0);
+    assert_eq!(get(&s, "sink-record-reject-total"), 1.0);
+    assert!(get(&s, "sink-record-release-total") >= 10.0, "{s:?}");
+    assert!(get(&s, "sink-record-redelivery-total") >= 10.0);
+    assert!(get(&s, "sink-record-acquire-total") >= 20.0);
+    assert_eq!(get(&s, "sink-record-read-total"), get(&s, "sink-record-acquire-total"));
+    // As in Connect: every record handed to put, whatever put answered.
+    assert_eq!(get(&s, "sink-record-send-total"), get(&s, "sink-record-acquire-total"));
+    assert_eq!(get(&s, "sink-record-active-count"), 0.0);
+    assert!(get(&s, "put-batch-time-max") >= 5.0 && get(&s, "put-batch-time-avg") >= 5.0);
+    assert!(get(&s, "acknowledge-time-max") > 0.0 && get(&s, "acknowledge-time-avg") > 0.0);
+    assert!(get(&s, "sink-record-acknowledge-rate") > 0.0 && get(&s, "sink-record-release-rate") > 0.0);
+    assert!(get(&s, "sink-record-reject-rate") > 0.0 && get(&s, "sink-record-acquire-rate") > 0.0);
+    assert!(get(&s, "sink-record-read-rate") > 0.0);
+    assert_eq!(get(&s, "task-count"), 1.0);
+    w.shutdown(Duration::from_secs(30)).await.unwrap();
 }

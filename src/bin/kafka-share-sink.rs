@@ -43,11 +43,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-h" | "--help" => return Err(String::new()),
             "--metrics-port" => {
                 let v = args.next().ok_or("--metrics-port needs a port number")?;
-                metrics_port = Some(v.parse::<u16>().map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))?);
+                metrics_port =
+                    Some(v.parse::<u16>().map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))?);
             }
             s if s.starts_with("--metrics-port=") => {
                 let v = &s["--metrics-port=".len()..];
-                metrics_port = Some(v.parse::<u16>().map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))?);
+                metrics_port =
+                    Some(v.parse::<u16>().map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))?);
             }
             s if s.starts_with('-') => return Err(format!("unknown option {s}")),
             _ => files.push(a),

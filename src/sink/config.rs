@@ -128,9 +128,8 @@ impl WorkerConfig {
     /// The properties a task's consumer gets: shared settings, `consumer.*`, then the
     /// connector's `consumer.override.*`.
     pub(crate) fn consumer_properties(&self, connector: &ConnectorConfig) -> Properties {
-        let mut p = Properties::from_pairs(
-            self.client.iter().chain(self.consumer.iter()).map(|(k, v)| (k.clone(), v.clone())),
-        );
+        let mut p =
+            Properties::from_pairs(self.client.iter().chain(self.consumer.iter()).map(|(k, v)| (k.clone(), v.clone())));
         for (k, v) in &connector.consumer_overrides {
             p.set(k.clone(), v.clone());
         }
@@ -200,11 +199,12 @@ impl ConnectorConfig {
     /// (`{"name": .., "config": {..}}`) or as a flat object of settings. Values may be
     /// strings, numbers or booleans.
     pub fn from_json(text: &str) -> Result<ConnectorConfig> {
-        let v: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| Error::config("json", format!("not valid JSON: {e}; expected {{\"name\":..,\"config\":{{..}}}}")))?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| Error::config("json", "expected an object: {\"name\":..,\"config\":{..}} or flat settings"))?;
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            Error::config("json", format!("not valid JSON: {e}; expected {{\"name\":..,\"config\":{{..}}}}"))
+        })?;
+        let obj = v.as_object().ok_or_else(|| {
+            Error::config("json", "expected an object: {\"name\":..,\"config\":{..}} or flat settings")
+        })?;
         let mut all = TaskConfig::new();
         let (settings, name) = match obj.get("config").and_then(|c| c.as_object()) {
             Some(cfg) => (cfg, obj.get("name").and_then(|n| n.as_str())),
@@ -261,7 +261,10 @@ impl ConnectorConfig {
                 return Err(Error::config("topics", "missing: set topics (a comma-separated list) or topics.regex"))
             }
             (false, true) => {
-                return Err(Error::config("topics.regex", "set either topics or topics.regex, not both (as in Connect)"))
+                return Err(Error::config(
+                    "topics.regex",
+                    "set either topics or topics.regex, not both (as in Connect)",
+                ))
             }
             _ => {}
         }
@@ -279,9 +282,11 @@ impl ConnectorConfig {
             _ => SinkAckMode::Explicit,
         };
         // The broker's bounds for share.record.lock.duration.ms (1 s .. 1 h by default).
-        let lock_timeout = p.millis("share.acquisition.lock.timeout.ms", Duration::from_millis(30_000), 1000, 3_600_000)?;
+        let lock_timeout =
+            p.millis("share.acquisition.lock.timeout.ms", Duration::from_millis(30_000), 1000, 3_600_000)?;
         let update_group_config = p.bool("share.group.config.update", false)?;
-        let auto_offset_reset = p.get("share.auto.offset.reset").map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+        let auto_offset_reset =
+            p.get("share.auto.offset.reset").map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
         match p.choice("share.delivery.semantics", "at-least-once", &["at-least-once", "exactly-once"])?.as_str() {
             "exactly-once" => {
                 return Err(Error::config(
@@ -293,7 +298,11 @@ impl ConnectorConfig {
             _ => {}
         }
         let max_delivery_count = p.int("share.max.delivery.count", 5, 1, 10)? as i16;
-        let dlq_topic = p.get("errors.deadletterqueue.topic.name").map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
+        let dlq_topic = p
+            .get("errors.deadletterqueue.topic.name")
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
         if let Some(t) = &dlq_topic {
             crate::topic_name::validate_topic_name(t)?;
             if topics.contains(t) {
@@ -476,8 +485,10 @@ mod tests {
 
     #[test]
     fn json_in_connect_rest_form_or_flat() {
-        let c = ConnectorConfig::from_json(r#"{"name":"j","config":{"connector.class":"file","topics":"t","tasks.max":3}}"#)
-            .unwrap();
+        let c = ConnectorConfig::from_json(
+            r#"{"name":"j","config":{"connector.class":"file","topics":"t","tasks.max":3}}"#,
+        )
+        .unwrap();
         assert_eq!((c.name(), c.tasks_max()), ("j", 3));
         let c = ConnectorConfig::from_json(r#"{"name":"f","connector.class":"file","topics":"t"}"#).unwrap();
         assert_eq!(c.name(), "f");

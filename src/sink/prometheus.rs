@@ -44,7 +44,11 @@ fn number(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
+        if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
     } else {
         format!("{v}")
     }
@@ -137,7 +141,10 @@ mod tests {
         m.acquired(3, 1);
         let text = render(&[m.snapshot()]);
         assert!(text.contains("# TYPE kafka_connect_sink_task_sink_record_acquire_total counter"), "{text}");
-        assert!(text.contains("kafka_connect_sink_task_sink_record_acquire_total{connector=\"my \\\"c\\\"\"} 3"), "{text}");
+        assert!(
+            text.contains("kafka_connect_sink_task_sink_record_acquire_total{connector=\"my \\\"c\\\"\"} 3"),
+            "{text}"
+        );
         assert!(text.contains("kafka_connect_sink_task_put_batch_time_avg{connector=\"my \\\"c\\\"\"} NaN"), "{text}");
     }
 

@@ -214,7 +214,7 @@ impl Runner {
                 }
             }
         };
-        self.shared.metrics.put(records.len(), started.elapsed(), result.is_ok());
+        self.shared.metrics.put(records.len(), started.elapsed());
         (result, handles)
     }
 
@@ -329,7 +329,7 @@ impl Runner {
             if r.is_ok() {
                 r = self.sink().flush().await;
             }
-            m.put(records.len(), started.elapsed(), r.is_ok());
+            m.put(records.len(), started.elapsed());
             match r {
                 Err(SinkError::Retriable { reason }) if attempt < max => {
                     tracing::debug!(connector = %self.shared.config.name, task = self.id, attempt, "retriable, retrying in place: {reason}");

@@ -50,9 +50,15 @@ impl Worker {
     /// broker) are reported by [`Connector::failures`] and the log.
     pub async fn start_connector(&self, config: ConnectorConfig) -> Result<Connector> {
         if self.list().iter().any(|c| c.name() == config.name && !c.inner.stopped.load(Ordering::Acquire)) {
-            return Err(Error::config("name", format!("a connector named {:?} runs already on this worker", config.name)));
+            return Err(Error::config(
+                "name",
+                format!("a connector named {:?} runs already on this worker", config.name),
+            ));
         }
-        let factory = self.registry.get(&config.connector_class).map_err(|e| Error::config("connector.class", e.to_string()))?;
+        let factory = self
+            .registry
+            .get(&config.connector_class)
+            .map_err(|e| Error::config("connector.class", e.to_string()))?;
         let mut props = self.config.consumer_properties(&config);
         props.set("group.id", config.group_id.clone());
         props.set(
@@ -147,8 +153,12 @@ impl Worker {
         }
         if config.update_group_config {
             match admin.set_group_config(&config.group_id, GROUP_LOCK_KEY, &want).await {
-                Ok(()) => tracing::info!(connector = %config.name, "set {GROUP_LOCK_KEY}={want} on group {}", config.group_id),
-                Err(e) => tracing::warn!(connector = %config.name, "setting {GROUP_LOCK_KEY}={want} on group {}: {e}", config.group_id),
+                Ok(()) => {
+                    tracing::info!(connector = %config.name, "set {GROUP_LOCK_KEY}={want} on group {}", config.group_id)
+                }
+                Err(e) => {
+                    tracing::warn!(connector = %config.name, "setting {GROUP_LOCK_KEY}={want} on group {}: {e}", config.group_id)
+                }
             }
         } else {
             tracing::warn!(
@@ -168,7 +178,11 @@ impl Worker {
 
     /// The metrics of every running connector.
     pub fn metrics(&self) -> Vec<SinkMetricsSnapshot> {
-        self.list().iter().filter(|c| !c.inner.stopped.load(Ordering::Acquire)).map(Connector::metrics).collect()
+        self.list()
+            .iter()
+            .filter(|c| !c.inner.stopped.load(Ordering::Acquire))
+            .map(Connector::metrics)
+            .collect()
     }
 
     /// Stops every connector (see [`Connector::stop`]), all within `timeout`.
