@@ -287,15 +287,13 @@ impl ConnectorConfig {
         let update_group_config = p.bool("share.group.config.update", false)?;
         let auto_offset_reset =
             p.get("share.auto.offset.reset").map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
-        match p.choice("share.delivery.semantics", "at-least-once", &["at-least-once", "exactly-once"])?.as_str() {
-            "exactly-once" => {
-                return Err(Error::config(
-                    "share.delivery.semantics",
-                    "exactly-once needs transactional acknowledgements (KIP-1289), which no released broker has; \
-                     use at-least-once, and make the sink idempotent (e.g. keyed by topic, partition and offset)",
-                ))
-            }
-            _ => {}
+        if p.choice("share.delivery.semantics", "at-least-once", &["at-least-once", "exactly-once"])? == "exactly-once"
+        {
+            return Err(Error::config(
+                "share.delivery.semantics",
+                "exactly-once needs transactional acknowledgements (KIP-1289), which no released broker has; \
+                 use at-least-once, and make the sink idempotent (e.g. keyed by topic, partition and offset)",
+            ));
         }
         let max_delivery_count = p.int("share.max.delivery.count", 5, 1, 10)? as i16;
         let dlq_topic = p
