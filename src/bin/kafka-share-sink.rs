@@ -29,6 +29,7 @@ const USAGE: &str =
 /// to the group when their locks lapse).
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
+#[derive(Debug)]
 struct Args {
     metrics_port: Option<u16>,
     worker: String,
