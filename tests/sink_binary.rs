@@ -214,3 +214,46 @@ fn bad_files_exit_2_saying_why() {
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_worker_loses_nothing_a_second_worker_takes_its_records() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sinkkill", 1).await;
+    // A 6 s lock: what the killed process held comes back to the group soon.
+    let group = common::new_group(&admin, "connect-kill", Some(6000)).await;
+    let dir = temp_dir("sinkkill");
+    let out = dir.join("out.txt");
+    let worker = dir.join("worker.properties");
+    std::fs::write(&worker, format!("bootstrap.servers={}\n", common::bootstrap())).unwrap();
+    let connector = dir.join("kill.json");
+    std::fs::write(
+        &connector,
+        format!(
+            r#"{{"name":"kill","config":{{"connector.class":"file","file":{:?},"topics":"{topic}","tasks.max":2,
+               "share.group.id":"{group}","share.acquisition.lock.timeout.ms":6000,
+               "consumer.override.fetch.max.wait.ms":"200"}}}}"#,
+            out.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut a = Proc::start(&worker, &connector);
+    common::produce(&common::bootstrap(), &topic, 1, 200, "k").await;
+    wait_until_async("the first worker to take records", Duration::from_secs(60), || async {
+        m(&scrape(&a.metrics).await, "sink-record-acquire-total") > 0.0
+    })
+    .await;
+    a.child.kill().expect("kill -9");
+    a.child.wait().expect("wait");
+    common::produce(&common::bootstrap(), &topic, 1, 200, "l").await;
+    let b = Proc::start(&worker, &connector);
+    let want: BTreeSet<String> = (0..200).flat_map(|i| [format!("k-{i}"), format!("l-{i}")]).collect();
+    wait_until_async("every record in the file", Duration::from_secs(90), || async {
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        let have: BTreeSet<String> = text.lines().map(str::to_string).collect();
+        want.is_subset(&have)
+    })
+    .await;
+    let (status, _) = b.terminate();
+    assert!(status.success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -603,3 +603,64 @@ async fn every_metric_moves_as_expected_through_the_prometheus_endpoint() {
     assert_eq!(get(&s, "task-count"), 1.0);
     w.shutdown(Duration::from_secs(30)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn implicit_mode_accepts_on_the_next_poll() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sinkimplicit", 3).await;
+    let group = common::new_group(&admin, "g-sinkimplicit", None).await;
+    common::produce(&common::bootstrap(), &topic, 3, 60, "i").await;
+    let probe = Probe::default();
+    let w = worker(&probe, ok_after(Duration::from_millis(1)));
+    let c = w
+        .start_connector(connector("implicit", &topic, &group, 2, &[("share.acknowledgement.mode", "implicit")]))
+        .await
+        .unwrap();
+    wait_until("60 taken", Duration::from_secs(60), || probe.taken().len() == 60).await;
+    // The last batch is accepted by the next poll or by the commit at stop.
+    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    assert_each_taken_once(&probe, 60);
+    assert_eq!(metric(&c, "sink-record-acknowledge-total"), 60.0);
+    // Nothing comes back: a second run of the connector gets no record.
+    let probe2 = Probe::default();
+    let w2 = worker(&probe2, ok_after(Duration::ZERO));
+    let c2 = w2.start_connector(connector("implicit", &topic, &group, 1, &[])).await.unwrap();
+    common::produce(&common::bootstrap(), &topic, 3, 3, "after").await;
+    wait_until("the 3 new records", Duration::from_secs(60), || probe2.taken().len() >= 3).await;
+    assert_eq!(probe2.taken().len(), 3, "only the new records: {:?}", probe2.all());
+    assert_eq!(metric(&c2, "sink-record-redelivery-total"), 0.0);
+    w2.shutdown(Duration::from_secs(30)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_timeout_is_set_on_the_group_when_allowed() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sinklock", 1).await;
+    let group = common::new_group(&admin, "g-sinklock", None).await;
+    let probe = Probe::default();
+    let w = worker(&probe, ok_after(Duration::ZERO));
+    let lock_of = |entries: Vec<kafka_share::admin::ConfigEntry>| {
+        entries.into_iter().find(|e| e.name == "share.record.lock.duration.ms").and_then(|e| e.value)
+    };
+    // Not allowed: the group keeps its value (the runtime warns).
+    let c = w
+        .start_connector(connector("lock1", &topic, &group, 1, &[("share.acquisition.lock.timeout.ms", "20000")]))
+        .await
+        .unwrap();
+    let before = lock_of(admin.describe_group_configs(&group).await.unwrap());
+    assert_ne!(before.as_deref(), Some("20000"));
+    c.stop(Duration::from_secs(30)).await.unwrap();
+    // Allowed: set.
+    w.start_connector(connector(
+        "lock2",
+        &topic,
+        &group,
+        1,
+        &[("share.acquisition.lock.timeout.ms", "20000"), ("share.group.config.update", "true")],
+    ))
+    .await
+    .unwrap();
+    let after = lock_of(admin.describe_group_configs(&group).await.unwrap());
+    assert_eq!(after.as_deref(), Some("20000"));
+    w.shutdown(Duration::from_secs(30)).await.unwrap();
+}
