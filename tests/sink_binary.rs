@@ -78,6 +78,12 @@ impl Drop for Proc {
 
 /// Scrapes `/metrics` and returns name -> value (summed over connectors).
 async fn scrape(addr: &str) -> BTreeMap<String, f64> {
+    tokio::time::timeout(Duration::from_secs(30), scrape_once(addr))
+        .await
+        .expect("the metrics endpoint answers")
+}
+
+async fn scrape_once(addr: &str) -> BTreeMap<String, f64> {
     let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect to the metrics port");
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
     let mut text = String::new();
@@ -216,7 +222,7 @@ fn bad_files_exit_2_saying_why() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_worker_loses_nothing_a_second_worker_takes_its_records() {
+async fn a_killed_worker_loses_nothing_a_second_worker_takes_the_rest() {
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "sinkkill", 1).await;
     // A 6 s lock: what the killed process held comes back to the group soon.

@@ -22,6 +22,20 @@ use std::time::Duration;
 use kafka_share::config::Properties;
 use kafka_share::sink::{Connector, ConnectorConfig, PrometheusServer, Registry, Worker, WorkerConfig};
 
+/// Prints a status line on stdout. A closed stdout (the supervisor went away) must not
+/// panic the process mid-shutdown, as `println!` would: the line is dropped instead.
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+}
+
+/// The same on stderr, for errors.
+fn fail(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 const USAGE: &str =
     "usage: kafka-share-sink [--metrics-port N] worker.properties connector.properties|connector.json ...";
 
@@ -106,11 +120,11 @@ async fn main() -> ExitCode {
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(msg) if msg.is_empty() => {
-            println!("{USAGE}");
+            say(USAGE);
             return ExitCode::SUCCESS;
         }
         Err(msg) => {
-            eprintln!("kafka-share-sink: {msg}\n{USAGE}");
+            fail(&format!("kafka-share-sink: {msg}\n{USAGE}"));
             return ExitCode::from(2);
         }
     };
@@ -118,7 +132,7 @@ async fn main() -> ExitCode {
     let worker_config = match Properties::load(&args.worker).and_then(|p| WorkerConfig::from_properties(&p)) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("kafka-share-sink: {}: {e}", args.worker);
+            fail(&format!("kafka-share-sink: {}: {e}", args.worker));
             return ExitCode::from(2);
         }
     };
@@ -127,7 +141,7 @@ async fn main() -> ExitCode {
         match load_connector(path) {
             Ok(c) => configs.push(c),
             Err(e) => {
-                eprintln!("kafka-share-sink: {path}: {e}");
+                fail(&format!("kafka-share-sink: {path}: {e}"));
                 return ExitCode::from(2);
             }
         }
@@ -140,7 +154,7 @@ async fn main() -> ExitCode {
         match worker.start_connector(c).await {
             Ok(conn) => connectors.push(conn),
             Err(e) => {
-                eprintln!("kafka-share-sink: connector {name}: {e}");
+                fail(&format!("kafka-share-sink: connector {name}: {e}"));
                 let _ = worker.shutdown(SHUTDOWN_TIMEOUT).await;
                 return ExitCode::from(1);
             }
@@ -153,11 +167,11 @@ async fn main() -> ExitCode {
             match PrometheusServer::bind(port, source).await {
                 Ok(s) => {
                     // On stdout, so a supervisor (or a test) started with port 0 finds it.
-                    println!("kafka-share-sink: metrics on http://{}/metrics", s.local_addr());
+                    say(&format!("kafka-share-sink: metrics on http://{}/metrics", s.local_addr()));
                     Some(s)
                 }
                 Err(e) => {
-                    eprintln!("kafka-share-sink: {e}");
+                    fail(&format!("kafka-share-sink: {e}"));
                     let _ = worker.shutdown(SHUTDOWN_TIMEOUT).await;
                     return ExitCode::from(1);
                 }
@@ -165,17 +179,17 @@ async fn main() -> ExitCode {
         }
         None => None,
     };
-    println!("kafka-share-sink: running {} connector(s); stop with SIGINT or SIGTERM", connectors.len());
+    say(&format!("kafka-share-sink: running {} connector(s); stop with SIGINT or SIGTERM", connectors.len()));
 
     stop_signal().await;
     tracing::info!("stopping");
     match worker.shutdown(SHUTDOWN_TIMEOUT).await {
         Ok(()) => {
-            println!("kafka-share-sink: stopped");
+            say("kafka-share-sink: stopped");
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("kafka-share-sink: stop: {e}");
+            fail(&format!("kafka-share-sink: stop: {e}"));
             ExitCode::from(1)
         }
     }
