@@ -64,7 +64,11 @@ impl Proc {
         let killed = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
         assert!(killed.success());
         let status = self.child.wait().expect("wait");
-        let lines = self.stdout.try_iter().collect();
+        // The reader thread may still hold the last lines: read until it ends (at EOF).
+        let mut lines = Vec::new();
+        while let Ok(l) = self.stdout.recv_timeout(Duration::from_secs(10)) {
+            lines.push(l);
+        }
         (status, lines)
     }
 }
