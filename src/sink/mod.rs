@@ -10,23 +10,77 @@
 //!
 //! Layering: this module sits on the public consumer and producer API only (it is a user of
 //! the client, as Connect is of Java's); it reaches into no internal layer.
+//!
+//! # Running connectors
+//! A [`Worker`] (from a [`WorkerConfig`]: bootstrap and security settings) starts connectors
+//! (a [`ConnectorConfig`]: `name`, `connector.class`, `topics`, `tasks.max`, KIP-1302's
+//! `share.*` settings) whose class is in its [`Registry`]:
+//!
+//! ```no_run
+//! # async fn run(registry: kafka_share::sink::Registry) -> kafka_share::Result<()> {
+//! use kafka_share::sink::{ConnectorConfig, Worker, WorkerConfig};
+//! let worker = Worker::new(WorkerConfig::new("127.0.0.1:9092"), registry);
+//! let connector = worker
+//!     .start_connector(ConnectorConfig::from_pairs([
+//!         ("name", "orders-to-db"),
+//!         ("connector.class", "my-sink"),
+//!         ("topics", "orders"),
+//!         ("tasks.max", "12"),
+//!     ])?)
+//!     .await?;
+//! connector.set_tasks(16).await?; // four more, while the twelve keep going
+//! println!("{:?}", connector.metrics().get("sink-record-acknowledge-total"));
+//! worker.shutdown(std::time::Duration::from_secs(30)).await
+//! # }
+//! ```
+//!
+//! # Behaviour
+//! - Each task has its own share consumer in the connector's group (`share.group.id`, default
+//!   `connect-<name>`), explicit acknowledgement by default: a batch is ACCEPTed after `put`
+//!   and `flush` returned `Ok`, RELEASEd on a retriable error, and a record that failed for
+//!   good (a per-record failure, or a failure at `share.max.delivery.count` deliveries) is
+//!   copied to `errors.deadletterqueue.topic.name` and ACCEPTed, or REJECTed without one.
+//! - A `put` that runs past half the acquisition lock has its records RENEWed (Kafka 4.2+),
+//!   so a slow sink does not get its records redelivered elsewhere meanwhile.
+//! - [`Connector::set_tasks`] adds or removes tasks while the others run; a removed task
+//!   finishes its batch, commits and closes. [`Connector::stop`] and [`Worker::shutdown`] do
+//!   that for every task.
+//! - Metrics under KIP-1302's names ([`SinkMetricsSnapshot`], [`METRIC_NAMES`]); the
+//!   [`PrometheusServer`] serves them as Prometheus text.
+//!
+//! # Delivery semantics
+//! At least once: a record is ACCEPTed only after the sink took it, so a crash between `put`
+//! and the acknowledgement delivers it again. `share.delivery.semantics=exactly-once` is
+//! refused (it needs transactional acknowledgements, KIP-1289, which no released broker has);
+//! make the sink idempotent instead.
 
 mod builtins;
+mod config;
+mod dead_letter;
 pub mod file;
 #[cfg(feature = "sink-http")]
 pub mod http;
 pub mod kafka;
+mod metrics;
 #[cfg(feature = "sink-postgres")]
 pub mod postgres;
+mod prometheus;
 mod registry;
 mod task;
+mod task_runner;
+mod worker;
 
 pub use builtins::CONNECT_FILE_SINK_CLASS;
+pub use config::{ConnectorConfig, ErrorTolerance, SinkAckMode, WorkerConfig};
+pub use dead_letter::ERROR_HEADER_PREFIX;
 pub use file::FileSink;
 #[cfg(feature = "sink-http")]
 pub use http::HttpSink;
 pub use kafka::{KafkaSink, Transform};
+pub use metrics::{SinkMetricsSnapshot, METRIC_NAMES};
 #[cfg(feature = "sink-postgres")]
 pub use postgres::PostgresSink;
+pub use prometheus::{render as render_prometheus, MetricsSource, PrometheusServer, PROMETHEUS_PREFIX};
 pub use registry::Registry;
 pub use task::{RecordFailure, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig};
+pub use worker::{Connector, Worker};

@@ -1,0 +1,214 @@
+//! `kafka-share-sink`: runs sink connectors on share groups (KIP-1302) from Connect-style
+//! files.
+//!
+//! ```text
+//! kafka-share-sink [--metrics-port N] worker.properties connector.properties|connector.json ...
+//! ```
+//!
+//! The worker file holds `bootstrap.servers` and the security settings; each connector file
+//! holds `name`, `connector.class`, `topics`, `tasks.max` and the sink's keys. Several
+//! processes started on the same connector files share the work through the broker.
+//! SIGINT or SIGTERM stops it cleanly: the tasks stop taking records, finish or release
+//! their batches, commit and close. Logs go to stderr (`RUST_LOG`, default `info`).
+//! With `--metrics-port` (0 picks a free port) the metrics are served in Prometheus format
+//! at `http://127.0.0.1:N/metrics`; the address is printed on stdout.
+//!
+//! Exit codes: 0 clean stop, 1 a connector could not start or stop, 2 bad usage.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kafka_share::config::Properties;
+use kafka_share::sink::{Connector, ConnectorConfig, PrometheusServer, Registry, Worker, WorkerConfig};
+
+/// Prints a status line on stdout. A closed stdout (the supervisor went away) must not
+/// panic the process mid-shutdown, as `println!` would: the line is dropped instead.
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+}
+
+/// The same on stderr, for errors.
+fn fail(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+const USAGE: &str =
+    "usage: kafka-share-sink [--metrics-port N] worker.properties connector.properties|connector.json ...";
+
+/// How long a clean stop may take before tasks are aborted (their records then come back
+/// to the group when their locks lapse).
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug)]
+struct Args {
+    metrics_port: Option<u16>,
+    worker: String,
+    connectors: Vec<String>,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut metrics_port = None;
+    let mut files = Vec::new();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "-h" | "--help" => return Err(String::new()),
+            "--metrics-port" => {
+                let v = args.next().ok_or("--metrics-port needs a port number")?;
+                metrics_port =
+                    Some(v.parse::<u16>().map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))?);
+            }
+            s if s.starts_with("--metrics-port=") => {
+                let v = &s["--metrics-port=".len()..];
+                metrics_port =
+                    Some(v.parse::<u16>().map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))?);
+            }
+            s if s.starts_with('-') => return Err(format!("unknown option {s}")),
+            _ => files.push(a),
+        }
+    }
+    if files.len() < 2 {
+        return Err("give a worker properties file and at least one connector file".into());
+    }
+    let worker = files.remove(0);
+    Ok(Args { metrics_port, worker, connectors: files })
+}
+
+fn load_connector(path: &str) -> kafka_share::Result<ConnectorConfig> {
+    if path.ends_with(".json") {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| kafka_share::Error::Config { key: path.to_string(), message: format!("cannot read: {e}") })?;
+        ConnectorConfig::from_json(&text)
+    } else {
+        ConnectorConfig::from_properties(&Properties::load(path)?)
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot watch SIGTERM ({e}); stopping on SIGINT only");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(msg) if msg.is_empty() => {
+            say(USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Err(msg) => {
+            fail(&format!("kafka-share-sink: {msg}\n{USAGE}"));
+            return ExitCode::from(2);
+        }
+    };
+    // Read every file before starting anything, so a typo fails the whole run up front.
+    let worker_config = match Properties::load(&args.worker).and_then(|p| WorkerConfig::from_properties(&p)) {
+        Ok(c) => c,
+        Err(e) => {
+            fail(&format!("kafka-share-sink: {}: {e}", args.worker));
+            return ExitCode::from(2);
+        }
+    };
+    let mut configs = Vec::new();
+    for path in &args.connectors {
+        match load_connector(path) {
+            Ok(c) => configs.push(c),
+            Err(e) => {
+                fail(&format!("kafka-share-sink: {path}: {e}"));
+                return ExitCode::from(2);
+            }
+        }
+    }
+
+    let worker = Worker::new(worker_config, Registry::with_builtins());
+    let mut connectors: Vec<Connector> = Vec::new();
+    for c in configs {
+        let name = c.name().to_string();
+        match worker.start_connector(c).await {
+            Ok(conn) => connectors.push(conn),
+            Err(e) => {
+                fail(&format!("kafka-share-sink: connector {name}: {e}"));
+                let _ = worker.shutdown(SHUTDOWN_TIMEOUT).await;
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let _server = match args.metrics_port {
+        Some(port) => {
+            let handles = connectors.clone();
+            let source = Arc::new(move || handles.iter().map(Connector::metrics).collect());
+            match PrometheusServer::bind(port, source).await {
+                Ok(s) => {
+                    // On stdout, so a supervisor (or a test) started with port 0 finds it.
+                    say(&format!("kafka-share-sink: metrics on http://{}/metrics", s.local_addr()));
+                    Some(s)
+                }
+                Err(e) => {
+                    fail(&format!("kafka-share-sink: {e}"));
+                    let _ = worker.shutdown(SHUTDOWN_TIMEOUT).await;
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        None => None,
+    };
+    say(&format!("kafka-share-sink: running {} connector(s); stop with SIGINT or SIGTERM", connectors.len()));
+
+    stop_signal().await;
+    tracing::info!("stopping");
+    match worker.shutdown(SHUTDOWN_TIMEOUT).await {
+        Ok(()) => {
+            say("kafka-share-sink: stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            fail(&format!("kafka-share-sink: stop: {e}"));
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Result<Args, String> {
+        parse_args(v.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn parses_port_and_files() {
+        let a = args(&["--metrics-port", "9400", "w.properties", "c.json"]).unwrap();
+        assert_eq!((a.metrics_port, a.worker.as_str(), a.connectors.len()), (Some(9400), "w.properties", 1));
+        assert!(args(&["w.properties"]).is_err());
+        assert!(args(&["--metrics-port", "x", "a", "b"]).unwrap_err().contains("not a port"));
+        assert!(args(&["--bogus", "a", "b"]).is_err());
+    }
+}

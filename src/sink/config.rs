@@ -1,0 +1,515 @@
+//! Worker and connector settings, by the names Kafka Connect and KIP-1302 use.
+//!
+//! A worker file carries what every client of the process shares (`bootstrap.servers`,
+//! `security.protocol`, `sasl.*`, `ssl.*`, timeouts) plus `consumer.*` / `producer.*`
+//! overrides, as a Connect worker file does. A connector file carries `name`,
+//! `connector.class`, `topics` (or `topics.regex`), `tasks.max`, the `share.*` and `errors.*`
+//! settings of KIP-1302, `consumer.override.*`, and the sink's own keys (kept as given in
+//! [`ConnectorConfig::task_config`]).
+//!
+//! Connect worker files also hold keys that mean nothing here (`key.converter`,
+//! `offset.storage.file.filename`, `plugin.path`, ...): they are ignored, so a Connect user's
+//! file works unchanged; only the client keys reach the clients, whose readers refuse typos.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::config::Properties;
+use crate::error::{Error, Result};
+
+use super::task::TaskConfig;
+
+/// Worker keys that are client settings, passed to every consumer and producer (a key
+/// matches when it equals an entry or starts with an entry that ends in `.`).
+const CLIENT_KEYS: &[&str] = &[
+    "bootstrap.servers",
+    "client.dns.lookup",
+    "security.protocol",
+    "sasl.",
+    "ssl.",
+    "request.timeout.ms",
+    "connections.max.idle.ms",
+    "reconnect.backoff.",
+    "retry.backoff.",
+    "socket.connection.setup.timeout.",
+    "metadata.max.age.ms",
+];
+
+fn is_client_key(key: &str) -> bool {
+    CLIENT_KEYS.iter().any(|k| if k.ends_with('.') { key.starts_with(k) } else { key == *k })
+}
+
+/// Checks a `*group.protocol` setting: this runtime runs share groups only (KIP-1302's
+/// `WorkerShareSinkTask`); a classic or consumer group is Kafka Connect's own runtime.
+fn check_group_protocol(key: &str, value: Option<&str>) -> Result<()> {
+    match value.map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(()),
+        Some(v) if v == "share" => Ok(()),
+        Some(v) => Err(Error::config(
+            key,
+            format!(
+                "{v:?}: this runtime only runs sink tasks on share groups (KIP-1302); set {key}=share, \
+                 or run the connector on Kafka Connect for a classic/consumer group"
+            ),
+        )),
+    }
+}
+
+/// What the worker process shares among its connectors: the cluster and security settings,
+/// and client overrides.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The client settings every consumer and producer gets (`bootstrap.servers`, security).
+    client: BTreeMap<String, String>,
+    /// `consumer.*` overrides, prefix removed.
+    consumer: BTreeMap<String, String>,
+    /// `producer.*` overrides, prefix removed.
+    producer: BTreeMap<String, String>,
+}
+
+impl WorkerConfig {
+    /// A worker on `bootstrap_servers` with no security and no overrides.
+    pub fn new(bootstrap_servers: impl Into<String>) -> WorkerConfig {
+        let mut client = BTreeMap::new();
+        client.insert("bootstrap.servers".to_string(), bootstrap_servers.into());
+        WorkerConfig { client, consumer: BTreeMap::new(), producer: BTreeMap::new() }
+    }
+
+    /// Reads a worker properties file's settings. `bootstrap.servers` is required;
+    /// `consumer.group.protocol`, when given, must be `share`.
+    pub fn from_properties(p: &Properties) -> Result<WorkerConfig> {
+        check_group_protocol("consumer.group.protocol", p.get("consumer.group.protocol"))?;
+        if p.get("bootstrap.servers").map(str::trim).unwrap_or("").is_empty() {
+            return Err(Error::config(
+                "bootstrap.servers",
+                "missing: the worker file must say where the cluster is (e.g. bootstrap.servers=127.0.0.1:9092)",
+            ));
+        }
+        let mut w = WorkerConfig { client: BTreeMap::new(), consumer: BTreeMap::new(), producer: BTreeMap::new() };
+        let keys: Vec<String> = p.keys().map(str::to_string).collect();
+        for k in keys {
+            let Some(v) = p.get(&k) else { continue };
+            if k == "consumer.group.protocol" {
+                continue;
+            } else if let Some(rest) = k.strip_prefix("consumer.") {
+                w.consumer.insert(rest.to_string(), v.to_string());
+            } else if let Some(rest) = k.strip_prefix("producer.") {
+                w.producer.insert(rest.to_string(), v.to_string());
+            } else if is_client_key(&k) {
+                w.client.insert(k, v.to_string());
+            } else {
+                tracing::debug!(key = %k, "worker setting ignored (not a client setting of this runtime)");
+            }
+        }
+        Ok(w)
+    }
+
+    /// Sets a client setting every consumer and producer gets (e.g. `security.protocol`).
+    pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) -> &mut Self {
+        self.client.insert(key.into(), value.into());
+        self
+    }
+
+    /// `bootstrap.servers`.
+    pub fn bootstrap_servers(&self) -> &str {
+        self.client.get("bootstrap.servers").map(String::as_str).unwrap_or("")
+    }
+
+    /// The properties an admin client gets (the shared client settings).
+    pub(crate) fn admin_properties(&self) -> Properties {
+        Properties::from_pairs(self.client.clone())
+    }
+
+    /// The properties a producer gets: shared settings, then `producer.*`.
+    pub(crate) fn producer_properties(&self) -> Properties {
+        Properties::from_pairs(self.client.iter().chain(self.producer.iter()).map(|(k, v)| (k.clone(), v.clone())))
+    }
+
+    /// The properties a task's consumer gets: shared settings, `consumer.*`, then the
+    /// connector's `consumer.override.*`.
+    pub(crate) fn consumer_properties(&self, connector: &ConnectorConfig) -> Properties {
+        let mut p =
+            Properties::from_pairs(self.client.iter().chain(self.consumer.iter()).map(|(k, v)| (k.clone(), v.clone())));
+        for (k, v) in &connector.consumer_overrides {
+            p.set(k.clone(), v.clone());
+        }
+        p
+    }
+}
+
+/// `share.acknowledgement.mode` of a connector's consumers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkAckMode {
+    /// The runtime ACCEPTs a batch after `put` (and `flush`) succeeded, RELEASEs it on a
+    /// retriable error, and dead-letters failed records (the default).
+    Explicit,
+    /// The consumer accepts every record on the next poll. A retriable error is retried in
+    /// place (the records cannot be released), a failed record is dead-lettered or counted.
+    Implicit,
+}
+
+/// `errors.tolerance`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorTolerance {
+    /// `none` (Connect's default): a failed record stops the task; its batch is RELEASEd.
+    None,
+    /// `all`: a failed record goes the dead-letter path (the DLQ topic, else REJECT) and the
+    /// task goes on.
+    All,
+}
+
+/// One connector: which sink, on what topics, how many tasks, and the KIP-1302 settings.
+#[derive(Debug, Clone)]
+pub struct ConnectorConfig {
+    pub(crate) name: String,
+    pub(crate) connector_class: String,
+    pub(crate) topics: Vec<String>,
+    pub(crate) topics_regex: Option<String>,
+    pub(crate) tasks_max: usize,
+    pub(crate) group_id: String,
+    pub(crate) ack_mode: SinkAckMode,
+    pub(crate) lock_timeout: Duration,
+    /// Whether the runtime may set the group's `share.record.lock.duration.ms` to
+    /// `share.acquisition.lock.timeout.ms` (`share.group.config.update`).
+    pub(crate) update_group_config: bool,
+    /// `share.auto.offset.reset`, set on the group when given (where a new group starts).
+    pub(crate) auto_offset_reset: Option<String>,
+    pub(crate) max_delivery_count: i16,
+    pub(crate) dlq_topic: Option<String>,
+    pub(crate) dlq_context_headers: bool,
+    pub(crate) dlq_replication_factor: i16,
+    pub(crate) tolerance: ErrorTolerance,
+    pub(crate) consumer_overrides: BTreeMap<String, String>,
+    pub(crate) task_config: TaskConfig,
+}
+
+impl ConnectorConfig {
+    /// Reads a Connect-style connector properties file's settings.
+    pub fn from_properties(p: &Properties) -> Result<ConnectorConfig> {
+        let mut all = TaskConfig::new();
+        for k in p.keys() {
+            if let Some(v) = p.get(k) {
+                all.insert(k.to_string(), v.to_string());
+            }
+        }
+        Self::from_map(all)
+    }
+
+    /// Reads a connector from JSON as Connect's REST API takes it
+    /// (`{"name": .., "config": {..}}`) or as a flat object of settings. Values may be
+    /// strings, numbers or booleans.
+    pub fn from_json(text: &str) -> Result<ConnectorConfig> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            Error::config("json", format!("not valid JSON: {e}; expected {{\"name\":..,\"config\":{{..}}}}"))
+        })?;
+        let obj = v.as_object().ok_or_else(|| {
+            Error::config("json", "expected an object: {\"name\":..,\"config\":{..}} or flat settings")
+        })?;
+        let mut all = TaskConfig::new();
+        let (settings, name) = match obj.get("config").and_then(|c| c.as_object()) {
+            Some(cfg) => (cfg, obj.get("name").and_then(|n| n.as_str())),
+            None => (obj, None),
+        };
+        for (k, v) in settings {
+            let s = match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Number(n) => n.to_string(),
+                serde_json::Value::Bool(b) => b.to_string(),
+                other => {
+                    return Err(Error::config(
+                        k.clone(),
+                        format!("{other} is not a setting value: use a string, number or boolean"),
+                    ))
+                }
+            };
+            all.insert(k.clone(), s);
+        }
+        if let Some(n) = name {
+            all.entry("name".to_string()).or_insert_with(|| n.to_string());
+        }
+        Self::from_map(all)
+    }
+
+    /// From (key, value) pairs, as in a properties file.
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<ConnectorConfig> {
+        Self::from_map(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+
+    fn from_map(all: TaskConfig) -> Result<ConnectorConfig> {
+        let p = Properties::from_pairs(all.clone());
+        let name = p.get("name").map(str::trim).unwrap_or("").to_string();
+        if name.is_empty() {
+            return Err(Error::config("name", "missing: every connector needs a unique name"));
+        }
+        let connector_class = p.get("connector.class").map(str::trim).unwrap_or("").to_string();
+        if connector_class.is_empty() {
+            return Err(Error::config("connector.class", "missing: say which sink runs (e.g. connector.class=file)"));
+        }
+        let topics: Vec<String> = p
+            .get("topics")
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect();
+        let topics_regex = p.get("topics.regex").map(str::trim).filter(|r| !r.is_empty()).map(str::to_string);
+        match (topics.is_empty(), topics_regex.is_some()) {
+            (true, false) => {
+                return Err(Error::config("topics", "missing: set topics (a comma-separated list) or topics.regex"))
+            }
+            (false, true) => {
+                return Err(Error::config(
+                    "topics.regex",
+                    "set either topics or topics.regex, not both (as in Connect)",
+                ))
+            }
+            _ => {}
+        }
+        for t in &topics {
+            crate::topic_name::validate_topic_name(t)?;
+        }
+        let tasks_max = p.int("tasks.max", 1, 1, 10_000)? as usize;
+        check_group_protocol("consumer.override.group.protocol", p.get("consumer.override.group.protocol"))?;
+        let group_id = match p.get("share.group.id").map(str::trim) {
+            Some(g) if !g.is_empty() => g.to_string(),
+            _ => format!("connect-{name}"),
+        };
+        let ack_mode = match p.choice("share.acknowledgement.mode", "explicit", &["explicit", "implicit"])?.as_str() {
+            "implicit" => SinkAckMode::Implicit,
+            _ => SinkAckMode::Explicit,
+        };
+        // The broker's bounds for share.record.lock.duration.ms (1 s .. 1 h by default).
+        let lock_timeout =
+            p.millis("share.acquisition.lock.timeout.ms", Duration::from_millis(30_000), 1000, 3_600_000)?;
+        let update_group_config = p.bool("share.group.config.update", false)?;
+        let auto_offset_reset =
+            p.get("share.auto.offset.reset").map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+        if p.choice("share.delivery.semantics", "at-least-once", &["at-least-once", "exactly-once"])? == "exactly-once"
+        {
+            return Err(Error::config(
+                "share.delivery.semantics",
+                "exactly-once needs transactional acknowledgements (KIP-1289), which no released broker has; \
+                 use at-least-once, and make the sink idempotent (e.g. keyed by topic, partition and offset)",
+            ));
+        }
+        let max_delivery_count = p.int("share.max.delivery.count", 5, 1, 10)? as i16;
+        let dlq_topic = p
+            .get("errors.deadletterqueue.topic.name")
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
+        if let Some(t) = &dlq_topic {
+            crate::topic_name::validate_topic_name(t)?;
+            if topics.contains(t) {
+                return Err(Error::config(
+                    "errors.deadletterqueue.topic.name",
+                    format!("{t:?} is also in topics: a dead-lettered record would come back to the sink"),
+                ));
+            }
+        }
+        let dlq_context_headers = p.bool("errors.deadletterqueue.context.headers.enable", false)?;
+        let dlq_replication_factor = p.int("errors.deadletterqueue.topic.replication.factor", -1, -1, 32_767)? as i16;
+        let tolerance = match p.choice("errors.tolerance", "none", &["none", "all"])?.as_str() {
+            "all" => ErrorTolerance::All,
+            _ => ErrorTolerance::None,
+        };
+        if dlq_topic.is_some() && tolerance == ErrorTolerance::None {
+            return Err(Error::config(
+                "errors.tolerance",
+                "errors.deadletterqueue.topic.name is set but errors.tolerance=none stops the task on the first failed \
+                 record, so nothing would reach the dead-letter topic; set errors.tolerance=all",
+            ));
+        }
+        let mut consumer_overrides = BTreeMap::new();
+        for (k, v) in &all {
+            if let Some(rest) = k.strip_prefix("consumer.override.") {
+                if rest != "group.protocol" {
+                    consumer_overrides.insert(rest.to_string(), v.clone());
+                }
+            }
+        }
+        for k in ["group.id", "share.acknowledgement.mode"] {
+            if consumer_overrides.contains_key(k) {
+                return Err(Error::config(
+                    format!("consumer.override.{k}"),
+                    format!("set by the runtime; use {} instead", if k == "group.id" { "share.group.id" } else { k }),
+                ));
+            }
+        }
+        Ok(ConnectorConfig {
+            name,
+            connector_class,
+            topics,
+            topics_regex,
+            tasks_max,
+            group_id,
+            ack_mode,
+            lock_timeout,
+            update_group_config,
+            auto_offset_reset,
+            max_delivery_count,
+            dlq_topic,
+            dlq_context_headers,
+            dlq_replication_factor,
+            tolerance,
+            consumer_overrides,
+            task_config: all,
+        })
+    }
+
+    /// `name`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `connector.class`.
+    pub fn connector_class(&self) -> &str {
+        &self.connector_class
+    }
+
+    /// `topics` (empty with `topics.regex`).
+    pub fn topics(&self) -> &[String] {
+        &self.topics
+    }
+
+    /// `topics.regex`.
+    pub fn topics_regex(&self) -> Option<&str> {
+        self.topics_regex.as_deref()
+    }
+
+    /// `tasks.max` (default 1): how many tasks start.
+    pub fn tasks_max(&self) -> usize {
+        self.tasks_max
+    }
+
+    /// `share.group.id` (default `connect-<name>`).
+    pub fn group_id(&self) -> &str {
+        &self.group_id
+    }
+
+    /// `share.acknowledgement.mode` (default explicit).
+    pub fn ack_mode(&self) -> SinkAckMode {
+        self.ack_mode
+    }
+
+    /// `share.acquisition.lock.timeout.ms` (default 30 s).
+    pub fn lock_timeout(&self) -> Duration {
+        self.lock_timeout
+    }
+
+    /// `share.max.delivery.count` (default 5).
+    pub fn max_delivery_count(&self) -> i16 {
+        self.max_delivery_count
+    }
+
+    /// `errors.deadletterqueue.topic.name`.
+    pub fn dead_letter_topic(&self) -> Option<&str> {
+        self.dlq_topic.as_deref()
+    }
+
+    /// `errors.tolerance` (default none).
+    pub fn error_tolerance(&self) -> ErrorTolerance {
+        self.tolerance
+    }
+
+    /// Every key as given (the sinks read their own keys here).
+    pub fn task_config(&self) -> &TaskConfig {
+        &self.task_config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Vec<(&'static str, &'static str)> {
+        vec![("name", "c1"), ("connector.class", "file"), ("topics", "a,b")]
+    }
+
+    fn with(extra: &[(&'static str, &'static str)]) -> Result<ConnectorConfig> {
+        let mut v = base();
+        v.extend_from_slice(extra);
+        ConnectorConfig::from_pairs(v)
+    }
+
+    #[test]
+    fn defaults_follow_kip_1302() {
+        let c = with(&[]).unwrap();
+        assert_eq!(c.group_id(), "connect-c1");
+        assert_eq!(c.topics(), ["a", "b"]);
+        assert_eq!(c.ack_mode(), SinkAckMode::Explicit);
+        assert_eq!(c.lock_timeout(), Duration::from_secs(30));
+        assert_eq!(c.max_delivery_count(), 5);
+        assert_eq!(c.tasks_max(), 1);
+        assert_eq!(c.error_tolerance(), ErrorTolerance::None);
+        assert_eq!(c.task_config().get("topics").map(String::as_str), Some("a,b"));
+    }
+
+    #[test]
+    fn exactly_once_is_refused_naming_kip_1289() {
+        let e = with(&[("share.delivery.semantics", "exactly-once")]).unwrap_err();
+        assert!(e.to_string().contains("KIP-1289"), "{e}");
+    }
+
+    #[test]
+    fn only_share_groups() {
+        let e = with(&[("consumer.override.group.protocol", "consumer")]).unwrap_err();
+        assert!(e.to_string().contains("share groups"), "{e}");
+        with(&[("consumer.override.group.protocol", "share")]).unwrap();
+        let p = Properties::from_pairs([("bootstrap.servers", "x:1"), ("consumer.group.protocol", "classic")]);
+        let e = WorkerConfig::from_properties(&p).unwrap_err();
+        assert!(e.to_string().contains("consumer.group.protocol=share"), "{e}");
+    }
+
+    #[test]
+    fn dead_letter_needs_tolerance_all() {
+        let e = with(&[("errors.deadletterqueue.topic.name", "dlq")]).unwrap_err();
+        assert!(e.to_string().contains("errors.tolerance=all"), "{e}");
+        let c = with(&[("errors.deadletterqueue.topic.name", "dlq"), ("errors.tolerance", "all")]).unwrap();
+        assert_eq!(c.dead_letter_topic(), Some("dlq"));
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        for (k, v) in [("tasks.max", "0"), ("share.acknowledgement.mode", "sometimes"), ("errors.tolerance", "x")] {
+            let e = with(&[(k, v)]).unwrap_err();
+            assert!(matches!(&e, Error::Config { key, .. } if key == k), "{k}: {e}");
+        }
+        assert!(ConnectorConfig::from_pairs([("name", "x"), ("connector.class", "file")]).is_err());
+    }
+
+    #[test]
+    fn json_in_connect_rest_form_or_flat() {
+        let c = ConnectorConfig::from_json(
+            r#"{"name":"j","config":{"connector.class":"file","topics":"t","tasks.max":3}}"#,
+        )
+        .unwrap();
+        assert_eq!((c.name(), c.tasks_max()), ("j", 3));
+        let c = ConnectorConfig::from_json(r#"{"name":"f","connector.class":"file","topics":"t"}"#).unwrap();
+        assert_eq!(c.name(), "f");
+        assert!(ConnectorConfig::from_json("[1]").is_err());
+    }
+
+    #[test]
+    fn worker_splits_client_settings_and_overrides() {
+        let p = Properties::from_pairs([
+            ("bootstrap.servers", "h:1"),
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("key.converter", "org.apache.kafka.connect.storage.StringConverter"),
+            ("consumer.max.poll.records", "7"),
+            ("producer.linger.ms", "3"),
+        ]);
+        let w = WorkerConfig::from_properties(&p).unwrap();
+        let c = with(&[("consumer.override.fetch.max.wait.ms", "100")]).unwrap();
+        let cp = w.consumer_properties(&c);
+        assert_eq!(cp.get("max.poll.records"), Some("7"));
+        assert_eq!(cp.get("fetch.max.wait.ms"), Some("100"));
+        assert_eq!(cp.get("security.protocol"), Some("SASL_PLAINTEXT"));
+        assert!(!cp.contains("key.converter"));
+        assert_eq!(w.producer_properties().get("linger.ms"), Some("3"));
+        assert!(WorkerConfig::from_properties(&Properties::new()).is_err());
+    }
+}

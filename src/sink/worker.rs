@@ -1,0 +1,315 @@
+//! The worker: runs connectors, each as a set of tasks on one share group.
+//!
+//! A task is one tokio task with its own [`ShareConsumer`](crate::ShareConsumer) (see
+//! `task_runner.rs`). Tasks never coordinate: the share group hands records to whichever
+//! consumer asks, so adding or removing a task touches no other task, and two worker
+//! processes on the same connector configuration split the work through the broker.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::admin::Admin;
+use crate::consumer::ShareConsumerConfig;
+use crate::error::{Error, Result};
+use crate::producer::Producer;
+
+use super::config::{ConnectorConfig, SinkAckMode, WorkerConfig};
+use super::dead_letter::DeadLetter;
+use super::metrics::{SinkMetrics, SinkMetricsSnapshot};
+use super::registry::Registry;
+use super::task_runner::{run_task, ConnectorShared};
+
+/// The group setting `share.acquisition.lock.timeout.ms` stands for.
+const GROUP_LOCK_KEY: &str = "share.record.lock.duration.ms";
+
+/// Runs connectors. Cheap to share by reference; [`shutdown`](Self::shutdown) stops them all.
+#[derive(Debug)]
+pub struct Worker {
+    config: WorkerConfig,
+    registry: Registry,
+    connectors: Mutex<Vec<Connector>>,
+}
+
+impl Worker {
+    /// A worker with these client settings and connector classes.
+    pub fn new(config: WorkerConfig, registry: Registry) -> Worker {
+        Worker { config, registry, connectors: Mutex::new(Vec::new()) }
+    }
+
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<Connector>> {
+        self.connectors.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts a connector with `tasks.max` tasks. Fails, before any task starts, on an
+    /// unknown `connector.class`, a name already running here, or consumer settings the
+    /// consumer refuses. Tasks that fail to start (the sink refused its configuration, no
+    /// broker) are reported by [`Connector::failures`] and the log.
+    pub async fn start_connector(&self, config: ConnectorConfig) -> Result<Connector> {
+        if self.list().iter().any(|c| c.name() == config.name && !c.inner.stopped.load(Ordering::Acquire)) {
+            return Err(Error::config(
+                "name",
+                format!("a connector named {:?} runs already on this worker", config.name),
+            ));
+        }
+        let factory = self
+            .registry
+            .get(&config.connector_class)
+            .map_err(|e| Error::config("connector.class", e.to_string()))?;
+        let mut props = self.config.consumer_properties(&config);
+        props.set("group.id", config.group_id.clone());
+        props.set(
+            "share.acknowledgement.mode",
+            match config.ack_mode {
+                SinkAckMode::Explicit => "explicit",
+                SinkAckMode::Implicit => "implicit",
+            },
+        );
+        let consumer = ShareConsumerConfig::from_properties(&props)?;
+        self.prepare_group(&config).await;
+        let dead_letter = match &config.dlq_topic {
+            Some(topic) => {
+                let producer = Producer::from_properties(&self.config.producer_properties()).await?;
+                Some(Arc::new(DeadLetter::new(
+                    topic.clone(),
+                    producer,
+                    config.dlq_context_headers,
+                    &config.name,
+                    &config.connector_class,
+                )))
+            }
+            None => None,
+        };
+        let tasks = config.tasks_max;
+        let shared = Arc::new(ConnectorShared {
+            metrics: Arc::new(SinkMetrics::new(&config.name)),
+            config,
+            consumer,
+            factory,
+            dead_letter,
+            failures: Mutex::new(Vec::new()),
+        });
+        let connector = Connector {
+            inner: Arc::new(ConnectorInner {
+                shared,
+                tasks: Mutex::new(Vec::new()),
+                changes: tokio::sync::Mutex::new(()),
+                next_id: AtomicUsize::new(0),
+                stopped: AtomicBool::new(false),
+            }),
+        };
+        connector.set_tasks(tasks).await?;
+        tracing::info!(connector = %connector.name(), tasks, group = %connector.inner.shared.config.group_id, "connector started");
+        self.list().push(connector.clone());
+        Ok(connector)
+    }
+
+    /// Group-side preparations through the admin client: the DLQ topic, the group's lock
+    /// duration and offset reset. Each failure is logged, not fatal: the tasks can run
+    /// without them (the producer creates a missing topic if the broker allows it).
+    async fn prepare_group(&self, config: &ConnectorConfig) {
+        let admin = match Admin::from_properties(&self.config.admin_properties()).await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(connector = %config.name, "no admin client to check the group's settings: {e}");
+                return;
+            }
+        };
+        if let Some(topic) = &config.dlq_topic {
+            // Connect creates its DLQ topic too (one partition, the given replication).
+            let new = crate::admin::NewTopic::new(topic.clone(), 1).replication_factor(config.dlq_replication_factor);
+            match admin.create_topics(&[new]).await {
+                Ok(results) => {
+                    for r in results {
+                        match r {
+                            Err(e) if e.code() != Some(crate::ErrorCode::TOPIC_ALREADY_EXISTS) => {
+                                tracing::warn!(connector = %config.name, "creating dead-letter topic {topic}: {e}")
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(connector = %config.name, "creating dead-letter topic {topic}: {e}"),
+            }
+        }
+        if let Some(reset) = &config.auto_offset_reset {
+            if let Err(e) = admin.set_share_auto_offset_reset(&config.group_id, reset).await {
+                tracing::warn!(connector = %config.name, "setting share.auto.offset.reset={reset} on {}: {e}", config.group_id);
+            }
+        }
+        let want = config.lock_timeout.as_millis().to_string();
+        let current = match admin.describe_group_configs(&config.group_id).await {
+            Ok(entries) => entries.into_iter().find(|e| e.name == GROUP_LOCK_KEY).and_then(|e| e.value),
+            Err(e) => {
+                tracing::debug!(connector = %config.name, "describing group configs: {e}");
+                None
+            }
+        };
+        if current.as_deref() == Some(want.as_str()) {
+            return;
+        }
+        if config.update_group_config {
+            match admin.set_group_config(&config.group_id, GROUP_LOCK_KEY, &want).await {
+                Ok(()) => {
+                    tracing::info!(connector = %config.name, "set {GROUP_LOCK_KEY}={want} on group {}", config.group_id)
+                }
+                Err(e) => {
+                    tracing::warn!(connector = %config.name, "setting {GROUP_LOCK_KEY}={want} on group {}: {e}", config.group_id)
+                }
+            }
+        } else {
+            tracing::warn!(
+                connector = %config.name,
+                "share.acquisition.lock.timeout.ms={want} but group {} has {GROUP_LOCK_KEY}={}; the group's value applies \
+                 (set share.group.config.update=true to let the runtime set it, or alter the group config)",
+                config.group_id,
+                current.as_deref().unwrap_or("the broker default")
+            );
+        }
+    }
+
+    /// The connectors started here (running or stopped).
+    pub fn connectors(&self) -> Vec<Connector> {
+        self.list().clone()
+    }
+
+    /// The metrics of every running connector.
+    pub fn metrics(&self) -> Vec<SinkMetricsSnapshot> {
+        self.list()
+            .iter()
+            .filter(|c| !c.inner.stopped.load(Ordering::Acquire))
+            .map(Connector::metrics)
+            .collect()
+    }
+
+    /// Stops every connector (see [`Connector::stop`]), all within `timeout`.
+    pub async fn shutdown(self, timeout: Duration) -> Result<()> {
+        let connectors = self.list().clone();
+        let results = futures::future::join_all(connectors.iter().map(|c| c.stop(timeout))).await;
+        results.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
+    }
+}
+
+struct TaskHandle {
+    id: usize,
+    stop: watch::Sender<bool>,
+    join: JoinHandle<()>,
+}
+
+struct ConnectorInner {
+    shared: Arc<ConnectorShared>,
+    tasks: Mutex<Vec<TaskHandle>>,
+    /// Serializes `set_tasks` and `stop`, so two changes never count the same tasks.
+    changes: tokio::sync::Mutex<()>,
+    next_id: AtomicUsize,
+    stopped: AtomicBool,
+}
+
+/// A running connector: a handle, cheap to clone.
+#[derive(Clone)]
+pub struct Connector {
+    inner: Arc<ConnectorInner>,
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector").field("name", &self.name()).field("tasks", &self.tasks()).finish()
+    }
+}
+
+impl Connector {
+    /// `name`.
+    pub fn name(&self) -> &str {
+        &self.inner.shared.config.name
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &ConnectorConfig {
+        &self.inner.shared.config
+    }
+
+    fn handles(&self) -> std::sync::MutexGuard<'_, Vec<TaskHandle>> {
+        self.inner.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts or stops tasks until `n` run. The other tasks keep running throughout: a new
+    /// task joins the share group beside them, a removed one finishes its batch, commits
+    /// its acknowledgements and closes (the newest tasks go first). A task that ended on
+    /// its own (a fatal error) counts as gone, so this also restarts failed tasks.
+    pub async fn set_tasks(&self, n: usize) -> Result<()> {
+        let _serial = self.inner.changes.lock().await;
+        if self.inner.stopped.load(Ordering::Acquire) {
+            return Err(Error::InvalidState(format!("connector {} is stopped", self.name())));
+        }
+        let removed: Vec<TaskHandle> = {
+            let mut tasks = self.handles();
+            tasks.retain(|t| !t.join.is_finished());
+            while tasks.len() < n {
+                let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+                let (stop, rx) = watch::channel(false);
+                let join = tokio::spawn(run_task(id, self.inner.shared.clone(), rx));
+                tasks.push(TaskHandle { id, stop, join });
+            }
+            let keep = n.min(tasks.len());
+            tasks.drain(keep..).collect()
+        };
+        for t in &removed {
+            tracing::info!(connector = %self.name(), task = t.id, "stopping task");
+            let _ = t.stop.send(true);
+        }
+        // A task never panics on purpose; if one did, its records went back on close/drop.
+        futures::future::join_all(removed.into_iter().map(|t| t.join)).await;
+        Ok(())
+    }
+
+    /// How many tasks run.
+    pub fn tasks(&self) -> usize {
+        self.handles().iter().filter(|t| !t.join.is_finished()).count()
+    }
+
+    /// Tasks that stopped on an error, as (task id, why), oldest first.
+    pub fn failures(&self) -> Vec<(usize, String)> {
+        self.inner.shared.failures.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The connector's metrics (all tasks together).
+    pub fn metrics(&self) -> SinkMetricsSnapshot {
+        self.inner.shared.metrics.snapshot()
+    }
+
+    /// Stops every task gracefully within `timeout`: each stops taking records, finishes
+    /// its batch (acknowledging it), flushes, commits and closes. Tasks still running at the
+    /// deadline are aborted (their consumer's drop gives their records back after the lock)
+    /// and the answer is [`Error::Timeout`].
+    pub async fn stop(&self, timeout: Duration) -> Result<()> {
+        let _serial = self.inner.changes.lock().await;
+        if self.inner.stopped.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let tasks: Vec<TaskHandle> = self.handles().drain(..).collect();
+        for t in &tasks {
+            let _ = t.stop.send(true);
+        }
+        let aborts: Vec<_> = tasks.iter().map(|t| t.join.abort_handle()).collect();
+        let all = futures::future::join_all(tasks.into_iter().map(|t| t.join));
+        let outcome = tokio::time::timeout(timeout, all).await;
+        if let Some(dlq) = &self.inner.shared.dead_letter {
+            dlq.close().await;
+        }
+        match outcome {
+            Ok(_) => {
+                tracing::info!(connector = %self.name(), "connector stopped");
+                Ok(())
+            }
+            Err(_) => {
+                for a in aborts {
+                    a.abort();
+                }
+                Err(Error::Timeout { what: format!("stopping connector {}", self.name()), after: timeout })
+            }
+        }
+    }
+}
