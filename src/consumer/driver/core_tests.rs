@@ -214,3 +214,35 @@ fn queued_acks_do_not_spin_the_core_while_a_fetch_is_in_flight() {
     assert!(drain(&mut c).is_empty(), "one request in flight per session");
     assert!(c.poll_timeout(later) > later, "nothing to do until the fetch answers: no deadline in the past");
 }
+
+#[test]
+fn an_ack_linger_starts_when_the_ack_is_queued_not_when_the_first_ack_ever_was() {
+    // bench-peers (issue 11): in a steady stream acks were queued while every fetch was in
+    // flight, so the session always had some and their linger ran from the first one: every
+    // pause of the prefetch then sent a ShareAcknowledge at once (13 in a 2M-record run
+    // instead of 1), each holding the session from the next fetch.
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    c.drive(t0);
+    let fetch = drain(&mut c).into_iter().find_map(|t| match t {
+        Transmit::Fetch { node, sent, sent_at, .. } => Some((node, sent, sent_at)),
+        _ => None,
+    });
+    let Some((node, sent, sent_at)) = fetch else { panic!("a long poll is in flight") };
+    let (tx, _rx) = oneshot::channel();
+    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: vec![accept(5)], reply: tx }, t0);
+    c.drive(t0);
+    // The long poll answers after the linger: the next fetch carries the ack.
+    let t1 = t0 + Duration::from_millis(300);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t1);
+    c.drive(t1);
+    let carried = drain(&mut c).iter().any(|t| matches!(t, Transmit::Fetch { sent, .. } if !sent.acks.is_empty()));
+    assert!(carried, "the fetch after the answer carries the queued ack");
+    // A new ack, queued a moment later while that fetch is in flight, has its own linger.
+    let t2 = t1 + Duration::from_millis(1);
+    let (tx, _rx2) = oneshot::channel();
+    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: vec![accept(6)], reply: tx }, t2);
+    c.drive(t2);
+    assert!(!c.acks_overdue(1, t2), "an ack queued just now is not overdue");
+    assert!(c.acks_overdue(1, t2 + Duration::from_millis(100)), "after its own linger it is");
+}

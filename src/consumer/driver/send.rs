@@ -57,12 +57,21 @@ impl DriverCore {
                 None
             };
             if let Some((req, sent)) = ack {
+                tracing::trace!(node = id, urgent, "acknowledgements go now, by ShareAcknowledge");
                 self.send_ack(id, req, sent);
                 continue;
             }
             if plan != FetchPlan::None {
                 if let Some((req, sent)) = n.session.build_fetch(&group, &member, params) {
                     n.in_flight_acks = !sent.acks.is_empty();
+                    if n.in_flight_acks {
+                        // Their linger is over: acks queued from now on start their own. Kept
+                        // from the first ack ever queued, it would make every ack "overdue" once
+                        // acks keep arriving while fetches are in flight (a steady stream), and
+                        // each pause of the prefetch would then send a ShareAcknowledge of its own
+                        // that holds the session from the next fetch.
+                        n.pace.acks_since = None;
+                    }
                     n.pace.nowait_in_flight = plan == FetchPlan::NoWait;
                     n.pace.parked = None;
                     n.pace.releases_queued &= n.session.has_acks();
@@ -76,6 +85,7 @@ impl DriverCore {
             }
             // No fetch will carry the acks soon: after a short linger they go on their own.
             if overdue {
+                tracing::trace!(node = id, "acknowledgements lingered with no fetch to carry them: ShareAcknowledge");
                 if let Some((req, sent)) = send_ack(n, false) {
                     self.send_ack(id, req, sent);
                 }
@@ -87,6 +97,7 @@ impl DriverCore {
     fn send_ack(&mut self, id: i32, req: ShareAcknowledgeRequest, sent: Sent) {
         if let Some(n) = self.nodes.get_mut(&id) {
             n.in_flight_acks = true;
+            n.pace.acks_since = None;
             n.pace.releases_queued &= n.session.has_acks();
         }
         self.outbox.push_back(Transmit::Acknowledge { node: id, request: req, sent });
