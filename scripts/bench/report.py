@@ -359,8 +359,19 @@ def main():
     analysis = os.path.join(HERE, "analysis.md")
     if not meta.get("smoke") and os.path.exists(analysis):
         w(open(analysis).read().rstrip() + "\n")
+    # scripts/bench-sink owns a section of the same file between its markers: keep it.
+    if os.path.exists(out_abs):
+        old = open(out_abs).read()
+        b, e = old.find(SINK_BEGIN), old.find(SINK_END)
+        if 0 <= b < e:
+            w("")
+            w(old[b:e + len(SINK_END)])
     os.makedirs(os.path.dirname(out_abs), exist_ok=True)
     open(out_abs, "w").write("\n".join(md).rstrip() + "\n")
+
+
+SINK_BEGIN = "<!-- bench-sink:begin -->"
+SINK_END = "<!-- bench-sink:end -->"
 
 
 def md_escape(s):

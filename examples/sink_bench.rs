@@ -1,0 +1,143 @@
+//! Our side of the head-of-line case of `scripts/bench-sink`: the sink runtime through its
+//! library API, with a file sink of which one record in N is slow.
+//!
+//! ```text
+//! cargo run --release --features sink --example sink_bench -- --bootstrap B --topic T \
+//!     --group G --file PATH [--tasks 12] [--slow-every 1000] [--slow-ms 200]
+//! ```
+//!
+//! Registers `slow-file`: the built-in `file` sink (what Connect's FileStreamSink writes, one
+//! value per line) wrapped so that the record at offset `o` sleeps `--slow-ms` before its
+//! batch is written when `(o + 1) % slow-every == 0` (the same records that
+//! `peers/java-connect`'s connector makes slow). The sleep is an async one inside `put`: that
+//! task waits, as a Connect task does in `Thread.sleep`, and the others go on. Starts one
+//! connector with `--tasks` tasks in share group `--group` and runs until SIGTERM or Ctrl-C,
+//! then shuts down cleanly (the benchmark watches the file and stops the process).
+
+use std::error::Error;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kafka_share::sink::{
+    ConnectorConfig, Registry, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig, Worker, WorkerConfig,
+};
+
+type BoxError = Box<dyn Error + Send + Sync>;
+
+/// The built-in file task with slow records.
+struct SlowSink {
+    inner: Box<dyn SinkTask>,
+    every: i64,
+    pause: Duration,
+}
+
+impl SinkTask for SlowSink {
+    fn start(&mut self, config: &TaskConfig) -> BoxFuture<'_, Result<(), SinkError>> {
+        self.inner.start(config)
+    }
+
+    fn open<'a>(&'a mut self, topics: &'a [String]) -> BoxFuture<'a, Result<(), SinkError>> {
+        self.inner.open(topics)
+    }
+
+    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move {
+            if self.every > 0 {
+                for r in records {
+                    if (r.offset + 1) % self.every == 0 {
+                        tokio::time::sleep(self.pause).await;
+                    }
+                }
+            }
+            self.inner.put(records).await
+        })
+    }
+
+    fn flush(&mut self) -> BoxFuture<'_, Result<(), SinkError>> {
+        self.inner.flush()
+    }
+
+    fn stop(&mut self) -> BoxFuture<'_, ()> {
+        self.inner.stop()
+    }
+}
+
+/// `--name value` pairs.
+struct Args(Vec<(String, String)>);
+
+impl Args {
+    fn parse() -> Result<Args, BoxError> {
+        let mut it = std::env::args().skip(1);
+        let mut pairs = Vec::new();
+        while let Some(k) = it.next() {
+            let name = k.strip_prefix("--").ok_or_else(|| format!("unexpected argument {k:?}"))?;
+            let v = it.next().ok_or_else(|| format!("--{name} needs a value"))?;
+            pairs.push((name.to_string(), v));
+        }
+        Ok(Args(pairs))
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    fn req(&self, name: &str) -> Result<&str, BoxError> {
+        self.get(name).ok_or_else(|| format!("--{name} is required").into())
+    }
+
+    fn num<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T, BoxError> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|_| format!("--{name}: {v:?} is not a number").into()),
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    if let Err(e) = run().await {
+        eprintln!("sink_bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), BoxError> {
+    let a = Args::parse()?;
+    let bootstrap = a.req("bootstrap")?;
+    let topic = a.req("topic")?;
+    let group = a.req("group")?;
+    let file = a.req("file")?;
+    let tasks: usize = a.num("tasks", 12)?;
+    let every: i64 = a.num("slow-every", 1000)?;
+    let pause = Duration::from_millis(a.num("slow-ms", 200)?);
+
+    let mut registry = Registry::with_builtins();
+    let file_sink: Arc<dyn SinkTaskFactory> = registry.get("file")?;
+    registry.register("slow-file", move |config: &TaskConfig| -> Result<Box<dyn SinkTask>, SinkError> {
+        let inner = file_sink.create(config)?;
+        Ok(Box::new(SlowSink { inner, every, pause }))
+    });
+
+    let worker = Worker::new(WorkerConfig::new(bootstrap), registry);
+    let connector = worker
+        .start_connector(ConnectorConfig::from_pairs([
+            ("name", group.to_string()),
+            ("connector.class", "slow-file".to_string()),
+            ("topics", topic.to_string()),
+            ("tasks.max", tasks.to_string()),
+            ("share.group.id", group.to_string()),
+            ("file", file.to_string()),
+        ])?)
+        .await?;
+    eprintln!("sink_bench: connector {} running with {} tasks", connector.name(), connector.tasks());
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        r = tokio::signal::ctrl_c() => r?,
+    }
+    eprintln!("sink_bench: stopping");
+    worker.shutdown(Duration::from_secs(30)).await?;
+    Ok(())
+}
