@@ -434,7 +434,7 @@ async fn renew(
             Ok(()) => {
                 waiting.insert((r.topic().to_string(), r.partition, r.offset), i);
             }
-            Err(Error::InvalidArgument(m)) if m.contains("RENEW needs") => {
+            Err(Error::InvalidArgument(m)) if m == crate::consumer::driver::RENEW_NEEDS_V2 => {
                 tracing::warn!("cannot renew record locks on this cluster; a put longer than the lock gets its records redelivered: {m}");
                 carried.extend(held_over);
                 return false;
