@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --features sink --example sink_bench -- --bootstrap B --topic T \
-//!     --group G --file PATH [--tasks 12] [--slow-every 1000] [--slow-ms 200]
+//!     --group G --file PATH [--tasks 12] [--slow-every 1000] [--slow-ms 200] [--set k=v,k=v]
 //! ```
 //!
 //! Registers `slow-file`: the built-in `file` sink (what Connect's FileStreamSink writes, one
@@ -120,16 +120,20 @@ async fn run() -> Result<(), BoxError> {
     });
 
     let worker = Worker::new(WorkerConfig::new(bootstrap), registry);
-    let connector = worker
-        .start_connector(ConnectorConfig::from_pairs([
-            ("name", group.to_string()),
-            ("connector.class", "slow-file".to_string()),
-            ("topics", topic.to_string()),
-            ("tasks.max", tasks.to_string()),
-            ("share.group.id", group.to_string()),
-            ("file", file.to_string()),
-        ])?)
-        .await?;
+    let mut pairs = vec![
+        ("name".to_string(), group.to_string()),
+        ("connector.class".to_string(), "slow-file".to_string()),
+        ("topics".to_string(), topic.to_string()),
+        ("tasks.max".to_string(), tasks.to_string()),
+        ("share.group.id".to_string(), group.to_string()),
+        ("file".to_string(), file.to_string()),
+    ];
+    // More connector settings, `--set key=value,key=value` (e.g. consumer.override.*).
+    for kv in a.get("set").unwrap_or_default().split(',').filter(|kv| !kv.is_empty()) {
+        let (k, v) = kv.split_once('=').ok_or_else(|| format!("--set: {kv:?} is not key=value"))?;
+        pairs.push((k.to_string(), v.to_string()));
+    }
+    let connector = worker.start_connector(ConnectorConfig::from_pairs(pairs)?).await?;
     eprintln!("sink_bench: connector {} running with {} tasks", connector.name(), connector.tasks());
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

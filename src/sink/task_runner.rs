@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::consumer::{AcknowledgeType, ShareConsumer, ShareConsumerConfig};
+use crate::consumer::{AcknowledgeType, AcquireMode, ShareConsumer, ShareConsumerConfig};
 use crate::error::Error;
 
 use super::config::{ConnectorConfig, ErrorTolerance, SinkAckMode};
@@ -45,6 +45,9 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct ConnectorShared {
     pub(crate) config: ConnectorConfig,
     pub(crate) consumer: ShareConsumerConfig,
+    /// record_limit was this runtime's choice, not the user's: fall back to batch_optimized
+    /// on a cluster without ShareFetch v2.
+    pub(crate) record_limit_fallback: bool,
     pub(crate) factory: Arc<dyn SinkTaskFactory>,
     pub(crate) metrics: Arc<SinkMetrics>,
     pub(crate) dead_letter: Option<Arc<DeadLetter>>,
@@ -104,7 +107,14 @@ impl Runner {
         if !cfg.consumer_overrides.contains_key("client.id") {
             ccfg.cluster.client_id = format!("{}-{}-task-{id}", cfg.group_id, cfg.name);
         }
-        let consumer = ShareConsumer::connect(ccfg).await.map_err(|e| format!("connecting the consumer: {e}"))?;
+        let consumer = match ShareConsumer::connect(ccfg.clone()).await {
+            Err(Error::Config { key, .. }) if key == "share.acquire.mode" && shared.record_limit_fallback => {
+                ccfg.acquire_mode = AcquireMode::BatchOptimized;
+                ShareConsumer::connect(ccfg).await
+            }
+            other => other,
+        }
+        .map_err(|e| format!("connecting the consumer: {e}"))?;
         let subscribed = match &cfg.topics_regex {
             Some(re) => consumer.subscribe_pattern(re),
             None => consumer.subscribe(cfg.topics.iter().cloned()),

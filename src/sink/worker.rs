@@ -68,6 +68,14 @@ impl Worker {
                 SinkAckMode::Implicit => "implicit",
             },
         );
+        // A task acquires only what it puts next (record_limit: no prefetch) unless told
+        // otherwise: records prefetched behind a slow `put` wait there, locked, while idle
+        // tasks could take them (head-of-line blocking again, inside the share group). On a
+        // 4.1 cluster (no ShareFetch v2) the task falls back to batch_optimized.
+        let acquire_mode_chosen = props.contains("share.acquire.mode");
+        if !acquire_mode_chosen {
+            props.set("share.acquire.mode", "record_limit");
+        }
         let consumer = ShareConsumerConfig::from_properties(&props)?;
         self.prepare_group(&config).await;
         let dead_letter = match &config.dlq_topic {
@@ -88,6 +96,7 @@ impl Worker {
             metrics: Arc::new(SinkMetrics::new(&config.name)),
             config,
             consumer,
+            record_limit_fallback: !acquire_mode_chosen,
             factory,
             dead_letter,
             failures: Mutex::new(Vec::new()),
