@@ -48,7 +48,8 @@ pub(crate) enum Fault {
     },
     /// The next acknowledgements of the client for one partition on the broker are refused
     /// with this partition-level error, unapplied (LANDSCAPE bug 7: a client that retried
-    /// UNKNOWN_TOPIC_OR_PARTITION forever).
+    /// UNKNOWN_TOPIC_OR_PARTITION forever; bug 14: one that resent a whole round when a part
+    /// of it failed for a passing reason).
     AckError {
         node: i32,
         client: ClientId,
@@ -198,8 +199,15 @@ impl FaultPlan {
         if !calm && later.gen_ratio(1, 5) {
             for _ in 0..later.gen_range(1..4) {
                 let at = Duration::from_millis(later.gen_range(0..horizon.as_millis() as u64));
-                let code =
-                    [ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0, ErrorCode::UNKNOWN_TOPIC_ID.0][later.gen_range(0..2)];
+                // Final ones (the partition moved: LANDSCAPE 7, never retried) and passing ones
+                // (the share coordinator loading, a state write timed out: retried alone,
+                // LANDSCAPE 14: resending the whole round would ack the rest twice).
+                let code = [
+                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0,
+                    ErrorCode::UNKNOWN_TOPIC_ID.0,
+                    ErrorCode::COORDINATOR_LOAD_IN_PROGRESS.0,
+                    ErrorCode::REQUEST_TIMED_OUT.0,
+                ][later.gen_range(0..4)];
                 let node = brokers[later.gen_range(0..brokers.len())];
                 faults.push((at, Fault::AckError { node, client: later.gen_range(0..3), code }));
             }
