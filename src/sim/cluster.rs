@@ -121,6 +121,8 @@ pub(crate) struct SimCluster {
     /// The next acknowledgements of a client to a broker (one partition's) get this
     /// partition-level error, unapplied (a fault).
     pub forced_ack_errors: BTreeMap<(i32, ClientId), i16>,
+    /// Partitions whose next served batch is corrupted (a fault).
+    pub corrupt_next: BTreeSet<i32>,
     /// What was delivered, acknowledged and applied: for the invariants.
     pub ledger: Ledger,
     /// Broken invariants seen by the brokers (a correct client causes none).
@@ -154,6 +156,7 @@ impl SimCluster {
             session_limit: BTreeSet::new(),
             forced_errors: BTreeMap::new(),
             forced_ack_errors: BTreeMap::new(),
+            corrupt_next: BTreeSet::new(),
             ledger: Ledger::default(),
             violations: Vec::new(),
             version: 1,
@@ -379,12 +382,14 @@ impl SimCluster {
 
     /// The record batches holding the offsets of `ranges` of partition `p`, one batch per run.
     /// Each value is unique: `p{p}-o{offset}`.
-    pub(crate) fn records(&self, p: i32, ranges: &[AcquiredRecords]) -> Option<Bytes> {
+    /// The record batches of `ranges`; with `corrupt`, the first one has a byte flipped under
+    /// its CRC (the client must REJECT its records, not have them redelivered forever).
+    pub(crate) fn records(&self, p: i32, ranges: &[AcquiredRecords], corrupt: bool) -> Option<Bytes> {
         if ranges.is_empty() {
             return None;
         }
         let mut out = BytesMut::new();
-        for r in ranges {
+        for (i, r) in ranges.iter().enumerate() {
             let mut b = BatchBuilder::new();
             for o in r.first_offset..=r.last_offset {
                 let rec = RecordInput {
@@ -399,6 +404,11 @@ impl SimCluster {
             let mut batch = BytesMut::from(&batch[..]);
             // The base offset is outside the CRC: patching it keeps the batch valid.
             batch[..8].copy_from_slice(&r.first_offset.to_be_bytes());
+            if corrupt && i == 0 {
+                // The last byte (of the last record's value) is under the CRC.
+                let last = batch.len() - 1;
+                batch[last] ^= 0x20;
+            }
             out.extend_from_slice(&batch);
         }
         Some(out.freeze())

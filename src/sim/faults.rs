@@ -55,6 +55,9 @@ pub(crate) enum Fault {
         client: ClientId,
         code: i16,
     },
+    /// The next batch the partition's leader serves has a byte flipped under its CRC
+    /// (LANDSCAPE bug 12: undecodable records redelivered forever, until rejected).
+    CorruptBatch(i32),
 }
 
 /// What the network does to one request.
@@ -212,6 +215,11 @@ impl FaultPlan {
                 faults.push((at, Fault::AckError { node, client: later.gen_range(0..3), code }));
             }
         }
+        let mut corrupt = StdRng::seed_from_u64(mix(seed ^ 0x5eed_0012));
+        if !calm && corrupt.gen_ratio(1, 8) {
+            let at = Duration::from_millis(corrupt.gen_range(0..horizon.as_millis() as u64));
+            faults.push((at, Fault::CorruptBatch(corrupt.gen_range(0..partitions))));
+        }
         faults.sort_by_key(|(t, _)| *t);
         let (drop, reset, delay, throttle) = if calm {
             (0, 0, 0, 0)
@@ -327,7 +335,7 @@ mod tests {
     fn acknowledgement_errors_come_from_their_own_stream() {
         // Some seeds refuse acks with UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID (LANDSCAPE
         // bug 7), and the draw leaves every other fault of a seed where it was.
-        let ack_error = |f: &Fault| matches!(f, Fault::AckError { .. });
+        let ack_error = |f: &Fault| matches!(f, Fault::AckError { .. } | Fault::CorruptBatch(_));
         let with =
             (1..400u64).filter(|&s| FaultPlan::from_seed(s, &[1, 2, 3], 3).faults.iter().any(|(_, f)| ack_error(f)));
         assert!(with.count() > 20);

@@ -35,9 +35,13 @@ pub(crate) struct Ledger {
     /// Acks handed to the client, and completions it reported (any outcome), per offset.
     handed_per_offset: BTreeMap<Key, u32>,
     reported_per_offset: BTreeMap<Key, u32>,
+    /// Deliveries served in a corrupted batch: the client REJECTs them on its own.
+    corrupt: std::collections::BTreeSet<(ClientId, i32, i64, i16)>,
     /// Acks brokers applied: (client, partition, offset, delivery, kind).
     applied: BTreeMap<(ClientId, i32, i64, i16), Vec<AckKind>>,
     pub deliveries: u64,
+    /// Rejects applied to deliveries served corrupted (the client's own, LANDSCAPE 12).
+    pub corrupt_rejected: u64,
     pub applied_count: u64,
     pub refused_count: u64,
     pub violations: Vec<String>,
@@ -52,6 +56,11 @@ impl Ledger {
     pub(crate) fn app_acked(&mut self, client: ClientId, p: i32, o: i64, d: i16, kind: AckKind) {
         *self.handed_per_offset.entry((client, p, o)).or_default() += 1;
         self.app.entry((client, p, o, d)).or_default().push(kind);
+    }
+
+    /// Delivery `d` of (p, o) went to `client` in a corrupted batch.
+    pub(crate) fn corrupted(&mut self, client: ClientId, p: i32, o: i64, d: i16) {
+        self.corrupt.insert((client, p, o, d));
     }
 
     /// A broker refused an ack (the record was not held by that session any more).
@@ -70,6 +79,11 @@ impl Ledger {
         let asked = self.app.get(&(client, p, o, d));
         let ok = match kind {
             AckKind::Release => asked.is_none_or(|k| k.contains(&AckKind::Release) || k == &[AckKind::Renew]),
+            // A record the client could not decode: rejected by the client itself.
+            AckKind::Reject if self.corrupt.contains(&(client, p, o, d)) => {
+                self.corrupt_rejected += 1;
+                true
+            }
             other => asked.is_some_and(|k| k.contains(&other)),
         };
         if !ok {

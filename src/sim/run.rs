@@ -103,6 +103,8 @@ pub(crate) struct Outcome {
     pub transmits: u64,
     pub spins_tolerated: u64,
     pub sessions_left_open: u64,
+    /// Records served in a corrupted batch that the client rejected on its own.
+    pub corrupt_rejected: u64,
 }
 
 /// Steps kept for a failure's report (`SIM_TRACE=<n>` keeps n).
@@ -265,6 +267,7 @@ impl<'f> Sim<'f> {
             transmits: self.transmits,
             spins_tolerated: self.spins_tolerated,
             sessions_left_open: self.sessions_left_open,
+            corrupt_rejected: self.cluster.ledger.corrupt_rejected,
         }
     }
 
@@ -549,6 +552,9 @@ impl<'f> Sim<'f> {
             }
             Fault::SessionLimitEnds(node) => {
                 self.cluster.session_limit.remove(&node);
+            }
+            Fault::CorruptBatch(p) => {
+                self.cluster.corrupt_next.insert(p);
             }
             Fault::AckError { node, client, code } => {
                 self.cluster.forced_ack_errors.insert((node, client), code);

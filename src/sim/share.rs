@@ -384,7 +384,15 @@ impl SimCluster {
             }
             remaining -= got.iter().map(|g| (g.last_offset - g.first_offset + 1) as usize).sum::<usize>();
             found = true;
-            let records = self.records(p, &got);
+            let corrupt = self.corrupt_next.remove(&p);
+            if corrupt {
+                if let Some(r) = got.first() {
+                    for o in r.first_offset..=r.last_offset {
+                        self.ledger.corrupted(client, p, o, r.delivery_count);
+                    }
+                }
+            }
+            let records = self.records(p, &got, corrupt);
             let e = parts.entry(p).or_insert_with(|| blank(p));
             e.records = records;
             e.acquired_records = got;

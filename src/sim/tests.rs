@@ -219,6 +219,7 @@ fn seeds(default: u64) -> Vec<u64> {
 fn run_seeds(seeds: &[u64], factory: &super::run::CoreFactory) {
     let started = std::time::Instant::now();
     let (mut steps, mut transmits, mut spins, mut open, mut virtual_time) = (0, 0, 0, 0, Duration::ZERO);
+    let mut corrupt_rejected = 0;
     for &seed in seeds {
         let out = super::run::Sim::new(seed, SimConfig::default(), factory).run();
         if let Some(first) = out.failure {
@@ -232,11 +233,12 @@ fn run_seeds(seeds: &[u64], factory: &super::run::CoreFactory) {
         steps += out.steps;
         spins += out.spins_tolerated;
         open += out.sessions_left_open;
+        corrupt_rejected += out.corrupt_rejected;
         transmits += out.transmits;
         virtual_time += out.virtual_time;
     }
     eprintln!(
-        "{} seeds in {:?}: {steps} steps, {transmits} requests, {virtual_time:?} of virtual time, {spins} core spins tolerated, {open} closes with a share session left open",
+        "{} seeds in {:?}: {steps} steps, {transmits} requests, {virtual_time:?} of virtual time, {spins} core spins tolerated, {open} closes with a share session left open, {corrupt_rejected} corrupt records rejected by the client",
         seeds.len(),
         started.elapsed()
     );
