@@ -239,6 +239,20 @@ impl PostgresSink {
 
     /// The connection, opened (and the table created, if asked) when there is none or the
     /// last one died.
+    /// What a failure that is not about one record's data means for the whole batch:
+    /// retriable (dropping a connection that is gone, so the next `put` reconnects) or fatal.
+    fn batch_error(&mut self, verdict: Verdict, e: &tokio_postgres::Error, doing: &str) -> SinkError {
+        match verdict {
+            Verdict::Retriable { reconnect } => {
+                if reconnect {
+                    self.conn = None;
+                }
+                SinkError::retriable(format!("postgres sink: insert: {}", describe(e)))
+            }
+            _ => SinkError::fatal(format!("postgres sink: {doing}: {}", describe(e))),
+        }
+    }
+
     async fn connection(&mut self) -> Result<&Conn, SinkError> {
         let Some(s) = self.settings.as_ref() else {
             return Err(SinkError::fatal("the postgres sink was used before start"));
@@ -335,15 +349,6 @@ impl SinkTask for PostgresSink {
                 Err(e) => e,
             };
             match classify(&e) {
-                Verdict::Retriable { reconnect } => {
-                    if reconnect {
-                        self.conn = None;
-                    }
-                    Err(SinkError::retriable(format!("postgres sink: insert: {}", describe(&e))))
-                }
-                Verdict::Fatal => {
-                    Err(SinkError::fatal(format!("postgres sink: insert into the table: {}", describe(&e))))
-                }
                 Verdict::Data => {
                     // The statement failed whole, so nothing of it is in the table. Insert one
                     // record at a time to find the bad ones; the good ones are kept (a later
@@ -354,18 +359,7 @@ impl SinkTask for PostgresSink {
                         if let Err(e) = insert(conn, &[r]).await {
                             match classify(&e) {
                                 Verdict::Data => failed.push(RecordFailure { index, reason: describe(&e) }),
-                                Verdict::Fatal => {
-                                    return Err(SinkError::fatal(format!("postgres sink: insert: {}", describe(&e))))
-                                }
-                                Verdict::Retriable { reconnect } => {
-                                    if reconnect {
-                                        self.conn = None;
-                                    }
-                                    return Err(SinkError::retriable(format!(
-                                        "postgres sink: insert: {}",
-                                        describe(&e)
-                                    )));
-                                }
+                                verdict => return Err(self.batch_error(verdict, &e, "insert")),
                             }
                         }
                     }
@@ -377,6 +371,7 @@ impl SinkTask for PostgresSink {
                         Err(SinkError::Records { failed })
                     }
                 }
+                verdict => Err(self.batch_error(verdict, &e, "insert into the table")),
             }
         })
     }
