@@ -23,6 +23,7 @@
 //! dead-letter path) and a fatal error closes the consumer, which releases the batch.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -48,6 +49,9 @@ pub(crate) struct ConnectorShared {
     /// record_limit was this runtime's choice, not the user's: fall back to batch_optimized
     /// on a cluster without ShareFetch v2.
     pub(crate) record_limit_fallback: bool,
+    /// The cluster refused record_limit once: later tasks connect with batch_optimized at
+    /// once instead of being refused again, one connection each.
+    pub(crate) record_limit_refused: AtomicBool,
     pub(crate) factory: Arc<dyn SinkTaskFactory>,
     pub(crate) metrics: Arc<SinkMetrics>,
     pub(crate) dead_letter: Option<Arc<DeadLetter>>,
@@ -107,8 +111,16 @@ impl Runner {
         if !cfg.consumer_overrides.contains_key("client.id") {
             ccfg.cluster.client_id = format!("{}-{}-task-{id}", cfg.group_id, cfg.name);
         }
+        if shared.record_limit_fallback && shared.record_limit_refused.load(Ordering::Relaxed) {
+            ccfg.acquire_mode = AcquireMode::BatchOptimized;
+        }
         let consumer = match ShareConsumer::connect(ccfg.clone()).await {
-            Err(Error::Config { key, .. }) if key == "share.acquire.mode" && shared.record_limit_fallback => {
+            Err(Error::Config { key, .. })
+                if key == "share.acquire.mode"
+                    && shared.record_limit_fallback
+                    && ccfg.acquire_mode == AcquireMode::RecordLimit =>
+            {
+                shared.record_limit_refused.store(true, Ordering::Relaxed);
                 ccfg.acquire_mode = AcquireMode::BatchOptimized;
                 ShareConsumer::connect(ccfg).await
             }

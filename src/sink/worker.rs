@@ -97,6 +97,7 @@ impl Worker {
             config,
             consumer,
             record_limit_fallback: !acquire_mode_chosen,
+            record_limit_refused: AtomicBool::new(false),
             factory,
             dead_letter,
             failures: Mutex::new(Vec::new()),
