@@ -217,14 +217,19 @@ fn seeds(default: u64) -> Vec<u64> {
 
 /// Runs `seeds` with cores from `factory`; panics with the first failure's report.
 fn run_seeds(seeds: &[u64], factory: &super::run::CoreFactory) {
+    run_seeds_on(seeds, &SimConfig::default(), factory);
+}
+
+/// [`run_seeds`] on a cluster set up as `cfg` says.
+fn run_seeds_on(seeds: &[u64], cfg: &SimConfig, factory: &super::run::CoreFactory) {
     let started = std::time::Instant::now();
     let (mut steps, mut transmits, mut spins, mut open, mut virtual_time) = (0, 0, 0, 0, Duration::ZERO);
     let mut corrupt_rejected = 0;
     for &seed in seeds {
-        let out = super::run::Sim::new(seed, SimConfig::default(), factory).run();
+        let out = super::run::Sim::new(seed, cfg.clone(), factory).run();
         if let Some(first) = out.failure {
             // Again with the trace kept: the same seed replays the same run.
-            let again = super::run::Sim::new(seed, SimConfig::default(), factory).traced().run();
+            let again = super::run::Sim::new(seed, cfg.clone(), factory).traced().run();
             match again.failure {
                 Some(f) => panic!("{f}"),
                 None => panic!("seed {seed} failed, then passed on replay (not deterministic): {first}"),
@@ -252,32 +257,19 @@ fn real_core(
     super::core::new_core(client, topology, completions, super::core::CoreOptions::default())
 }
 
+/// Real cores set up as `options` says.
+fn core_with(options: super::core::CoreOptions) -> Box<super::run::CoreFactory> {
+    Box::new(move |client, topology, completions| super::core::new_core(client, topology, completions, options))
+}
+
 /// Brokers without ShareFetch/ShareAcknowledge v2 (Kafka 4.1): the core is told RENEW is
 /// not supported (as the shell learns from ApiVersions) and must never send one, however the
 /// application asks (LANDSCAPE bug 13: a RENEW to such a broker had its whole batch rejected
 /// with INVALID_REQUEST). `SIM_SEEDS` sets how many seeds (300 by default).
 #[test]
 fn v1_brokers_never_get_a_renew() {
-    fn v1_core(
-        client: usize,
-        topology: std::sync::Arc<super::topology::SimTopology>,
-        completions: std::sync::Arc<std::sync::Mutex<Vec<super::run::Completion>>>,
-    ) -> Box<dyn super::run::Driven> {
-        super::core::new_core(
-            client,
-            topology,
-            completions,
-            super::core::CoreOptions { renew: false, ..Default::default() },
-        )
-    }
     let v1 = SimConfig { v2: false, ..SimConfig::default() };
-    let renewing: Vec<u64> = seeds(300);
-    for seed in renewing {
-        if let Some(f) = super::run::Sim::new(seed, v1.clone(), &v1_core).run().failure {
-            let again = super::run::Sim::new(seed, v1.clone(), &v1_core).traced().run();
-            panic!("on v1 brokers: {}", again.failure.unwrap_or(f));
-        }
-    }
+    run_seeds_on(&seeds(300), &v1, &*core_with(super::core::CoreOptions { renew: false, ..Default::default() }));
 }
 
 /// `share.acquire.mode=record_limit`: the core fetches only for a waiting poll, from one
@@ -285,16 +277,9 @@ fn v1_brokers_never_get_a_renew() {
 /// with a strict record limit). `SIM_SEEDS` sets how many seeds (300 by default).
 #[test]
 fn record_limit_mode_keeps_every_invariant() {
-    fn record_limit_core(
-        client: usize,
-        topology: std::sync::Arc<super::topology::SimTopology>,
-        completions: std::sync::Arc<std::sync::Mutex<Vec<super::run::Completion>>>,
-    ) -> Box<dyn super::run::Driven> {
-        let options =
-            super::core::CoreOptions { acquire_mode: crate::consumer::AcquireMode::RecordLimit, ..Default::default() };
-        super::core::new_core(client, topology, completions, options)
-    }
-    run_seeds(&seeds(300), &record_limit_core);
+    let options =
+        super::core::CoreOptions { acquire_mode: crate::consumer::AcquireMode::RecordLimit, ..Default::default() };
+    run_seeds(&seeds(300), &*core_with(options));
 }
 
 /// Seeds that find a client bug not fixed yet: left out of the default run (each would fail
