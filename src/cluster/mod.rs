@@ -225,7 +225,7 @@ impl Cluster {
     pub async fn find_group_coordinator(&self, group_id: &str) -> Result<i32> {
         let mut backoff = self.config.backoff();
         loop {
-            match self.find_coordinator_once(group_id).await {
+            match self.find_group_coordinator_once(group_id).await {
                 Ok(node) => return Ok(node),
                 Err(e) if e.is_retriable() && backoff.attempts() < 10 => {
                     debug!(group_id, error = %e, "FindCoordinator retry");
@@ -236,7 +236,9 @@ impl Cluster {
         }
     }
 
-    async fn find_coordinator_once(&self, group_id: &str) -> Result<i32> {
+    /// One FindCoordinator, no retry: for callers that schedule their own retries (the share
+    /// consumer's driver core backs off between lookups in virtual time).
+    pub(crate) async fn find_group_coordinator_once(&self, group_id: &str) -> Result<i32> {
         let conn = self.any_broker().await?;
         let req = FindCoordinatorRequest::default()
             .with_key_type(0)

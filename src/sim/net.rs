@@ -64,9 +64,37 @@ pub(crate) struct Net {
     /// Requests sent per (client, broker): the index of a request's fate.
     counts: BTreeMap<(ClientId, i32), u64>,
     pub inflight: BTreeMap<u64, InFlight>,
+    /// Connections the client was told are muted (an answer's throttle time), until then.
+    pub muted: BTreeMap<(ClientId, i32, Class), Instant>,
 }
 
 impl Net {
+    /// An answer on (client, node, class) carried `throttle_ms`, delivered at `now`.
+    pub(crate) fn throttled(&mut self, client: ClientId, node: i32, class: Class, throttle_ms: i32, now: Instant) {
+        if throttle_ms > 0 {
+            let until = now + Duration::from_millis(throttle_ms as u64);
+            let e = self.muted.entry((client, node, class)).or_insert(until);
+            *e = (*e).max(until);
+        }
+    }
+
+    /// The client sends on a connection it was told is muted (KIP-219 says it must wait).
+    pub(crate) fn check_not_muted(
+        &self,
+        client: ClientId,
+        node: i32,
+        class: Class,
+        now: Instant,
+    ) -> std::result::Result<(), String> {
+        match self.muted.get(&(client, node, class)) {
+            Some(until) if *until > now => Err(format!(
+                "c{client} sent to b{node} on a {class:?} connection the broker muted (throttle) for {:?} more",
+                *until - now
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The connection a request of `class` uses (dialled if there is none).
     pub(crate) fn conn(&mut self, client: ClientId, node: i32, class: Class) -> u64 {
         let next = &mut self.next_conn;

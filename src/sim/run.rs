@@ -111,9 +111,6 @@ pub(crate) struct Outcome {
 const TRACE: usize = 60;
 /// Virtual time after the horizon within which every record must be done.
 const SETTLE: Duration = Duration::from_secs(600);
-/// How long the shell's coordinator lookup retries before it fails (backoff 100 ms doubling
-/// to 1 s, 10 attempts).
-const SHELL_COORDINATOR_RETRIES: Duration = Duration::from_millis(7_500);
 /// Whether a core whose `poll_timeout` says "now" while `drive` has nothing to do is
 /// tolerated (counted in `spins_tolerated`) rather than failed. The simulation found such
 /// spins (a heartbeat due during a coordinator lookup; a parked session with nothing left to
@@ -625,26 +622,28 @@ impl<'f> Sim<'f> {
             SimTransmit::FindCoordinator => {
                 let c = self.cluster.group.coordinator;
                 self.log(|| format!("c{client} -> FindCoordinator: b{c}"));
-                if self.cluster.is_up(c) {
-                    self.schedule(quick, Due::Direct(client, Box::new(Event::Coordinator(Ok(c)))));
-                } else {
-                    // The shell's lookup retries with backoff (`Cluster::find_group_coordinator`,
-                    // 10 attempts) before it reports a failure.
-                    let after = now + SHELL_COORDINATOR_RETRIES;
-                    self.schedule(after, Due::Direct(client, Box::new(Event::Coordinator(Err(net::refused(c))))));
-                }
+                // One lookup (the core schedules its own retries).
+                let answer = if self.cluster.is_up(c) { Ok(c) } else { Err(net::refused(c)) };
+                self.schedule(quick, Due::Direct(client, Box::new(Event::Coordinator(answer))));
             }
             SimTransmit::Heartbeat { node, request } => {
                 self.log(|| format!("c{client} -> b{node} Heartbeat epoch {}", request.member_epoch));
+                self.net.check_not_muted(client, node, Class::Control, now)?;
                 let timeout = Duration::from_secs(30);
                 self.send(client, node, Class::Control, Body::Heartbeat(request), timeout);
             }
             SimTransmit::Fetch { node, request, sent, sent_at, timeout } => {
                 self.log(|| format!("c{client} -> b{node} {}", describe_fetch(&request)));
+                self.net.check_not_muted(client, node, Class::Share, now)?;
                 self.send(client, node, Class::Share, Body::Fetch { request, sent, sent_at }, timeout);
             }
             SimTransmit::Acknowledge { node, request, sent, timeout } => {
                 self.log(|| format!("c{client} -> b{node} {}", describe_ack(&request)));
+                // The close's final acknowledgements do not wait for a throttle: the broker
+                // holds them while the connection is muted, within the close's deadline.
+                if request.share_session_epoch != -1 {
+                    self.net.check_not_muted(client, node, Class::Share, now)?;
+                }
                 self.send(client, node, Class::Share, Body::Ack { request, sent }, timeout);
             }
         }
@@ -698,6 +697,14 @@ impl<'f> Sim<'f> {
             Due::Answer(id, a) => {
                 let Some(r) = self.net.inflight.remove(&id) else { return };
                 self.log(|| format!("c{} <- b{} {}", r.client, r.node, describe_answer(&a)));
+                let (class, throttle_ms) = match &*a {
+                    Answer::Fetch(x) => (Class::Share, x.throttle_time_ms),
+                    Answer::Ack(x) => (Class::Share, x.throttle_time_ms),
+                    Answer::Heartbeat(x) => (Class::Control, x.throttle_time_ms),
+                };
+                if self.clients.get(r.client).is_some_and(|c| !c.finished) {
+                    self.net.throttled(r.client, r.node, class, throttle_ms, now);
+                }
                 let ev = match (*a, r.body) {
                     (Answer::Fetch(resp), Body::Fetch { sent, sent_at, .. }) => {
                         Event::Fetch { node: r.node, sent, sent_at, result: Ok(resp) }
@@ -819,6 +826,19 @@ fn describe_ack(r: &ShareAcknowledgeRequest) -> String {
 }
 
 fn describe_answer(a: &Answer) -> String {
+    let throttle = match a {
+        Answer::Fetch(r) => r.throttle_time_ms,
+        Answer::Ack(r) => r.throttle_time_ms,
+        Answer::Heartbeat(r) => r.throttle_time_ms,
+    };
+    let mut s = describe_answer_body(a);
+    if throttle > 0 {
+        let _ = write!(s, " (throttle {throttle} ms)");
+    }
+    s
+}
+
+fn describe_answer_body(a: &Answer) -> String {
     match a {
         Answer::Fetch(r) => {
             let mut s = format!("ShareFetch answer error {}", r.error_code);

@@ -39,6 +39,10 @@ impl DriverCore {
     ) {
         let latency = now.saturating_duration_since(sent_at);
         self.shared.metrics.record_fetch(latency);
+        if let Ok(r) = &result {
+            // Error answers too: a broker throttles whatever it answers.
+            self.note_share_throttle(node, r.throttle_time_ms, now);
+        }
         let resp = match result
             .and_then(|r| code_result(r.error_code, r.error_message.clone(), "ShareFetch", node).map(|_| r))
         {
@@ -65,7 +69,7 @@ impl DriverCore {
         let partition_errors = resp.responses.iter().flat_map(|t| &t.partitions).any(|p| p.error_code != 0);
         if partition_errors {
             let delay = n.backoff.next_delay();
-            n.retry_at = Some(now + delay);
+            n.retry_at = Some(n.retry_at.map_or(now + delay, |t| t.max(now + delay)));
         } else {
             n.backoff.reset();
         }
@@ -100,6 +104,19 @@ impl DriverCore {
         self.complete_answered_acks(node, &sent, answers);
         if moved {
             self.reconcile_assignment(now);
+        }
+    }
+
+    /// A share-session answer asked for a throttle: the session sends nothing more until it
+    /// ends (`throttle.rs`). The close phases do not wait for it: the broker holds their
+    /// requests while the connection is muted, within the close's own deadline.
+    fn note_share_throttle(&mut self, node: i32, throttle_ms: i32, now: Instant) {
+        let Some(until) = self.throttles.note_share(node, throttle_ms, now) else {
+            return;
+        };
+        debug!(node, throttle_ms, "broker throttled the share session's connection");
+        if let Some(n) = self.nodes.get_mut(&node) {
+            n.retry_at = Some(n.retry_at.map_or(until, |t| t.max(until)));
         }
     }
 
@@ -236,6 +253,9 @@ impl DriverCore {
     }
 
     pub(super) fn on_ack(&mut self, node: i32, sent: Sent, result: Result<ShareAcknowledgeResponse>, now: Instant) {
+        if let Ok(r) = &result {
+            self.note_share_throttle(node, r.throttle_time_ms, now);
+        }
         let resp = match result
             .and_then(|r| code_result(r.error_code, r.error_message.clone(), "ShareAcknowledge", node).map(|_| r))
         {
@@ -325,7 +345,7 @@ impl DriverCore {
                 let stale = sent.generation != n.session.generation();
                 if !stale {
                     let delay = n.backoff.next_delay();
-                    n.retry_at = Some(now + delay);
+                    n.retry_at = Some(n.retry_at.map_or(now + delay, |t| t.max(now + delay)));
                 }
                 stale
             }

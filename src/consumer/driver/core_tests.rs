@@ -305,3 +305,88 @@ fn without_share_acknowledge_v2_a_renew_fails_here_and_is_never_sent() {
         other => panic!("the poll waiting for the renewal is answered: {other:?}"),
     }
 }
+
+#[test]
+fn a_throttled_share_session_sends_nothing_until_the_throttle_ends() {
+    // KIP-219: the broker answers at once and mutes the connection for throttle_time_ms.
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    c.drive(t0);
+    let fetch = drain(&mut c).into_iter().find_map(|t| match t {
+        Transmit::Fetch { node, sent, sent_at, .. } => Some((node, sent, sent_at)),
+        _ => None,
+    });
+    let Some((node, sent, sent_at)) = fetch else { panic!("a long poll is in flight") };
+    let throttled = ShareFetchResponse { throttle_time_ms: 700, ..Default::default() };
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(throttled) }, t0);
+    // Even a commit's acks wait for the connection: the broker would hold them anyway.
+    let (tx, _rx) = oneshot::channel();
+    c.handle_command(Command::Commit { acks: vec![accept(5)], reply: Some(tx) }, t0);
+    for ms in [0, 100, 699] {
+        let now = t0 + Duration::from_millis(ms);
+        c.drive(now);
+        assert!(drain(&mut c).is_empty(), "sent at +{ms} ms while muted");
+    }
+    let end = t0 + Duration::from_millis(700);
+    assert!(c.poll_timeout(t0 + Duration::from_millis(699)) <= end, "the core wakes when the throttle ends");
+    c.drive(end);
+    let sent = drain(&mut c);
+    assert!(
+        sent.iter().any(|t| matches!(t, Transmit::Acknowledge { .. } | Transmit::Fetch { .. })),
+        "sends again once the throttle is over: {:?}",
+        kinds(&sent)
+    );
+}
+
+#[test]
+fn a_throttled_heartbeat_connection_holds_the_next_heartbeat_back() {
+    let t0 = Instant::now();
+    let mut c = joining(t0);
+    // Joined, told to heartbeat again in 100 ms, but muted for 2 s.
+    let joined = ShareGroupHeartbeatResponse::default()
+        .with_member_epoch(1)
+        .with_heartbeat_interval_ms(100)
+        .with_throttle_time_ms(2_000);
+    c.handle_event(Event::Heartbeat(Ok(joined)), t0);
+    let t1 = t0 + Duration::from_millis(500);
+    c.drive(t1);
+    assert!(!kinds(&drain(&mut c)).contains(&"heartbeat"), "a heartbeat on the muted connection");
+    assert!(c.poll_timeout(t1) > t1, "the due heartbeat does not make the core spin while muted");
+    let t2 = t0 + Duration::from_secs(2);
+    c.drive(t2);
+    assert!(kinds(&drain(&mut c)).contains(&"heartbeat"), "the heartbeat goes once the throttle is over");
+}
+
+#[test]
+fn a_failed_coordinator_lookup_is_retried_by_the_core_after_a_backoff() {
+    // The shell sends one FindCoordinator per Transmit; the waits between lookups are the
+    // core's, in the time it is given (no sleeping loop in the shell).
+    let t0 = Instant::now();
+    let mut c = core();
+    c.handle_command(Command::Subscribe(vec!["t".into()]), t0);
+    c.drive(t0);
+    assert_eq!(kinds(&drain(&mut c)), ["metadata", "find-coordinator"]);
+    let refused = || Error::Io {
+        addr: "broker1:9092".into(),
+        source: Arc::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)),
+    };
+    c.handle_event(Event::Coordinator(Err(refused())), t0);
+    c.drive(t0);
+    assert!(drain(&mut c).is_empty(), "no lookup at once after a failure");
+    let first = c.poll_timeout(t0);
+    assert!(first > t0 && first <= t0 + Duration::from_millis(120), "wakes for the retry (100 ms backoff, jittered)");
+    c.drive(first);
+    assert_eq!(kinds(&drain(&mut c)), ["find-coordinator"]);
+    // The next failure waits longer (the backoff doubles).
+    c.handle_event(Event::Coordinator(Err(refused())), first);
+    c.drive(first + Duration::from_millis(150));
+    assert!(drain(&mut c).is_empty(), "the second retry waits longer (200 ms, jittered)");
+    let second = c.poll_timeout(first);
+    assert!(second >= first + Duration::from_millis(160), "{:?}", second - first);
+    c.drive(second);
+    assert_eq!(kinds(&drain(&mut c)), ["find-coordinator"]);
+    // Found: the join heartbeat goes.
+    c.handle_event(Event::Coordinator(Ok(1)), second);
+    c.drive(second);
+    assert_eq!(kinds(&drain(&mut c)), ["heartbeat"]);
+}

@@ -20,13 +20,17 @@ impl DriverCore {
             let topics: Vec<String> = self.membership.subscription().iter().cloned().collect();
             self.outbox.push_back(Transmit::Metadata { topics });
         }
-        if self.heartbeat_in_flight || self.membership.poll_timeout().is_none_or(|t| t > now) {
+        if self.heartbeat_in_flight
+            || self.membership.poll_timeout().is_none_or(|t| t > now)
+            || self.throttles.heartbeat_until(now).is_some()
+        {
             return;
         }
         let coordinator = match self.coordinator {
             Coordinator::Known(node) => node,
             Coordinator::Finding => return,
-            Coordinator::Unknown => {
+            Coordinator::BackingOff(until) if until > now => return,
+            Coordinator::Unknown | Coordinator::BackingOff(_) => {
                 self.coordinator = Coordinator::Finding;
                 self.outbox.push_back(Transmit::FindCoordinator { group: self.cfg.group_id.clone() });
                 return;
@@ -86,14 +90,22 @@ impl DriverCore {
         }
     }
 
-    pub(super) fn on_coordinator(&mut self, r: Result<i32>) {
+    /// A coordinator lookup's answer. The shell sends each lookup once; retries of a
+    /// retriable failure are the core's, backing off (`retry.backoff.ms` doubling to
+    /// `retry.backoff.max.ms`) for as long as the member wants a coordinator.
+    pub(super) fn on_coordinator(&mut self, r: Result<i32>, now: Instant) {
         self.coordinator = Coordinator::Unknown;
         match r {
             Ok(node) => {
                 debug!(group = self.cfg.group_id, node, "group coordinator");
+                self.coordinator_backoff.reset();
                 self.coordinator = Coordinator::Known(node);
             }
-            Err(e) if e.is_retriable() => debug!(error = %e, "coordinator lookup failed; retrying"),
+            Err(e) if e.is_retriable() => {
+                let delay = self.coordinator_backoff.next_delay();
+                debug!(error = %e, ?delay, "coordinator lookup failed; retrying");
+                self.coordinator = Coordinator::BackingOff(now + delay);
+            }
             Err(e) => self.set_fatal(e),
         }
     }
@@ -101,7 +113,10 @@ impl DriverCore {
     pub(super) fn on_heartbeat(&mut self, r: Result<ShareGroupHeartbeatResponse>, now: Instant) {
         self.heartbeat_in_flight = false;
         let outcome = match r {
-            Ok(resp) => self.membership.handle_response(&resp, now),
+            Ok(resp) => {
+                self.throttles.note_heartbeat(resp.throttle_time_ms, now);
+                self.membership.handle_response(&resp, now)
+            }
             Err(e) => self.membership.handle_error(e, now),
         };
         self.shared.metrics.set_rebalances(self.membership.rebalances());
@@ -176,7 +191,8 @@ impl DriverCore {
                 Node {
                     session,
                     backoff: self.cfg.cluster.backoff(),
-                    retry_at: None,
+                    // A broker that muted the connection before this node was made again.
+                    retry_at: self.throttles.share_until(id, now),
                     in_flight_acks: false,
                     pace: super::pace::Pace { demand, ..Default::default() },
                     redeliveries: Default::default(),

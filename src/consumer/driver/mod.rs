@@ -28,6 +28,7 @@ mod poll_interval;
 mod send;
 mod shell;
 mod state_machine;
+mod throttle;
 mod topic_errors;
 mod topology;
 
@@ -207,6 +208,8 @@ enum Coordinator {
     Unknown,
     /// A FindCoordinator is in flight.
     Finding,
+    /// The last lookup failed (retriable): the next one waits until then.
+    BackingOff(Instant),
     Known(i32),
 }
 
@@ -232,6 +235,8 @@ pub(crate) struct DriverCore {
     shared: Arc<Shared>,
     membership: Membership,
     coordinator: Coordinator,
+    /// Spaces out coordinator lookups that fail (the shell sends each lookup once).
+    coordinator_backoff: Backoff,
     heartbeat_in_flight: bool,
     metadata: metadata_refresh::MetadataRefresh,
     nodes: HashMap<i32, Node>,
@@ -260,6 +265,8 @@ pub(crate) struct DriverCore {
     /// Set while the member is out of the group for a missed poll interval: the
     /// subscription the next poll rejoins with.
     stale: poll_interval::StaleSubscription,
+    /// Connections a broker muted with a throttle time (`throttle.rs`).
+    throttles: throttle::Throttles,
 }
 
 impl DriverCore {

@@ -80,7 +80,8 @@ impl Driver {
                 self.tasks.spawn(async move { Event::Metadata(cluster.refresh_metadata(&topics).await) });
             }
             Transmit::FindCoordinator { group } => {
-                self.tasks.spawn(async move { Event::Coordinator(cluster.find_group_coordinator(&group).await) });
+                self.tasks
+                    .spawn(async move { Event::Coordinator(cluster.find_group_coordinator_once(&group).await) });
             }
             Transmit::Heartbeat { node, request } => {
                 self.tasks.spawn(async move {

@@ -43,6 +43,7 @@ pub(crate) enum Transmit {
 impl DriverCore {
     pub(crate) fn new(cfg: ShareConsumerConfig, shared: Arc<Shared>, topology: Arc<dyn Topology>) -> DriverCore {
         DriverCore {
+            coordinator_backoff: cfg.cluster.backoff(),
             membership: Membership::new(cfg.group_id.clone(), cfg.client_rack.clone()),
             topology,
             cfg,
@@ -66,6 +67,7 @@ impl DriverCore {
             pattern: Default::default(),
             paused: HashSet::new(),
             stale: None,
+            throttles: Default::default(),
         }
     }
 
@@ -82,7 +84,13 @@ impl DriverCore {
         // make the shell spin.
         let heartbeat_blocked = self.heartbeat_in_flight || self.coordinator == Coordinator::Finding;
         if let Some(h) = self.membership.poll_timeout().filter(|_| !heartbeat_blocked) {
-            t = t.min(h);
+            // A muted coordinator connection, or a lookup backing off, holds the heartbeat
+            // back until it is over.
+            let mut due = self.throttles.heartbeat_until(now).map_or(h, |u| h.max(u));
+            if let Coordinator::BackingOff(until) = self.coordinator {
+                due = due.max(until);
+            }
+            t = t.min(due);
         }
         // Fetch pacing and retries mean nothing once closing (`drive_nodes` sends nothing
         // then; the close phases have their own deadline).
@@ -181,7 +189,7 @@ impl DriverCore {
     /// A finished request.
     pub(crate) fn handle_event(&mut self, ev: Event, now: Instant) {
         match ev {
-            Event::Coordinator(r) => self.on_coordinator(r),
+            Event::Coordinator(r) => self.on_coordinator(r, now),
             Event::Heartbeat(r) => self.on_heartbeat(r, now),
             Event::Fetch { node, sent, sent_at, result } => self.on_fetch(node, sent, sent_at, result, now),
             Event::Ack { node, sent, result } => self.on_ack(node, sent, result, now),
