@@ -44,6 +44,7 @@ impl Redeliveries {
 
     /// Whether an acknowledgement for delivery `delivery_count` of this offset may be sent:
     /// `Err(newer)` when the session holds a later delivery of it.
+    #[inline]
     pub fn check(&self, tp: TopicIdPartition, offset: i64, delivery_count: i16) -> Result<(), i16> {
         if self.held.is_empty() {
             return Ok(()); // the usual case: no hashing on the hot path
@@ -55,6 +56,7 @@ impl Redeliveries {
     }
 
     /// The offset was finally acknowledged (or released): forget it.
+    #[inline]
     pub fn settled(&mut self, tp: TopicIdPartition, offset: i64) {
         if !self.held.is_empty() {
             self.held.remove(&(tp, offset));
@@ -71,6 +73,7 @@ impl Redeliveries {
 
     /// When the lock of this offset ends at the latest: its delivery's `deadline`, or later
     /// if it was renewed since. None when unknown.
+    #[inline]
     pub fn lock_until(&self, tp: TopicIdPartition, offset: i64, deadline: Option<Instant>) -> Option<Instant> {
         if self.renewed.is_empty() {
             return deadline;
