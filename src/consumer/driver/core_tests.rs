@@ -155,6 +155,15 @@ fn fetching(t0: Instant) -> DriverCore {
     c
 }
 
+/// The fetch `drive` just sent (a long poll): its node, `Sent` and send time.
+fn long_poll(c: &mut DriverCore) -> (i32, crate::share::session::Sent, Instant) {
+    let fetch = drain(c).into_iter().find_map(|t| match t {
+        Transmit::Fetch { node, sent, sent_at, .. } => Some((node, sent, sent_at)),
+        _ => None,
+    });
+    fetch.expect("a long poll is in flight")
+}
+
 fn accept(offset: i64) -> AckEntry {
     AckEntry {
         tp: TopicIdPartition { topic_id: topic_id(), partition: 0 },
@@ -225,11 +234,7 @@ fn an_ack_linger_starts_when_the_ack_is_queued_not_when_the_first_ack_ever_was()
     let t0 = Instant::now();
     let mut c = fetching(t0);
     c.drive(t0);
-    let fetch = drain(&mut c).into_iter().find_map(|t| match t {
-        Transmit::Fetch { node, sent, sent_at, .. } => Some((node, sent, sent_at)),
-        _ => None,
-    });
-    let Some((node, sent, sent_at)) = fetch else { panic!("a long poll is in flight") };
+    let (node, sent, sent_at) = long_poll(&mut c);
     let (tx, _rx) = oneshot::channel();
     c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: vec![accept(5)], reply: tx }, t0);
     c.drive(t0);
@@ -312,11 +317,7 @@ fn a_throttled_share_session_sends_nothing_until_the_throttle_ends() {
     let t0 = Instant::now();
     let mut c = fetching(t0);
     c.drive(t0);
-    let fetch = drain(&mut c).into_iter().find_map(|t| match t {
-        Transmit::Fetch { node, sent, sent_at, .. } => Some((node, sent, sent_at)),
-        _ => None,
-    });
-    let Some((node, sent, sent_at)) = fetch else { panic!("a long poll is in flight") };
+    let (node, sent, sent_at) = long_poll(&mut c);
     let throttled = ShareFetchResponse { throttle_time_ms: 700, ..Default::default() };
     c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(throttled) }, t0);
     // Even a commit's acks wait for the connection: the broker would hold them anyway.
