@@ -252,8 +252,14 @@ impl FaultPlan {
     }
 
     /// The fate of the `n`th request of `client` to `node`, sent at virtual `at`: faults only
-    /// before the horizon.
+    /// before the horizon. Counted in this thread's [`FateTally`] (the seed summary).
     pub(crate) fn fate(&self, client: ClientId, node: i32, n: u64, at: Duration) -> Fate {
+        let fate = self.draw_fate(client, node, n, at);
+        FATES.with(|t| t.borrow_mut().note(fate, at >= self.horizon));
+        fate
+    }
+
+    fn draw_fate(&self, client: ClientId, node: i32, n: u64, at: Duration) -> Fate {
         let key = mix(self.seed ^ mix((client as u64) << 40 ^ (node as u64 & 0xffff) << 24 ^ n));
         let mut rng = SplitMix::new(key);
         let there = Duration::from_micros(rng.gen_range(100..3_000));
@@ -284,6 +290,46 @@ impl FaultPlan {
         }
         Fate::Normal { there, back }
     }
+}
+
+/// Network fates drawn, by kind: what the seed summary prints. Counting draws nothing, so no
+/// seed's run changes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FateTally {
+    pub requests: u64,
+    /// Sent at or after the horizon (always delivered).
+    pub after_horizon: u64,
+    pub drop_request: u64,
+    pub drop_response: u64,
+    pub reset: u64,
+    pub throttled: u64,
+    /// Answers held back 10 ms to 5 s.
+    pub delayed: u64,
+}
+
+impl FateTally {
+    fn note(&mut self, fate: Fate, after_horizon: bool) {
+        self.requests += 1;
+        match fate {
+            _ if after_horizon => self.after_horizon += 1,
+            Fate::DropRequest => self.drop_request += 1,
+            Fate::DropResponse { .. } => self.drop_response += 1,
+            Fate::Reset { .. } => self.reset += 1,
+            Fate::Throttled { .. } => self.throttled += 1,
+            // A normal answer comes back within 3 ms; a delayed one after 10 ms or more.
+            Fate::Normal { back, .. } if back >= Duration::from_millis(10) => self.delayed += 1,
+            Fate::Normal { .. } => {}
+        }
+    }
+
+    /// This thread's tally so far, reset to zero.
+    pub(crate) fn take() -> FateTally {
+        FATES.with(|t| std::mem::take(&mut *t.borrow_mut()))
+    }
+}
+
+thread_local! {
+    static FATES: std::cell::RefCell<FateTally> = std::cell::RefCell::new(FateTally::default());
 }
 
 impl fmt::Display for FaultPlan {

@@ -225,6 +225,8 @@ fn run_seeds_on(seeds: &[u64], cfg: &SimConfig, factory: &super::run::CoreFactor
     let started = std::time::Instant::now();
     let (mut steps, mut transmits, mut spins, mut open, mut virtual_time) = (0, 0, 0, 0, Duration::ZERO);
     let mut corrupt_rejected = 0;
+    let mut faults = FaultTally::default();
+    super::faults::FateTally::take();
     for &seed in seeds {
         let out = super::run::Sim::new(seed, cfg.clone(), factory).run();
         if let Some(first) = out.failure {
@@ -235,6 +237,7 @@ fn run_seeds_on(seeds: &[u64], cfg: &SimConfig, factory: &super::run::CoreFactor
                 None => panic!("seed {seed} failed, then passed on replay (not deterministic): {first}"),
             }
         }
+        faults.note(&super::faults::FaultPlan::from_seed(seed, &cfg.brokers, cfg.partitions), cfg.lock);
         steps += out.steps;
         spins += out.spins_tolerated;
         open += out.sessions_left_open;
@@ -247,6 +250,90 @@ fn run_seeds_on(seeds: &[u64], cfg: &SimConfig, factory: &super::run::CoreFactor
         seeds.len(),
         started.elapsed()
     );
+    eprintln!("{}", faults.summary(&super::faults::FateTally::take()));
+}
+
+/// What the plans of a run's seeds drew (counted from the plans: a fault is applied at its
+/// time, and some are no-ops, e.g. a session error for a client the run does not have).
+#[derive(Debug, Default)]
+struct FaultTally {
+    seeds: u64,
+    calm: u64,
+    kinds: std::collections::BTreeMap<String, u64>,
+}
+
+impl FaultTally {
+    fn note(&mut self, plan: &super::faults::FaultPlan, lock: Duration) {
+        use super::faults::Fault;
+        self.seeds += 1;
+        let mut add = |k: &str| *self.kinds.entry(k.to_string()).or_default() += 1;
+        let code = |c: i16| {
+            [
+                (ErrorCode::SHARE_SESSION_NOT_FOUND, "SHARE_SESSION_NOT_FOUND"),
+                (ErrorCode::INVALID_SHARE_SESSION_EPOCH, "INVALID_SHARE_SESSION_EPOCH"),
+                (ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "UNKNOWN_TOPIC_OR_PARTITION"),
+                (ErrorCode::UNKNOWN_TOPIC_ID, "UNKNOWN_TOPIC_ID"),
+                (ErrorCode::COORDINATOR_LOAD_IN_PROGRESS, "COORDINATOR_LOAD_IN_PROGRESS"),
+                (ErrorCode::REQUEST_TIMED_OUT, "REQUEST_TIMED_OUT"),
+            ]
+            .into_iter()
+            .find(|(e, _)| e.0 == c)
+            .map_or_else(|| c.to_string(), |(_, n)| n.to_string())
+        };
+        for (_, f) in &plan.faults {
+            match f {
+                Fault::Crash(_) => add("broker crash (restarted before the horizon)"),
+                Fault::Restart(_) | Fault::SessionLimitEnds(_) => {}
+                Fault::MoveLeader(_) => add("leader move"),
+                Fault::MoveCoordinator => add("coordinator move"),
+                Fault::CoordinatorLoading(_) => add("COORDINATOR_LOAD_IN_PROGRESS window"),
+                Fault::SessionError { code: c, .. } => add(&format!("forced {}", code(*c))),
+                Fault::SessionLimit { .. } => add("SHARE_SESSION_LIMIT_REACHED window"),
+                Fault::Disconnect { .. } => add("client connections dropped"),
+                Fault::AckError { code: c, .. } => add(&format!("acks refused with {}", code(*c))),
+                Fault::CorruptBatch(_) => add("corrupt batch (byte flipped under the CRC)"),
+            }
+        }
+        let app = &plan.app;
+        if plan.faults.is_empty()
+            && plan.drop_permille + plan.reset_permille + plan.delay_permille + plan.throttle_permille == 0
+        {
+            self.calm += 1;
+        }
+        let mut seed_with = |k: &str, on: bool| {
+            if on {
+                *self.kinds.entry(format!("app: {k}")).or_default() += 1;
+            }
+        };
+        seed_with("slow (20-49 ms per record)", app.per_record >= Duration::from_millis(20));
+        seed_with("stalls, shorter than the lock", app.stall.is_some_and(|s| s < lock));
+        seed_with("stalls past the lock (locks expire)", app.stall.is_some_and(|s| s >= lock));
+        seed_with("crashes (dropped without close)", app.crash_at.is_some());
+        seed_with("acks a poll late", app.late_acks);
+        seed_with("renews", app.renew);
+        seed_with("releases some records", app.release_permille > 0);
+        seed_with("rejects some records", app.reject_permille > 0);
+    }
+
+    fn summary(&self, fates: &super::faults::FateTally) -> String {
+        let mut s = format!(
+            "faults over {} seeds ({} calm): network, of {} requests ({} after the horizon): {} requests dropped, {} answers dropped, {} connections reset mid-answer, {} answers throttled, {} answers delayed 10 ms-5 s",
+            self.seeds,
+            self.calm,
+            fates.requests,
+            fates.after_horizon,
+            fates.drop_request,
+            fates.drop_response,
+            fates.reset,
+            fates.throttled,
+            fates.delayed
+        );
+        for (k, n) in &self.kinds {
+            let unit = if k.starts_with("app: ") { "seeds" } else { "drawn" };
+            s.push_str(&format!("\n  {k}: {n} {unit}"));
+        }
+        s
+    }
 }
 
 fn real_core(
