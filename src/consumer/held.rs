@@ -356,8 +356,9 @@ pub(super) fn supersede(held: &[Arc<PollBatch>], new: &PollBatch) {
 
 /// The handle's bookkeeping between polls, without IO: the batches of records handed out and
 /// not acknowledged-and-sent yet, and the renewed records waiting for the broker's answer.
-/// `ShareConsumer` keeps one under its lock; the simulation's application (`src/sim/app.rs`)
-/// drives one the same way, so the simulation runs this code and not a copy of it.
+/// `ShareConsumer` keeps one under its lock; the simulation's application
+/// (`src/sim/handle_app.rs`) drives one the same way, so the simulation runs this code and
+/// not a copy of it.
 #[derive(Default)]
 pub(crate) struct Held {
     /// The batches of the polls whose records are not all acknowledged-and-sent yet, oldest
