@@ -40,9 +40,20 @@ pub(crate) struct SimConfig {
     pub member_timeout: Duration,
     /// Whether the brokers speak ShareFetch/ShareAcknowledge v2 (RENEW, record_limit).
     pub v2: bool,
-    /// Every application goes through the handle's bookkeeping, and more seeds have
-    /// failing applications and gaps (see `FaultPlan::draw_handle_scenarios`).
-    pub handle_apps: bool,
+    /// How many seeds play the handle scenarios (see `FaultPlan::draw_handle_scenarios`).
+    pub handle_scenarios: HandleScenarios,
+}
+
+/// How many seeds play the scenarios of LANDSCAPE bugs 6 and 9.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HandleScenarios {
+    /// None: every seed runs as it did before they were added (the regression seeds replay
+    /// the runs that found their bugs).
+    Off,
+    /// Some: one seed in four goes through the handle, one with faults in six has gaps.
+    Some,
+    /// Every application goes through the handle; more fail; half the seeds have gaps.
+    All,
 }
 
 impl Default for SimConfig {
@@ -56,7 +67,7 @@ impl Default for SimConfig {
             heartbeat_interval: Duration::from_secs(5),
             member_timeout: Duration::from_secs(45),
             v2: true,
-            handle_apps: false,
+            handle_scenarios: HandleScenarios::Some,
         }
     }
 }

@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use crate::consumer::AcknowledgementMode;
 use crate::error::ErrorCode;
 
-use super::cluster::{ClientId, SimConfig};
+use super::cluster::{ClientId, HandleScenarios, SimConfig};
 
 /// A fault in the cluster at a virtual time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -289,17 +289,21 @@ impl FaultPlan {
 
     /// Draws the scenarios added for LANDSCAPE bugs 6 and 9 from streams of their own, so
     /// that every seed keeps the faults it had: an application that goes through the handle's
-    /// bookkeeping (one seed in four; every seed with `cfg.handle_apps`), implicit or
+    /// bookkeeping (one seed in four; every seed with `HandleScenarios::All`), implicit or
     /// explicit, that may fail mid-batch or acknowledge stale records; and offsets without a
     /// record (gaps), served as nothing or as empty batches (one seed with faults in six; one
-    /// in two with `cfg.handle_apps`).
+    /// in two with `All`). Nothing with `HandleScenarios::Off`.
     pub(crate) fn draw_handle_scenarios(&mut self, cfg: &SimConfig) {
         let calm = self.seed.is_multiple_of(4);
         let horizon = self.horizon.as_millis() as u64;
         let mut rng = StdRng::seed_from_u64(mix(self.seed ^ 0x5eed_0006));
-        if cfg.handle_apps || rng.gen_ratio(1, 4) {
+        let all = cfg.handle_scenarios == HandleScenarios::All;
+        if cfg.handle_scenarios == HandleScenarios::Off {
+            return;
+        }
+        if all || rng.gen_ratio(1, 4) {
             let explicit = rng.gen_bool(0.5);
-            let fails = !calm && rng.gen_ratio(1, if cfg.handle_apps { 2 } else { 3 });
+            let fails = !calm && rng.gen_ratio(1, if all { 2 } else { 3 });
             self.app.api = AppApi::Handle(HandlePlan {
                 mode: if explicit { AcknowledgementMode::Explicit } else { AcknowledgementMode::Implicit },
                 by_offset: explicit && rng.gen_ratio(1, 3),
@@ -310,7 +314,7 @@ impl FaultPlan {
             });
         }
         let mut gaps = StdRng::seed_from_u64(mix(self.seed ^ 0x5eed_0009));
-        if !calm && gaps.gen_ratio(1, if cfg.handle_apps { 2 } else { 6 }) {
+        if !calm && gaps.gen_ratio(1, if all { 2 } else { 6 }) {
             let records = cfg.records_per_partition.max(1);
             for p in 0..cfg.partitions {
                 for _ in 0..gaps.gen_range(0..4) {
