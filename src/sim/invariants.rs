@@ -230,7 +230,7 @@ impl Ledger {
         let stray: Vec<&i32> = after.iter().filter(|p| !assigned.contains(p)).collect();
         if !stray.is_empty() {
             self.violations.push(format!(
-                "client {client}: a ShareFetch to broker {node} leaves its share session listing partitions {stray:?}, not assigned to it (assigned: {assigned:?}; LANDSCAPE bug 8)"
+                "client {client}: a ShareFetch to broker {node} lists, or leaves its share session listing, partitions {stray:?} not assigned to it (assigned: {assigned:?}; LANDSCAPE bug 8)"
             ));
         }
     }

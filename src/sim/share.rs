@@ -321,12 +321,12 @@ impl SimCluster {
         FetchOutcome::Wait(Parked { node, client, session, request: r.clone(), deadline })
     }
 
-    /// A ShareFetch leaves `client` for broker `node`: the partitions the broker's session
-    /// will list once it takes it must all be assigned to the client, as far as it knows
-    /// (`Ledger::session_lists`, LANDSCAPE bug 8). The client forgets a partition that moved
-    /// away with its next fetch to that broker (its acks go by ShareAcknowledge, which never
-    /// adds one), and only a fetch acquires: so nothing of it is acquired for the client while
-    /// it is not assigned. Checked when the request leaves: one request is in flight per
+    /// A ShareFetch leaves `client` for broker `node`: the partitions it lists, and those the
+    /// broker's session will list once it takes it, must all be assigned to the client, as far
+    /// as it knows (`Ledger::session_lists`, LANDSCAPE bug 8). The client forgets a partition
+    /// that moved away with its next fetch to that broker (its acks go by ShareAcknowledge,
+    /// which never adds one), and only a fetch acquires: so nothing of it is acquired for the
+    /// client while it is not assigned. Checked when the request leaves: one request is in flight per
     /// session, so the broker's session is now what the request will find (or gone, and the
     /// request fails).
     pub(crate) fn fetch_sent(&mut self, client: ClientId, node: i32, r: &ShareFetchRequest) {
@@ -348,6 +348,9 @@ impl SimCluster {
         };
         after.extend(listed().map(|p| p.partition_index));
         after.retain(|p| !forgotten.contains(p));
+        // A partition listed and forgotten at once leaves no trace on the broker, but listing
+        // one that is not assigned (for its acks, say) is the bug all the same.
+        after.extend(listed().map(|p| p.partition_index));
         self.ledger.session_lists(client, node, &after);
     }
 
