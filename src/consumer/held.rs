@@ -482,6 +482,7 @@ impl Held {
 /// application has not processed; so is one already sent. None for a record without a slot of
 /// this consumer (another consumer's, or built by hand): the caller looks it up by its
 /// coordinates ([`Held::acknowledge_at`]).
+#[inline]
 pub(crate) fn acknowledge_in_slot(
     owner: u64,
     record: &ConsumerRecord,
