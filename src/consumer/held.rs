@@ -3,9 +3,9 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::driver::{AckEntry, Delivered};
-use super::{AcknowledgeType, ConsumerRecord, Local};
-use crate::error::Error;
+use super::driver::{AckEntry, Delivered, PollAnswer};
+use super::{AcknowledgeType, AcknowledgementMode, ConsumerRecord};
+use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
 use crate::share::TopicIdPartition;
 
@@ -19,7 +19,7 @@ use crate::share::TopicIdPartition;
 // no lock, no hashing, no allocation, where a map by topic, partition and offset cost a
 // lookup per acknowledgement and an insert and a removal per record.
 //
-// The consumer keeps its live batches in `Local::held`, oldest first; `take_acks` walks them
+// The consumer keeps its live batches in a `Held`, oldest first; `take_acks` walks them
 // (in poll order, runs ascending: the order `PartitionAcks` appends fastest) and drops a
 // batch once all of its records are finally acknowledged. A batch outlives that while
 // records point at it, but its slots then read SENT: nothing can acknowledge through it.
@@ -37,7 +37,7 @@ pub(super) enum Slot {
     /// Delivered, not acknowledged.
     Unacked,
     /// Acknowledged that way, not yet taken for sending. A RENEW, once taken, leaves the slot
-    /// SENT and the record waits in `Local::renewing` for the broker's answer: the poll after
+    /// SENT and the record waits in `Held::renewing` for the broker's answer: the poll after
     /// it comes back returns the record again, as a new delivery with its lock extended (as
     /// Java 4.4 does).
     Acked(AcknowledgeType),
@@ -164,14 +164,25 @@ pub(super) enum Set {
 
 /// What `take_acks` does with records not acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Unacked {
+pub(crate) enum Unacked {
     /// Keep them held (explicit mode).
     Keep,
     /// Accept them (implicit mode).
     Accept,
-    /// Release them, and let go of every record (close): renewed ones are sent their RENEW
-    /// and are not held any more either (the session closes right after, releasing them).
+    /// Release them, and let go of every record (close): renewed ones are handed over with
+    /// their RENEW and are not held any more either (the close sends it as a RELEASE: the
+    /// session closes right after, releasing them).
     ReleaseAll,
+}
+
+impl Unacked {
+    /// What a poll or commit does with the records not acknowledged, in `mode`.
+    pub(crate) fn on_poll(mode: AcknowledgementMode) -> Unacked {
+        match mode {
+            AcknowledgementMode::Implicit => Unacked::Accept,
+            AcknowledgementMode::Explicit => Unacked::Keep,
+        }
+    }
 }
 
 impl PollBatch {
@@ -315,23 +326,6 @@ impl PollBatch {
     }
 }
 
-/// Holds a poll's records: makes their batch, points each record at its slot. Called with the
-/// lock held (as `take_acks`, `supersede` and the slow acknowledge path).
-pub(super) fn hold(local: &mut Local, owner: u64, delivered: Vec<Delivered>) -> Vec<ConsumerRecord> {
-    if delivered.is_empty() {
-        return Vec::new();
-    }
-    let batch = Arc::new(PollBatch::new(owner, &delivered));
-    supersede(&local.held, &batch);
-    let out = delivered
-        .into_iter()
-        .enumerate()
-        .map(|(index, d)| ConsumerRecord { ack_slot: Some(AckSlot { batch: batch.clone(), index }), ..d.record })
-        .collect();
-    local.held.push(batch);
-    out
-}
-
 /// Marks SUPERSEDED the live slots, in `held` or earlier in `new`, of offsets that `new`
 /// delivers (again): the newer delivery is the one held, as when a map by offset overwrote
 /// the entry. It happens only when a lock expired while the record was still held, so the
@@ -376,18 +370,150 @@ pub(super) fn supersede(held: &[Arc<PollBatch>], new: &PollBatch) {
     }
 }
 
-/// Takes every acknowledged record out of the held set as ack entries. Unacknowledged ones get
-/// accepted or released (`unacked`), or stay held. Renewed records wait in `local.renewing`
-/// for their renewal's outcome (on close they are let go: the session's close releases them).
-pub(super) fn take_acks(local: &mut Local, unacked: Unacked) -> Vec<AckEntry> {
-    let mut out = Vec::new();
-    let mut renewing = std::mem::take(&mut local.renewing);
-    local.held.retain(|b| b.take(unacked, &mut out, &mut renewing));
-    if unacked == Unacked::ReleaseAll {
-        renewing.clear();
+/// The handle's bookkeeping between polls, without IO: the batches of records handed out and
+/// not acknowledged-and-sent yet, and the renewed records waiting for the broker's answer.
+/// `ShareConsumer` keeps one under its lock; the simulation's application
+/// (`src/sim/handle_app.rs`) drives one the same way, so the simulation runs this code and
+/// not a copy of it.
+#[derive(Default)]
+pub(crate) struct Held {
+    /// The batches of the polls whose records are not all acknowledged-and-sent yet, oldest
+    /// first (see [`PollBatch`]). Usually none or one: a poll or commit takes every ack, and a
+    /// batch goes once all of its records are finally acknowledged.
+    pub(super) batches: Vec<Arc<PollBatch>>,
+    /// Records whose RENEW was sent, waiting for the broker's answer: a poll returns each
+    /// again once renewed (see `PollBatch::take`). While any wait, polls hand out nothing else.
+    pub(super) renewing: Vec<Delivered>,
+}
+
+impl Held {
+    /// What a poll does before it asks the driver: in explicit mode, refuses while records
+    /// are not acknowledged; takes the acknowledgements (implicit mode: accepting every
+    /// record); says whether renewals are pending (the poll then waits for them).
+    pub(crate) fn start_poll(&mut self, mode: AcknowledgementMode) -> Result<(Vec<AckEntry>, bool)> {
+        if mode == AcknowledgementMode::Explicit {
+            let pending = self.unacknowledged();
+            if pending > 0 {
+                return Err(Error::InvalidState(format!(
+                    "{pending} records of the last poll are not acknowledged; in explicit mode acknowledge every record (ACCEPT, RELEASE or REJECT) before polling again"
+                )));
+            }
+        }
+        let acks = self.take_acks(Unacked::on_poll(mode));
+        Ok((acks, !self.renewing.is_empty()))
     }
-    local.renewing = renewing;
-    out
+
+    /// How many records held are not acknowledged at all (RENEW counts as acknowledged).
+    pub(crate) fn unacknowledged(&self) -> usize {
+        self.batches.iter().map(|b| b.unacknowledged()).sum()
+    }
+
+    /// Takes every acknowledged record out of the held set as ack entries. Unacknowledged
+    /// ones get accepted or released (`unacked`), or stay held. Renewed records wait in
+    /// `renewing` for their renewal's outcome (on close they are let go: the session's close
+    /// releases them).
+    pub(crate) fn take_acks(&mut self, unacked: Unacked) -> Vec<AckEntry> {
+        let mut out = Vec::new();
+        let mut renewing = std::mem::take(&mut self.renewing);
+        self.batches.retain(|b| b.take(unacked, &mut out, &mut renewing));
+        if unacked == Unacked::ReleaseAll {
+            renewing.clear();
+        }
+        self.renewing = renewing;
+        out
+    }
+
+    /// Holds and returns a poll's records: the renewed ones first (a record whose renewal
+    /// failed is not returned: its lock is gone, and the callback and commit results say
+    /// why), then the new ones. `owner` is the consumer's id (see [`PollBatch::owner`]).
+    pub(crate) fn hand_out(&mut self, owner: u64, answer: PollAnswer) -> Vec<ConsumerRecord> {
+        if answer.renewed.is_empty() {
+            // The usual case: no copy of the records.
+            return self.hold(owner, answer.records);
+        }
+        let mut delivered = Vec::with_capacity(answer.records.len() + answer.renewed.len());
+        for r in answer.renewed {
+            let Some(pos) = self.renewing.iter().position(|d| d.tp == r.tp && d.record.offset == r.offset) else {
+                continue;
+            };
+            let mut d = self.renewing.swap_remove(pos);
+            if r.result.is_ok() {
+                d.record.lock_deadline = r.lock_deadline.or(d.record.lock_deadline);
+                delivered.push(d);
+            }
+        }
+        delivered.extend(answer.records);
+        self.hold(owner, delivered)
+    }
+
+    /// Holds a poll's records: makes their batch, points each record at its slot.
+    pub(super) fn hold(&mut self, owner: u64, delivered: Vec<Delivered>) -> Vec<ConsumerRecord> {
+        if delivered.is_empty() {
+            return Vec::new();
+        }
+        let batch = Arc::new(PollBatch::new(owner, &delivered));
+        supersede(&self.batches, &batch);
+        let out = delivered
+            .into_iter()
+            .enumerate()
+            .map(|(index, d)| ConsumerRecord { ack_slot: Some(AckSlot { batch: batch.clone(), index }), ..d.record })
+            .collect();
+        self.batches.push(batch);
+        out
+    }
+
+    /// Acknowledges the record held at these coordinates, if any: the newest delivery of the
+    /// offset. The slow path (a scan of the held batches: few, usually the last poll's); the
+    /// caller holds the consumer's lock, so no slot is taken or superseded meanwhile.
+    pub(crate) fn acknowledge_at(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        ack_type: AcknowledgeType,
+    ) -> Result<()> {
+        let set = self.batches.iter().rev().find_map(|b| b.find(topic, partition, offset).map(|i| b.set(i, ack_type)));
+        match set {
+            Some(Set::Done) => Ok(()),
+            // (`find` found a live slot, and under the lock it stays live: NotHeld and
+            // Superseded cannot be.)
+            None | Some(Set::NotHeld | Set::Superseded) => Err(Error::InvalidArgument(format!(
+                "{topic}-{partition} offset {offset} is not held by this consumer (never delivered to it, or already acknowledged and sent)"
+            ))),
+        }
+    }
+
+    /// Acknowledges with `ack_type` every record held and not acknowledged yet; returns how
+    /// many.
+    pub(crate) fn acknowledge_unacknowledged(&self, ack_type: AcknowledgeType) -> usize {
+        self.batches.iter().map(|b| b.acknowledge_unacknowledged(ack_type)).sum()
+    }
+}
+
+/// Acknowledges `record` through its slot, if it is a record of consumer `owner`: one
+/// compare-and-swap, no lock. It decides only while the slot is live (held, not yet taken for
+/// sending): then that slot is the one the consumer holds for the record's offset. A delivery
+/// superseded by a newer one of the same offset (its lock expired, the broker delivered it
+/// again) is refused: the acknowledgement would land on the newer delivery, which the
+/// application has not processed; so is one already sent. None for a record without a slot of
+/// this consumer (another consumer's, or built by hand): the caller looks it up by its
+/// coordinates ([`Held::acknowledge_at`]).
+#[inline]
+pub(crate) fn acknowledge_in_slot(
+    owner: u64,
+    record: &ConsumerRecord,
+    ack_type: AcknowledgeType,
+) -> Option<Result<()>> {
+    let slot = record.ack_slot.as_ref().filter(|s| s.batch.owner == owner)?;
+    if ack_type == AcknowledgeType::Renew {
+        // Before the slot says RENEW, so that `take` finds the copy to hand out again.
+        slot.batch.keep_for_renewal(slot.index, record);
+    }
+    Some(match slot.batch.set(slot.index, ack_type) {
+        Set::Done => Ok(()),
+        Set::Superseded => Err(superseded(record)),
+        Set::NotHeld => Err(already_sent(record.topic(), record.partition, record.offset)),
+    })
 }
 
 /// The error for acknowledging a delivery whose lock expired and that was delivered again.
@@ -436,18 +562,15 @@ mod tests {
                 generation: 0,
             })
             .collect();
-        hold(&mut c.lock(), c.id, delivered)
+        c.lock().held.hold(c.id, delivered)
     }
 
     fn take(c: &ShareConsumer, unacked: Unacked) -> Vec<(i32, i64, i8)> {
-        take_acks(&mut c.lock(), unacked)
-            .iter()
-            .map(|a| (a.tp.partition, a.offset, a.kind.wire()))
-            .collect()
+        c.lock().held.take_acks(unacked).iter().map(|a| (a.tp.partition, a.offset, a.kind.wire())).collect()
     }
 
     fn pending(c: &ShareConsumer) -> usize {
-        c.lock().held.iter().map(|b| b.unacknowledged()).sum()
+        c.lock().held.unacknowledged()
     }
 
     const ACCEPT: i8 = AcknowledgeType::Accept.wire();
@@ -465,7 +588,7 @@ mod tests {
         c.acknowledge_offset("t", 0, 7, AcknowledgeType::Release).unwrap();
         assert_eq!(pending(&c), 1);
         assert_eq!(take(&c, Unacked::Keep), vec![(0, 6, ACCEPT), (1, 3, REJECT), (0, 7, RELEASE)]);
-        assert_eq!(c.lock().held.len(), 1, "offset 5 is still held");
+        assert_eq!(c.lock().held.batches.len(), 1, "offset 5 is still held");
         let e = c.acknowledge(&recs[1]).unwrap_err();
         assert!(e.to_string().contains("t-0 offset 6 was already acknowledged and the acknowledgement sent"), "{e}");
         let e = c.acknowledge_offset("t", 1, 3, AcknowledgeType::Accept).unwrap_err();
@@ -473,7 +596,7 @@ mod tests {
         c.acknowledge(&recs[0].clone()).unwrap();
         assert_eq!(pending(&c), 0);
         assert_eq!(take(&c, Unacked::Keep), vec![(0, 5, ACCEPT)]);
-        assert!(c.lock().held.is_empty(), "the batch goes once everything in it is sent");
+        assert!(c.lock().held.batches.is_empty(), "the batch goes once everything in it is sent");
         assert!(take(&c, Unacked::Keep).is_empty());
     }
 
@@ -488,7 +611,7 @@ mod tests {
         c.acknowledge_with(&recs[1], AcknowledgeType::Renew).unwrap();
         c.acknowledge_with(&recs[1], AcknowledgeType::Accept).unwrap(); // a renewal too
         assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, REJECT), (0, 2, ACCEPT)]);
-        assert!(c.lock().renewing.is_empty(), "the RENEW was replaced before it was sent");
+        assert!(c.lock().held.renewing.is_empty(), "the RENEW was replaced before it was sent");
         for e in
             [c.acknowledge(&recs[0]).unwrap_err(), c.acknowledge_with(&recs[1], AcknowledgeType::Renew).unwrap_err()]
         {
@@ -510,8 +633,8 @@ mod tests {
         assert_eq!(pending(&c), 0, "a renewal counts as acknowledged");
         assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, RENEW_WIRE), (0, 2, ACCEPT)]);
         assert_eq!(pending(&c), 0);
-        assert!(c.lock().held.is_empty(), "the renewed record is not held by its old batch");
-        assert_eq!(c.lock().renewing.iter().map(|d| d.record.offset).collect::<Vec<_>>(), vec![1]);
+        assert!(c.lock().held.batches.is_empty(), "the renewed record is not held by its old batch");
+        assert_eq!(c.lock().held.renewing.iter().map(|d| d.record.offset).collect::<Vec<_>>(), vec![1]);
         // The broker renewed it: the next poll returns it again, held anew.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let answer = driver::PollAnswer {
@@ -521,7 +644,7 @@ mod tests {
         let again = c.hand_out(answer);
         assert_eq!(again.len(), 1);
         assert_eq!((again[0].offset, again[0].lock_deadline), (1, Some(deadline)));
-        assert!(c.lock().renewing.is_empty());
+        assert!(c.lock().held.renewing.is_empty());
         assert_eq!(pending(&c), 1, "the returned record must be acknowledged again");
         c.acknowledge(&again[0]).unwrap();
         assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, ACCEPT)]);
@@ -537,7 +660,7 @@ mod tests {
             renewed: vec![driver::Renewed { tp: tp(0), offset: 3, result: Err(Error::Closed), lock_deadline: None }],
         };
         assert!(c.hand_out(answer).is_empty());
-        assert!(c.lock().renewing.is_empty());
+        assert!(c.lock().held.renewing.is_empty());
     }
 
     #[test]
@@ -547,7 +670,7 @@ mod tests {
         assert!(matches!(c.acknowledge(&recs[0]), Err(Error::InvalidState(_))));
         assert!(matches!(c.acknowledge_offset("t", 0, 1, AcknowledgeType::Accept), Err(Error::InvalidState(_))));
         assert_eq!(take(&c, c.unacknowledged_on_poll()), vec![(0, 1, ACCEPT), (2, 9, ACCEPT)]);
-        assert!(c.lock().held.is_empty());
+        assert!(c.lock().held.batches.is_empty());
     }
 
     #[test]
@@ -568,11 +691,11 @@ mod tests {
         let acks = {
             let mut local = c.lock();
             c.closed.store(true, Ordering::Release);
-            take_acks(&mut local, Unacked::ReleaseAll)
+            local.held.take_acks(Unacked::ReleaseAll)
         };
         let acks: Vec<_> = acks.iter().map(|a| (a.offset, a.kind.wire())).collect();
         assert_eq!(acks, vec![(1, RENEW_WIRE), (2, RELEASE), (3, ACCEPT)]);
-        assert!(c.lock().held.is_empty());
+        assert!(c.lock().held.batches.is_empty());
         assert!(matches!(c.acknowledge(&recs[1]), Err(Error::Closed)));
         assert!(matches!(c.acknowledge_offset("t", 0, 1, AcknowledgeType::Accept), Err(Error::Closed)));
     }
@@ -618,7 +741,7 @@ mod tests {
         c.acknowledge(&first[2]).unwrap();
         assert_eq!(pending(&c), 0);
         assert_eq!(take(&c, Unacked::Keep), vec![(1, 1, ACCEPT), (0, 0, ACCEPT), (0, 1, ACCEPT), (0, 3, ACCEPT)]);
-        assert!(c.lock().held.is_empty());
+        assert!(c.lock().held.batches.is_empty());
     }
 
     #[test]
@@ -626,7 +749,7 @@ mod tests {
         let (c, _rx) = consumer(AcknowledgementMode::Explicit);
         // The same offset twice in one poll: the later delivery is the one held.
         let recs = deliver(&c, &[(0, 4), (0, 5), (0, 5), (0, 6)]);
-        assert_eq!(c.lock().held[0].runs.len(), 2);
+        assert_eq!(c.lock().held.batches[0].runs.len(), 2);
         assert_eq!(pending(&c), 3);
         c.acknowledge_offset("t", 0, 5, AcknowledgeType::Reject).unwrap();
         let e = c.acknowledge(&recs[1]).unwrap_err();
@@ -660,7 +783,60 @@ mod tests {
         let mut got: Vec<(i32, i64)> = sent.iter().map(|a| (a.0, a.1)).collect();
         got.sort_unstable();
         assert_eq!(got, records, "each record exactly once");
-        assert!(c.lock().held.is_empty());
+        assert!(c.lock().held.batches.is_empty());
+    }
+
+    #[test]
+    fn a_poll_refuses_unacknowledged_records_in_explicit_mode_and_accepts_them_in_implicit() {
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        let recs = deliver(&c, &[(0, 1), (0, 2)]);
+        c.acknowledge(&recs[0]).unwrap();
+        let e = c.lock().held.start_poll(AcknowledgementMode::Explicit).unwrap_err();
+        assert!(matches!(&e, Error::InvalidState(m) if m.starts_with("1 records of the last poll")), "{e}");
+        c.acknowledge_with(&recs[1], AcknowledgeType::Renew).unwrap();
+        let (acks, renewing) = c.lock().held.start_poll(AcknowledgementMode::Explicit).unwrap();
+        assert_eq!(
+            acks.iter().map(|a| (a.offset, a.kind.wire())).collect::<Vec<_>>(),
+            vec![(1, ACCEPT), (2, RENEW_WIRE)]
+        );
+        assert!(renewing, "the next poll waits for the renewal");
+        let (c, _rx) = consumer(AcknowledgementMode::Implicit);
+        deliver(&c, &[(0, 1), (0, 2)]);
+        let (acks, renewing) = c.lock().held.start_poll(AcknowledgementMode::Implicit).unwrap();
+        assert_eq!(acks.iter().map(|a| (a.offset, a.kind.wire())).collect::<Vec<_>>(), vec![(1, ACCEPT), (2, ACCEPT)]);
+        assert!(!renewing);
+    }
+
+    #[test]
+    fn close_in_implicit_mode_releases_what_the_last_poll_handed_out() {
+        // LANDSCAPE bug 6: the application's processing of these failed, or never ran; a
+        // close that accepted them would lose them. Only a poll or commit accepts.
+        let (c, _rx) = consumer(AcknowledgementMode::Implicit);
+        deliver(&c, &[(0, 1), (1, 5)]);
+        let acks: Vec<_> =
+            c.lock().held.take_acks(Unacked::ReleaseAll).iter().map(|a| (a.offset, a.kind.wire())).collect();
+        assert_eq!(acks, vec![(1, RELEASE), (5, RELEASE)]);
+        assert!(c.lock().held.batches.is_empty());
+    }
+
+    #[test]
+    fn a_late_acknowledgement_of_a_record_delivered_again_is_refused_and_leaves_the_new_delivery_alone() {
+        // LANDSCAPE bug 9: a record recycled (delivered again) while an old handle on it is
+        // acknowledged. The old slot was sent: the acknowledgement must not reach the new one.
+        let (c, _rx) = consumer(AcknowledgementMode::Explicit);
+        let first = deliver(&c, &[(0, 1), (0, 2)]);
+        c.acknowledge_with(&first[0], AcknowledgeType::Release).unwrap();
+        c.acknowledge(&first[1]).unwrap();
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, RELEASE), (0, 2, ACCEPT)]);
+        let again = deliver(&c, &[(0, 1)]);
+        for kind in [AcknowledgeType::Accept, AcknowledgeType::Reject, AcknowledgeType::Release] {
+            let e = c.acknowledge_with(&first[0], kind).unwrap_err();
+            assert!(matches!(&e, Error::InvalidState(m) if m.contains("already acknowledged")), "{e}");
+        }
+        assert_eq!(pending(&c), 1, "the new delivery is untouched");
+        assert!(take(&c, Unacked::Keep).is_empty());
+        c.acknowledge(&again[0]).unwrap();
+        assert_eq!(take(&c, Unacked::Keep), vec![(0, 1, ACCEPT)]);
     }
 
     #[test]

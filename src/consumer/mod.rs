@@ -29,7 +29,7 @@
 mod callback;
 mod config;
 pub(crate) mod driver;
-mod held;
+pub(crate) mod held;
 mod metrics;
 mod pattern;
 mod record;
@@ -68,13 +68,8 @@ static NEXT_CONSUMER_ID: AtomicU64 = AtomicU64::new(1);
 
 #[derive(Default)]
 struct Local {
-    /// The batches of the polls whose records are not all acknowledged-and-sent yet, oldest
-    /// first (see [`PollBatch`]). Usually none or one: a poll or commit takes every ack, and a
-    /// batch goes once all of its records are finally acknowledged.
-    held: Vec<Arc<PollBatch>>,
-    /// Records whose RENEW was sent, waiting for the broker's answer: a poll returns each
-    /// again once renewed (see `PollBatch::take`). While any wait, polls hand out nothing else.
-    renewing: Vec<driver::Delivered>,
+    /// What this consumer handed out and has not acknowledged-and-sent yet (see [`Held`]).
+    held: Held,
     subscription: BTreeSet<String>,
     /// The pattern subscribed to, if any (`subscription` is then empty; see `pattern.rs`).
     pattern: Option<Arc<pattern::PatternSubscription>>,
@@ -302,16 +297,7 @@ impl ShareConsumer {
                     None => Command::Subscribe(local.subscription.iter().cloned().collect()),
                 })?;
             }
-            if self.cfg.acknowledgement_mode == AcknowledgementMode::Explicit {
-                let pending: usize = local.held.iter().map(|b| b.unacknowledged()).sum();
-                if pending > 0 {
-                    return Err(Error::InvalidState(format!(
-                        "{pending} records of the last poll are not acknowledged; in explicit mode acknowledge every record (ACCEPT, RELEASE or REJECT) before polling again"
-                    )));
-                }
-            }
-            let acks = take_acks(&mut local, self.unacknowledged_on_poll());
-            (acks, !local.renewing.is_empty())
+            local.held.start_poll(self.cfg.acknowledgement_mode)?
         };
         let (reply, rx) = oneshot::channel();
         let wait = !timeout.is_zero();
@@ -346,24 +332,7 @@ impl ShareConsumer {
     /// failed is not returned: its lock is gone, and the callback and commit results say
     /// why), then the new ones.
     fn hand_out(&self, answer: driver::PollAnswer) -> Vec<ConsumerRecord> {
-        let mut local = self.lock();
-        if answer.renewed.is_empty() {
-            // The usual case: no copy of the records.
-            return hold(&mut local, self.id, answer.records);
-        }
-        let mut delivered = Vec::with_capacity(answer.records.len() + answer.renewed.len());
-        for r in answer.renewed {
-            let Some(pos) = local.renewing.iter().position(|d| d.tp == r.tp && d.record.offset == r.offset) else {
-                continue;
-            };
-            let mut d = local.renewing.swap_remove(pos);
-            if r.result.is_ok() {
-                d.record.lock_deadline = r.lock_deadline.or(d.record.lock_deadline);
-                delivered.push(d);
-            }
-        }
-        delivered.extend(answer.records);
-        hold(&mut local, self.id, delivered)
+        self.lock().held.hand_out(self.id, answer)
     }
 
     /// Accepts a record (explicit mode), as Java's `acknowledge(record)`.
@@ -374,23 +343,12 @@ impl ShareConsumer {
     /// Acknowledges a record with `ack_type` (explicit mode).
     pub fn acknowledge_with(&self, record: &ConsumerRecord, ack_type: AcknowledgeType) -> Result<()> {
         self.check_acknowledge(ack_type)?;
-        // The fast path: one compare-and-swap on the record's slot in its poll batch, no lock.
-        // It decides only while the slot is live (held, not yet taken for sending): then that
-        // slot is the one this consumer holds for the record's offset. A delivery superseded
-        // by a newer one of the same offset (its lock expired, the broker delivered it again)
-        // is refused: the acknowledgement would land on the newer delivery, which the
-        // application has not processed. Anything else (a record of another consumer, one
-        // already sent) is looked up by its coordinates, exactly as `acknowledge_offset` does.
-        if let Some(slot) = record.ack_slot.as_ref().filter(|s| s.batch.owner == self.id) {
-            if ack_type == AcknowledgeType::Renew {
-                // Before the slot says RENEW, so that `take` finds the copy to hand out again.
-                slot.batch.keep_for_renewal(slot.index, record);
-            }
-            return match slot.batch.set(slot.index, ack_type) {
-                Set::Done => Ok(()),
-                Set::Superseded => Err(superseded(record)),
-                Set::NotHeld => Err(already_sent(record.topic(), record.partition, record.offset)),
-            };
+        // The fast path: one compare-and-swap on the record's slot in its poll batch, no lock
+        // (see `acknowledge_in_slot`). A record without a slot of this consumer (another
+        // consumer's, one built by hand) is looked up by its coordinates, exactly as
+        // `acknowledge_offset` does.
+        if let Some(done) = acknowledge_in_slot(self.id, record, ack_type) {
+            return done;
         }
         if ack_type == AcknowledgeType::Renew {
             return Err(renew_needs_the_record(record.topic(), record.partition, record.offset));
@@ -414,7 +372,7 @@ impl ShareConsumer {
         if self.is_closed() {
             return Err(Error::Closed);
         }
-        Ok(local.held.iter().map(|b| b.acknowledge_unacknowledged(ack_type)).sum())
+        Ok(local.held.acknowledge_unacknowledged(ack_type))
     }
 
     /// Acknowledges by topic, partition and offset (explicit mode), e.g. for a record that
@@ -459,15 +417,7 @@ impl ShareConsumer {
         if self.is_closed() {
             return Err(Error::Closed);
         }
-        let set = local.held.iter().rev().find_map(|b| b.find(topic, partition, offset).map(|i| b.set(i, ack_type)));
-        match set {
-            Some(Set::Done) => Ok(()),
-            // (`find` found a live slot, and under the lock it stays live: NotHeld and
-            // Superseded cannot be.)
-            None | Some(Set::NotHeld | Set::Superseded) => Err(Error::InvalidArgument(format!(
-                "{topic}-{partition} offset {offset} is not held by this consumer (never delivered to it, or already acknowledged and sent)"
-            ))),
-        }
+        local.held.acknowledge_at(topic, partition, offset, ack_type)
     }
 
     fn is_closed(&self) -> bool {
@@ -476,10 +426,7 @@ impl ShareConsumer {
 
     /// What a poll or commit does with the records not acknowledged.
     fn unacknowledged_on_poll(&self) -> Unacked {
-        match self.cfg.acknowledgement_mode {
-            AcknowledgementMode::Implicit => Unacked::Accept,
-            AcknowledgementMode::Explicit => Unacked::Keep,
-        }
+        Unacked::on_poll(self.cfg.acknowledgement_mode)
     }
 
     /// Sends every pending acknowledgement now and waits for the results, per partition,
@@ -523,7 +470,7 @@ impl ShareConsumer {
             if self.is_closed() {
                 return Err(Error::Closed);
             }
-            take_acks(&mut local, self.unacknowledged_on_poll())
+            local.held.take_acks(self.unacknowledged_on_poll())
         };
         let (reply, rx) = oneshot::channel();
         self.send(Command::Commit { acks, reply: Some(reply) })?;
@@ -605,7 +552,7 @@ impl ShareConsumer {
                 return Ok(());
             }
             self.closed.store(true, Ordering::Release);
-            take_acks(&mut local, Unacked::ReleaseAll)
+            local.held.take_acks(Unacked::ReleaseAll)
         };
         let (reply, rx) = oneshot::channel();
         let deadline = Instant::now() + timeout;
@@ -634,7 +581,7 @@ impl Drop for ShareConsumer {
             group = self.cfg.group_id,
             "ShareConsumer dropped without close(): releasing its records in the background"
         );
-        let acks = take_acks(&mut local, Unacked::ReleaseAll);
+        let acks = local.held.take_acks(Unacked::ReleaseAll);
         let _ = self
             .tx
             .send(Command::Close { acks, deadline: Instant::now() + Duration::from_secs(5), reply: None });

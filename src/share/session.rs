@@ -255,14 +255,23 @@ impl ShareSession {
         ))
     }
 
-    /// Builds the final ShareAcknowledge (epoch -1) carrying every queued non-renew ack. It
-    /// closes the session and releases the rest of what the member holds on this broker.
-    /// None when no session is open (nothing to close).
+    /// Builds the final ShareAcknowledge (epoch -1) carrying every queued ack. It closes the
+    /// session and releases the rest of what the member holds on this broker. None when no
+    /// session is open (nothing to close).
+    ///
+    /// Renewing on close is pointless (the records go back to the group), so a queued RENEW
+    /// goes as a RELEASE: dropped instead, its outcome was never reported (the handle hands
+    /// the RENEWs the application made before closing to the close, with everything else).
     pub fn build_close(&mut self, group_id: &str, member_id: &str) -> Option<(ShareAcknowledgeRequest, Sent)> {
         if !self.is_open() || self.in_flight {
             return None;
         }
-        let _renews = self.take_acks(true); // renewing on close is pointless
+        for (tp, renews) in self.take_acks(true) {
+            let acks = self.acks.entry(tp).or_default();
+            for (offset, _) in renews.iter() {
+                acks.add(offset, AckKind::Release);
+            }
+        }
         let acks = self.take_acks(false);
         let req = ack_request(group_id, member_id, CLOSE_EPOCH, false, &acks);
         self.in_flight = true;

@@ -1,10 +1,12 @@
 //! The application model: one consumer's user code, speaking to the driver core only through
 //! `Command`s whose oneshot replies it reads with `try_recv` (no runtime, no waiting).
 //!
-//! It plays the public handle's part too (it builds the `AckEntry`s itself, explicitly):
-//! polls, processes each record for a while, acknowledges it (ACCEPT mostly; RELEASE or
-//! REJECT in some seeds; RENEW first in others), commits now and then, and closes at the
-//! end. Faulty plans make it stall past the lock, hand in its acks a poll late, or crash.
+//! In most seeds it plays the public handle's part too (it builds the `AckEntry`s itself,
+//! explicitly); in others it goes through the handle's own bookkeeping (`handle_app.rs`,
+//! implicit or explicit mode). It polls, processes each record for a while, acknowledges it
+//! (ACCEPT mostly; RELEASE or REJECT in some seeds; RENEW first in others), commits now and
+//! then, and closes at the end. Faulty plans make it stall past the lock, hand in its acks a
+//! poll late, crash, fail mid-batch, or acknowledge stale records.
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +18,8 @@ use crate::error::Result;
 use crate::share::acks::AckKind;
 
 use super::cluster::{record_value, ClientId};
-use super::faults::{mix, AppPlan, SplitMix};
+use super::faults::{mix, AppApi, AppPlan, SplitMix};
+use super::handle_app::HandleUser;
 use super::invariants::Ledger;
 
 /// How long a poll waits before the application gives up and polls again.
@@ -74,12 +77,27 @@ pub(crate) struct App {
     pub notes: Vec<String>,
     /// The close answered Ok: everything it had to do is done.
     pub closed_ok: bool,
+    /// Through the handle's bookkeeping (`AppApi::Handle`), if so.
+    handle: Option<HandleUser>,
+    /// When its processing fails (`HandlePlan::fail_at`; only the first consumers fail).
+    fail_at: Option<Instant>,
+    /// It failed and closed or dropped its consumer: a new one is to join.
+    pub replace: bool,
 }
 
 impl App {
     /// `calm_from`: when the faults end (the application stops stalling then too).
     pub(crate) fn new(client: ClientId, plan: AppPlan, seed: u64, now: Instant, calm_from: Instant) -> App {
+        let (handle, fail_at) = match plan.api {
+            AppApi::Entries => (None, None),
+            AppApi::Handle(h) => {
+                (Some(HandleUser::new(h, client)), h.fail_at.filter(|_| client < plan.consumers).map(|d| now + d))
+            }
+        };
         App {
+            handle,
+            fail_at,
+            replace: false,
             calm_from,
             client,
             plan,
@@ -124,9 +142,12 @@ impl App {
         }
     }
 
-    /// The application dies: its consumer is dropped without close.
-    pub(crate) fn crash(&mut self) {
+    /// The application dies: its consumer is dropped without close. Through the handle, the
+    /// drop releases what it held (`Drop for ShareConsumer`): the command for the core.
+    pub(crate) fn crash(&mut self, now: Instant, ledger: &mut Ledger) -> Option<Command> {
         self.phase = Phase::Crashed;
+        let acks = self.handle.as_mut()?.take_for_close(ledger);
+        Some(Command::Close { acks, deadline: now + Duration::from_secs(5), reply: None })
     }
 
     /// Starts closing with the acks it has (unacknowledged records are released: the
@@ -140,9 +161,14 @@ impl App {
                 self.acks.push(ack_of(&d, AckKind::Release, None));
             }
         }
-        let mut acks = std::mem::take(&mut self.late);
-        acks.append(&mut self.acks);
-        self.note(&acks, ledger);
+        let acks = if let Some(h) = self.handle.as_mut() {
+            h.take_for_close(ledger)
+        } else {
+            let mut acks = std::mem::take(&mut self.late);
+            acks.append(&mut self.acks);
+            self.note(&acks, ledger);
+            acks
+        };
         let (tx, rx) = oneshot::channel();
         let deadline = now + CLOSE_TIMEOUT;
         self.phase = Phase::Closing { rx, deadline };
@@ -164,6 +190,11 @@ impl App {
 
     fn advance(&mut self, now: Instant, ledger: &mut Ledger, out: &mut Vec<Command>) -> bool {
         match std::mem::replace(&mut self.phase, Phase::Closed) {
+            Phase::Idle(t) if t <= now && self.handle.is_some() => {
+                self.polls += 1;
+                self.poll_through_handle(now, ledger, out);
+                true
+            }
             Phase::Idle(t) if t <= now => {
                 self.polls += 1;
                 let commit = self.plan.commit_every > 0 && self.polls.is_multiple_of(self.plan.commit_every);
@@ -193,6 +224,10 @@ impl App {
                 true
             }
             Phase::Polling { mut rx, until, renewing } => match rx.try_recv() {
+                Ok(Ok(answer)) if self.handle.is_some() => {
+                    self.take_through_handle(answer, now, ledger);
+                    true
+                }
                 Ok(Ok(answer)) => {
                     self.take(answer, now, renewing);
                     true
@@ -220,6 +255,10 @@ impl App {
                     true
                 }
             },
+            Phase::Processing { until, .. } if until <= now && self.handle.is_some() => {
+                self.process_through_handle(now, ledger, out);
+                true
+            }
             Phase::Processing { until, records } if until <= now => {
                 self.process(records, ledger);
                 self.phase = Phase::Idle(now);
@@ -275,6 +314,73 @@ impl App {
                 self.phase = other;
                 false
             }
+        }
+    }
+
+    /// A poll or commit through the handle's bookkeeping (`ShareConsumer::poll` /
+    /// `commit_sync`): the acks come out of the held set as the mode says.
+    fn poll_through_handle(&mut self, now: Instant, ledger: &mut Ledger, out: &mut Vec<Command>) {
+        let Some(h) = self.handle.as_mut() else { return };
+        let commit = self.plan.commit_every > 0 && self.polls.is_multiple_of(self.plan.commit_every);
+        if commit {
+            let acks = h.take_for_commit(ledger);
+            if !acks.is_empty() {
+                let (tx, rx) = oneshot::channel();
+                out.push(Command::Commit { acks: acks.clone(), reply: Some(tx) });
+                self.phase = Phase::Committing { rx, acks };
+                return;
+            }
+        }
+        match h.start_poll(ledger) {
+            Ok((acks, renewing)) => {
+                let (tx, rx) = oneshot::channel();
+                out.push(Command::Poll { max: self.plan.max_poll_records, wait: true, renewing, acks, reply: tx });
+                self.phase = Phase::Polling { rx, until: now + POLL_TIMEOUT, renewing };
+            }
+            Err(e) => {
+                self.problems.push(e);
+                self.phase = Phase::Idle(now + Duration::from_millis(100));
+            }
+        }
+    }
+
+    /// A poll answered, through the handle's bookkeeping: its records are held and processed
+    /// for a while.
+    fn take_through_handle(&mut self, answer: PollAnswer, now: Instant, ledger: &mut Ledger) {
+        let Some(h) = self.handle.as_mut() else { return };
+        let (n, problems) = h.hand_out(answer, &mut self.rng, ledger);
+        self.problems.extend(problems);
+        self.received += n as u64;
+        let mut busy = self.plan.per_record * n as u32;
+        if let Some(s) = self.plan.stall {
+            if n > 0 && now < self.calm_from && self.rng.gen_ratio(1, 20) {
+                busy += s;
+            }
+        }
+        self.phase = Phase::Processing { until: now + busy, records: Vec::new() };
+    }
+
+    /// The batch is processed through the handle, or processing fails mid-batch (once, before
+    /// the faults end: LANDSCAPE bug 6); then the application closes or drops its consumer,
+    /// and a new one joins.
+    fn process_through_handle(&mut self, now: Instant, ledger: &mut Ledger, out: &mut Vec<Command>) {
+        let Some(h) = self.handle.as_mut() else { return };
+        let fail = self.fail_at.is_some_and(|t| t <= now) && now < self.calm_from && h.holds_records();
+        let renew = self.plan.renew && h.renew_ok() && self.rng.gen_ratio(1, 4);
+        let (release, reject) = (self.plan.release_permille, self.plan.reject_permille);
+        let problems = h.process(&mut self.rng, ledger, release, reject, renew, fail);
+        self.problems.extend(problems);
+        self.phase = Phase::Idle(now);
+        if !fail {
+            return;
+        }
+        self.fail_at = None;
+        self.replace = true;
+        let closes = h.closes_on_failure();
+        if closes {
+            out.extend(self.close(now, ledger));
+        } else {
+            out.extend(self.crash(now, ledger));
         }
     }
 

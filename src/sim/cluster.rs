@@ -40,6 +40,20 @@ pub(crate) struct SimConfig {
     pub member_timeout: Duration,
     /// Whether the brokers speak ShareFetch/ShareAcknowledge v2 (RENEW, record_limit).
     pub v2: bool,
+    /// How many seeds play the handle scenarios (see `FaultPlan::draw_handle_scenarios`).
+    pub handle_scenarios: HandleScenarios,
+}
+
+/// How many seeds play the scenarios of LANDSCAPE bugs 6 and 9.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HandleScenarios {
+    /// None: every seed runs as it did before they were added (the regression seeds replay
+    /// the runs that found their bugs).
+    Off,
+    /// Some: one seed in four goes through the handle, one with faults in six has gaps.
+    Some,
+    /// Every application goes through the handle; more fail; half the seeds have gaps.
+    All,
 }
 
 impl Default for SimConfig {
@@ -53,6 +67,7 @@ impl Default for SimConfig {
             heartbeat_interval: Duration::from_secs(5),
             member_timeout: Duration::from_secs(45),
             v2: true,
+            handle_scenarios: HandleScenarios::Some,
         }
     }
 }
@@ -91,6 +106,9 @@ pub(crate) struct Offset {
     pub delivery: i16,
     /// Every delivery, in order, with the client it went to.
     pub history: Vec<(ClientId, Delivery)>,
+    /// No record at this offset (compacted away): acquired like any other, served as no
+    /// record at all or inside an empty batch, acknowledged by the client's GAP (LANDSCAPE 9).
+    pub gap: bool,
 }
 
 /// One partition of the topic.
@@ -141,7 +159,7 @@ impl SimCluster {
                 leader: cfg.brokers.get(p as usize % n).copied(),
                 leader_epoch: 0,
                 offsets: (0..cfg.records_per_partition)
-                    .map(|_| Offset { state: State::Available, delivery: 0, history: Vec::new() })
+                    .map(|_| Offset { state: State::Available, delivery: 0, history: Vec::new(), gap: false })
                     .collect(),
             })
             .collect();
@@ -380,39 +398,110 @@ impl SimCluster {
         live.iter().copied().find(|id| *id > node).or_else(|| live.first().copied())
     }
 
-    /// The record batches holding the offsets of `ranges` of partition `p`, one batch per run.
-    /// Each value is unique: `p{p}-o{offset}`.
-    /// The record batches of `ranges`; with `corrupt`, the first one has a byte flipped under
-    /// its CRC (the client must REJECT its records, not have them redelivered forever).
-    pub(crate) fn records(&self, p: i32, ranges: &[AcquiredRecords], corrupt: bool) -> Option<Bytes> {
-        if ranges.is_empty() {
-            return None;
-        }
-        let mut out = BytesMut::new();
-        for (i, r) in ranges.iter().enumerate() {
-            let mut b = BatchBuilder::new();
-            for o in r.first_offset..=r.last_offset {
-                let rec = RecordInput {
-                    key: None,
-                    value: Some(Bytes::from(record_value(p, o))),
-                    headers: Vec::new(),
-                    timestamp: 1_700_000_000_000 + o,
-                };
-                b.push(&rec).expect("a small record fits a batch");
+    /// The cluster with these (partition, offset)s as gaps: offsets without a record (see
+    /// [`Offset::gap`]).
+    pub(crate) fn with_gaps(mut self, gaps: &[(i32, i64)]) -> SimCluster {
+        for &(p, o) in gaps {
+            let offset = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)?.offsets.get_mut(o as usize));
+            if let Some(off) = offset {
+                off.gap = true;
+                self.ledger.gap(p, o);
             }
-            let batch = b.finish(Compression::None).expect("an uncompressed batch encodes");
-            let mut batch = BytesMut::from(&batch[..]);
-            // The base offset is outside the CRC: patching it keeps the batch valid.
-            batch[..8].copy_from_slice(&r.first_offset.to_be_bytes());
-            if corrupt && i == 0 {
-                // The last byte (of the last record's value) is under the CRC.
-                let last = batch.len() - 1;
-                batch[last] ^= 0x20;
-            }
-            out.extend_from_slice(&batch);
         }
-        Some(out.freeze())
+        self
     }
+
+    /// The record batches of `ranges` of partition `p`: one batch per run of offsets with a
+    /// record (each value is unique: `p{p}-o{offset}`). A run of gaps is left out, or served
+    /// as an empty batch (no records, its offsets in the header: what compaction leaves), by
+    /// the parity of its first offset; a range of gaps only may thus come with no records at
+    /// all. With `corrupt`, the first batch has a byte flipped under its CRC (the client must
+    /// REJECT its records, not have them redelivered forever); its offsets are returned too.
+    pub(crate) fn records(
+        &self,
+        p: i32,
+        ranges: &[AcquiredRecords],
+        corrupt: bool,
+    ) -> (Option<Bytes>, Option<(i64, i64)>) {
+        let mut out = BytesMut::new();
+        let mut corrupted = None;
+        let offsets = &self.parts[p as usize].offsets;
+        let gap = |o: i64| offsets.get(o as usize).is_some_and(|x| x.gap);
+        let mut first_batch = true;
+        for r in ranges {
+            let mut o = r.first_offset;
+            while o <= r.last_offset {
+                let is_gap = gap(o);
+                let mut end = o;
+                while end < r.last_offset && gap(end + 1) == is_gap {
+                    end += 1;
+                }
+                let batch = if !is_gap {
+                    Some(record_batch(p, o, end))
+                } else if (o + i64::from(p)) % 2 == 0 {
+                    Some(empty_batch(o, end))
+                } else {
+                    None
+                };
+                if let Some(batch) = batch {
+                    let mut batch = BytesMut::from(&batch[..]);
+                    if corrupt && first_batch {
+                        // The last byte is under the CRC.
+                        let last = batch.len() - 1;
+                        batch[last] ^= 0x20;
+                        corrupted = Some((o, end));
+                    }
+                    first_batch = false;
+                    out.extend_from_slice(&batch);
+                }
+                o = end + 1;
+            }
+        }
+        ((!out.is_empty()).then(|| out.freeze()), corrupted)
+    }
+}
+
+/// A batch of the records at `first..=last` of partition `p`.
+fn record_batch(p: i32, first: i64, last: i64) -> Bytes {
+    let mut b = BatchBuilder::new();
+    for o in first..=last {
+        let rec = RecordInput {
+            key: None,
+            value: Some(Bytes::from(record_value(p, o))),
+            headers: Vec::new(),
+            timestamp: 1_700_000_000_000 + o,
+        };
+        b.push(&rec).expect("a small record fits a batch");
+    }
+    let batch = b.finish(Compression::None).expect("an uncompressed batch encodes");
+    let mut batch = BytesMut::from(&batch[..]);
+    // The base offset is outside the CRC: patching it keeps the batch valid.
+    batch[..8].copy_from_slice(&first.to_be_bytes());
+    batch.freeze()
+}
+
+/// An empty batch over `first..=last`: a v2 header claiming those offsets, no records (what
+/// compaction leaves of a batch whose records all went; LANDSCAPE bug 9: a client panicked on
+/// one). Our encoder refuses to make one, so it is written here, field by field.
+fn empty_batch(first: i64, last: i64) -> Bytes {
+    use bytes::BufMut;
+    let mut b = BytesMut::with_capacity(61);
+    b.put_i64(first); // base offset
+    b.put_i32(61 - 12); // batch length: the header after it
+    b.put_i32(-1); // partition leader epoch
+    b.put_i8(2); // magic
+    b.put_u32(0); // CRC, below
+    b.put_i16(0); // attributes: no compression, create time, not control
+    b.put_i32((last - first) as i32); // last offset delta
+    b.put_i64(1_700_000_000_000 + first); // base timestamp
+    b.put_i64(1_700_000_000_000 + last); // max timestamp
+    b.put_i64(-1); // producer id
+    b.put_i16(-1); // producer epoch
+    b.put_i32(-1); // base sequence
+    b.put_i32(0); // record count
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b.freeze()
 }
 
 /// The value of the record at `offset` of partition `p`: unique in the run.

@@ -12,9 +12,10 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use crate::consumer::AcknowledgementMode;
 use crate::error::ErrorCode;
 
-use super::cluster::ClientId;
+use super::cluster::{ClientId, HandleScenarios, SimConfig};
 
 /// A fault in the cluster at a virtual time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +98,37 @@ pub(crate) struct AppPlan {
     pub max_poll_records: usize,
     /// RENEW the records of some polls before accepting them (v2 only).
     pub renew: bool,
+    /// How it talks to its consumer (drawn later, from a stream of its own).
+    pub api: AppApi,
+}
+
+/// How the application talks to its consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AppApi {
+    /// It builds the `AckEntry`s itself (the simulation's first application).
+    Entries,
+    /// Through the handle's bookkeeping (`consumer::held::Held`), as `ShareConsumer` does:
+    /// it holds `ConsumerRecord`s and acknowledges through them.
+    Handle(HandlePlan),
+}
+
+/// An application that goes through the handle's bookkeeping (LANDSCAPE bugs 6 and 9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HandlePlan {
+    pub mode: AcknowledgementMode,
+    /// Explicit mode: acknowledges by coordinates (`acknowledge_offset`), not through the record.
+    pub by_offset: bool,
+    /// Explicit mode: after each batch, acknowledges again a record of an earlier poll (its
+    /// acknowledgement was sent; it may have been delivered again since). The handle must
+    /// refuse: accepted, it would land on another delivery (LANDSCAPE bug 9).
+    pub stale_acks: bool,
+    /// Processing fails mid-batch at this time; the application then closes, or drops its
+    /// consumer (`fail_closes` false), and a new consumer joins. What it did not finish must
+    /// not be accepted (LANDSCAPE bug 6).
+    pub fail_at: Option<Duration>,
+    pub fail_closes: bool,
+    /// The brokers take RENEW (else the handle refuses it: the application does not ask).
+    pub renew_ok: bool,
 }
 
 /// A run's faults and application, drawn from its seed.
@@ -113,6 +145,8 @@ pub(crate) struct FaultPlan {
     pub delay_permille: u32,
     pub throttle_permille: u32,
     pub app: AppPlan,
+    /// Offsets without a record (partition, offset): see `cluster::Offset::gap`.
+    pub gaps: Vec<(i32, i64)>,
 }
 
 /// SplitMix64: the per-request and per-application generator. Cheap to seed (one per
@@ -238,6 +272,7 @@ impl FaultPlan {
             commit_every: rng.gen_range(0..4),
             max_poll_records: rng.gen_range(1..20),
             renew: !calm && rng.gen_bool(0.2),
+            api: AppApi::Entries,
         };
         FaultPlan {
             seed,
@@ -248,6 +283,49 @@ impl FaultPlan {
             delay_permille: delay,
             throttle_permille: throttle,
             app,
+            gaps: Vec::new(),
+        }
+    }
+
+    /// Draws the scenarios added for LANDSCAPE bugs 6 and 9 from streams of their own, so
+    /// that every seed keeps the faults it had: an application that goes through the handle's
+    /// bookkeeping (one seed in four; every seed with `HandleScenarios::All`), implicit or
+    /// explicit, that may fail mid-batch or acknowledge stale records; and offsets without a
+    /// record (gaps), served as nothing or as empty batches (one seed with faults in six; one
+    /// in two with `All`). Nothing with `HandleScenarios::Off`.
+    pub(crate) fn draw_handle_scenarios(&mut self, cfg: &SimConfig) {
+        let calm = self.seed.is_multiple_of(4);
+        let horizon = self.horizon.as_millis() as u64;
+        let mut rng = StdRng::seed_from_u64(mix(self.seed ^ 0x5eed_0006));
+        let all = cfg.handle_scenarios == HandleScenarios::All;
+        if cfg.handle_scenarios == HandleScenarios::Off {
+            return;
+        }
+        if all || rng.gen_ratio(1, 4) {
+            let explicit = rng.gen_bool(0.5);
+            let fails = !calm && rng.gen_ratio(1, if all { 2 } else { 3 });
+            self.app.api = AppApi::Handle(HandlePlan {
+                mode: if explicit { AcknowledgementMode::Explicit } else { AcknowledgementMode::Implicit },
+                by_offset: explicit && rng.gen_ratio(1, 3),
+                stale_acks: explicit && !calm && rng.gen_bool(0.5),
+                fail_at: fails.then(|| Duration::from_millis(rng.gen_range(0..horizon))),
+                fail_closes: rng.gen_bool(0.5),
+                renew_ok: cfg.v2,
+            });
+        }
+        let mut gaps = StdRng::seed_from_u64(mix(self.seed ^ 0x5eed_0009));
+        if !calm && gaps.gen_ratio(1, if all { 2 } else { 6 }) {
+            let records = cfg.records_per_partition.max(1);
+            for p in 0..cfg.partitions {
+                for _ in 0..gaps.gen_range(0..4) {
+                    let first = gaps.gen_range(0..records);
+                    for o in first..(first + gaps.gen_range(1..5)).min(records) {
+                        self.gaps.push((p, o));
+                    }
+                }
+            }
+            self.gaps.sort_unstable();
+            self.gaps.dedup();
         }
     }
 
@@ -341,6 +419,9 @@ impl fmt::Display for FaultPlan {
             self.horizon, self.drop_permille, self.reset_permille, self.delay_permille, self.throttle_permille
         )?;
         writeln!(f, "  app: {:?}", self.app)?;
+        if !self.gaps.is_empty() {
+            writeln!(f, "  gaps (partition, offset): {:?}", self.gaps)?;
+        }
         for (t, x) in &self.faults {
             writeln!(f, "  at {t:?}: {x:?}")?;
         }
@@ -375,6 +456,24 @@ mod tests {
             seen_fault |= (0..200).any(|n| !matches!(p.fate(0, 1, n, Duration::ZERO), Fate::Normal { .. }));
         }
         assert!(seen_fault);
+    }
+
+    #[test]
+    fn the_handle_scenarios_come_from_their_own_streams() {
+        // LANDSCAPE bugs 6 and 9: some seeds' applications go through the handle, some serve
+        // gaps; nothing else of any seed moves.
+        let cfg = SimConfig::default();
+        let (mut handle, mut gaps) = (0, 0);
+        for seed in 1..400u64 {
+            let before = FaultPlan::from_seed(seed, &[1, 2, 3], 3);
+            let mut after = before.clone();
+            after.draw_handle_scenarios(&cfg);
+            assert_eq!(after.faults, before.faults);
+            assert_eq!(AppPlan { api: AppApi::Entries, ..after.app.clone() }, before.app);
+            handle += u32::from(matches!(after.app.api, AppApi::Handle(_)));
+            gaps += u32::from(!after.gaps.is_empty());
+        }
+        assert!(handle > 60 && gaps > 20, "{handle} handle applications, {gaps} seeds with gaps");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! The runner checks the rest: requests per virtual second, close within its timeout, and
 //! at the end, that every record was accepted or archived.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::Result;
 use crate::share::acks::AckKind;
@@ -45,6 +45,26 @@ pub(crate) struct Ledger {
     pub applied_count: u64,
     pub refused_count: u64,
     pub violations: Vec<String>,
+    /// What applications that go through the handle's bookkeeping asked of it, per delivery
+    /// (their acknowledge calls that it took; in implicit mode, the records they processed).
+    intents: BTreeMap<(ClientId, i32, i64, i16), Vec<AckKind>>,
+    /// Deliveries an application did not finish (its processing failed mid-batch, then it
+    /// closed or was dropped): never to be ACCEPTed (LANDSCAPE bug 6).
+    unfinished: BTreeSet<(ClientId, i32, i64, i16)>,
+    /// Offsets with no record (compacted away): acquired like any other, acknowledged only by
+    /// the client's own GAP (LANDSCAPE bug 9).
+    gaps: BTreeSet<(i32, i64)>,
+    /// Per client, the partitions of the last assignment it received (LANDSCAPE bug 8).
+    assigned: BTreeMap<ClientId, BTreeSet<i32>>,
+    /// Acks sent for partitions no longer assigned to their client, and ShareFetches that
+    /// forgot partitions (how often LANDSCAPE bug 8's situation came up).
+    pub moved_partition_acks: u64,
+    pub forgets: u64,
+    /// Acknowledgements through the handle of deliveries already sent or delivered again,
+    /// refused as they must be (LANDSCAPE bug 9's late acks).
+    pub stale_acks_refused: u64,
+    /// GAP acknowledgements applied.
+    pub gaps_acked: u64,
 }
 
 impl Ledger {
@@ -77,8 +97,18 @@ impl Ledger {
         *self.applied_per_offset.entry((client, p, o)).or_default() += 1;
         self.applied.entry((client, p, o, d)).or_default().push(kind);
         let asked = self.app.get(&(client, p, o, d));
+        if kind == AckKind::Accept && self.unfinished.contains(&(client, p, o, d)) {
+            self.violations.push(format!(
+                "broker {node} session {session} applied Accept to p{p} offset {o} delivery {d} of client {client}, whose processing failed or never ran (LANDSCAPE bug 6: it must be released)"
+            ));
+        }
         let ok = match kind {
             AckKind::Release => asked.is_none_or(|k| k.contains(&AckKind::Release) || k == &[AckKind::Renew]),
+            // An offset without a record, acknowledged by the client itself.
+            AckKind::Gap if self.gaps.contains(&(p, o)) => {
+                self.gaps_acked += 1;
+                true
+            }
             // A record the client could not decode: rejected by the client itself.
             AckKind::Reject if self.corrupt.contains(&(client, p, o, d)) => {
                 self.corrupt_rejected += 1;
@@ -142,6 +172,68 @@ impl Ledger {
             }
         }
     }
+
+    /// Offset `o` of partition `p` has no record (a gap).
+    pub(crate) fn gap(&mut self, p: i32, o: i64) {
+        self.gaps.insert((p, o));
+    }
+
+    /// The application acknowledged delivery `d` of (p, o) with `kind` through the handle,
+    /// which took it (in implicit mode: it processed the record, to be accepted).
+    pub(crate) fn intended(&mut self, client: ClientId, p: i32, o: i64, d: i16, kind: AckKind) {
+        self.intents.entry((client, p, o, d)).or_default().push(kind);
+    }
+
+    /// The application did not finish delivery `d` of (p, o): its processing failed, or it
+    /// failed before it got to the record.
+    pub(crate) fn unfinished(&mut self, client: ClientId, p: i32, o: i64, d: i16) {
+        self.unfinished.insert((client, p, o, d));
+    }
+
+    /// The handle's bookkeeping handed this ack to the core: an ACCEPT, REJECT or RENEW must
+    /// be what the application asked for that very delivery (an acknowledgement never moves
+    /// to another delivery of the offset, LANDSCAPE bug 9, nor does implicit mode accept what
+    /// the application did not process, bug 6). A RELEASE is always allowed (a poll, close or
+    /// drop gives back what was not acknowledged). Then noted as any handed ack.
+    pub(crate) fn handle_handed(&mut self, client: ClientId, p: i32, o: i64, d: i16, kind: AckKind) {
+        let asked = self.intents.get(&(client, p, o, d));
+        if kind != AckKind::Release && !asked.is_some_and(|k| k.contains(&kind)) {
+            self.violations.push(format!(
+                "client {client}: the handle sent {kind:?} for p{p} offset {o} delivery {d}; the application asked for {asked:?}"
+            ));
+        }
+        self.app_acked(client, p, o, d, kind);
+    }
+
+    /// `client` received an assignment (a heartbeat answer without error).
+    pub(crate) fn assigned(&mut self, client: ClientId, partitions: BTreeSet<i32>) {
+        self.assigned.insert(client, partitions);
+    }
+
+    /// `client` sends a ShareFetch or ShareAcknowledge: counts the acks of partitions it is no
+    /// longer assigned (the situation of LANDSCAPE bug 8).
+    pub(crate) fn acks_sent(&mut self, client: ClientId, partitions: impl Iterator<Item = i32>) {
+        let Some(assigned) = self.assigned.get(&client) else {
+            return;
+        };
+        self.moved_partition_acks += partitions.filter(|p| !assigned.contains(p)).count() as u64;
+    }
+
+    /// `client` sends a ShareFetch that leaves its share session listing `after` (LANDSCAPE
+    /// bug 8: a partition that appeared only in piggybacked acks was never forgotten, and the
+    /// member acquired its records forever): only partitions of its last assignment, so
+    /// nothing of a partition that moved away is acquired for it again.
+    pub(crate) fn session_lists(&mut self, client: ClientId, node: i32, after: &BTreeSet<i32>) {
+        let Some(assigned) = self.assigned.get(&client) else {
+            return;
+        };
+        let stray: Vec<&i32> = after.iter().filter(|p| !assigned.contains(p)).collect();
+        if !stray.is_empty() {
+            self.violations.push(format!(
+                "client {client}: a ShareFetch to broker {node} lists, or leaves its share session listing, partitions {stray:?} not assigned to it (assigned: {assigned:?}; LANDSCAPE bug 8)"
+            ));
+        }
+    }
 }
 
 /// Counts transmits per virtual second; a client above [`MAX_REQUESTS_PER_SECOND`] loops hot.
@@ -197,6 +289,57 @@ mod tests {
         assert!(l.violations.is_empty(), "{:?}", l.violations);
         l.completed(0, 0, &[2], &Ok(()));
         assert_eq!(l.violations.len(), 1, "ok without an applied ack");
+    }
+
+    #[test]
+    fn an_unfinished_record_is_never_accepted() {
+        // LANDSCAPE bug 6: the application failed before it finished p0 offset 3.
+        let mut l = Ledger::default();
+        l.unfinished(0, 0, 3, 1);
+        l.app_acked(0, 0, 3, 1, AckKind::Release);
+        l.applied(0, 1, 1, 0, 3, 1, AckKind::Release);
+        assert!(l.violations.is_empty(), "{:?}", l.violations);
+        l.app_acked(0, 0, 3, 1, AckKind::Accept);
+        l.applied(0, 1, 1, 0, 3, 1, AckKind::Accept);
+        assert!(l.violations[0].contains("LANDSCAPE bug 6"), "{:?}", l.violations);
+    }
+
+    #[test]
+    fn the_handle_sends_only_what_the_application_asked_of_that_delivery() {
+        let mut l = Ledger::default();
+        l.intended(0, 0, 3, 1, AckKind::Accept);
+        l.handle_handed(0, 0, 3, 1, AckKind::Accept);
+        l.handle_handed(0, 0, 4, 1, AckKind::Release);
+        assert!(l.violations.is_empty(), "{:?}", l.violations);
+        // LANDSCAPE bug 9: the accept of delivery 1 applied to delivery 2.
+        l.handle_handed(0, 0, 3, 2, AckKind::Accept);
+        assert_eq!(l.violations.len(), 1);
+    }
+
+    #[test]
+    fn gaps_are_acknowledged_only_where_there_is_no_record() {
+        let mut l = Ledger::default();
+        l.gap(0, 7);
+        l.applied(0, 1, 1, 0, 7, 1, AckKind::Gap);
+        assert!(l.violations.is_empty(), "{:?}", l.violations);
+        assert_eq!(l.gaps_acked, 1);
+        l.applied(0, 1, 1, 0, 8, 1, AckKind::Gap);
+        assert_eq!(l.violations.len(), 1, "a record acknowledged as a gap");
+    }
+
+    #[test]
+    fn a_session_lists_only_assigned_partitions() {
+        // LANDSCAPE bug 8: after the assignment shrank to {0}, a fetch must forget 1.
+        let mut l = Ledger::default();
+        l.session_lists(0, 1, &[0, 1].into());
+        assert!(l.violations.is_empty(), "nothing assigned yet: nothing to hold against it");
+        l.assigned(0, [0].into());
+        l.session_lists(0, 1, &[0].into());
+        assert!(l.violations.is_empty(), "{:?}", l.violations);
+        l.acks_sent(0, [1, 0].into_iter());
+        assert_eq!(l.moved_partition_acks, 1);
+        l.session_lists(0, 1, &[0, 1].into());
+        assert!(l.violations[0].contains("LANDSCAPE bug 8"), "{:?}", l.violations);
     }
 
     #[test]

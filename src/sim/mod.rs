@@ -4,7 +4,8 @@
 //! - `cluster.rs`, `group.rs`, `share.rs`: the simulated brokers, coordinator and share
 //!   sessions; `topology.rs`: the client's view of them.
 //! - `net.rs`: connections and requests in flight; `faults.rs`: the seed's fault schedule.
-//! - `app.rs`: the application; `invariants.rs`: what must hold; `run.rs`: the runner.
+//! - `app.rs`: the application (`handle_app.rs`: through the handle's bookkeeping);
+//!   `invariants.rs`: what must hold; `run.rs`: the runner.
 //!
 //! `SIM_SEED=<n>` replays one seed; `SIM_SEEDS=<n>` runs that many.
 
@@ -13,6 +14,7 @@ mod cluster;
 mod core;
 mod faults;
 mod group;
+mod handle_app;
 mod invariants;
 mod net;
 mod run;

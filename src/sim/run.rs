@@ -105,6 +105,31 @@ pub(crate) struct Outcome {
     pub sessions_left_open: u64,
     /// Records served in a corrupted batch that the client rejected on its own.
     pub corrupt_rejected: u64,
+    /// How often the scenarios of LANDSCAPE bugs 6, 8 and 9 came up (see `Scenarios`).
+    pub scenarios: Scenarios,
+}
+
+/// How often the scenarios of LANDSCAPE bugs 6, 8 and 9 came up in a run.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Scenarios {
+    /// Applications that failed mid-batch and closed or dropped their consumer (6).
+    pub failures: u64,
+    /// Acks sent for partitions no longer assigned; ShareFetches that forgot partitions (8).
+    pub moved_partition_acks: u64,
+    pub forgets: u64,
+    /// Late or superseded acknowledgements the handle refused; GAP acks applied (9).
+    pub stale_acks_refused: u64,
+    pub gaps_acked: u64,
+}
+
+impl std::ops::AddAssign for Scenarios {
+    fn add_assign(&mut self, o: Scenarios) {
+        self.failures += o.failures;
+        self.moved_partition_acks += o.moved_partition_acks;
+        self.forgets += o.forgets;
+        self.stale_acks_refused += o.stale_acks_refused;
+        self.gaps_acked += o.gaps_acked;
+    }
 }
 
 /// Steps kept for a failure's report (`SIM_TRACE=<n>` keeps n).
@@ -151,19 +176,23 @@ pub(crate) struct Sim<'f> {
     trace_len: usize,
     pub transmits: u64,
     steps: u64,
+    /// Applications that failed mid-batch (a new consumer joined for each).
+    failures: u64,
 }
 
 impl<'f> Sim<'f> {
     pub(crate) fn new(seed: u64, cfg: SimConfig, factory: &'f CoreFactory) -> Sim<'f> {
-        let plan = FaultPlan::from_seed(seed, &cfg.brokers, cfg.partitions);
+        let mut plan = FaultPlan::from_seed(seed, &cfg.brokers, cfg.partitions);
+        plan.draw_handle_scenarios(&cfg);
         // The core's backoffs draw their jitter from the seed too.
         crate::backoff::seed_jitter(Some(super::faults::mix(seed ^ 0xb0ff)));
         let base = Instant::now();
+        let cluster = SimCluster::new(cfg).with_gaps(&plan.gaps);
         let mut sim = Sim {
             plan,
             base,
             now: base,
-            cluster: SimCluster::new(cfg),
+            cluster,
             net: Net::default(),
             due: BTreeMap::new(),
             seq: 0,
@@ -183,6 +212,7 @@ impl<'f> Sim<'f> {
             trace_len: std::env::var("SIM_TRACE").ok().and_then(|s| s.parse().ok()).unwrap_or(TRACE),
             transmits: 0,
             steps: 0,
+            failures: 0,
         };
         for _ in 0..sim.plan.app.consumers {
             sim.add_client();
@@ -265,6 +295,13 @@ impl<'f> Sim<'f> {
             spins_tolerated: self.spins_tolerated,
             sessions_left_open: self.sessions_left_open,
             corrupt_rejected: self.cluster.ledger.corrupt_rejected,
+            scenarios: Scenarios {
+                failures: self.failures,
+                moved_partition_acks: self.cluster.ledger.moved_partition_acks,
+                forgets: self.cluster.ledger.forgets,
+                stale_acks_refused: self.cluster.ledger.stale_acks_refused,
+                gaps_acked: self.cluster.ledger.gaps_acked,
+            },
         }
     }
 
@@ -402,7 +439,10 @@ impl<'f> Sim<'f> {
             if self.base + at <= now {
                 self.crashed = true;
                 if let Some(c) = self.clients.iter_mut().find(|c| !c.app.is_closed()) {
-                    c.app.crash();
+                    // Through the handle, the drop hands the core its last acks first.
+                    if let Some(cmd) = c.app.crash(now, &mut self.cluster.ledger) {
+                        c.core.handle_command(cmd, now);
+                    }
                     c.core.handle_gone(now);
                     c.dirty = true;
                     let id = c.app.client;
@@ -427,6 +467,12 @@ impl<'f> Sim<'f> {
             for cmd in cmds {
                 c.core.handle_command(cmd, now);
                 c.dirty = true;
+            }
+            if std::mem::take(&mut c.app.replace) {
+                // It failed mid-batch and closed or dropped its consumer (LANDSCAPE bug 6).
+                self.failures += 1;
+                self.log(|| format!("client {i} failed mid-batch; a new one joins"));
+                self.add_client();
             }
         }
         for i in 0..self.clients.len() {
@@ -635,6 +681,7 @@ impl<'f> Sim<'f> {
             SimTransmit::Fetch { node, request, sent, sent_at, timeout } => {
                 self.log(|| format!("c{client} -> b{node} {}", describe_fetch(&request)));
                 self.net.check_not_muted(client, node, Class::Share, now)?;
+                self.cluster.fetch_sent(client, node, &request);
                 self.send(client, node, Class::Share, Body::Fetch { request, sent, sent_at }, timeout);
             }
             SimTransmit::Acknowledge { node, request, sent, timeout } => {
@@ -644,6 +691,8 @@ impl<'f> Sim<'f> {
                 if request.share_session_epoch != -1 {
                     self.net.check_not_muted(client, node, Class::Share, now)?;
                 }
+                let acked = request.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.partition_index));
+                self.cluster.ledger.acks_sent(client, acked);
                 self.send(client, node, Class::Share, Body::Ack { request, sent }, timeout);
             }
         }
@@ -710,7 +759,13 @@ impl<'f> Sim<'f> {
                         Event::Fetch { node: r.node, sent, sent_at, result: Ok(resp) }
                     }
                     (Answer::Ack(resp), Body::Ack { sent, .. }) => Event::Ack { node: r.node, sent, result: Ok(resp) },
-                    (Answer::Heartbeat(resp), Body::Heartbeat(_)) => Event::Heartbeat(Ok(resp)),
+                    (Answer::Heartbeat(resp), Body::Heartbeat(_)) => {
+                        if let Some(a) = resp.assignment.as_ref().filter(|_| resp.error_code == 0) {
+                            let parts = a.topic_partitions.iter().flat_map(|t| t.partitions.iter().copied());
+                            self.cluster.ledger.assigned(r.client, parts.collect());
+                        }
+                        Event::Heartbeat(Ok(resp))
+                    }
                     _ => unreachable!("an answer of another kind than its request"),
                 };
                 if let Some(c) = self.clients.get_mut(r.client).filter(|c| !c.finished) {

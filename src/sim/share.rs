@@ -321,6 +321,39 @@ impl SimCluster {
         FetchOutcome::Wait(Parked { node, client, session, request: r.clone(), deadline })
     }
 
+    /// A ShareFetch leaves `client` for broker `node`: the partitions it lists, and those the
+    /// broker's session will list once it takes it, must all be assigned to the client, as far
+    /// as it knows (`Ledger::session_lists`, LANDSCAPE bug 8). The client forgets a partition
+    /// that moved away with its next fetch to that broker (its acks go by ShareAcknowledge,
+    /// which never adds one), and only a fetch acquires: so nothing of it is acquired for the
+    /// client while it is not assigned. Checked when the request leaves: one request is in flight per
+    /// session, so the broker's session is now what the request will find (or gone, and the
+    /// request fails).
+    pub(crate) fn fetch_sent(&mut self, client: ClientId, node: i32, r: &ShareFetchRequest) {
+        let listed = || r.topics.iter().flat_map(|t| &t.partitions);
+        let with_acks = listed().filter(|p| !p.acknowledgement_batches.is_empty()).map(|p| p.partition_index);
+        self.ledger.acks_sent(client, with_acks);
+        let forgotten: BTreeSet<i32> =
+            r.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().copied()).collect();
+        if !forgotten.is_empty() {
+            self.ledger.forgets += 1;
+        }
+        let mut after = match r.share_session_epoch {
+            0 => BTreeSet::new(),
+            -1 => return,
+            epoch => match self.sessions.get(&(node, client)) {
+                Some(s) if s.epoch == epoch => s.parts.clone(),
+                _ => return,
+            },
+        };
+        after.extend(listed().map(|p| p.partition_index));
+        after.retain(|p| !forgotten.contains(p));
+        // A partition listed and forgotten at once leaves no trace on the broker, but listing
+        // one that is not assigned (for its acks, say) is the bug all the same.
+        after.extend(listed().map(|p| p.partition_index));
+        self.ledger.session_lists(client, node, &after);
+    }
+
     /// Looks again at a waiting fetch: its answer if records came or its time is up.
     pub(crate) fn retry_parked(&mut self, w: &Parked, now: Instant) -> Option<ShareFetchResponse> {
         let mut resp =
@@ -385,14 +418,14 @@ impl SimCluster {
             remaining -= got.iter().map(|g| (g.last_offset - g.first_offset + 1) as usize).sum::<usize>();
             found = true;
             let corrupt = self.corrupt_next.remove(&p);
-            if corrupt {
-                if let Some(r) = got.first() {
-                    for o in r.first_offset..=r.last_offset {
+            let (records, corrupted) = self.records(p, &got, corrupt);
+            if let Some((first, last)) = corrupted {
+                for r in &got {
+                    for o in r.first_offset.max(first)..=r.last_offset.min(last) {
                         self.ledger.corrupted(client, p, o, r.delivery_count);
                     }
                 }
             }
-            let records = self.records(p, &got, corrupt);
             let e = parts.entry(p).or_insert_with(|| blank(p));
             e.records = records;
             e.acquired_records = got;

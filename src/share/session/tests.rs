@@ -125,6 +125,25 @@ fn close_uses_final_epoch_and_carries_acks() {
 }
 
 #[test]
+fn close_sends_queued_renewals_as_releases() {
+    // A RENEW queued when the consumer closes: the close releases the record anyway, and the
+    // acknowledgement must be sent (and its outcome reported), not dropped.
+    let t = Uuid::new_v4();
+    let mut s = ShareSession::new(1);
+    s.set_wanted(BTreeSet::from([tp(t, 0)]));
+    let (_, sent) = s.build_fetch("g", "m", P).unwrap();
+    s.on_success(&sent);
+    s.queue_ack(tp(t, 0), 4, AckKind::Renew);
+    s.queue_ack(tp(t, 0), 5, AckKind::Accept);
+    s.queue_ack(tp(t, 0), 6, AckKind::Renew);
+    let (req, sent) = s.build_close("g", "m").unwrap();
+    assert!(!req.is_renew_ack);
+    let acked: Vec<(i64, AckKind)> = sent.acks[&tp(t, 0)].iter().collect();
+    assert_eq!(acked, vec![(4, AckKind::Release), (5, AckKind::Accept), (6, AckKind::Release)]);
+    assert!(!s.has_acks());
+}
+
+#[test]
 fn epoch_wraps_to_one() {
     let t = Uuid::new_v4();
     let mut s = ShareSession::new(1);
