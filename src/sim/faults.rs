@@ -400,6 +400,17 @@ impl FateTally {
         }
     }
 
+    /// Adds another thread's tally.
+    pub(crate) fn add(&mut self, o: FateTally) {
+        self.requests += o.requests;
+        self.after_horizon += o.after_horizon;
+        self.drop_request += o.drop_request;
+        self.drop_response += o.drop_response;
+        self.reset += o.reset;
+        self.throttled += o.throttled;
+        self.delayed += o.delayed;
+    }
+
     /// This thread's tally so far, reset to zero.
     pub(crate) fn take() -> FateTally {
         FATES.with(|t| std::mem::take(&mut *t.borrow_mut()))

@@ -49,7 +49,8 @@ pub(crate) trait Driven {
 }
 
 /// Makes the core of a new consumer: (client, its topology, its completions sink).
-pub(crate) type CoreFactory = dyn Fn(ClientId, Arc<SimTopology>, Arc<Mutex<Vec<Completion>>>) -> Box<dyn Driven>;
+/// Makes a client's core. `Sync`: seeds run on several threads (`tests::run_seeds_on`).
+pub(crate) type CoreFactory = dyn Fn(ClientId, Arc<SimTopology>, Arc<Mutex<Vec<Completion>>>) -> Box<dyn Driven> + Sync;
 
 /// One completed acknowledgement round as the commit callback hears it.
 pub(crate) type Completion = (i32, Vec<i64>, Result<()>);

@@ -249,36 +249,44 @@ fn run_seeds(seeds: &[u64], factory: &super::run::CoreFactory) {
     run_seeds_on(seeds, &SimConfig::default(), factory);
 }
 
-/// [`run_seeds`] on a cluster set up as `cfg` says.
+/// [`run_seeds`] on a cluster set up as `cfg` says. The seeds are spread over a few threads
+/// (each seed's run is its own: its jitter, fate tally and handle ids are per thread or
+/// per run), so the default 10,000 stay well under CI's two minutes on two cores; a
+/// failure stops the others and the lowest failing seed is reported.
 fn run_seeds_on(seeds: &[u64], cfg: &SimConfig, factory: &super::run::CoreFactory) {
     let started = std::time::Instant::now();
-    let (mut steps, mut transmits, mut spins, mut open, mut virtual_time) = (0, 0, 0, 0, Duration::ZERO);
-    let mut corrupt_rejected = 0;
-    let mut faults = FaultTally::default();
-    super::faults::FateTally::take();
-    let mut scenarios = super::run::Scenarios::default();
-    for &seed in seeds {
-        let out = super::run::Sim::new(seed, cfg.clone(), factory).run();
-        if let Some(first) = out.failure {
-            // Again with the trace kept: the same seed replays the same run.
-            let again = super::run::Sim::new(seed, cfg.clone(), factory).traced().run();
-            match again.failure {
-                Some(f) => panic!("{f}"),
-                None => panic!("seed {seed} failed, then passed on replay (not deterministic): {first}"),
-            }
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4).min(seeds.len().max(1));
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let results: Vec<std::result::Result<SeedTotals, (u64, String)>> = std::thread::scope(|s| {
+        let stop = &stop;
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                let chunk: Vec<u64> = seeds.iter().copied().skip(w).step_by(workers).collect();
+                s.spawn(move || run_chunk(&chunk, cfg, factory, stop))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    let mut total = SeedTotals::default();
+    let mut failures = Vec::new();
+    for r in results {
+        match r {
+            Ok(t) => total.add(t),
+            Err(f) => failures.push(f),
         }
-        faults.note(&super::faults::FaultPlan::from_seed(seed, &cfg.brokers, cfg.partitions), cfg.lock);
-        steps += out.steps;
-        spins += out.spins_tolerated;
-        open += out.sessions_left_open;
-        corrupt_rejected += out.corrupt_rejected;
-        scenarios += out.scenarios;
-        transmits += out.transmits;
-        virtual_time += out.virtual_time;
     }
-    let s = scenarios;
+    if let Some((seed, first)) = failures.into_iter().min_by_key(|(seed, _)| *seed) {
+        // Again with the trace kept: the same seed replays the same run.
+        let again = super::run::Sim::new(seed, cfg.clone(), factory).traced().run();
+        match again.failure {
+            Some(f) => panic!("{f}"),
+            None => panic!("seed {seed} failed, then passed on replay (not deterministic): {first}"),
+        }
+    }
+    let SeedTotals { steps, transmits, spins, open, corrupt_rejected, virtual_time, scenarios: s, faults, fates } =
+        total;
     eprintln!(
-        "{} seeds in {:?}: {steps} steps, {transmits} requests, {virtual_time:?} of virtual time, {spins} core spins tolerated, {open} closes with a share session left open, {corrupt_rejected} corrupt records rejected by the client; {} applications failed mid-batch, {} acks of partitions moved away, {} fetches forgetting partitions, {} stale acks refused by the handle, {} gaps acknowledged",
+        "{} seeds in {:?} ({workers} threads): {steps} steps, {transmits} requests, {virtual_time:?} of virtual time, {spins} core spins tolerated, {open} closes with a share session left open, {corrupt_rejected} corrupt records rejected by the client; {} applications failed mid-batch, {} acks of partitions moved away, {} fetches forgetting partitions, {} stale acks refused by the handle, {} gaps acknowledged",
         seeds.len(),
         started.elapsed(),
         s.failures,
@@ -287,7 +295,68 @@ fn run_seeds_on(seeds: &[u64], cfg: &SimConfig, factory: &super::run::CoreFactor
         s.stale_acks_refused,
         s.gaps_acked,
     );
-    eprintln!("{}", faults.summary(&super::faults::FateTally::take()));
+    eprintln!("{}", faults.summary(&fates));
+}
+
+/// What one thread's seeds add up to.
+#[derive(Default)]
+struct SeedTotals {
+    steps: u64,
+    transmits: u64,
+    spins: u64,
+    open: u64,
+    corrupt_rejected: u64,
+    virtual_time: Duration,
+    scenarios: super::run::Scenarios,
+    faults: FaultTally,
+    fates: super::faults::FateTally,
+}
+
+impl SeedTotals {
+    fn add(&mut self, o: SeedTotals) {
+        self.steps += o.steps;
+        self.transmits += o.transmits;
+        self.spins += o.spins;
+        self.open += o.open;
+        self.corrupt_rejected += o.corrupt_rejected;
+        self.virtual_time += o.virtual_time;
+        self.scenarios += o.scenarios;
+        self.faults.add(o.faults);
+        self.fates.add(o.fates);
+    }
+}
+
+/// Runs `chunk` on this thread until one fails (or another thread's did): its totals, or the
+/// failing seed and its report.
+fn run_chunk(
+    chunk: &[u64],
+    cfg: &SimConfig,
+    factory: &super::run::CoreFactory,
+    stop: &std::sync::atomic::AtomicBool,
+) -> std::result::Result<SeedTotals, (u64, String)> {
+    use std::sync::atomic::Ordering;
+    let mut t = SeedTotals::default();
+    super::faults::FateTally::take();
+    for &seed in chunk {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let out = super::run::Sim::new(seed, cfg.clone(), factory).run();
+        if let Some(f) = out.failure {
+            stop.store(true, Ordering::Relaxed);
+            return Err((seed, f));
+        }
+        t.faults.note(&super::faults::FaultPlan::from_seed(seed, &cfg.brokers, cfg.partitions), cfg.lock);
+        t.steps += out.steps;
+        t.spins += out.spins_tolerated;
+        t.open += out.sessions_left_open;
+        t.corrupt_rejected += out.corrupt_rejected;
+        t.scenarios += out.scenarios;
+        t.transmits += out.transmits;
+        t.virtual_time += out.virtual_time;
+    }
+    t.fates = super::faults::FateTally::take();
+    Ok(t)
 }
 
 /// What the plans of a run's seeds drew (counted from the plans: a fault is applied at its
@@ -350,6 +419,14 @@ impl FaultTally {
         seed_with("renews", app.renew);
         seed_with("releases some records", app.release_permille > 0);
         seed_with("rejects some records", app.reject_permille > 0);
+    }
+
+    fn add(&mut self, o: FaultTally) {
+        self.seeds += o.seeds;
+        self.calm += o.calm;
+        for (k, n) in o.kinds {
+            *self.kinds.entry(k).or_default() += n;
+        }
     }
 
     fn summary(&self, fates: &super::faults::FateTally) -> String {
