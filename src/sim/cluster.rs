@@ -439,7 +439,7 @@ impl SimCluster {
                 let batch = if !is_gap {
                     Some(record_batch(p, o, end))
                 } else if (o + i64::from(p)) % 2 == 0 {
-                    Some(empty_batch(o, end))
+                    Some(crate::protocol::records::empty_batch(o, end))
                 } else {
                     None
                 };
@@ -478,30 +478,6 @@ fn record_batch(p: i32, first: i64, last: i64) -> Bytes {
     // The base offset is outside the CRC: patching it keeps the batch valid.
     batch[..8].copy_from_slice(&first.to_be_bytes());
     batch.freeze()
-}
-
-/// An empty batch over `first..=last`: a v2 header claiming those offsets, no records (what
-/// compaction leaves of a batch whose records all went; LANDSCAPE bug 9: a client panicked on
-/// one). Our encoder refuses to make one, so it is written here, field by field.
-fn empty_batch(first: i64, last: i64) -> Bytes {
-    use bytes::BufMut;
-    let mut b = BytesMut::with_capacity(61);
-    b.put_i64(first); // base offset
-    b.put_i32(61 - 12); // batch length: the header after it
-    b.put_i32(-1); // partition leader epoch
-    b.put_i8(2); // magic
-    b.put_u32(0); // CRC, below
-    b.put_i16(0); // attributes: no compression, create time, not control
-    b.put_i32((last - first) as i32); // last offset delta
-    b.put_i64(1_700_000_000_000 + first); // base timestamp
-    b.put_i64(1_700_000_000_000 + last); // max timestamp
-    b.put_i64(-1); // producer id
-    b.put_i16(-1); // producer epoch
-    b.put_i32(-1); // base sequence
-    b.put_i32(0); // record count
-    let crc = crc32c::crc32c(&b[21..]);
-    b[17..21].copy_from_slice(&crc.to_be_bytes());
-    b.freeze()
 }
 
 /// The value of the record at `offset` of partition `p`: unique in the run.

@@ -314,7 +314,7 @@ pub(super) fn build_records(
         batches.push(batch(&run)?);
     }
     if part.empty_batches {
-        batches.extend(gap_runs.iter().map(|&(a, b)| (a, empty_batch(a, b))));
+        batches.extend(gap_runs.iter().map(|&(a, b)| (a, crate::protocol::records::empty_batch(a, b))));
     }
     batches.sort_by_key(|(base, _)| *base);
     let mut out = BytesMut::new();
@@ -362,27 +362,6 @@ fn data_batch(part: &Partition, p: i32, offsets: &[i64]) -> Result<(i64, Bytes),
 fn bad_crc(batch: Bytes) -> Bytes {
     let mut b = BytesMut::from(&batch[..]);
     b[17] ^= 0xff;
-    b.freeze()
-}
-
-/// A batch with no records covering `first..=last`, as compaction leaves behind.
-pub(super) fn empty_batch(first: i64, last: i64) -> Bytes {
-    let mut b = BytesMut::with_capacity(61);
-    b.put_i64(first);
-    b.put_i32(49); // batch length: everything after this field
-    b.put_i32(-1); // partition leader epoch
-    b.put_i8(2); // magic
-    b.put_u32(0); // crc, below
-    b.put_i16(0); // attributes
-    b.put_i32((last - first) as i32); // last offset delta
-    b.put_i64(1_700_000_000_000);
-    b.put_i64(1_700_000_000_000);
-    b.put_i64(-1); // producer id
-    b.put_i16(-1); // producer epoch
-    b.put_i32(-1); // base sequence
-    b.put_i32(0); // no records
-    let crc = crc32c::crc32c(&b[21..]);
-    b[17..21].copy_from_slice(&crc.to_be_bytes());
     b.freeze()
 }
 

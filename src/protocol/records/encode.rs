@@ -246,3 +246,28 @@ fn put_nullable(out: &mut BytesMut, b: Option<&[u8]>) {
 fn too_large(what: &'static str, len: usize) -> CodecError {
     CodecError::Invalid { what, detail: format!("{len} bytes exceeds the protocol's i32 limit") }
 }
+
+/// A batch with no records covering `first..=last`: a v2 header claiming those offsets, as
+/// compaction leaves of a batch whose records all went (LANDSCAPE bug 9: a client panicked on
+/// one). `BatchBuilder` refuses to make one, so fake brokers (the simulation's and
+/// `test_util`'s) get it here, written field by field.
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) fn empty_batch(first: i64, last: i64) -> Bytes {
+    let mut b = BytesMut::with_capacity(61);
+    b.put_i64(first); // base offset
+    b.put_i32(61 - 12); // batch length: the header after it
+    b.put_i32(-1); // partition leader epoch
+    b.put_i8(2); // magic
+    b.put_u32(0); // CRC, below
+    b.put_i16(0); // attributes: no compression, create time, not control
+    b.put_i32((last - first) as i32); // last offset delta
+    b.put_i64(1_700_000_000_000 + first); // base timestamp
+    b.put_i64(1_700_000_000_000 + last); // max timestamp
+    b.put_i64(-1); // producer id
+    b.put_i16(-1); // producer epoch
+    b.put_i32(-1); // base sequence
+    b.put_i32(0); // record count
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b.freeze()
+}

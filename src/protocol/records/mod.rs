@@ -27,6 +27,8 @@ mod tests_acquired;
 pub use compression::Compression;
 pub use decode::{decode_acquired, decode_acquired_with, decode_batches, DecodeOptions, DEFAULT_MAX_DECOMPRESSED};
 pub use encode::{restamp, BatchBuilder, ProducerStamp, RecordInput};
+#[cfg(any(test, feature = "test-util"))]
+pub(crate) use encode::empty_batch;
 
 /// How a record's timestamp was assigned (batch attribute bit 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
