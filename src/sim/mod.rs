@@ -5,7 +5,8 @@
 //!   sessions; `topology.rs`: the client's view of them.
 //! - `net.rs`: connections and requests in flight; `faults.rs`: the seed's fault schedule.
 //! - `app.rs`: the application (`handle_app.rs`: through the handle's bookkeeping);
-//!   `invariants.rs`: what must hold; `run.rs`: the runner.
+//!   `invariants.rs`: what must hold; `run.rs`: the runner (`run/network.rs`: its network
+//!   side, requests out and answers back).
 //!
 //! `SIM_SEED=<n>` replays one seed; `SIM_SEEDS=<n>` runs that many.
 
