@@ -65,7 +65,7 @@ impl DriverCore {
                 }
                 n.ack_retries.insert(tp, AckRetry { until, unknown });
                 let delay = n.backoff.next_delay();
-                n.retry_at = Some(n.retry_at.map_or(now + delay, |t| t.max(now + delay)));
+                n.hold_until(now + delay);
                 return None;
             }
             return Some(result);

@@ -69,7 +69,7 @@ impl DriverCore {
         let partition_errors = resp.responses.iter().flat_map(|t| &t.partitions).any(|p| p.error_code != 0);
         if partition_errors {
             let delay = n.backoff.next_delay();
-            n.retry_at = Some(n.retry_at.map_or(now + delay, |t| t.max(now + delay)));
+            n.hold_until(now + delay);
         } else {
             n.backoff.reset();
         }
@@ -116,7 +116,7 @@ impl DriverCore {
         };
         debug!(node, throttle_ms, "broker throttled the share session's connection");
         if let Some(n) = self.nodes.get_mut(&node) {
-            n.retry_at = Some(n.retry_at.map_or(until, |t| t.max(until)));
+            n.hold_until(until);
         }
     }
 
@@ -345,7 +345,7 @@ impl DriverCore {
                 let stale = sent.generation != n.session.generation();
                 if !stale {
                     let delay = n.backoff.next_delay();
-                    n.retry_at = Some(n.retry_at.map_or(now + delay, |t| t.max(now + delay)));
+                    n.hold_until(now + delay);
                 }
                 stale
             }

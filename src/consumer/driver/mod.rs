@@ -175,6 +175,14 @@ pub(crate) struct Node {
     pub ack_retries: HashMap<TopicIdPartition, ack_retry::AckRetry>,
 }
 
+impl Node {
+    /// The session sends nothing before `at` (a backoff, a throttle): a later wait already set
+    /// stands.
+    pub(crate) fn hold_until(&mut self, at: Instant) {
+        self.retry_at = Some(self.retry_at.map_or(at, |t| t.max(at)));
+    }
+}
+
 /// Records fetched from one partition, not yet handed out.
 pub(crate) struct Fetched {
     pub tp: TopicIdPartition,
