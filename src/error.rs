@@ -493,6 +493,15 @@ pub enum Error {
         /// The topic.
         topic: String,
     },
+
+    /// A processing engine stopped because its batch handler asked it to
+    /// ([`processor::Stop`](crate::processor::Stop)): the reason is the handler's. The batch
+    /// it was handling went back to the group.
+    #[error("the processing engine stopped: {reason}")]
+    ProcessorStopped {
+        /// The handler's reason.
+        reason: String,
+    },
 }
 
 impl Error {

@@ -39,6 +39,7 @@ pub mod admin;
 pub mod config;
 pub mod consumer;
 pub mod error;
+pub mod processor;
 pub mod producer;
 // security.protocol, SASL and (with the `tls` feature) TLS; docs in security/mod.rs.
 pub mod security;

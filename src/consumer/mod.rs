@@ -32,6 +32,7 @@ pub(crate) mod driver;
 pub(crate) mod held;
 mod metrics;
 mod pattern;
+mod raw;
 mod record;
 mod stream;
 mod wakeup;

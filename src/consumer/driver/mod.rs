@@ -275,6 +275,10 @@ pub(crate) struct DriverCore {
     stale: poll_interval::StaleSubscription,
     /// Connections a broker muted with a throttle time (`throttle.rs`).
     throttles: throttle::Throttles,
+    /// Records the last poll asked for: the smallest fetch batch_optimized makes, and
+    /// record_limit's exact fetch size. The public poll always asks for `max.poll.records`;
+    /// the processing engine asks for the room it has, so a slow engine acquires only that.
+    poll_size: usize,
 }
 
 impl DriverCore {

@@ -212,13 +212,13 @@ impl DriverCore {
         // partition), and the buffer must not run dry during the next round trip. Measured
         // on 1M records: a half-response target took 4.1-4.6 s, two responses 2.3-3.0 s.
         let buffered = self.buffered_from(id);
-        let target = self.cfg.max_poll_records.max(n.pace.last_response.saturating_mul(2));
+        let target = self.poll_size.max(n.pace.last_response.saturating_mul(2));
         if buffered >= target {
             return FetchPlan::None;
         }
         // Beyond one poll's worth, prefetch only while the buffer is fresh: records that sit
         // past their lock would be dropped and redelivered with a higher delivery count.
-        if buffered >= self.cfg.max_poll_records && !self.buffer_fresh(id, now) {
+        if buffered >= self.poll_size && !self.buffer_fresh(id, now) {
             return FetchPlan::None;
         }
         let holding = self.holding(id, buffered);
@@ -389,7 +389,7 @@ impl DriverCore {
     /// broker's time per fetch hardly depends on its size), but records must not wait for an
     /// application that takes them slowly: other members could process them meanwhile.
     pub(super) fn fetch_max_records(&self, now: Instant) -> usize {
-        let poll = self.cfg.max_poll_records.max(1);
+        let poll = self.poll_size;
         if self.cfg.acquire_mode == AcquireMode::RecordLimit {
             return poll;
         }

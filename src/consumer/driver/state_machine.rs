@@ -42,6 +42,7 @@ pub(crate) enum Transmit {
 
 impl DriverCore {
     pub(crate) fn new(cfg: ShareConsumerConfig, shared: Arc<Shared>, topology: Arc<dyn Topology>) -> DriverCore {
+        let cfg_poll_size = cfg.max_poll_records.max(1);
         DriverCore {
             coordinator_backoff: cfg.cluster.backoff(),
             membership: Membership::new(cfg.group_id.clone(), cfg.client_rack.clone()),
@@ -68,6 +69,7 @@ impl DriverCore {
             paused: HashSet::new(),
             stale: None,
             throttles: Default::default(),
+            poll_size: cfg_poll_size,
         }
     }
 
@@ -142,6 +144,9 @@ impl DriverCore {
                 // records: it grants nothing.
                 if !renewing {
                     self.note_poll(now);
+                    if max > 0 {
+                        self.poll_size = max.min(self.cfg.max_poll_records).max(1);
+                    }
                 }
                 let failed = self.route_acks(acks, now);
                 self.report_local_failures(failed, None);

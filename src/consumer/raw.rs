@@ -1,0 +1,95 @@
+//! The consumer's driver, reached below the public poll loop: what the processing engine
+//! (`crate::processor`) is built on.
+//!
+//! The public `poll` keeps Java's rules (explicit mode: every record of a poll acknowledged
+//! before the next; a RENEWed record comes back from the next poll). The engine keeps its own
+//! bookkeeping of what it holds instead of [`Held`](super::held::Held): it asks the driver for
+//! exactly as many records as it has room for, sends each record's outcome as soon as it is
+//! known, renews the locks of the records still running, and closes with its own final
+//! acknowledgements. These calls are the whole of that contract; nothing else of the handle
+//! is bypassed (subscription, pause, callbacks and metrics are the consumer's own).
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use super::driver::{AckEntry, Command, PollAnswer};
+use super::ShareConsumer;
+use crate::error::{Error, Result};
+
+impl ShareConsumer {
+    /// Asks the driver for up to `max` records (`wait`: answered once some are buffered;
+    /// otherwise at once with what is there), sending `acks` first. `renewing`: the caller
+    /// only wants the outcomes of its renewals (no record is taken, and the poll does not
+    /// count as the application taking records). Sends a pending subscription first, as a
+    /// public poll does.
+    pub(crate) fn raw_poll(
+        &self,
+        max: usize,
+        wait: bool,
+        renewing: bool,
+        acks: Vec<AckEntry>,
+    ) -> Result<oneshot::Receiver<Result<PollAnswer>>> {
+        {
+            let mut local = self.lock();
+            if self.is_closed() {
+                return Err(Error::Closed);
+            }
+            if local.subscription.is_empty() && local.pattern.is_none() {
+                return Err(Error::InvalidState("not subscribed to any topic: call subscribe first".into()));
+            }
+            if local.subscription_pending {
+                local.subscription_pending = false;
+                self.send(match &local.pattern {
+                    Some(p) => Command::SubscribePattern(p.clone()),
+                    None => Command::Subscribe(local.subscription.iter().cloned().collect()),
+                })?;
+            }
+        }
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::Poll { max, wait, renewing, acks, reply })?;
+        Ok(rx)
+    }
+
+    /// Hands acknowledgements to the driver: they ride on the next fetch to their broker, or
+    /// leave on their own within the ack linger. Their results reach the commit callback.
+    pub(crate) fn raw_acks(&self, acks: Vec<AckEntry>) -> Result<()> {
+        if acks.is_empty() {
+            return Ok(());
+        }
+        self.send(Command::Commit { acks, reply: None })
+    }
+
+    /// Closes the consumer with `acks` as its final acknowledgements (everything else it was
+    /// given is released by the close), within `timeout`.
+    pub(crate) async fn raw_close(&self, acks: Vec<AckEntry>, timeout: Duration) -> Result<()> {
+        {
+            let _local = self.lock();
+            if self.is_closed() {
+                return Ok(());
+            }
+            self.closed.store(true, Ordering::Release);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.send(Command::Close { acks, deadline: Instant::now() + timeout, reply: Some(reply) })?;
+        let outcome = tokio::time::timeout(timeout + Duration::from_millis(100), rx).await;
+        self.shared.callbacks.run();
+        match outcome {
+            Ok(Ok(Err(Error::Timeout { what, .. }))) => Err(Error::Timeout { what, after: timeout }),
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Ok(()),
+            Err(_) => Err(Error::Timeout { what: "close".into(), after: timeout }),
+        }
+    }
+
+    /// Whether the cluster takes RENEW (ShareAcknowledge v2, Kafka 4.2+).
+    pub(crate) fn renew_supported(&self) -> bool {
+        self.shared.renew_supported.load(Ordering::Relaxed)
+    }
+
+    /// Tells the acknowledgement commit callback of the completions so far, on this task.
+    pub(crate) fn run_callbacks(&self) {
+        self.shared.callbacks.run();
+    }
+}

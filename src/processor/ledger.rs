@@ -1,0 +1,455 @@
+//! What the engine holds and what it decides, sans-IO: fed the driver's answers, the
+//! handlers' outcomes and `now`; it says which records to start, which acknowledgements to
+//! send (outcomes, RENEWs, RELEASEs of records that waited too long), how many records to
+//! ask for, and when it next wants to be woken. The async loop (`run.rs`) only carries
+//! these out.
+//!
+//! A record the engine holds is in one of three states:
+//! - **queued**: acquired, not started (FIFO; RELEASEd once it waited `max_unstarted`);
+//! - **running**: in a handler (its lock RENEWed once half of it is gone);
+//! - **waiting**: a handler asked to try it again later (kept, renewed, started again after
+//!   a backoff). In batch form a record that failed in a batch of `n` goes next into a batch
+//!   of at most `n / 2`, so a record that fails alone is told apart from its batch-mates.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::metrics::ProcessorMetrics;
+use super::{Delivery, Outcome};
+use crate::consumer::driver::{AckEntry, Delivered, PollAnswer};
+use crate::share::acks::AckKind;
+use crate::share::TopicIdPartition;
+
+/// The limits the ledger keeps (from `ProcessorConfig`).
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// Handlers that may run at once.
+    pub slots: usize,
+    /// Records a handler call takes at most (1: the per-record form).
+    pub batch_size: usize,
+    /// Records acquired beyond what the running handlers hold, ready for the next free slot.
+    pub prefetch: usize,
+    /// How long a record may wait unstarted before it goes back to the group (None: a
+    /// quarter of the lock, 5 s until the lock is known).
+    pub max_unstarted: Option<Duration>,
+    /// Retry outcomes a record may get on its own before `on_exhausted` applies.
+    pub max_retries: u32,
+    pub backoff: Duration,
+    pub backoff_max: Duration,
+    pub on_exhausted: AckKind,
+}
+
+/// One record held by the engine.
+struct Entry {
+    d: Delivered,
+    lock_deadline: Option<Instant>,
+    /// The lock deadline the handler sees (`Delivery::lock_deadline`), updated on renewal.
+    cell: Arc<Mutex<Option<Instant>>>,
+    acquired: Instant,
+    state: State,
+    /// Handler calls so far.
+    attempts: u32,
+    /// Retry outcomes it got while handled alone.
+    retries: u32,
+    /// The largest batch it may go in next (batch form; after a failed batch of n: n / 2).
+    split: usize,
+    /// A RENEW is on its way; its outcome comes with a poll answer.
+    renewing: bool,
+    /// A renewal failed: the broker may have given it to someone else.
+    lost: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Queued,
+    Running,
+    Waiting { until: Instant },
+}
+
+/// Records started together (one handler call): their ledger ids and what the handler gets.
+pub(crate) struct Unit {
+    pub ids: Vec<usize>,
+    pub deliveries: Vec<Delivery>,
+}
+
+pub(crate) struct Ledger {
+    limits: Limits,
+    metrics: Arc<ProcessorMetrics>,
+    entries: Vec<Option<Entry>>,
+    free: Vec<usize>,
+    queued: VecDeque<usize>,
+    waiting: Vec<usize>,
+    running_records: usize,
+    running_units: usize,
+    renewing: HashMap<(TopicIdPartition, i64), usize>,
+    acks: Vec<AckEntry>,
+    /// Whether the cluster takes RENEW.
+    renew: bool,
+    /// The lock duration the broker reported (zero until it has).
+    lock: Duration,
+    /// No renewal is due before this (recomputed by each scan).
+    next_renewal: Option<Instant>,
+}
+
+impl Ledger {
+    pub(crate) fn new(limits: Limits, renew: bool, metrics: Arc<ProcessorMetrics>) -> Ledger {
+        Ledger {
+            limits,
+            metrics,
+            entries: Vec::new(),
+            free: Vec::new(),
+            queued: VecDeque::new(),
+            waiting: Vec::new(),
+            running_records: 0,
+            running_units: 0,
+            renewing: HashMap::new(),
+            acks: Vec::new(),
+            renew,
+            lock: Duration::ZERO,
+            next_renewal: None,
+        }
+    }
+
+    /// The lock duration, once the broker said it.
+    pub(crate) fn set_lock(&mut self, lock: Option<Duration>) {
+        if let Some(l) = lock {
+            self.lock = l;
+        }
+    }
+
+    /// Whether the cluster stopped taking RENEW (the driver learned it is v1 after all).
+    pub(crate) fn set_renew(&mut self, renew: bool) {
+        self.renew = renew;
+    }
+
+    fn max_unstarted(&self) -> Duration {
+        self.limits
+            .max_unstarted
+            .unwrap_or(if self.lock.is_zero() { Duration::from_secs(5) } else { self.lock / 4 })
+    }
+
+    /// Takes a poll's answer: new records are queued, renewals' outcomes applied.
+    pub(crate) fn received(&mut self, answer: PollAnswer, now: Instant) {
+        for r in answer.renewed {
+            let Some(id) = self.renewing.remove(&(r.tp, r.offset)) else { continue };
+            let Some(e) = self.entries.get_mut(id).and_then(Option::as_mut) else { continue };
+            e.renewing = false;
+            match r.result {
+                Ok(()) => {
+                    e.lock_deadline = r.lock_deadline.or(e.lock_deadline);
+                    *e.cell.lock().unwrap_or_else(|p| p.into_inner()) = e.lock_deadline;
+                    self.next_renewal = Some(now); // look again for its next renewal
+                }
+                Err(err) => {
+                    tracing::debug!(offset = r.offset, error = %err, "renewal failed: the record's lock is gone");
+                    e.lost = true;
+                    ProcessorMetrics::add(&self.metrics.renewals_failed, 1);
+                }
+            }
+        }
+        for d in answer.records {
+            let entry = Entry {
+                lock_deadline: d.record.lock_deadline,
+                cell: Arc::new(Mutex::new(d.record.lock_deadline)),
+                d,
+                acquired: now,
+                state: State::Queued,
+                attempts: 0,
+                retries: 0,
+                split: self.limits.batch_size,
+                renewing: false,
+                lost: false,
+            };
+            let id = self.insert(entry);
+            self.queued.push_back(id);
+        }
+        self.publish();
+    }
+
+    fn insert(&mut self, e: Entry) -> usize {
+        match self.free.pop() {
+            Some(id) => {
+                self.entries[id] = Some(e);
+                id
+            }
+            None => {
+                self.entries.push(Some(e));
+                self.entries.len() - 1
+            }
+        }
+    }
+
+    /// Handler calls that may start now: retries that are due first, then queued records.
+    pub(crate) fn start(&mut self, now: Instant) -> Vec<Unit> {
+        let mut units = Vec::new();
+        while self.running_units < self.limits.slots {
+            let Some(ids) = self.next_unit(now) else { break };
+            let mut deliveries = Vec::with_capacity(ids.len());
+            for &id in &ids {
+                let Some(e) = self.entries[id].as_mut() else { continue };
+                e.state = State::Running;
+                e.attempts += 1;
+                deliveries.push(Delivery {
+                    record: e.d.record.clone(),
+                    attempt: e.attempts,
+                    retries: e.retries,
+                    lock: e.cell.clone(),
+                });
+                if let Some(d) = e.lock_deadline {
+                    let due = d.checked_sub(self.lock / 2).unwrap_or(d);
+                    self.next_renewal = Some(self.next_renewal.map_or(due, |t| t.min(due)));
+                }
+            }
+            self.running_records += ids.len();
+            self.running_units += 1;
+            ProcessorMetrics::add(&self.metrics.started, 1);
+            units.push(Unit { ids, deliveries });
+        }
+        if !units.is_empty() {
+            self.publish();
+        }
+        units
+    }
+
+    fn next_unit(&mut self, now: Instant) -> Option<Vec<usize>> {
+        // Due retries, in batches no larger than any member's split.
+        let due: Vec<usize> = self
+            .waiting
+            .iter()
+            .copied()
+            .filter(|&id| matches!(self.entries[id].as_ref().map(|e| e.state), Some(State::Waiting { until }) if until <= now))
+            .collect();
+        if let Some(&first) = due.first() {
+            let mut cap = self.split_of(first);
+            let mut ids = vec![first];
+            for &id in &due[1..] {
+                let s = self.split_of(id);
+                if ids.len() >= cap.min(s) {
+                    continue;
+                }
+                cap = cap.min(s);
+                ids.push(id);
+            }
+            self.waiting.retain(|id| !ids.contains(id));
+            return Some(ids);
+        }
+        if self.queued.is_empty() {
+            return None;
+        }
+        let n = self.limits.batch_size.max(1).min(self.queued.len());
+        Some(self.queued.drain(..n).collect())
+    }
+
+    fn split_of(&self, id: usize) -> usize {
+        self.entries[id].as_ref().map_or(1, |e| e.split.max(1))
+    }
+
+    /// A handler call ended: each record's outcome (missing ones: RELEASE).
+    pub(crate) fn finished(&mut self, ids: &[usize], outcomes: &[Outcome], elapsed: Duration, now: Instant) {
+        self.running_units = self.running_units.saturating_sub(1);
+        self.running_records = self.running_records.saturating_sub(ids.len());
+        self.metrics.handler_time.record(elapsed);
+        if outcomes.len() != ids.len() {
+            tracing::warn!(records = ids.len(), outcomes = outcomes.len(), "a batch handler answered with a different number of outcomes than records; the missing ones are released");
+        }
+        let n = ids.len();
+        for (i, &id) in ids.iter().enumerate() {
+            match outcomes.get(i).copied().unwrap_or(Outcome::Release) {
+                Outcome::Accept => self.settle(id, AckKind::Accept, now),
+                Outcome::Release => self.settle(id, AckKind::Release, now),
+                Outcome::Reject => self.settle(id, AckKind::Reject, now),
+                Outcome::Retry => self.retry(id, n, now),
+            }
+        }
+        self.publish();
+    }
+
+    fn retry(&mut self, id: usize, batch: usize, now: Instant) {
+        let (limits, renew) = (&self.limits, self.renew);
+        let Some(e) = self.entries[id].as_mut() else { return };
+        if batch <= 1 {
+            e.retries += 1;
+            if e.retries > limits.max_retries {
+                ProcessorMetrics::add(&self.metrics.exhausted, 1);
+                let kind = limits.on_exhausted;
+                return self.settle(id, kind, now);
+            }
+        }
+        e.split = (batch / 2).max(1);
+        // A record that failed alone backs off exponentially; one split off a failed batch
+        // tries again after the base backoff (its batch-mates are what is being ruled out).
+        let exp = if batch <= 1 { e.retries.saturating_sub(1).min(16) } else { 0 };
+        let wait = limits.backoff.saturating_mul(1 << exp).min(limits.backoff_max);
+        let until = now + wait;
+        // Without RENEW a record cannot be kept past its lock: give it back to the group
+        // instead of trying after the broker took it away.
+        if !renew && e.lock_deadline.is_some_and(|d| until + Duration::from_millis(100) >= d) {
+            return self.settle(id, AckKind::Release, now);
+        }
+        e.state = State::Waiting { until };
+        self.waiting.push(id);
+        ProcessorMetrics::add(&self.metrics.retried, 1);
+        if let Some(d) = e.lock_deadline {
+            let due = d.checked_sub(self.lock / 2).unwrap_or(d);
+            self.next_renewal = Some(self.next_renewal.map_or(due, |t| t.min(due)));
+        }
+    }
+
+    /// A record's final outcome: an acknowledgement to send, the record forgotten.
+    fn settle(&mut self, id: usize, kind: AckKind, now: Instant) {
+        let Some(e) = self.entries.get_mut(id).and_then(Option::take) else { return };
+        self.free.push(id);
+        if e.renewing {
+            self.renewing.remove(&(e.d.tp, e.d.record.offset));
+        }
+        if e.lost || e.lock_deadline.is_some_and(|d| now >= d) {
+            // Sent all the same: the driver refuses it (never applied to a newer delivery)
+            // and the commit callback hears why.
+            ProcessorMetrics::add(&self.metrics.lapsed, 1);
+        }
+        let m = &self.metrics;
+        match kind {
+            AckKind::Accept => ProcessorMetrics::add(&m.accepted, 1),
+            AckKind::Reject => ProcessorMetrics::add(&m.rejected, 1),
+            _ => ProcessorMetrics::add(&m.released, 1),
+        }
+        m.outcome_time.record(now.saturating_duration_since(e.acquired));
+        self.acks.push(ack_of(&e, kind));
+    }
+
+    /// RENEWs for the records running or waiting whose lock is half gone, and RELEASEs for
+    /// those that waited unstarted too long. They join the acknowledgements to send.
+    pub(crate) fn tick(&mut self, now: Instant) {
+        let bound = self.max_unstarted();
+        let mut released = 0;
+        while let Some(&id) = self.queued.front() {
+            let old = self.entries[id].as_ref().is_none_or(|e| now >= e.acquired + bound);
+            if !old {
+                break;
+            }
+            self.queued.pop_front();
+            self.settle(id, AckKind::Release, now);
+            released += 1;
+        }
+        if released > 0 {
+            tracing::debug!(released, after = ?bound, "records acquired but not started in time: released to the group");
+            ProcessorMetrics::add(&self.metrics.released_unstarted, released);
+            self.publish();
+        }
+        if self.next_renewal.is_some_and(|t| now >= t) {
+            self.scan_renewals(now);
+        }
+    }
+
+    fn scan_renewals(&mut self, now: Instant) {
+        self.next_renewal = None;
+        if !self.renew || self.lock.is_zero() {
+            return;
+        }
+        let half = self.lock / 2;
+        for (id, slot) in self.entries.iter_mut().enumerate() {
+            let Some(e) = slot.as_mut() else { continue };
+            if e.state == State::Queued || e.renewing || e.lost {
+                continue;
+            }
+            let Some(deadline) = e.lock_deadline else { continue };
+            let due = deadline.checked_sub(half).unwrap_or(deadline);
+            if now < due {
+                self.next_renewal = Some(self.next_renewal.map_or(due, |t| t.min(due)));
+                continue;
+            }
+            if now >= deadline {
+                e.lost = true; // too late: its lock is gone already
+                continue;
+            }
+            e.renewing = true;
+            self.renewing.insert((e.d.tp, e.d.record.offset), id);
+            self.acks.push(ack_of(e, AckKind::Renew));
+            ProcessorMetrics::add(&self.metrics.renewals, 1);
+        }
+    }
+
+    /// The acknowledgements decided since the last call.
+    pub(crate) fn take_acks(&mut self) -> Vec<AckEntry> {
+        std::mem::take(&mut self.acks)
+    }
+
+    /// How many more records to ask the driver for now (0: enough held).
+    pub(crate) fn want(&self) -> usize {
+        let cap = self.limits.slots * self.limits.batch_size.max(1) + self.limits.prefetch;
+        cap.saturating_sub(self.held_records())
+    }
+
+    /// Whether a poll is worth its round trip now: the engine would starve without one, or
+    /// a good part of its room is free (one poll per freed record would cost a driver round
+    /// trip per record).
+    pub(crate) fn should_poll(&self) -> bool {
+        let want = self.want();
+        let cap = self.limits.slots * self.limits.batch_size.max(1) + self.limits.prefetch;
+        want > 0 && (self.queued.is_empty() || want >= (cap / 4).max(1))
+    }
+
+    /// Records held: queued, running and waiting.
+    pub(crate) fn held_records(&self) -> usize {
+        self.queued.len() + self.running_records + self.waiting.len()
+    }
+
+    pub(crate) fn running_units(&self) -> usize {
+        self.running_units
+    }
+
+    pub(crate) fn renewals_in_flight(&self) -> bool {
+        !self.renewing.is_empty()
+    }
+
+    /// Shutting down: the queued and waiting records go back to the group.
+    pub(crate) fn release_unstarted(&mut self, now: Instant) {
+        let ids: Vec<usize> = self.queued.drain(..).chain(self.waiting.drain(..)).collect();
+        let n = ids.len() as u64;
+        for id in ids {
+            self.settle(id, AckKind::Release, now);
+        }
+        ProcessorMetrics::add(&self.metrics.released_unstarted, n);
+        self.publish();
+    }
+
+    /// The next moment the ledger has something to decide: a retry due, a renewal due, the
+    /// oldest queued record's bound.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        let bound = self.max_unstarted();
+        let queued = self.queued.front().and_then(|&id| self.entries[id].as_ref()).map(|e| e.acquired + bound);
+        let retry = self
+            .waiting
+            .iter()
+            .filter_map(|&id| match self.entries[id].as_ref()?.state {
+                State::Waiting { until } => Some(until),
+                _ => None,
+            })
+            .min();
+        let renew = if self.renew && !self.lock.is_zero() { self.next_renewal } else { None };
+        [queued, retry, renew].into_iter().flatten().min()
+    }
+
+    fn publish(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.metrics.in_flight.store(self.running_records as u64, Relaxed);
+        self.metrics.queued.store(self.queued.len() as u64, Relaxed);
+    }
+}
+
+fn ack_of(e: &Entry, kind: AckKind) -> AckEntry {
+    AckEntry {
+        tp: e.d.tp,
+        offset: e.d.record.offset,
+        delivery_count: e.d.record.delivery_count,
+        lock_deadline: e.lock_deadline,
+        kind,
+        node: e.d.node,
+        generation: e.d.generation,
+    }
+}
+
+#[cfg(test)]
+#[path = "ledger_tests.rs"]
+mod tests;

@@ -1,0 +1,220 @@
+//! The ledger's decisions in virtual time: no broker, no clock.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::consumer::driver::{Delivered, PollAnswer, Renewed};
+use crate::consumer::ConsumerRecord;
+use crate::share::TopicIdPartition;
+
+const LOCK: Duration = Duration::from_secs(30);
+
+fn limits(slots: usize, batch_size: usize) -> Limits {
+    Limits {
+        slots,
+        batch_size,
+        prefetch: slots * batch_size,
+        max_unstarted: None,
+        max_retries: 2,
+        backoff: Duration::from_millis(100),
+        backoff_max: Duration::from_secs(1),
+        on_exhausted: AckKind::Release,
+    }
+}
+
+fn tp() -> TopicIdPartition {
+    TopicIdPartition { topic_id: uuid::Uuid::nil(), partition: 0 }
+}
+
+fn answer(offsets: std::ops::Range<i64>, now: Instant) -> PollAnswer {
+    let topic: Arc<str> = "t".into();
+    let records = offsets
+        .map(|o| {
+            let mut record = ConsumerRecord::for_test(topic.clone(), 0, o);
+            record.lock_deadline = Some(now + LOCK);
+            Delivered { record, tp: tp(), node: 1, generation: 1 }
+        })
+        .collect();
+    PollAnswer { records, renewed: Vec::new() }
+}
+
+fn ledger(slots: usize, batch: usize) -> Ledger {
+    let mut l = Ledger::new(limits(slots, batch), true, Arc::default());
+    l.set_lock(Some(LOCK));
+    l
+}
+
+fn kinds(acks: &[AckEntry]) -> Vec<(i64, AckKind)> {
+    acks.iter().map(|a| (a.offset, a.kind)).collect()
+}
+
+#[test]
+fn acquisition_follows_free_slots_and_outcomes_leave_one_by_one() {
+    let t0 = Instant::now();
+    let mut l = ledger(4, 1);
+    assert_eq!(l.want(), 8, "4 slots and 4 prefetched");
+    l.received(answer(0..8, t0), t0);
+    assert_eq!(l.want(), 0);
+    let units = l.start(t0);
+    assert_eq!(units.len(), 4, "one handler per slot");
+    assert!(l.start(t0).is_empty(), "no fifth handler");
+    // The third finishes first: its outcome is decided at once, the others keep running.
+    l.finished(&units[2].ids, &[Outcome::Accept], Duration::from_millis(5), t0);
+    assert_eq!(kinds(&l.take_acks()), vec![(2, AckKind::Accept)]);
+    assert_eq!(l.want(), 1);
+    let next = l.start(t0);
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].deliveries[0].record().offset, 4, "the queue is FIFO");
+}
+
+#[test]
+fn a_poll_waits_for_a_quarter_of_the_room_unless_the_queue_is_empty() {
+    let t0 = Instant::now();
+    let mut l = ledger(8, 1);
+    assert!(l.should_poll());
+    l.received(answer(0..16, t0), t0);
+    let units = l.start(t0);
+    l.finished(&units[0].ids, &[Outcome::Accept], Duration::ZERO, t0);
+    assert!(!l.should_poll(), "one free record's worth is not worth a round trip");
+    for u in &units[1..4] {
+        l.finished(&u.ids, &[Outcome::Accept], Duration::ZERO, t0);
+    }
+    assert!(l.should_poll(), "a quarter of the room is");
+}
+
+#[test]
+fn records_not_started_in_time_go_back_at_once() {
+    let t0 = Instant::now();
+    let mut l = ledger(1, 1);
+    l.received(answer(0..3, t0), t0);
+    let running = l.start(t0);
+    assert_eq!(running.len(), 1);
+    assert_eq!(l.next_deadline(), Some(t0 + LOCK / 4), "the queued ones' bound");
+    l.tick(t0 + LOCK / 4 - Duration::from_millis(1));
+    assert!(l.take_acks().is_empty());
+    l.tick(t0 + LOCK / 4);
+    assert_eq!(kinds(&l.take_acks()), vec![(1, AckKind::Release), (2, AckKind::Release)]);
+    assert_eq!(l.held_records(), 1, "the running one stays");
+}
+
+#[test]
+fn a_long_handler_is_renewed_alone_and_its_deadline_moves() {
+    let t0 = Instant::now();
+    let mut l = ledger(2, 1);
+    l.received(answer(0..2, t0), t0);
+    let units = l.start(t0);
+    l.finished(&units[1].ids, &[Outcome::Accept], Duration::ZERO, t0);
+    l.take_acks();
+    let half = t0 + LOCK / 2;
+    assert_eq!(l.next_deadline(), Some(half));
+    l.tick(half - Duration::from_millis(1));
+    assert!(l.take_acks().is_empty());
+    l.tick(half);
+    assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Renew)]);
+    assert!(l.renewals_in_flight());
+    l.tick(half + Duration::from_secs(1));
+    assert!(l.take_acks().is_empty(), "one RENEW at a time");
+    let renewed_until = half + LOCK;
+    let renewed = Renewed { tp: tp(), offset: 0, result: Ok(()), lock_deadline: Some(renewed_until) };
+    l.received(PollAnswer { records: Vec::new(), renewed: vec![renewed] }, half);
+    assert_eq!(units[0].deliveries[0].lock_deadline(), Some(renewed_until), "the handler sees it");
+    l.tick(half + Duration::from_millis(1));
+    assert_eq!(l.next_deadline(), Some(renewed_until - LOCK / 2), "the next renewal");
+    l.finished(&units[0].ids, &[Outcome::Accept], LOCK, t0 + LOCK + Duration::from_secs(1));
+    let acks = l.take_acks();
+    assert_eq!(kinds(&acks), vec![(0, AckKind::Accept)]);
+    assert_eq!(acks[0].lock_deadline, Some(renewed_until));
+    assert_eq!(l.metrics.lapsed.load(std::sync::atomic::Ordering::Relaxed), 0);
+}
+
+#[test]
+fn without_renew_a_late_outcome_counts_as_a_lapse() {
+    let t0 = Instant::now();
+    let mut l = Ledger::new(limits(1, 1), false, Arc::default());
+    l.set_lock(Some(LOCK));
+    l.received(answer(0..1, t0), t0);
+    let u = l.start(t0);
+    l.tick(t0 + LOCK / 2);
+    assert!(l.take_acks().is_empty(), "no RENEW on a v1 cluster");
+    l.finished(&u[0].ids, &[Outcome::Accept], LOCK, t0 + LOCK);
+    assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Accept)], "sent, for the driver to refuse and report");
+    assert_eq!(l.metrics.lapsed.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+#[test]
+fn retry_later_backs_off_then_runs_again_then_gives_up() {
+    let t0 = Instant::now();
+    let mut l = ledger(1, 1);
+    l.received(answer(0..1, t0), t0);
+    let u = l.start(t0);
+    l.finished(&u[0].ids, &[Outcome::Retry], Duration::ZERO, t0);
+    assert!(l.take_acks().is_empty(), "kept here");
+    assert!(l.start(t0).is_empty(), "not before its backoff");
+    assert_eq!(l.next_deadline(), Some(t0 + Duration::from_millis(100)));
+    let t1 = t0 + Duration::from_millis(100);
+    let u = l.start(t1);
+    assert_eq!((u[0].deliveries[0].attempt(), u[0].deliveries[0].retries()), (2, 1));
+    l.finished(&u[0].ids, &[Outcome::Retry], Duration::ZERO, t1);
+    assert!(l.start(t1 + Duration::from_millis(199)).is_empty(), "the backoff doubled");
+    let t2 = t1 + Duration::from_millis(200);
+    let u = l.start(t2);
+    l.finished(&u[0].ids, &[Outcome::Retry], Duration::ZERO, t2);
+    assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Release)], "max_retries 2: the third retry gives up");
+    assert_eq!(l.held_records(), 0);
+}
+
+#[test]
+fn a_failed_batch_is_split_until_the_failing_record_is_alone() {
+    let t0 = Instant::now();
+    let mut l = ledger(1, 8);
+    l.received(answer(0..8, t0), t0);
+    let mut now = t0;
+    let mut calls = 0;
+    // Record 5 always fails; a batch holding it fails as a whole.
+    loop {
+        let units = l.start(now);
+        for u in &units {
+            calls += 1;
+            let offsets: Vec<i64> = u.deliveries.iter().map(|d| d.record().offset).collect();
+            let outcome = if offsets.contains(&5) { Outcome::Retry } else { Outcome::Accept };
+            let outcomes = vec![outcome; offsets.len()];
+            l.finished(&u.ids, &outcomes, Duration::ZERO, now);
+        }
+        if l.held_records() == 0 || calls > 50 {
+            break;
+        }
+        now = l.next_deadline().unwrap_or(now).max(now);
+    }
+    let acks = kinds(&l.take_acks());
+    let accepted: Vec<i64> = acks.iter().filter(|a| a.1 == AckKind::Accept).map(|a| a.0).collect();
+    assert_eq!(accepted.len(), 7, "every good record got through: {acks:?}");
+    assert!(!accepted.contains(&5));
+    assert_eq!(acks.iter().filter(|a| a.1 == AckKind::Release).map(|a| a.0).collect::<Vec<_>>(), vec![5]);
+    assert!(calls <= 12, "8 -> 4 -> 2 -> 1, then the retries alone: {calls}");
+}
+
+#[test]
+fn shutdown_releases_what_has_not_started_and_keeps_the_running() {
+    let t0 = Instant::now();
+    let mut l = ledger(2, 1);
+    l.received(answer(0..4, t0), t0);
+    let u = l.start(t0);
+    l.finished(&u[0].ids, &[Outcome::Retry], Duration::ZERO, t0);
+    l.release_unstarted(t0);
+    let acks = kinds(&l.take_acks());
+    assert_eq!(acks, vec![(2, AckKind::Release), (3, AckKind::Release), (0, AckKind::Release)]);
+    assert_eq!(l.held_records(), 1, "the running one finishes first");
+    l.finished(&u[1].ids, &[Outcome::Accept], Duration::ZERO, t0);
+    assert_eq!(kinds(&l.take_acks()), vec![(1, AckKind::Accept)]);
+}
+
+#[test]
+fn a_batch_answer_of_the_wrong_length_releases_the_missing_records() {
+    let t0 = Instant::now();
+    let mut l = ledger(1, 3);
+    l.received(answer(0..3, t0), t0);
+    let u = l.start(t0);
+    l.finished(&u[0].ids, &[Outcome::Accept], Duration::ZERO, t0);
+    assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Accept), (1, AckKind::Release), (2, AckKind::Release)]);
+}

@@ -1,0 +1,453 @@
+//! A processing engine on the share consumer: one consumer feeding many concurrent
+//! handlers, as a queue worker pool is used.
+//!
+//! ```rust,no_run
+//! use std::time::Duration;
+//! use kafka_share::processor::{Delivery, Outcome, Processor, ProcessorConfig};
+//! use kafka_share::ShareConsumerConfig;
+//!
+//! # async fn run() -> kafka_share::Result<()> {
+//! let consumer = ShareConsumerConfig::new("127.0.0.1:19092", "my-group");
+//! let processor = Processor::connect(consumer, ProcessorConfig::new().concurrency(64)).await?;
+//! processor.consumer().subscribe(["orders"])?;
+//! let running = processor.run(|delivery: Delivery| async move {
+//!     match delivery.record().value_str() {
+//!         Some(_order) => Outcome::Accept, // your processing here
+//!         None if delivery.attempt() < 3 => Outcome::Retry,
+//!         None => Outcome::Reject,
+//!     }
+//! });
+//! tokio::signal::ctrl_c().await.ok();
+//! let report = running.shutdown(Duration::from_secs(30)).await?;
+//! println!("{report:?}");
+//! # Ok(()) }
+//! ```
+//!
+//! # Behaviour
+//! - **Each record's outcome is its own.** A handler answers [`Outcome::Accept`],
+//!   [`Release`](Outcome::Release), [`Reject`](Outcome::Reject) or [`Retry`](Outcome::Retry)
+//!   (kept here under its lock, tried again after a backoff, at most
+//!   [`max_retries`](ProcessorConfig::max_retries) times, then
+//!   [`on_exhausted`](ProcessorConfig::on_exhausted)). The outcome leaves at once (on the next
+//!   fetch to its broker, or alone within 100 ms): no record waits for its batch-mates, and
+//!   there is no poll barrier as in explicit mode.
+//! - **Acquisition follows free capacity.** The engine asks for records only to fill its free
+//!   handler slots plus a bounded [`prefetch`](ProcessorConfig::prefetch), so a slow handler
+//!   holds its own record and nothing else. A record acquired but not started within
+//!   [`max_unstarted`](ProcessorConfig::max_unstarted) (a quarter of the lock by default) goes
+//!   back to the group (RELEASE) at once instead of lapsing here.
+//! - **Automatic lock renewal.** A record whose handler (or retry wait) outlives half of its
+//!   acquisition lock is RENEWed (Kafka 4.2+, ShareAcknowledge v2), just that record, without
+//!   blocking the others; [`Delivery::lock_deadline`] moves with it. On a 4.1 cluster the
+//!   engine warns at start that long handlers lose their locks, and counts the lapses
+//!   (`lock-lapses-total`). An outcome after a lost lock is reported through the consumer's
+//!   acknowledgement commit callback as [`Error::LockExpired`](crate::Error::LockExpired),
+//!   never applied to a newer delivery of the record.
+//! - **Graceful shutdown** ([`Running::shutdown`]): stop acquiring, give back every record
+//!   not started, let running handlers finish within the deadline, send their outcomes, close
+//!   the consumer. A second [`ProcessorHandle::shutdown`] (or the deadline) aborts the
+//!   handlers still running; the close then releases their records. Cancel-safe: dropping
+//!   the `shutdown` future leaves the shutdown running in the background.
+//! - **Batches** ([`Processor::run_batches`], for sinks): one [`BatchHandler`] call at a time
+//!   per engine, with the next batch already acquired while it runs. A batch whose records
+//!   come back as `Retry` is split: each record goes next into a batch of at most half the
+//!   size, so the records that fail on their own are found and the others get through.
+//! - Metrics: [`Running::metrics`], the consumer's metrics plus the group
+//!   [`PROCESSOR`](metrics::PROCESSOR): records in flight and queued, handler time and
+//!   acquisition-to-outcome time (avg, max, p50, p99 in ms), renewals, releases of unstarted
+//!   records, lapses.
+//!
+//! The public [`ShareConsumer::poll`](crate::ShareConsumer::poll) and its Java semantics are
+//! untouched: the engine drives the consumer's driver directly and the two are not mixed on
+//! one consumer (a `Processor` owns its consumer).
+
+mod ledger;
+pub mod metrics;
+mod run;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+
+use crate::consumer::{ConsumerRecord, MetricsSnapshot, ShareConsumer, ShareConsumerConfig};
+use crate::error::{Error, Result};
+use crate::share::acks::AckKind;
+
+pub use metrics::PROCESSOR;
+
+/// What becomes of one record, as its handler decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// Processed: the broker marks it done.
+    Accept,
+    /// Give it back now: the broker delivers it again (to any member), delivery count + 1.
+    Release,
+    /// Unprocessable: the broker archives it, never delivered again.
+    Reject,
+    /// Try again later, here: the record stays held (its lock renewed), and the handler is
+    /// called again after a backoff. The delivery count does not change.
+    Retry,
+}
+
+/// One record handed to a handler, with what the handler may want to know of its lock.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    record: ConsumerRecord,
+    attempt: u32,
+    retries: u32,
+    lock: Arc<Mutex<Option<Instant>>>,
+}
+
+impl Delivery {
+    /// The record.
+    pub fn record(&self) -> &ConsumerRecord {
+        &self.record
+    }
+
+    /// The record, by value.
+    pub fn into_record(self) -> ConsumerRecord {
+        self.record
+    }
+
+    /// How often the broker has delivered it (1 the first time).
+    pub fn delivery_count(&self) -> i16 {
+        self.record.delivery_count
+    }
+
+    /// This handler call's number for this delivery (1 the first time; `Retry` adds one).
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// `Retry` outcomes this record got while handled alone (in the batch form, failures
+    /// inside a larger batch are not counted: they may have been a batch-mate's).
+    pub fn retries(&self) -> u32 {
+        self.retries
+    }
+
+    /// Until when the record is surely locked for this consumer (conservative: counted from
+    /// when the fetch left); moves on when the engine renews it. None before the broker said
+    /// how long its locks last.
+    pub fn lock_deadline(&self) -> Option<Instant> {
+        *self.lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A handler of batches (the sink's form): one call at a time, the next batch acquired while
+/// it runs. It answers one [`Outcome`] per record, in order (missing ones are RELEASEd), or
+/// [`Stop`] to end the engine (its batch is released).
+pub trait BatchHandler: Send + 'static {
+    /// Handles `batch`.
+    fn handle<'a>(&'a mut self, batch: &'a [Delivery]) -> BoxFuture<'a, std::result::Result<Vec<Outcome>, Stop>>;
+}
+
+/// A batch handler's request to stop the engine, with the reason (reported by
+/// [`Running::join`] as [`Error::ProcessorStopped`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stop(pub String);
+
+/// The engine's settings.
+#[derive(Debug, Clone)]
+pub struct ProcessorConfig {
+    concurrency: usize,
+    prefetch: Option<usize>,
+    batch_size: Option<usize>,
+    max_unstarted: Option<Duration>,
+    max_retries: u32,
+    retry_backoff: Duration,
+    retry_backoff_max: Duration,
+    on_exhausted: Outcome,
+    shutdown_timeout: Duration,
+}
+
+impl Default for ProcessorConfig {
+    fn default() -> Self {
+        ProcessorConfig {
+            concurrency: 16,
+            prefetch: None,
+            batch_size: None,
+            max_unstarted: None,
+            max_retries: 3,
+            retry_backoff: Duration::from_millis(100),
+            retry_backoff_max: Duration::from_secs(10),
+            on_exhausted: Outcome::Release,
+            shutdown_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ProcessorConfig {
+    /// The defaults: 16 handlers, prefetch one record per handler, at most 3 retries (100 ms
+    /// doubling to 10 s), then RELEASE; unstarted records released after a quarter of the lock.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Handlers that may run at once (per-record form; the batch form runs one batch at a
+    /// time). At least 1.
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// Records acquired ahead of the running handlers (default: one per handler; in the
+    /// batch form one batch).
+    pub fn prefetch(mut self, n: usize) -> Self {
+        self.prefetch = Some(n);
+        self
+    }
+
+    /// Records per handler call in the batch form (default: the consumer's
+    /// `max.poll.records`).
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.batch_size = Some(n.max(1));
+        self
+    }
+
+    /// How long a record may wait acquired and unstarted before it goes back to the group
+    /// (default: a quarter of the acquisition lock).
+    pub fn max_unstarted(mut self, d: Duration) -> Self {
+        self.max_unstarted = Some(d);
+        self
+    }
+
+    /// `Retry` outcomes a record may get (handled alone) before [`on_exhausted`](Self::on_exhausted).
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = n;
+        self
+    }
+
+    /// The first retry's wait, doubled per retry up to `max`.
+    pub fn retry_backoff(mut self, first: Duration, max: Duration) -> Self {
+        self.retry_backoff = first;
+        self.retry_backoff_max = max.max(first);
+        self
+    }
+
+    /// What a record that used up its retries becomes: RELEASE (default: the broker delivers
+    /// it again, up to its delivery limit) or REJECT. (`Accept` and `Retry` mean RELEASE.)
+    pub fn on_exhausted(mut self, outcome: Outcome) -> Self {
+        self.on_exhausted = outcome;
+        self
+    }
+
+    /// How long [`Running::shutdown`] with no time of its own waits (default 30 s).
+    pub fn shutdown_timeout(mut self, d: Duration) -> Self {
+        self.shutdown_timeout = d;
+        self
+    }
+
+    fn limits(&self, batch: bool, max_poll_records: usize) -> ledger::Limits {
+        let (slots, batch_size) =
+            if batch { (1, self.batch_size.unwrap_or(max_poll_records).max(1)) } else { (self.concurrency, 1) };
+        ledger::Limits {
+            slots,
+            batch_size,
+            prefetch: self.prefetch.unwrap_or(slots * batch_size),
+            max_unstarted: self.max_unstarted,
+            max_retries: self.max_retries,
+            backoff: self.retry_backoff,
+            backoff_max: self.retry_backoff_max,
+            on_exhausted: match self.on_exhausted {
+                Outcome::Reject => AckKind::Reject,
+                _ => AckKind::Release,
+            },
+        }
+    }
+}
+
+/// A share consumer made for the engine, not running yet: subscribe (and set a callback)
+/// through [`consumer`](Self::consumer), then [`run`](Self::run) or
+/// [`run_batches`](Self::run_batches).
+pub struct Processor {
+    consumer: ShareConsumer,
+    config: ProcessorConfig,
+}
+
+impl std::fmt::Debug for Processor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Processor").field("consumer", &self.consumer).field("config", &self.config).finish()
+    }
+}
+
+impl Processor {
+    /// Connects a share consumer for the engine. The consumer's acknowledgement mode does
+    /// not matter (the engine acknowledges every record itself); `max.poll.records` is the
+    /// batch form's default batch size.
+    pub async fn connect(consumer: ShareConsumerConfig, config: ProcessorConfig) -> Result<Processor> {
+        let consumer = ShareConsumer::connect(consumer).await?;
+        Ok(Processor { consumer, config })
+    }
+
+    /// The consumer, to subscribe, pause, set the acknowledgement commit callback, read
+    /// metrics. Do not poll it: the engine takes its records.
+    pub fn consumer(&self) -> &ShareConsumer {
+        &self.consumer
+    }
+
+    /// Starts the engine with a per-record handler, up to `concurrency` at once, each on its
+    /// own tokio task. A handler that panics counts as [`Outcome::Release`].
+    pub fn run<F, Fut>(self, handler: F) -> Running
+    where
+        F: Fn(Delivery) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Outcome> + Send + 'static,
+    {
+        let handler: run::RecordFn = Arc::new(move |d| Box::pin(handler(d)));
+        self.start(run::Handler::PerRecord(handler))
+    }
+
+    /// Starts the engine with a batch handler (see [`BatchHandler`]).
+    pub fn run_batches<H: BatchHandler>(self, handler: H) -> Running {
+        self.start(run::Handler::Batch(Some(Box::new(handler))))
+    }
+
+    fn start(self, handler: run::Handler) -> Running {
+        let batch = matches!(handler, run::Handler::Batch(_));
+        let limits = self.config.limits(batch, self.consumer.config().max_poll_records);
+        let metrics = Arc::new(metrics::ProcessorMetrics::default());
+        let (signal, signals) = watch::channel(Signal::Run);
+        let consumer = Arc::new(self.consumer);
+        let engine = run::Engine::new(consumer.clone(), limits, metrics.clone(), handler, signals);
+        let task = tokio::spawn(engine.run());
+        Running {
+            handle: ProcessorHandle { signal: Arc::new(signal) },
+            task: Some(task),
+            consumer,
+            metrics,
+            shutdown_timeout: self.config.shutdown_timeout,
+        }
+    }
+}
+
+/// What the engine was told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Signal {
+    Run,
+    /// Stop acquiring, finish the running handlers by then, close.
+    Shutdown(Instant),
+    /// Abort the running handlers and close now.
+    Abort,
+}
+
+/// Tells a running engine to stop; cheap to clone (e.g. into a signal handler).
+#[derive(Debug, Clone)]
+pub struct ProcessorHandle {
+    signal: Arc<watch::Sender<Signal>>,
+}
+
+impl ProcessorHandle {
+    /// The first call starts a graceful shutdown with `timeout` for the running handlers; a
+    /// second call aborts them.
+    pub fn shutdown(&self, timeout: Duration) {
+        self.signal.send_modify(|s| {
+            *s = match *s {
+                Signal::Run => Signal::Shutdown(Instant::now() + timeout),
+                _ => Signal::Abort,
+            }
+        });
+    }
+
+    /// Aborts the running handlers and closes at once.
+    pub fn abort(&self) {
+        self.signal.send_replace(Signal::Abort);
+    }
+}
+
+/// What the engine did, as it stopped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Report {
+    /// Records whose outcome was ACCEPT.
+    pub accepted: u64,
+    /// Records released (by their handler, unstarted, at shutdown, after retries).
+    pub released: u64,
+    /// Records rejected.
+    pub rejected: u64,
+    /// Of those released: records that never reached a handler.
+    pub released_unstarted: u64,
+    /// Locks renewed.
+    pub renewals: u64,
+    /// Outcomes sent after the record's lock was gone (refused by the consumer).
+    pub lapses: u64,
+    /// Handlers aborted at shutdown (their records released by the close).
+    pub aborted: u64,
+}
+
+/// A running engine.
+pub struct Running {
+    handle: ProcessorHandle,
+    task: Option<tokio::task::JoinHandle<Result<Report>>>,
+    consumer: Arc<ShareConsumer>,
+    metrics: Arc<metrics::ProcessorMetrics>,
+    shutdown_timeout: Duration,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running").field("consumer", &self.consumer).finish_non_exhaustive()
+    }
+}
+
+impl Running {
+    /// A handle to stop the engine from elsewhere.
+    pub fn handle(&self) -> ProcessorHandle {
+        self.handle.clone()
+    }
+
+    /// The consumer's metrics plus the engine's (group [`PROCESSOR`]).
+    pub fn metrics(&self) -> MetricsSnapshot {
+        let mut s = self.consumer.metrics();
+        self.metrics.put(&mut s);
+        s
+    }
+
+    /// The consumer (to pause, resume, read its metrics; not to poll).
+    pub fn consumer(&self) -> &ShareConsumer {
+        &self.consumer
+    }
+
+    /// Shuts down gracefully, giving the running handlers `timeout` (`None`: the config's
+    /// `shutdown_timeout`), and waits for the end.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: the shutdown was signalled before the first await and goes on in the
+    /// background.
+    pub async fn shutdown(mut self, timeout: impl Into<Option<Duration>>) -> Result<Report> {
+        self.handle.shutdown(timeout.into().unwrap_or(self.shutdown_timeout));
+        self.wait().await
+    }
+
+    /// Waits until the engine stops (a shutdown from a [`ProcessorHandle`], or a fatal
+    /// error: the consumer's, or a batch handler's [`Stop`]).
+    pub async fn join(mut self) -> Result<Report> {
+        self.wait().await
+    }
+
+    async fn wait(&mut self) -> Result<Report> {
+        match self.task.take() {
+            Some(t) => t.await.map_err(|e| Error::InvalidState(format!("the processing engine's task failed: {e}")))?,
+            None => Err(Error::Closed),
+        }
+    }
+}
+
+impl Drop for Running {
+    /// Dropped without a shutdown: the engine shuts down on its own with the configured
+    /// timeout (its task goes on in the background).
+    fn drop(&mut self) {
+        if self.task.is_some() {
+            self.handle.signal.send_if_modified(|s| {
+                if *s == Signal::Run {
+                    *s = Signal::Shutdown(Instant::now() + self.shutdown_timeout);
+                    true
+                } else {
+                    false
+                }
+            });
+        }
+    }
+}

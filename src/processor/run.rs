@@ -1,0 +1,373 @@
+//! The engine's loop: the only part that awaits. Each turn it lets the ledger decide (start
+//! handlers for free slots, renew, release what waited too long), hands the decided
+//! acknowledgements to the driver, keeps one poll under way for the room the ledger has, and
+//! waits for whichever comes first: a poll's answer, a handler's end, the ledger's next
+//! deadline, a signal.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+
+use super::ledger::{Ledger, Limits, Unit};
+use super::metrics::ProcessorMetrics;
+use super::{BatchHandler, Delivery, Outcome, Report, Signal, Stop};
+use crate::consumer::driver::PollAnswer;
+use crate::consumer::ShareConsumer;
+use crate::error::{Error, Result};
+
+pub(crate) type RecordFn = Arc<dyn Fn(Delivery) -> BoxFuture<'static, Outcome> + Send + Sync>;
+
+pub(crate) enum Handler {
+    PerRecord(RecordFn),
+    /// The batch handler, out (None) while a call runs: it moves into the call's task and
+    /// comes back with its outcomes.
+    Batch(Option<Box<dyn BatchHandler>>),
+}
+
+enum Done {
+    Record(Outcome),
+    Batch(std::result::Result<Vec<Outcome>, Stop>, Box<dyn BatchHandler>),
+}
+
+/// How long a poll that waits for records stays under way before it is asked again (so the
+/// loop sees renewal outcomes and the poll interval is kept).
+const POLL_WAIT: Duration = Duration::from_millis(1000);
+/// How often to ask for renewal outcomes while renewals are under way.
+const RENEWAL_POLL: Duration = Duration::from_millis(50);
+/// How often to poll (taking nothing) while every slot is busy: keeps `max.poll.interval.ms`
+/// and collects renewal outcomes.
+const KEEPALIVE_POLL: Duration = Duration::from_millis(1000);
+
+struct PendingPoll {
+    rx: oneshot::Receiver<Result<PollAnswer>>,
+    expires: Instant,
+}
+
+pub(crate) struct Engine {
+    consumer: Arc<ShareConsumer>,
+    ledger: Ledger,
+    metrics: Arc<ProcessorMetrics>,
+    handler: Handler,
+    signals: watch::Receiver<Signal>,
+    signals_open: bool,
+    tasks: JoinSet<(Done, Duration)>,
+    units: HashMap<tokio::task::Id, Vec<usize>>,
+    poll: Option<PendingPoll>,
+    last_keepalive: Instant,
+    poll_backoff: Duration,
+    poll_retry_at: Option<Instant>,
+    /// Set when the engine is stopping: the deadline for the running handlers.
+    stopping: Option<Instant>,
+    fatal: Option<Error>,
+    aborted: u64,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        consumer: Arc<ShareConsumer>,
+        limits: Limits,
+        metrics: Arc<ProcessorMetrics>,
+        handler: Handler,
+        signals: watch::Receiver<Signal>,
+    ) -> Engine {
+        let renew = consumer.renew_supported();
+        Engine {
+            ledger: Ledger::new(limits, renew, metrics.clone()),
+            consumer,
+            metrics,
+            handler,
+            signals,
+            signals_open: true,
+            tasks: JoinSet::new(),
+            units: HashMap::new(),
+            poll: None,
+            last_keepalive: Instant::now(),
+            poll_backoff: Duration::from_millis(100),
+            poll_retry_at: None,
+            stopping: None,
+            fatal: None,
+            aborted: 0,
+        }
+    }
+
+    pub(crate) async fn run(mut self) -> Result<Report> {
+        if !self.consumer.renew_supported() {
+            tracing::warn!(
+                group = self.consumer.config().group_id,
+                "this cluster has no RENEW (ShareAcknowledge v2, Kafka 4.2+): a handler that runs longer than the acquisition lock loses its record to redelivery (counted as lock-lapses-total)"
+            );
+        }
+        let abort = loop {
+            let now = Instant::now();
+            if let Some(abort) = self.on_signal(now) {
+                if abort {
+                    break true;
+                }
+            }
+            self.ledger.set_lock(self.consumer.acquisition_lock_timeout());
+            self.ledger.set_renew(self.consumer.renew_supported());
+            self.ledger.tick(now);
+            if self.stopping.is_none() {
+                for unit in self.ledger.start(now) {
+                    self.spawn(unit);
+                }
+            } else if self.ledger.running_units() == 0 {
+                break false;
+            } else if self.stopping.is_some_and(|d| now >= d) {
+                break true;
+            }
+            self.send(now);
+            self.wait(now).await;
+        };
+        self.finish(abort).await
+    }
+
+    /// Reads the signal; Some(true): abort now.
+    fn on_signal(&mut self, now: Instant) -> Option<bool> {
+        let signal = *self.signals.borrow_and_update();
+        match signal {
+            Signal::Run => None,
+            Signal::Shutdown(deadline) => {
+                self.begin_stop(deadline, now);
+                Some(false)
+            }
+            Signal::Abort => Some(true),
+        }
+    }
+
+    fn begin_stop(&mut self, deadline: Instant, now: Instant) {
+        if self.stopping.is_some() {
+            return;
+        }
+        tracing::debug!(running = self.ledger.running_units(), "processor stopping: releasing what has not started");
+        self.stopping = Some(deadline);
+        self.ledger.release_unstarted(now);
+    }
+
+    fn spawn(&mut self, unit: Unit) {
+        let Unit { ids, deliveries } = unit;
+        let handle = match &mut self.handler {
+            Handler::PerRecord(f) => {
+                let Some(d) = deliveries.into_iter().next() else { return };
+                let fut = f(d);
+                self.tasks.spawn(async move {
+                    let started = Instant::now();
+                    let outcome = fut.await;
+                    (Done::Record(outcome), started.elapsed())
+                })
+            }
+            Handler::Batch(slot) => {
+                let Some(mut h) = slot.take() else {
+                    // Cannot be: the ledger starts one batch at a time. Give them back.
+                    let now = Instant::now();
+                    self.ledger.finished(&ids, &[], Duration::ZERO, now);
+                    return;
+                };
+                self.tasks.spawn(async move {
+                    let started = Instant::now();
+                    let out = h.handle(&deliveries).await;
+                    (Done::Batch(out, h), started.elapsed())
+                })
+            }
+        };
+        self.units.insert(handle.id(), ids);
+    }
+
+    /// Hands the decided acknowledgements to the driver, and keeps a poll under way.
+    fn send(&mut self, now: Instant) {
+        let mut acks = self.ledger.take_acks();
+        if self.poll.is_none() && self.fatal.is_none() {
+            let wants = self.stopping.is_none() && self.ledger.should_poll();
+            let backing_off = self.poll_retry_at.is_some_and(|t| now < t);
+            let renewals = self.ledger.renewals_in_flight();
+            let keepalive = if renewals { RENEWAL_POLL } else { KEEPALIVE_POLL };
+            let result = if wants && !backing_off {
+                // While renewals are under way the poll must come back at once: a waiting
+                // poll is answered only when records arrive, and their outcomes with it.
+                let wait = !renewals;
+                let expires = now + if wait { POLL_WAIT } else { RENEWAL_POLL };
+                Some((self.consumer.raw_poll(self.ledger.want(), wait, false, std::mem::take(&mut acks)), expires))
+            } else if now >= self.last_keepalive + keepalive && !backing_off {
+                self.last_keepalive = now;
+                Some((self.consumer.raw_poll(0, false, true, std::mem::take(&mut acks)), now + RENEWAL_POLL))
+            } else {
+                None
+            };
+            match result {
+                Some((Ok(rx), expires)) => self.poll = Some(PendingPoll { rx, expires }),
+                Some((Err(e), _)) => self.poll_failed(e, now),
+                None => {}
+            }
+        }
+        if !acks.is_empty() {
+            if let Err(e) = self.consumer.raw_acks(acks) {
+                tracing::debug!(error = %e, "acknowledgements not handed to the consumer");
+            }
+        }
+    }
+
+    fn poll_failed(&mut self, e: Error, now: Instant) {
+        if e.is_retriable() {
+            tracing::warn!(error = %e, "processor: poll failed, retrying");
+            self.poll_retry_at = Some(now + self.poll_backoff);
+            self.poll_backoff = (self.poll_backoff * 2).min(Duration::from_secs(10));
+            return;
+        }
+        tracing::error!(error = %e, "processor: the consumer failed; stopping");
+        if self.fatal.is_none() {
+            self.fatal = Some(e);
+        }
+        self.begin_stop(now + Duration::from_secs(10), now);
+    }
+
+    async fn wait(&mut self, now: Instant) {
+        let mut deadline = now + KEEPALIVE_POLL;
+        for t in [self.ledger.next_deadline(), self.poll.as_ref().map(|p| p.expires), self.stopping, self.poll_retry_at]
+            .into_iter()
+            .flatten()
+        {
+            deadline = deadline.min(t);
+        }
+        if self.poll.is_none() && self.ledger.renewals_in_flight() {
+            deadline = deadline.min(self.last_keepalive + RENEWAL_POLL);
+        }
+        let deadline = deadline.max(now);
+        let poll = async {
+            match self.poll.as_mut() {
+                Some(p) => (&mut p.rx).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            changed = self.signals.changed(), if self.signals_open => {
+                if changed.is_err() {
+                    // Every handle is gone without a word: stop as a drop of `Running` would.
+                    self.signals_open = false;
+                    let now = Instant::now();
+                    self.begin_stop(now + Duration::from_secs(30), now);
+                }
+            }
+            Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
+                self.on_done(done);
+                // Take every other handler that ended meanwhile, in one turn.
+                while let Some(done) = self.tasks.try_join_next_with_id() {
+                    self.on_done(done);
+                }
+            }
+            answer = poll => {
+                self.poll = None;
+                self.on_answer(answer.unwrap_or(Ok(PollAnswer::default())));
+            }
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                if self.poll.as_ref().is_some_and(|p| Instant::now() >= p.expires) {
+                    if let Some(mut p) = self.poll.take() {
+                        p.rx.close();
+                        if let Ok(answer) = p.rx.try_recv() {
+                            self.on_answer(answer);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_answer(&mut self, answer: Result<PollAnswer>) {
+        let now = Instant::now();
+        match answer {
+            Ok(answer) => {
+                self.poll_backoff = Duration::from_millis(100);
+                self.poll_retry_at = None;
+                self.ledger.received(answer, now);
+            }
+            Err(e) => self.poll_failed(e, now),
+        }
+        self.consumer.run_callbacks();
+    }
+
+    fn on_done(&mut self, done: std::result::Result<(tokio::task::Id, (Done, Duration)), tokio::task::JoinError>) {
+        let now = Instant::now();
+        match done {
+            Ok((id, (done, elapsed))) => {
+                let ids = self.units.remove(&id).unwrap_or_default();
+                match done {
+                    Done::Record(outcome) => self.ledger.finished(&ids, &[outcome], elapsed, now),
+                    Done::Batch(out, h) => {
+                        if let Handler::Batch(slot) = &mut self.handler {
+                            *slot = Some(h);
+                        }
+                        match out {
+                            Ok(outcomes) => self.ledger.finished(&ids, &outcomes, elapsed, now),
+                            Err(Stop(reason)) => {
+                                self.ledger.finished(&ids, &[], elapsed, now);
+                                if self.fatal.is_none() {
+                                    self.fatal = Some(Error::ProcessorStopped { reason });
+                                }
+                                self.begin_stop(now, now);
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                let ids = self.units.remove(&e.id()).unwrap_or_default();
+                if e.is_panic() {
+                    ProcessorMetrics::add(&self.metrics.handler_panics, 1);
+                    tracing::error!(records = ids.len(), "a handler panicked: its records are released");
+                } else {
+                    self.aborted += ids.len() as u64;
+                }
+                self.ledger.finished(&ids, &[], Duration::ZERO, now);
+                if e.is_panic() && matches!(self.handler, Handler::Batch(None)) {
+                    // The batch handler went down with its task: nothing left to call.
+                    if self.fatal.is_none() {
+                        self.fatal = Some(Error::ProcessorStopped { reason: "the batch handler panicked".into() });
+                    }
+                    self.begin_stop(now, now);
+                }
+            }
+        }
+    }
+
+    /// Ends the run: aborts what still runs (if told to, or out of time), sends the last
+    /// outcomes with the close (which releases whatever else the consumer holds).
+    async fn finish(mut self, abort: bool) -> Result<Report> {
+        let now = Instant::now();
+        self.begin_stop(now, now);
+        if abort && !self.tasks.is_empty() {
+            self.tasks.abort_all();
+            while let Some(done) = self.tasks.join_next_with_id().await {
+                self.on_done(done);
+            }
+        }
+        // A poll under way may hold records handed over: take them, to release them.
+        if let Some(mut p) = self.poll.take() {
+            p.rx.close();
+            if let Ok(Ok(answer)) = p.rx.try_recv() {
+                self.ledger.received(answer, now);
+            }
+        }
+        self.ledger.release_unstarted(now);
+        let acks = self.ledger.take_acks();
+        let closed = self.consumer.raw_close(acks, Duration::from_secs(10)).await;
+        let m = &self.metrics;
+        let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        let report = Report {
+            accepted: get(&m.accepted),
+            released: get(&m.released),
+            rejected: get(&m.rejected),
+            released_unstarted: get(&m.released_unstarted),
+            renewals: get(&m.renewals),
+            lapses: get(&m.lapsed),
+            aborted: self.aborted,
+        };
+        if let Some(e) = self.fatal {
+            return Err(e);
+        }
+        closed.map(|()| report)
+    }
+}
