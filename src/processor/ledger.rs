@@ -149,11 +149,18 @@ impl Ledger {
             }
         }
         for d in answer.records {
+            // Acquired when its fetch left (its lock counts from then), not when the driver
+            // handed it over: it may have waited in the driver's buffer, and the bound on
+            // waiting unstarted is a bound on the lock it uses up.
+            let acquired = match d.record.lock_deadline {
+                Some(deadline) if !self.lock.is_zero() => deadline.checked_sub(self.lock).map_or(now, |t| t.min(now)),
+                _ => now,
+            };
             let entry = Entry {
                 lock_deadline: d.record.lock_deadline,
                 cell: Arc::new(Mutex::new(d.record.lock_deadline)),
                 d,
-                acquired: now,
+                acquired,
                 state: State::Queued,
                 attempts: 0,
                 retries: 0,
@@ -190,6 +197,9 @@ impl Ledger {
                 let Some(e) = self.entries[id].as_mut() else { continue };
                 e.state = State::Running;
                 e.attempts += 1;
+                if e.attempts == 1 {
+                    self.metrics.wait_time.record(now.saturating_duration_since(e.acquired));
+                }
                 deliveries.push(Delivery {
                     record: e.d.record.clone(),
                     attempt: e.attempts,

@@ -88,6 +88,8 @@ pub(crate) struct ProcessorMetrics {
     pub handler_time: Histogram,
     /// From the record's acquisition (handed to the engine) to its outcome.
     pub outcome_time: Histogram,
+    /// From the record's acquisition to its first handler call.
+    pub wait_time: Histogram,
 }
 
 impl ProcessorMetrics {
@@ -115,6 +117,7 @@ impl ProcessorMetrics {
             .put(s, "handler-time-avg", "handler-time-max", "handler-time-p50", "handler-time-p99");
         self.outcome_time
             .put(s, "outcome-time-avg", "outcome-time-max", "outcome-time-p50", "outcome-time-p99");
+        self.wait_time.put(s, "wait-time-avg", "wait-time-max", "wait-time-p50", "wait-time-p99");
     }
 }
 

@@ -53,8 +53,8 @@
 //!   come back as `Retry` is split: each record goes next into a batch of at most half the
 //!   size, so the records that fail on their own are found and the others get through.
 //! - Metrics: [`Running::metrics`], the consumer's metrics plus the group
-//!   [`PROCESSOR`](metrics::PROCESSOR): records in flight and queued, handler time and
-//!   acquisition-to-outcome time (avg, max, p50, p99 in ms), renewals, releases of unstarted
+//!   [`PROCESSOR`](metrics::PROCESSOR): records in flight and queued, handler time,
+//!   acquisition-to-start and acquisition-to-outcome time (avg, max, p50, p99 in ms), renewals, releases of unstarted
 //!   records, lapses.
 //!
 //! The public [`ShareConsumer::poll`](crate::ShareConsumer::poll) and its Java semantics are

@@ -1,0 +1,241 @@
+//! The processing engine (`kafka_share::processor`) against the real broker: lock renewal
+//! for long handlers, no head-of-line blocking behind a stuck handler, retry-later, and a
+//! graceful shutdown that hands unstarted records to another member.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kafka_share::processor::{Delivery, Outcome, Processor, ProcessorConfig, PROCESSOR};
+use kafka_share::TopicPartition;
+
+type Seen = Arc<Mutex<HashMap<(i32, i64), Vec<i16>>>>;
+
+fn metric(running: &kafka_share::processor::Running, name: &str) -> f64 {
+    running.metrics().get(PROCESSOR, name).unwrap_or(-1.0)
+}
+
+/// Waits for `cond`, looking every 50 ms, failing after `timeout` with `what`.
+async fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn long_handlers_keep_their_records_by_renewal_and_every_record_is_accepted_once() {
+    const N: usize = 10_000;
+    const LOCK_MS: u64 = 2000;
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "proc-renew", 4).await;
+    let group = common::new_group(&admin, "g-proc-renew", Some(LOCK_MS as u32)).await;
+    common::produce(&common::bootstrap(), &topic, 4, N, "r").await;
+
+    let cfg = common::consumer_config(&common::bootstrap(), &group);
+    let processor = Processor::connect(cfg, ProcessorConfig::new().concurrency(64)).await.expect("connect");
+    processor.consumer().subscribe([topic.clone()]).expect("subscribe");
+    let seen: Seen = Arc::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (s, c) = (seen.clone(), calls.clone());
+    let running = processor.run(move |d: Delivery| {
+        let (s, c) = (s.clone(), c.clone());
+        async move {
+            let n = c.fetch_add(1, Ordering::Relaxed);
+            // One handler in 100 runs for three locks; the others take 20 ms.
+            let work = if n % 100 == 99 { Duration::from_millis(3 * LOCK_MS) } else { Duration::from_millis(20) };
+            tokio::time::sleep(work).await;
+            let r = d.record();
+            s.lock().unwrap().entry((r.partition, r.offset)).or_default().push(r.delivery_count);
+            Outcome::Accept
+        }
+    });
+    wait_for("every record processed", Duration::from_secs(180), || seen.lock().unwrap().len() >= N).await;
+    let renewals = metric(&running, "lock-renewals-total");
+    let lapses = metric(&running, "lock-lapses-total");
+    let released_unstarted = metric(&running, "records-released-unstarted-total");
+    let report = running.shutdown(Duration::from_secs(20)).await.expect("shutdown");
+    let seen = seen.lock().unwrap();
+    let redelivered = seen.values().filter(|v| v.iter().any(|&c| c > 1)).count();
+    println!("renewals {renewals}, lapses {lapses}, released unstarted {released_unstarted}, redelivered {redelivered}, {report:?}");
+    if common::broker_has_v2() {
+        let twice: Vec<_> = seen.iter().filter(|(_, v)| v.len() > 1).take(5).collect();
+        assert!(twice.is_empty(), "a record was handled twice: {twice:?}");
+        assert!(renewals >= 100.0, "each of the 100 long handlers needs renewals: {renewals}");
+        assert_eq!(lapses, 0.0, "a renewed record never lapses");
+        // Only a record that waited unstarted past its bound goes back (and comes back with
+        // delivery count 2); none of the running ones does.
+        assert!(
+            redelivered as f64 <= released_unstarted,
+            "{redelivered} redelivered, {released_unstarted} released unstarted"
+        );
+        assert_eq!(report.accepted as usize, N, "{report:?}");
+    } else {
+        // 4.1: no RENEW; the long handlers lose their locks, and the engine says so.
+        assert_eq!(renewals, 0.0);
+        assert!(lapses >= 1.0, "the lapses are counted: {lapses}");
+        assert!(redelivered >= 1, "a lapsed record is delivered again");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stuck_handler_holds_only_its_own_record() {
+    const N: usize = 2000;
+    const LOCK_MS: u64 = 2000;
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "proc-stuck", 2).await;
+    let group = common::new_group(&admin, "g-proc-stuck", Some(LOCK_MS as u32)).await;
+    common::produce(&common::bootstrap(), &topic, 2, N, "s").await;
+
+    let cfg = common::consumer_config(&common::bootstrap(), &group);
+    let bound = Duration::from_millis(400);
+    let processor = Processor::connect(cfg, ProcessorConfig::new().concurrency(8).max_unstarted(bound))
+        .await
+        .expect("connect");
+    processor.consumer().subscribe([topic.clone()]).expect("subscribe");
+    let done = Arc::new(AtomicUsize::new(0));
+    let stuck = Arc::new(AtomicBool::new(false));
+    let release = Arc::new(tokio::sync::Notify::new());
+    let (dn, st, rl) = (done.clone(), stuck.clone(), release.clone());
+    let running = processor.run(move |d: Delivery| {
+        let (dn, st, rl) = (dn.clone(), st.clone(), rl.clone());
+        async move {
+            // The first record of partition 0 is stuck until the test lets it go.
+            if d.record().partition == 0 && d.record().offset == 0 && d.attempt() == 1 {
+                st.store(true, Ordering::SeqCst);
+                rl.notified().await;
+            } else {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            dn.fetch_add(1, Ordering::Relaxed);
+            Outcome::Accept
+        }
+    });
+    wait_for("the stuck handler to start", Duration::from_secs(60), || stuck.load(Ordering::SeqCst)).await;
+    let stuck_since = Instant::now();
+    // While it is stuck (for over two locks), the other seven slots take every other record.
+    wait_for("the others processed", Duration::from_secs(60), || done.load(Ordering::Relaxed) >= N - 1).await;
+    tokio::time::sleep(Duration::from_millis(2 * LOCK_MS).saturating_sub(stuck_since.elapsed())).await;
+    let while_stuck = done.load(Ordering::Relaxed);
+    let wait_max = metric(&running, "wait-time-max");
+    release.notify_one();
+    wait_for("the stuck one processed", Duration::from_secs(30), || done.load(Ordering::Relaxed) >= N).await;
+    let renewals = metric(&running, "lock-renewals-total");
+    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    println!("{while_stuck} processed while one was stuck; wait max {wait_max} ms; renewals {renewals}; {report:?}");
+    assert_eq!(while_stuck, N - 1, "no record waited behind the stuck one");
+    assert!(wait_max <= 2.0 * bound.as_millis() as f64, "a record waited {wait_max} ms unstarted (bound {bound:?})");
+    if common::broker_has_v2() {
+        assert!(renewals >= 2.0, "the stuck record kept its lock: {renewals}");
+        assert_eq!(report.lapses, 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_later_keeps_the_record_and_its_delivery_count() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "proc-retry", 1).await;
+    let group = common::new_group(&admin, "g-proc-retry", None).await;
+    common::produce(&common::bootstrap(), &topic, 1, 1, "x").await;
+
+    let cfg = common::consumer_config(&common::bootstrap(), &group);
+    let pc = ProcessorConfig::new()
+        .concurrency(2)
+        .retry_backoff(Duration::from_millis(50), Duration::from_millis(200));
+    let processor = Processor::connect(cfg, pc).await.expect("connect");
+    processor.consumer().subscribe([topic.clone()]).expect("subscribe");
+    let calls: Arc<Mutex<Vec<(u32, i16)>>> = Arc::default();
+    let c = calls.clone();
+    let running = processor.run(move |d: Delivery| {
+        let c = c.clone();
+        async move {
+            c.lock().unwrap().push((d.attempt(), d.delivery_count()));
+            if d.attempt() < 3 {
+                Outcome::Retry
+            } else {
+                Outcome::Accept
+            }
+        }
+    });
+    wait_for("three handler calls", Duration::from_secs(60), || calls.lock().unwrap().len() >= 3).await;
+    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    assert_eq!(*calls.lock().unwrap(), vec![(1, 1), (2, 1), (3, 1)], "three calls on one delivery");
+    assert_eq!((report.accepted, report.released), (1, 0), "{report:?}");
+
+    // ACCEPTed for good: a new member of the group gets nothing.
+    let other = kafka_share::ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("connect");
+    other.subscribe([topic.clone()]).expect("subscribe");
+    let got = common::poll_until(&other, 1, Duration::from_secs(4), |_| {}).await;
+    assert!(got.is_empty(), "the accepted record came back: {got:?}");
+    other.close(None).await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn shutdown_hands_unstarted_records_to_another_member_and_finishes_the_running() {
+    const N: usize = 200;
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "proc-shut", 1).await;
+    let group = common::new_group(&admin, "g-proc-shut", Some(30_000)).await;
+    common::produce(&common::bootstrap(), &topic, 1, N, "z").await;
+
+    // The other member joins first, paused, so it takes nothing until the shutdown.
+    let other = kafka_share::ShareConsumer::connect(
+        common::consumer_config(&common::bootstrap(), &group)
+            .acknowledgement_mode(kafka_share::consumer::AcknowledgementMode::Explicit),
+    )
+    .await
+    .expect("connect");
+    other.subscribe([topic.clone()]).expect("subscribe");
+    other.pause([TopicPartition::new(topic.clone(), 0)]).expect("pause");
+    assert!(other.poll(Duration::from_millis(500)).await.expect("poll").is_empty());
+
+    let cfg = common::consumer_config(&common::bootstrap(), &group);
+    let processor = Processor::connect(cfg, ProcessorConfig::new().concurrency(4).prefetch(20)).await.expect("connect");
+    processor.consumer().subscribe([topic.clone()]).expect("subscribe");
+    let finished: Arc<Mutex<Vec<i64>>> = Arc::default();
+    let f = finished.clone();
+    let running = processor.run(move |d: Delivery| {
+        let f = f.clone();
+        async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            f.lock().unwrap().push(d.record().offset);
+            Outcome::Accept
+        }
+    });
+    common::wait_for_members(&admin, &group, 2, Duration::from_secs(30)).await;
+    wait_for("four running and some queued", Duration::from_secs(30), || {
+        metric(&running, "records-in-flight") == 4.0 && metric(&running, "records-queued") >= 1.0
+    })
+    .await;
+    let handle = running.handle();
+    let shutdown = tokio::spawn(running.shutdown(Duration::from_secs(20)));
+    let signalled = Instant::now();
+    other.resume([TopicPartition::new(topic.clone(), 0)]).expect("resume");
+    let mut first_redelivery = None;
+    let mut redelivered = Vec::new();
+    while signalled.elapsed() < Duration::from_secs(10) && first_redelivery.is_none() {
+        for r in other.poll(Duration::from_millis(100)).await.expect("poll") {
+            if r.delivery_count == 2 {
+                first_redelivery.get_or_insert(signalled.elapsed());
+                redelivered.push(r.offset);
+            }
+            other.acknowledge_with(&r, kafka_share::AcknowledgeType::Release).expect("ack");
+        }
+    }
+    let report = shutdown.await.expect("join").expect("shutdown");
+    drop(handle);
+    let took = first_redelivery.expect("no released record reached the other member");
+    println!("first redelivery after {took:?}; {report:?}");
+    assert!(took <= Duration::from_secs(2), "released records reached the other member after {took:?}");
+    let finished = finished.lock().unwrap().clone();
+    assert!(finished.len() >= 4, "the running handlers finished: {finished:?}");
+    assert_eq!(report.accepted as usize, finished.len(), "and were accepted: {report:?}");
+    assert!(redelivered.iter().all(|o| !finished.contains(o)), "a finished record was released");
+    other.close(None).await.expect("close");
+}
