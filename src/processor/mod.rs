@@ -279,8 +279,13 @@ impl Processor {
     /// not matter (the engine acknowledges every record itself); `max.poll.records` is the
     /// batch form's default batch size.
     pub async fn connect(consumer: ShareConsumerConfig, config: ProcessorConfig) -> Result<Processor> {
-        let consumer = ShareConsumer::connect(consumer).await?;
-        Ok(Processor { consumer, config })
+        Ok(Processor::new(ShareConsumer::connect(consumer).await?, config))
+    }
+
+    /// The engine on a consumer already connected (and perhaps subscribed). It must not have
+    /// been polled: records a poll handed out are not the engine's (the close releases them).
+    pub fn new(consumer: ShareConsumer, config: ProcessorConfig) -> Processor {
+        Processor { consumer, config }
     }
 
     /// The consumer, to subscribe, pause, set the acknowledgement commit callback, read

@@ -193,6 +193,10 @@ fn record_json(r: &SinkRecord, encoding: Encoding) -> Result<Value, String> {
 /// What one POST came to.
 enum Outcome {
     Ok,
+    /// No answer at all (timeout, refused or reset connection, DNS): the endpoint may come
+    /// back, and the next records of a per-record batch would fail the same way.
+    Unreachable(String),
+    /// An answer that may be different next time (408, 429, 5xx).
     Retriable(String),
     Rejected(String),
     Fatal(String),
@@ -203,7 +207,7 @@ async fn post(client: &reqwest::Client, s: &Settings, body: Vec<u8>) -> Outcome 
     let response = match sent {
         Ok(r) => r,
         // Timeouts, refused or reset connections, DNS: the endpoint may come back.
-        Err(e) => return Outcome::Retriable(format!("POST {}: {e}", s.url)),
+        Err(e) => return Outcome::Unreachable(format!("POST {}: {e}", s.url)),
     };
     let status = response.status();
     if status.is_success() {
@@ -256,7 +260,7 @@ impl SinkTask for HttpSink {
                         .map_err(|e| SinkError::fatal(format!("http sink: encoding the batch: {e}")))?;
                     match post(client, s, body).await {
                         Outcome::Ok => {}
-                        Outcome::Retriable(why) => return Err(SinkError::retriable(why)),
+                        Outcome::Retriable(why) | Outcome::Unreachable(why) => return Err(SinkError::retriable(why)),
                         Outcome::Fatal(why) => return Err(SinkError::fatal(why)),
                         Outcome::Rejected(why) => {
                             failed.extend(indexes.into_iter().map(|index| RecordFailure { index, reason: why.clone() }))
@@ -264,15 +268,28 @@ impl SinkTask for HttpSink {
                     }
                 }
             } else {
-                for (index, value) in bodies {
+                // Each record's answer is its own: a 5xx for one record is that record's
+                // failure, and the others go on. A failure to reach the endpoint at all
+                // (connection refused, timeout) is the batch's: the rest is not tried.
+                let mut retriable = Vec::new();
+                let mut bodies = bodies.into_iter();
+                while let Some((index, value)) = bodies.next() {
                     let body = serde_json::to_vec(&value)
                         .map_err(|e| SinkError::fatal(format!("http sink: encoding record {index}: {e}")))?;
                     match post(client, s, body).await {
                         Outcome::Ok => {}
-                        Outcome::Retriable(why) => return Err(SinkError::retriable(why)),
+                        Outcome::Unreachable(why) => {
+                            retriable.push(RecordFailure { index, reason: why.clone() });
+                            retriable.extend(bodies.by_ref().map(|(index, _)| RecordFailure { index, reason: why.clone() }));
+                        }
+                        Outcome::Retriable(reason) => retriable.push(RecordFailure { index, reason }),
                         Outcome::Fatal(why) => return Err(SinkError::fatal(why)),
                         Outcome::Rejected(reason) => failed.push(RecordFailure { index, reason }),
                     }
+                }
+                if !retriable.is_empty() {
+                    failed.sort_by_key(|f| f.index);
+                    return Err(SinkError::RetriableRecords { retriable, failed });
                 }
             }
             if failed.is_empty() {

@@ -54,6 +54,7 @@
 //! refused (it needs transactional acknowledgements, KIP-1289, which no released broker has);
 //! make the sink idempotent instead.
 
+mod batch_handler;
 mod builtins;
 mod config;
 mod dead_letter;

@@ -75,8 +75,11 @@ where
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SinkError {
-    /// A passing failure (the target is down, a timeout): the whole batch is RELEASEd and
-    /// the broker delivers it again (to this task or another), with a higher delivery count.
+    /// A passing failure (the target is down, a timeout) of the whole batch: the batch is
+    /// tried again, split in halves (so a record that fails on its own is told apart from
+    /// its batch-mates), its locks renewed meanwhile; a record that keeps failing alone
+    /// reaches the dead-letter path after `share.max.delivery.count` attempts. (Implicit
+    /// mode: the batch is retried in place.)
     #[error("retriable: {reason}")]
     Retriable {
         /// What went wrong, for the log.
@@ -88,6 +91,17 @@ pub enum SinkError {
     #[error("{} record(s) failed: {}", failed.len(), failed.first().map(|f| f.to_string()).unwrap_or_default())]
     Records {
         /// The failed records, by their index in the batch given to `put`.
+        failed: Vec<RecordFailure>,
+    },
+    /// Some records failed for a passing reason of their own (the target answered 5xx for
+    /// that record): those are tried again, alone, after a backoff (their locks renewed),
+    /// and reach the dead-letter path only if they keep failing alone; the records in
+    /// `failed` go the dead-letter path now; every other record was taken and is ACCEPTed.
+    #[error("{} record(s) failed for now: {}", retriable.len(), retriable.first().map(|f| f.to_string()).unwrap_or_default())]
+    RetriableRecords {
+        /// The records to try again, by their index in the batch given to `put`.
+        retriable: Vec<RecordFailure>,
+        /// Records that cannot be written (as in [`SinkError::Records`]).
         failed: Vec<RecordFailure>,
     },
     /// The task cannot go on (bad configuration, lost credentials): it stops, its
