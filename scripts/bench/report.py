@@ -18,6 +18,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import section  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 # id -> (label, mode, family)
@@ -359,19 +361,17 @@ def main():
     analysis = os.path.join(HERE, "analysis.md")
     if not meta.get("smoke") and os.path.exists(analysis):
         w(open(analysis).read().rstrip() + "\n")
-    # scripts/bench-sink owns a section of the same file between its markers: keep it.
+    # scripts/bench-sink and scripts/bench-process own sections of the same file between
+    # their markers: keep them.
     if os.path.exists(out_abs):
         old = open(out_abs).read()
-        b, e = old.find(SINK_BEGIN), old.find(SINK_END)
-        if 0 <= b < e:
-            w("")
-            w(old[b:e + len(SINK_END)])
+        for name in section.SECTIONS:
+            kept = section.extract(old, name)
+            if kept:
+                w("")
+                w(kept)
     os.makedirs(os.path.dirname(out_abs), exist_ok=True)
     open(out_abs, "w").write("\n".join(md).rstrip() + "\n")
-
-
-SINK_BEGIN = "<!-- bench-sink:begin -->"
-SINK_END = "<!-- bench-sink:end -->"
 
 
 def md_escape(s):
