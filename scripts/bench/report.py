@@ -262,6 +262,12 @@ def main():
         f"run `{meta['run_id']}`, {meta['duration_s']} s. Do not edit by hand: run the script again "
         "(the findings at the end come from `scripts/bench/analysis.md`).\n"
     )
+    w("Two more scripts own sections at the end of this file, each rewritten only by its own run "
+      "(bench-peers keeps them): `scripts/bench-sink` (*Sink runtime vs Kafka Connect*: the sink runtime "
+      "against Kafka Connect standalone, a plain and a head-of-line case) and `scripts/bench-process` "
+      "(*Processing with concurrent handlers*: the processor engine against a batch-barrier loop on "
+      "`ShareConsumer` and Java's `KafkaShareConsumer` with a 64-thread pool, the same simulated work on "
+      "every side: 1 ms per record, 500 ms for one in 1000).\n")
     w("One broker, one topic, every client in its own fresh share group "
       "(`share.auto.offset.reset=earliest`), one client at a time, interleaved over the rounds "
       "(each round rotates the order). Figures are medians over the rounds.\n")
