@@ -150,6 +150,9 @@ def report(run_dir, out):
               "**acquisition -> outcome**: per record, from the return of the poll that handed it out to its acknowledge call. "
               "**CPU**: user+sys of the whole process (GNU time), start-up included. **peak RSS**: its maximum resident set. "
               "**largest poll**: the most records one poll returned. Figures are medians over the rounds.")
+    md.append("- Fetching is each client's default (`max.poll.records` 500, `share.acquire.mode` batch_optimized): our "
+              "`ShareConsumer` hands out at most 500 records a poll, Java's may hand out a whole acquired batch; "
+              "**largest poll** shows what one poll returned, and a barrier loop waits for a slow record once per poll.")
     md.append("- The sleeps alone cap every side at %s records/s (%d handlers over a mean sleep of %.3f ms per record)." % (
         fmt(m["ceiling"]), c, mean_sleep))
     md += ["", "Topic: %s. Load average %s before, %s after; %d CPUs shared with other builds (expect noise of +-20%%)." % (
