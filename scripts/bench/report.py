@@ -18,6 +18,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import section  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 # id -> (label, mode, family)
@@ -260,6 +262,12 @@ def main():
         f"run `{meta['run_id']}`, {meta['duration_s']} s. Do not edit by hand: run the script again "
         "(the findings at the end come from `scripts/bench/analysis.md`).\n"
     )
+    w("Two more scripts own sections at the end of this file, each rewritten only by its own run "
+      "(bench-peers keeps them): `scripts/bench-sink` (*Sink runtime vs Kafka Connect*: the sink runtime "
+      "against Kafka Connect standalone, a plain and a head-of-line case) and `scripts/bench-process` "
+      "(*Processing with concurrent handlers*: the processor engine against a batch-barrier loop on "
+      "`ShareConsumer` and Java's `KafkaShareConsumer` with a 64-thread pool, the same simulated work on "
+      "every side: 1 ms per record, 500 ms for one in 1000).\n")
     w("One broker, one topic, every client in its own fresh share group "
       "(`share.auto.offset.reset=earliest`), one client at a time, interleaved over the rounds "
       "(each round rotates the order). Figures are medians over the rounds.\n")
@@ -359,19 +367,17 @@ def main():
     analysis = os.path.join(HERE, "analysis.md")
     if not meta.get("smoke") and os.path.exists(analysis):
         w(open(analysis).read().rstrip() + "\n")
-    # scripts/bench-sink owns a section of the same file between its markers: keep it.
+    # scripts/bench-sink and scripts/bench-process own sections of the same file between
+    # their markers: keep them.
     if os.path.exists(out_abs):
         old = open(out_abs).read()
-        b, e = old.find(SINK_BEGIN), old.find(SINK_END)
-        if 0 <= b < e:
-            w("")
-            w(old[b:e + len(SINK_END)])
+        for name in section.SECTIONS:
+            kept = section.extract(old, name)
+            if kept:
+                w("")
+                w(kept)
     os.makedirs(os.path.dirname(out_abs), exist_ok=True)
     open(out_abs, "w").write("\n".join(md).rstrip() + "\n")
-
-
-SINK_BEGIN = "<!-- bench-sink:begin -->"
-SINK_END = "<!-- bench-sink:end -->"
 
 
 def md_escape(s):

@@ -1,0 +1,59 @@
+# Helpers shared by scripts/bench-peers, scripts/bench-sink and scripts/bench-process.
+# Sourced, not run:
+#
+#   source "$SCRIPT_DIR/bench/common.sh" bench-NAME
+#
+# with SCRIPT_DIR the scripts/ directory; the name prefixes the script's messages and names
+# the file whose header comment `usage` prints.
+
+BENCH_NAME=$1
+BENCH_SCRIPT=$SCRIPT_DIR/$1
+
+# The header comment of the script, from its second line to `set -euo`.
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$BENCH_SCRIPT"; }
+die() { echo "$BENCH_NAME: error: $*" >&2; exit 1; }
+info() { echo "$BENCH_NAME: $*" >&2; }
+
+# The last N (default 3) non-empty lines of FILE on one line, colours stripped, at most 400
+# characters (for a row's error). An empty or missing file gives an empty string, not a
+# failure (the scripts run with pipefail).
+last_lines() { { sed 's/\x1b\[[0-9;]*m//g' "$1" 2>/dev/null | grep -v '^\s*$' || true; } | tail -n "${2:-3}" | tr '\n' ' ' | cut -c1-400; }
+
+need_gnu_time() {
+    [[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed for CPU and RSS: apt-get install time"
+}
+
+# Starts the broker (`scripts/kafka up`; it honours KAFKA_VERSION, KAFKA_PORT_OFFSET,
+# KAFKA_SHARE_STATE) and sets BOOTSTRAP and KAFKA_VER. LOG gets its messages.
+bench_broker_up() { # LOG
+    info "starting the broker (scripts/kafka up)"
+    BOOTSTRAP=$("$SCRIPT_DIR/kafka" up 2>"$1" | tail -n 1) || { cat "$1" >&2; die "scripts/kafka up failed"; }
+    KAFKA_VER=$(cat "${KAFKA_SHARE_STATE:-$SCRIPT_DIR/../target/kafka}/single/version" 2>/dev/null || echo "${KAFKA_VERSION:-4.4.0}")
+    info "broker $KAFKA_VER at $BOOTSTRAP"
+}
+
+# Creates TOPIC with PARTITIONS partitions and writes RECORDS values of SIZE bytes with our
+# producer (KS: examples/bench_consumer); sets PRODUCE_LINE (its summary). Dies on failure.
+bench_produce() { # KS TOPIC RECORDS SIZE PARTITIONS LOG
+    info "producing $3 records to $2"
+    "$1" produce --bootstrap "$BOOTSTRAP" --topic "$2" --records "$3" --size "$4" --partitions "$5" >"$6" 2>&1 ||
+        { cat "$6" >&2; die "producing the topic failed"; }
+    PRODUCE_LINE=$(grep -o 'produced .*' "$6" | tail -n 1 || true)
+    info "$PRODUCE_LINE"
+}
+
+# share.auto.offset.reset=earliest on GROUP (a new share group starts at the latest offset).
+bench_group() { # KS GROUP LOG
+    "$1" group --bootstrap "$BOOTSTRAP" --group "$2" >"$3" 2>&1
+}
+
+# Deletes the topics (a benchmark topic can be hundreds of MB on a shared broker); a failure
+# is reported, not fatal.
+bench_cleanup() { # KS LOG TOPIC...
+    local ks=$1 log=$2 t args=()
+    shift 2
+    (($#)) || return 0
+    for t in "$@"; do args+=(--topic "$t"); done
+    "$ks" cleanup --bootstrap "$BOOTSTRAP" "${args[@]}" >"$log" 2>&1 ||
+        info "deleting the run's topics failed: $(last_lines "$log")"
+}
