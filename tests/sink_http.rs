@@ -201,3 +201,98 @@ async fn bad_settings_are_refused_before_start() {
     let mut t = HttpSink::new();
     assert!(t.put(&[]).await.is_err(), "put before start is an error, not a panic");
 }
+
+/// The poison case through the worker: 1,000 records, one that the endpoint always answers
+/// 500, `share.max.delivery.count=3`, a dead-letter topic. Exactly the poison record reaches
+/// the DLQ, and every good record reaches the endpoint (per record and in batches).
+async fn poison_case(batch: bool) {
+    use kafka_share::sink::{ConnectorConfig, Worker, WorkerConfig};
+    const RECORDS: usize = 1000;
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sink-http-poison", 1).await;
+    let dlq = common::unique("sink-http-dlq");
+    let group = common::new_group(&admin, "g-sink-http-poison", None).await;
+    common::produce(&bs, &topic, 1, RECORDS, "v").await;
+    let poison = "v-500";
+    let (url, seen) = server(move |body| {
+        let poisoned = match body {
+            Value::Array(items) => items.iter().any(|v| v["value"] == poison),
+            v => v["value"] == poison,
+        };
+        if poisoned {
+            500
+        } else {
+            200
+        }
+    })
+    .await;
+    let pairs: Vec<(String, String)> = [
+        ("name", "http-poison"),
+        ("connector.class", "http"),
+        ("topics", topic.as_str()),
+        ("tasks.max", "1"),
+        ("share.group.id", group.as_str()),
+        ("http.url", url.as_str()),
+        ("http.batch", if batch { "true" } else { "false" }),
+        ("share.max.delivery.count", "3"),
+        ("errors.tolerance", "all"),
+        ("errors.deadletterqueue.topic.name", dlq.as_str()),
+        ("consumer.override.fetch.max.wait.ms", "200"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let w = Worker::new(WorkerConfig::new(&bs), Registry::with_builtins());
+    let c = w.start_connector(ConnectorConfig::from_pairs(pairs).expect("config")).await.expect("start");
+    let good = |seen: &Seen| {
+        let s = seen.lock().unwrap();
+        let mut values = std::collections::BTreeSet::new();
+        for (_, body) in s.iter() {
+            let items = match body {
+                Value::Array(items) => items.clone(),
+                v => vec![v.clone()],
+            };
+            // A batch the endpoint refused was not taken.
+            if items.iter().any(|v| v["value"] == poison) {
+                continue;
+            }
+            for v in items {
+                values.insert(v["value"].as_str().unwrap_or_default().to_string());
+            }
+        }
+        values
+    };
+    let end = std::time::Instant::now() + Duration::from_secs(120);
+    while good(&seen).len() < RECORDS - 1 {
+        assert!(std::time::Instant::now() < end, "only {} good records reached the endpoint", good(&seen).len());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let dead = c.metrics().get("sink-record-dead-letter-total");
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while c.metrics().get("sink-record-dead-letter-total").unwrap_or(0.0) < 1.0 {
+        assert!(std::time::Instant::now() < end, "the poison record never reached the DLQ ({dead:?})");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(c.failures().is_empty(), "{:?}", c.failures());
+    w.shutdown(Duration::from_secs(30)).await.expect("shutdown");
+    // The DLQ holds exactly the poison record.
+    let read = common::new_group(&admin, "g-read-dlq", None).await;
+    let cons = ShareConsumer::connect(common::consumer_config(&bs, &read)).await.expect("consumer");
+    cons.subscribe([dlq.clone()]).expect("subscribe");
+    let got = common::poll_until(&cons, 2, Duration::from_secs(8), |_| {}).await;
+    cons.close(Duration::from_secs(10)).await.expect("close");
+    let values: Vec<_> = got.iter().map(|r| r.value_str().unwrap_or_default().to_string()).collect();
+    assert_eq!(values, vec![poison.to_string()], "the DLQ holds exactly the poison record");
+    assert_eq!(good(&seen).len(), RECORDS - 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_record_alone_reaches_the_dead_letter_topic_per_record() {
+    poison_case(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poison_record_alone_reaches_the_dead_letter_topic_in_batches() {
+    poison_case(true).await;
+}

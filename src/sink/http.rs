@@ -280,7 +280,8 @@ impl SinkTask for HttpSink {
                         Outcome::Ok => {}
                         Outcome::Unreachable(why) => {
                             retriable.push(RecordFailure { index, reason: why.clone() });
-                            retriable.extend(bodies.by_ref().map(|(index, _)| RecordFailure { index, reason: why.clone() }));
+                            retriable
+                                .extend(bodies.by_ref().map(|(index, _)| RecordFailure { index, reason: why.clone() }));
                         }
                         Outcome::Retriable(reason) => retriable.push(RecordFailure { index, reason }),
                         Outcome::Fatal(why) => return Err(SinkError::fatal(why)),

@@ -1,0 +1,129 @@
+//! The processing engine's side of `scripts/bench-process`: `kafka_share::processor` with
+//! `--concurrency` handlers, each record's handler sleeping as in `barrier_bench.rs`, timed.
+//!
+//! ```text
+//! cargo run --release --example processor_bench -- --bootstrap B --topic T --group G --records N
+//!       [--concurrency 64] [--work-ms 1] [--slow-every 1000] [--slow-ms 500] [--timeout-s 600]
+//! ```
+//!
+//! The engine's defaults otherwise (prefetch one record per handler, unstarted records
+//! released after a quarter of the lock). A handler sleeps `--work-ms`, or `--slow-ms` for
+//! the record at offset `o` with `(o + 1) % slow_every == 0`, then answers ACCEPT; the
+//! engine sends it at once. The run ends once N records were handled, with a graceful
+//! shutdown (the last outcomes go with the close, which waits for them).
+//!
+//! Prints `RESULT {json}` with the fields of `barrier_bench.rs`: `seconds` (from just before
+//! `subscribe` to the end of the shutdown), `records_per_sec` (`(records - 1) / (seconds -
+//! first_record_s)`), `first_record_s` (to the first handler call), and `p50_ms` / `p99_ms`
+//! / `max_ms` from acquisition (the fetch that took the record) to its outcome, from the
+//! engine's histogram (bucket upper edges: powers of two microseconds).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use kafka_share::processor::{Delivery, Outcome, Processor, ProcessorConfig, PROCESSOR};
+use kafka_share::ShareConsumerConfig;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[tokio::main]
+async fn main() {
+    if let Err(e) = run().await {
+        eprintln!("processor_bench: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `--key value` arguments.
+struct Args(Vec<(String, String)>);
+
+impl Args {
+    fn parse() -> Result<Args, BoxError> {
+        let raw: Vec<String> = std::env::args().skip(1).collect();
+        let mut pairs = Vec::new();
+        let mut it = raw.into_iter();
+        while let Some(k) = it.next() {
+            let key = k.strip_prefix("--").ok_or_else(|| format!("unexpected argument {k:?}"))?.to_string();
+            let v = it.next().ok_or_else(|| format!("--{key} needs a value"))?;
+            pairs.push((key, v));
+        }
+        Ok(Args(pairs))
+    }
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+    fn req(&self, key: &str) -> Result<&str, BoxError> {
+        self.get(key).ok_or_else(|| format!("--{key} is required").into())
+    }
+    fn num<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, BoxError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|_| format!("--{key} {v:?} is not a number").into()),
+        }
+    }
+}
+
+async fn run() -> Result<(), BoxError> {
+    let a = Args::parse()?;
+    let topic = a.req("topic")?.to_string();
+    let n: u64 = a.num("records", 0)?;
+    if n == 0 {
+        return Err("--records N (at least 1) is required".into());
+    }
+    let concurrency: usize = a.num("concurrency", 64)?;
+    let work = Duration::from_millis(a.num("work-ms", 1)?);
+    let slow_every: i64 = a.num("slow-every", 1000)?;
+    let slow = Duration::from_millis(a.num("slow-ms", 500)?);
+    let timeout = Duration::from_secs(a.num("timeout-s", 600)?);
+
+    let config = ShareConsumerConfig::new(a.req("bootstrap")?, a.req("group")?).client_id("processor-bench");
+    let processor = Processor::connect(config, ProcessorConfig::new().concurrency(concurrency)).await?;
+    let start = Instant::now();
+    processor.consumer().subscribe([topic.as_str()])?;
+    let done = Arc::new(AtomicU64::new(0));
+    let redelivered = Arc::new(AtomicU64::new(0));
+    let first: Arc<OnceLock<Duration>> = Arc::default();
+    let (d, r, f) = (done.clone(), redelivered.clone(), first.clone());
+    let running = processor.run(move |delivery: Delivery| {
+        let (d, r, f) = (d.clone(), r.clone(), f.clone());
+        async move {
+            f.get_or_init(|| start.elapsed());
+            let record = delivery.record();
+            let is_slow = slow_every > 0 && (record.offset + 1) % slow_every == 0;
+            if record.delivery_count > 1 && delivery.attempt() == 1 {
+                r.fetch_add(1, Ordering::Relaxed);
+            }
+            tokio::time::sleep(if is_slow { slow } else { work }).await;
+            d.fetch_add(1, Ordering::Relaxed);
+            Outcome::Accept
+        }
+    });
+    let deadline = start + timeout;
+    while done.load(Ordering::Relaxed) < n && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let m = running.metrics();
+    let get = |name: &str| m.get(PROCESSOR, name).unwrap_or(-1.0);
+    let (p50, p99, max) = (get("outcome-time-p50"), get("outcome-time-p99"), get("outcome-time-max"));
+    let (renewals, released_unstarted) = (get("lock-renewals-total"), get("records-released-unstarted-total"));
+    let report = running.shutdown(Duration::from_secs(30)).await?;
+    let seconds = start.elapsed().as_secs_f64();
+    let done = done.load(Ordering::Relaxed);
+    let first_s = first.get().map_or(-1.0, |d| d.as_secs_f64());
+    let steady = if done > 1 && seconds > first_s { (done - 1) as f64 / (seconds - first_s) } else { 0.0 };
+    println!(
+        "RESULT {{\"side\":\"ours\",\"records\":{done},\"seconds\":{seconds:.4},\"records_per_sec\":{steady:.1},\
+         \"first_record_s\":{first_s:.4},\"p50_ms\":{p50:.3},\"p99_ms\":{p99:.3},\"max_ms\":{max:.3},\
+         \"redelivered\":{},\"renewals\":{renewals},\"released_unstarted\":{released_unstarted},\
+         \"accepted\":{},\"concurrency\":{concurrency},\"work_ms\":{},\"slow_every\":{slow_every},\"slow_ms\":{}}}",
+        redelivered.load(Ordering::Relaxed),
+        report.accepted,
+        work.as_millis(),
+        slow.as_millis()
+    );
+    if done < n {
+        return Err(format!("timed out after {timeout:?} with {done} of {n} records").into());
+    }
+    Ok(())
+}
