@@ -90,6 +90,10 @@ pub(crate) struct Ledger {
     lock: Duration,
     /// No renewal is due before this (recomputed by each scan).
     next_renewal: Option<Instant>,
+    /// Records waited out their bound while every slot was busy: acquire nothing more until
+    /// a slot frees (prefetching for slots that stay busy would only cycle records through
+    /// this member, acquired and released, while other members could take them).
+    stalled: bool,
 }
 
 impl Ledger {
@@ -108,6 +112,7 @@ impl Ledger {
             renew,
             lock: Duration::ZERO,
             next_renewal: None,
+            stalled: false,
         }
     }
 
@@ -259,6 +264,7 @@ impl Ledger {
     pub(crate) fn finished(&mut self, ids: &[usize], outcomes: &[Outcome], elapsed: Duration, now: Instant) {
         self.running_units = self.running_units.saturating_sub(1);
         self.running_records = self.running_records.saturating_sub(ids.len());
+        self.stalled = false;
         self.metrics.handler_time.record(elapsed);
         if outcomes.len() != ids.len() {
             tracing::warn!(records = ids.len(), outcomes = outcomes.len(), "a batch handler answered with a different number of outcomes than records; the missing ones are released");
@@ -343,6 +349,7 @@ impl Ledger {
             released += 1;
         }
         if released > 0 {
+            self.stalled |= self.running_units >= self.limits.slots;
             tracing::debug!(released, after = ?bound, "records acquired but not started in time: released to the group");
             ProcessorMetrics::add(&self.metrics.released_unstarted, released);
             self.publish();
@@ -387,6 +394,9 @@ impl Ledger {
 
     /// How many more records to ask the driver for now (0: enough held).
     pub(crate) fn want(&self) -> usize {
+        if self.stalled {
+            return 0;
+        }
         let cap = self.limits.slots * self.limits.batch_size.max(1) + self.limits.prefetch;
         cap.saturating_sub(self.held_records())
     }

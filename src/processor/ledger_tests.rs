@@ -96,6 +96,9 @@ fn records_not_started_in_time_go_back_at_once() {
     l.tick(t0 + LOCK / 4);
     assert_eq!(kinds(&l.take_acks()), vec![(1, AckKind::Release), (2, AckKind::Release)]);
     assert_eq!(l.held_records(), 1, "the running one stays");
+    assert_eq!(l.want(), 0, "every slot still busy: nothing more is acquired to sit here");
+    l.finished(&running[0].ids, &[Outcome::Accept], LOCK, t0 + LOCK / 2);
+    assert_eq!(l.want(), 2, "a slot freed");
 }
 
 #[test]
