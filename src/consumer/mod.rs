@@ -26,6 +26,7 @@
 //! in both modes (as the Java client does): call `commit_sync` first to accept the last
 //! poll's records in implicit mode.
 
+mod busy;
 mod callback;
 mod config;
 pub(crate) mod driver;
@@ -57,6 +58,7 @@ pub use crate::share::acks::AcknowledgeType;
 use crate::cluster::Cluster;
 use crate::config::Properties;
 use crate::error::{Error, Result};
+pub(crate) use busy::BusyGuard;
 use driver::{Command, Driver, Shared};
 use held::*;
 
@@ -445,6 +447,9 @@ impl ShareConsumer {
     pub async fn commit_sync(&self, timeout: impl Into<Option<Duration>>) -> Result<CommitResults> {
         let timeout = timeout.into().unwrap_or(self.cfg.default_api_timeout);
         let rx = self.start_commit()?;
+        // The application waits here, however long the broker holds the answer: its
+        // buffered records stay buffered for the poll that follows.
+        let _busy = self.busy_guard();
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(r)) => {
                 self.shared.callbacks.run();
@@ -460,6 +465,13 @@ impl ShareConsumer {
     /// acknowledgement commit callback (as with Java's `commitAsync`).
     pub fn commit_async(&self) -> Result<CommitHandle> {
         Ok(CommitHandle { rx: self.start_commit()?, shared: self.shared.clone() })
+    }
+
+    /// Marks the application as inside a consumer call that waits until the guard is dropped
+    /// (see [`BusyGuard`]): the driver then does not take the missing polls for an
+    /// application that stopped. The guard owns a sender, so it may outlive this borrow.
+    pub(crate) fn busy_guard(&self) -> BusyGuard {
+        BusyGuard::enter(self.tx.clone())
     }
 
     fn start_commit(&self) -> Result<oneshot::Receiver<CommitResults>> {

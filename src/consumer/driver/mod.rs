@@ -139,6 +139,11 @@ pub(crate) enum Command {
         deadline: Instant,
         reply: Option<oneshot::Sender<Result<()>>>,
     },
+    /// The application entered (`true`) or left (`false`) a consumer call that waits, such
+    /// as `commit_sync` (see `consumer::busy`): while inside one it is not idle, so buffered
+    /// records are not released for want of a poll. Sent in pairs; each `true` is followed by
+    /// one `false`, also when the call's future is dropped.
+    Busy(bool),
 }
 
 /// A finished request.
