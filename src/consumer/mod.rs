@@ -122,10 +122,7 @@ impl ShareConsumer {
         if cfg.acquire_mode == AcquireMode::RecordLimit
             && conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 2, 2).is_err()
         {
-            return Err(Error::config(
-                "share.acquire.mode",
-                "record_limit needs ShareFetch v2 (Kafka 4.2+); this cluster speaks v1: use batch_optimized",
-            ));
+            return Err(Error::AcquireModeUnsupported { mode: cfg.acquire_mode, broker: None });
         }
         let shared = Arc::new(Shared::new(renew, Some(cluster.network_stats())));
         let tx = Driver::spawn(cluster, cfg.clone(), shared.clone());
@@ -403,7 +400,7 @@ impl ShareConsumer {
             ));
         }
         if ack_type == AcknowledgeType::Renew && !self.shared.renew_supported.load(Ordering::Relaxed) {
-            return Err(Error::InvalidArgument(driver::RENEW_NEEDS_V2.into()));
+            return Err(Error::RenewUnsupported);
         }
         if self.is_closed() {
             return Err(Error::Closed);

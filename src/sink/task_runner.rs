@@ -115,10 +115,8 @@ impl Runner {
             ccfg.acquire_mode = AcquireMode::BatchOptimized;
         }
         let consumer = match ShareConsumer::connect(ccfg.clone()).await {
-            Err(Error::Config { key, .. })
-                if key == "share.acquire.mode"
-                    && shared.record_limit_fallback
-                    && ccfg.acquire_mode == AcquireMode::RecordLimit =>
+            Err(Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, .. })
+                if shared.record_limit_fallback =>
             {
                 shared.record_limit_refused.store(true, Ordering::Relaxed);
                 ccfg.acquire_mode = AcquireMode::BatchOptimized;
@@ -456,8 +454,8 @@ async fn renew(
             Ok(()) => {
                 waiting.insert((r.topic().to_string(), r.partition, r.offset), i);
             }
-            Err(Error::InvalidArgument(m)) if m == crate::consumer::driver::RENEW_NEEDS_V2 => {
-                tracing::warn!("cannot renew record locks on this cluster; a put longer than the lock gets its records redelivered: {m}");
+            Err(e @ Error::RenewUnsupported) => {
+                tracing::warn!("cannot renew record locks on this cluster; a put longer than the lock gets its records redelivered: {e}");
                 carried.extend(held_over);
                 return false;
             }

@@ -305,7 +305,7 @@ fn without_share_acknowledge_v2_a_renew_fails_here_and_is_never_sent() {
     assert!(!sent.iter().any(|t| matches!(t, Transmit::Acknowledge { .. })), "{:?}", kinds(&sent));
     match rx.try_recv() {
         Ok(Ok(answer)) => {
-            assert!(matches!(answer.renewed[..], [super::Renewed { result: Err(Error::InvalidArgument(_)), .. }]))
+            assert!(matches!(answer.renewed[..], [super::Renewed { result: Err(Error::RenewUnsupported), .. }]))
         }
         other => panic!("the poll waiting for the renewal is answered: {other:?}"),
     }
