@@ -12,6 +12,7 @@ use std::time::Duration;
 use kafka_protocol::error::ResponseError;
 use thiserror::Error;
 
+use crate::consumer::AcquireMode;
 use crate::protocol::CodecError;
 
 /// Convenience alias used across the crate.
@@ -373,6 +374,31 @@ pub enum Error {
         needs: &'static str,
     },
 
+    /// A RENEW (extending a record's acquisition lock) needs ShareAcknowledge v2 (Kafka 4.2+)
+    /// and this cluster speaks v1: nothing was sent, and the record is still the
+    /// application's to acknowledge within its lock. Not retriable: the cluster's version
+    /// decides.
+    #[error(
+        "RENEW needs ShareAcknowledge v2 (Kafka 4.2+); this cluster speaks v1. Acknowledge within the lock instead, or raise share.record.lock.duration.ms"
+    )]
+    RenewUnsupported,
+
+    /// The configured `share.acquire.mode` needs ShareFetch v2 (Kafka 4.2+) and the cluster
+    /// speaks v1 only: found by `ShareConsumer::connect` (`broker` None), or by a fetch to a
+    /// broker that speaks less than the one connect asked. Use `batch_optimized`, or upgrade
+    /// the cluster; not retriable.
+    #[error(
+        "share.acquire.mode {} needs ShareFetch v2 (Kafka 4.2+); {} speaks v1 only: use batch_optimized",
+        mode.name(),
+        broker.map_or_else(|| "this cluster".to_string(), |b| format!("broker {b}"))
+    )]
+    AcquireModeUnsupported {
+        /// The mode asked for (`record_limit`: the only one v1 lacks).
+        mode: AcquireMode,
+        /// The broker that refused it, when a fetch found it (None: the cluster, at connect).
+        broker: Option<i32>,
+    },
+
     /// The operation did not finish in time.
     #[error("{what} timed out after {after:?}")]
     Timeout {
@@ -722,6 +748,30 @@ mod tests {
         assert!(text.contains("orders-2 at offsets 10..=14"), "{text}");
         assert!(text.contains("rejected") && text.contains("carries on"), "{text}");
         assert!(!e.is_retriable() && e.code().is_none() && !e.is_outcome_unknown());
+    }
+
+    #[test]
+    fn versions_the_cluster_lacks_are_typed_and_final() {
+        let renew = Error::RenewUnsupported;
+        assert!(renew.to_string().starts_with("RENEW needs ShareAcknowledge v2 (Kafka 4.2+)"), "{renew}");
+        let at_connect = Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, broker: None };
+        assert_eq!(
+            at_connect.to_string(),
+            "share.acquire.mode record_limit needs ShareFetch v2 (Kafka 4.2+); this cluster speaks v1 only: use batch_optimized"
+        );
+        let at_fetch = Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, broker: Some(3) };
+        assert!(at_fetch.to_string().contains("; broker 3 speaks v1 only"), "{at_fetch}");
+        for e in [renew, at_connect, at_fetch] {
+            assert!(!e.is_retriable() && !e.is_outcome_unknown() && !e.is_connection_error(), "{e}");
+            assert_eq!(e.code(), None, "{e}");
+        }
+    }
+
+    #[test]
+    fn an_error_does_not_grow() {
+        // Every `Result` of the crate carries one: 112 bytes on 64-bit targets (variants with
+        // a `Context` are the largest). A new variant must fit, or box its payload.
+        assert!(std::mem::size_of::<Error>() <= 112, "{} bytes", std::mem::size_of::<Error>());
     }
 
     #[test]

@@ -136,3 +136,60 @@ async fn zero_polls_return_buffered_records_every_time() {
     c.close(T).await.unwrap();
     fake.assert_clean();
 }
+
+/// An application waiting inside `commit_sync` while the broker holds the answer (a leader
+/// failover holds it 8-11 s) has not stopped polling: the records buffered for its next poll
+/// stay buffered. Released for want of a poll, they would come back at delivery count 2, and
+/// the RELEASEs would queue behind the stuck broker. Here the answer is held longer than half
+/// the lock (so past the quarter lock after which an application that stopped polling gets
+/// its buffered records released).
+#[tokio::test]
+async fn records_buffered_while_commit_sync_waits_are_not_released() {
+    let lock = Duration::from_secs(5);
+    let held = Duration::from_secs(3);
+    let cfg = fake_broker::FakeConfig::default().records(30).min_fetch_records(30).lock_timeout_ms(5000);
+    let fake = FakeCluster::start(cfg).await;
+    let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit).max_poll_records(5);
+    let c = fake.consumer(cfg).await;
+    // One fetch acquires all 30; the poll takes 5, the other 25 are buffered.
+    let first = fake_broker::poll_until(&c, 1, T).await;
+    assert_eq!(first.len(), 5, "{}", fake.dump());
+    assert_eq!(c.acquisition_lock_timeout(), Some(lock));
+    fake.script(fake_broker::Rule::on(fake_broker::SHARE_ACKNOWLEDGE, fake_broker::Action::Delay(held)).with_acks());
+    for r in &first {
+        c.acknowledge(r).unwrap();
+    }
+    let started = std::time::Instant::now();
+    let results = c.commit_sync(T).await.unwrap();
+    assert!(results.is_ok(), "{results:?}");
+    assert_eq!(fake.rules_left(), 0, "the commit's acks went by ShareAcknowledge, held: {}", fake.dump());
+    assert!(started.elapsed() >= held, "commit_sync waited for the held answer: {:?}", started.elapsed());
+    // The next polls get the 25 buffered records, first delivery, none released meanwhile.
+    let mut rest = Vec::new();
+    let deadline = std::time::Instant::now() + T;
+    while rest.len() < 25 && std::time::Instant::now() < deadline {
+        for r in c.poll(Duration::from_millis(200)).await.unwrap() {
+            c.acknowledge(&r).unwrap();
+            rest.push(r);
+        }
+    }
+    let offsets: Vec<i64> = rest.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, (5..30).collect::<Vec<i64>>(), "{}", fake.dump());
+    let counts: Vec<i16> = rest.iter().map(|r| r.delivery_count).collect();
+    assert!(counts.iter().all(|&d| d == 1), "delivered again: {counts:?}\n{}", fake.dump());
+    let released: Vec<_> = fake
+        .share_log()
+        .iter()
+        .flat_map(|l| l.acks())
+        .filter(|a| a.ack_type() == Some(kafka_share::AcknowledgeType::Release))
+        .collect();
+    assert!(released.is_empty(), "records released while the application waited: {released:?}\n{}", fake.dump());
+    let unseen = c.metrics().get(kafka_share::consumer::FETCH_MANAGER, "records-released-unseen-total");
+    assert_eq!(unseen, Some(0.0));
+    let results = c.commit_sync(T).await.unwrap();
+    assert!(results.is_ok(), "{results:?}");
+    c.close(T).await.unwrap();
+    assert_eq!(fake.done(0), (0..30).collect::<Vec<i64>>());
+    assert!((0..30).all(|o| fake.delivery(0, o) == 1), "{}", fake.dump());
+    fake.assert_clean();
+}

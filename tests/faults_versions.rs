@@ -28,7 +28,7 @@ async fn renew_on_a_v1_only_broker_is_refused_locally_and_nothing_is_sent() {
     let got = poll_until(&c, 5, T).await;
     assert_eq!(got.len(), 5);
     let err = c.acknowledge_with(&got[0], AcknowledgeType::Renew).expect_err("RENEW needs v2");
-    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    assert!(matches!(err, Error::RenewUnsupported), "{err:?}");
     assert!(err.to_string().contains("RENEW"), "{err}");
     // The record is still ours to acknowledge normally.
     accept_and_commit(&c, &got, T).await;
@@ -73,6 +73,7 @@ async fn record_limit_mode_on_a_v1_only_broker_fails_at_connect() {
     let fake = FakeCluster::start(FakeConfig::default().v1_only()).await;
     let cfg = fake.consumer_config("g").acquire_mode(AcquireMode::RecordLimit);
     let err = ShareConsumer::connect(cfg).await.expect_err("record_limit needs v2");
-    assert!(err.to_string().contains("share.acquire.mode"), "{err}");
+    assert!(matches!(err, Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, broker: None }), "{err:?}");
+    assert!(err.to_string().contains("share.acquire.mode record_limit"), "{err}");
     assert_eq!(fake.count(|l| l.is_share()), 0);
 }

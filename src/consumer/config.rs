@@ -35,7 +35,19 @@ pub enum AcquireMode {
     #[default]
     BatchOptimized,
     /// At most `max.poll.records` records are acquired per poll, with no prefetch: a hard cap.
+    /// Needs ShareFetch v2 (Kafka 4.2+): on an older cluster `ShareConsumer::connect` fails
+    /// with [`Error::AcquireModeUnsupported`].
     RecordLimit,
+}
+
+impl AcquireMode {
+    /// The value of `share.acquire.mode` that selects it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            AcquireMode::BatchOptimized => "batch_optimized",
+            AcquireMode::RecordLimit => "record_limit",
+        }
+    }
 }
 
 /// Everything a [`ShareConsumer`](super::ShareConsumer) needs.

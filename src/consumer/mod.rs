@@ -26,6 +26,7 @@
 //! in both modes (as the Java client does): call `commit_sync` first to accept the last
 //! poll's records in implicit mode.
 
+mod busy;
 mod callback;
 mod config;
 pub(crate) mod driver;
@@ -58,6 +59,7 @@ pub use crate::share::acks::AcknowledgeType;
 use crate::cluster::Cluster;
 use crate::config::Properties;
 use crate::error::{Error, Result};
+pub(crate) use busy::BusyGuard;
 use driver::{Command, Driver, Shared};
 use held::*;
 
@@ -121,10 +123,7 @@ impl ShareConsumer {
         if cfg.acquire_mode == AcquireMode::RecordLimit
             && conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 2, 2).is_err()
         {
-            return Err(Error::config(
-                "share.acquire.mode",
-                "record_limit needs ShareFetch v2 (Kafka 4.2+); this cluster speaks v1: use batch_optimized",
-            ));
+            return Err(Error::AcquireModeUnsupported { mode: cfg.acquire_mode, broker: None });
         }
         let shared = Arc::new(Shared::new(renew, Some(cluster.network_stats())));
         let tx = Driver::spawn(cluster, cfg.clone(), shared.clone());
@@ -402,7 +401,7 @@ impl ShareConsumer {
             ));
         }
         if ack_type == AcknowledgeType::Renew && !self.shared.renew_supported.load(Ordering::Relaxed) {
-            return Err(Error::InvalidArgument(driver::RENEW_NEEDS_V2.into()));
+            return Err(Error::RenewUnsupported);
         }
         if self.is_closed() {
             return Err(Error::Closed);
@@ -446,6 +445,9 @@ impl ShareConsumer {
     pub async fn commit_sync(&self, timeout: impl Into<Option<Duration>>) -> Result<CommitResults> {
         let timeout = timeout.into().unwrap_or(self.cfg.default_api_timeout);
         let rx = self.start_commit()?;
+        // The application waits here, however long the broker holds the answer: its
+        // buffered records stay buffered for the poll that follows.
+        let _busy = self.busy_guard();
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(r)) => {
                 self.shared.callbacks.run();
@@ -461,6 +463,13 @@ impl ShareConsumer {
     /// acknowledgement commit callback (as with Java's `commitAsync`).
     pub fn commit_async(&self) -> Result<CommitHandle> {
         Ok(CommitHandle { rx: self.start_commit()?, shared: self.shared.clone() })
+    }
+
+    /// Marks the application as inside a consumer call that waits until the guard is dropped
+    /// (see [`BusyGuard`]): the driver then does not take the missing polls for an
+    /// application that stopped. The guard owns a sender, so it may outlive this borrow.
+    pub(crate) fn busy_guard(&self) -> BusyGuard {
+        BusyGuard::enter(self.tx.clone())
     }
 
     fn start_commit(&self) -> Result<oneshot::Receiver<CommitResults>> {

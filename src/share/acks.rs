@@ -24,7 +24,9 @@ pub enum AcknowledgeType {
     /// Unprocessable: never deliver it again (archived, or dead-lettered on 4.4 with a DLQ).
     Reject,
     /// Still working on it: extend the acquisition lock (brokers with ShareAcknowledge v2,
-    /// Kafka 4.2+). The record stays held and must still be acknowledged later.
+    /// Kafka 4.2+; on an older cluster the acknowledgement fails with
+    /// [`Error::RenewUnsupported`]). The record stays held
+    /// and must still be acknowledged later.
     Renew,
 }
 

@@ -144,18 +144,29 @@ impl App {
 
     /// The application dies: its consumer is dropped without close. Through the handle, the
     /// drop releases what it held (`Drop for ShareConsumer`): the command for the core.
-    pub(crate) fn crash(&mut self, now: Instant, ledger: &mut Ledger) -> Option<Command> {
+    pub(crate) fn crash(&mut self, now: Instant, ledger: &mut Ledger) -> Vec<Command> {
+        let mut out: Vec<Command> = self.leave_commit().into_iter().collect();
         self.phase = Phase::Crashed;
-        let acks = self.handle.as_mut()?.take_for_close(ledger);
-        Some(Command::Close { acks, deadline: now + Duration::from_secs(5), reply: None })
+        if let Some(h) = self.handle.as_mut() {
+            let acks = h.take_for_close(ledger);
+            out.push(Command::Close { acks, deadline: now + Duration::from_secs(5), reply: None });
+        }
+        out
+    }
+
+    /// A commit the application gives up (it crashes or closes meanwhile): as the dropped
+    /// `commit_sync` future's `BusyGuard`, the application leaves the call first.
+    fn leave_commit(&self) -> Option<Command> {
+        matches!(self.phase, Phase::Committing { .. }).then_some(Command::Busy(false))
     }
 
     /// Starts closing with the acks it has (unacknowledged records are released: the
     /// handle's close does that).
-    pub(crate) fn close(&mut self, now: Instant, ledger: &mut Ledger) -> Option<Command> {
+    pub(crate) fn close(&mut self, now: Instant, ledger: &mut Ledger) -> Vec<Command> {
         if self.is_closed() || matches!(self.phase, Phase::Closing { .. }) {
-            return None;
+            return Vec::new();
         }
+        let mut out: Vec<Command> = self.leave_commit().into_iter().collect();
         if let Phase::Processing { records, .. } = std::mem::replace(&mut self.phase, Phase::Closed) {
             for d in records {
                 self.acks.push(ack_of(&d, AckKind::Release, None));
@@ -172,7 +183,8 @@ impl App {
         let (tx, rx) = oneshot::channel();
         let deadline = now + CLOSE_TIMEOUT;
         self.phase = Phase::Closing { rx, deadline };
-        Some(Command::Close { acks, deadline, reply: Some(tx) })
+        out.push(Command::Close { acks, deadline, reply: Some(tx) });
+        out
     }
 
     /// Takes what the core answered, and does the next thing if its time has come. Returns
@@ -203,6 +215,8 @@ impl App {
                     self.note(&acks, ledger);
                     let (tx, rx) = oneshot::channel();
                     out.push(Command::Commit { acks: acks.clone(), reply: Some(tx) });
+                    // As `commit_sync`: the application waits inside it (`BusyGuard`).
+                    out.push(Command::Busy(true));
                     self.phase = Phase::Committing { rx, acks };
                     return true;
                 }
@@ -276,6 +290,7 @@ impl App {
                             ledger.committed_ok(self.client, tp.partition, &mine);
                         }
                     }
+                    out.push(Command::Busy(false));
                     self.phase = Phase::Idle(now);
                     true
                 }
@@ -285,6 +300,7 @@ impl App {
                 }
                 Err(oneshot::error::TryRecvError::Closed) => {
                     self.problems.push("commit reply dropped".into());
+                    out.push(Command::Busy(false));
                     self.phase = Phase::Idle(now);
                     true
                 }
@@ -327,6 +343,7 @@ impl App {
             if !acks.is_empty() {
                 let (tx, rx) = oneshot::channel();
                 out.push(Command::Commit { acks: acks.clone(), reply: Some(tx) });
+                out.push(Command::Busy(true));
                 self.phase = Phase::Committing { rx, acks };
                 return;
             }

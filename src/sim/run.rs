@@ -444,7 +444,7 @@ impl<'f> Sim<'f> {
                 self.crashed = true;
                 if let Some(c) = self.clients.iter_mut().find(|c| !c.app.is_closed()) {
                     // Through the handle, the drop hands the core its last acks first.
-                    if let Some(cmd) = c.app.crash(now, &mut self.cluster.ledger) {
+                    for cmd in c.app.crash(now, &mut self.cluster.ledger) {
                         c.core.handle_command(cmd, now);
                     }
                     c.core.handle_gone(now);
@@ -462,11 +462,7 @@ impl<'f> Sim<'f> {
         }
         for i in 0..self.clients.len() {
             let c = &mut self.clients[i];
-            let mut cmds = if self.closing {
-                c.app.close(now, &mut self.cluster.ledger).into_iter().collect()
-            } else {
-                Vec::new()
-            };
+            let mut cmds = if self.closing { c.app.close(now, &mut self.cluster.ledger) } else { Vec::new() };
             cmds.extend(c.app.step(now, &mut self.cluster.ledger));
             for cmd in cmds {
                 c.core.handle_command(cmd, now);

@@ -106,10 +106,8 @@ impl Runner {
             ccfg.acquire_mode = AcquireMode::BatchOptimized;
         }
         let consumer = match ShareConsumer::connect(ccfg.clone()).await {
-            Err(Error::Config { key, .. })
-                if key == "share.acquire.mode"
-                    && shared.record_limit_fallback
-                    && ccfg.acquire_mode == AcquireMode::RecordLimit =>
+            Err(Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, .. })
+                if shared.record_limit_fallback =>
             {
                 shared.record_limit_refused.store(true, Ordering::Relaxed);
                 ccfg.acquire_mode = AcquireMode::BatchOptimized;

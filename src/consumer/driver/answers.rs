@@ -356,8 +356,13 @@ impl DriverCore {
             // A reset failed the acks still queued and started over; these were in flight.
             return self.complete_acks(Some(node), results);
         }
-        if matches!(e, Error::Config { .. } | Error::UnsupportedVersion { .. } | Error::FeatureDisabled { .. })
-            || e.code().is_some_and(ErrorCode::is_fatal_for_share_requests)
+        if matches!(
+            e,
+            Error::Config { .. }
+                | Error::UnsupportedVersion { .. }
+                | Error::FeatureDisabled { .. }
+                | Error::AcquireModeUnsupported { .. }
+        ) || e.code().is_some_and(ErrorCode::is_fatal_for_share_requests)
         {
             self.set_fatal(e.clone());
         }

@@ -305,7 +305,7 @@ fn without_share_acknowledge_v2_a_renew_fails_here_and_is_never_sent() {
     assert!(!sent.iter().any(|t| matches!(t, Transmit::Acknowledge { .. })), "{:?}", kinds(&sent));
     match rx.try_recv() {
         Ok(Ok(answer)) => {
-            assert!(matches!(answer.renewed[..], [super::Renewed { result: Err(Error::InvalidArgument(_)), .. }]))
+            assert!(matches!(answer.renewed[..], [super::Renewed { result: Err(Error::RenewUnsupported), .. }]))
         }
         other => panic!("the poll waiting for the renewal is answered: {other:?}"),
     }
@@ -390,4 +390,137 @@ fn a_failed_coordinator_lookup_is_retried_by_the_core_after_a_backoff() {
     c.handle_event(Event::Coordinator(Ok(1)), second);
     c.drive(second);
     assert_eq!(kinds(&drain(&mut c)), ["heartbeat"]);
+}
+
+/// The lock the answers of [`buffered`] report: a quarter is the idle time.
+const LOCK: Duration = Duration::from_millis(4000);
+
+/// A fetch answer acquiring offsets `first..=last` of t-0 (delivery 1), under [`LOCK`].
+fn acquired(first: i64, last: i64) -> ShareFetchResponse {
+    use crate::protocol::records::{BatchBuilder, Compression, RecordInput};
+    use crate::protocol::share::{AcquiredRecords, FetchPartitionResponse, FetchTopicResponse};
+    let mut b = BatchBuilder::new();
+    for o in first..=last {
+        let rec = RecordInput { key: None, value: Some(format!("v{o}").into()), headers: Vec::new(), timestamp: o };
+        b.push(&rec).expect("a small record fits a batch");
+    }
+    let mut batch = bytes::BytesMut::from(&b.finish(Compression::None).expect("an uncompressed batch")[..]);
+    // The base offset is outside the CRC: patching it keeps the batch valid.
+    batch[..8].copy_from_slice(&first.to_be_bytes());
+    let partition = FetchPartitionResponse {
+        records: Some(batch.freeze()),
+        acquired_records: vec![AcquiredRecords { first_offset: first, last_offset: last, delivery_count: 1 }],
+        ..Default::default()
+    };
+    ShareFetchResponse {
+        acquisition_lock_timeout_ms: LOCK.as_millis() as i32,
+        responses: vec![FetchTopicResponse { topic_id: topic_id(), partitions: vec![partition] }],
+        ..Default::default()
+    }
+}
+
+/// Joined and fetching; the waiting poll took 10 of 30 records acquired at `t0`, and the
+/// other 20 are buffered with no poll waiting. Fetches sent meanwhile are answered empty.
+fn buffered(t0: Instant) -> DriverCore {
+    let mut c = fetching(t0);
+    c.drive(t0);
+    let (node, sent, sent_at) = long_poll(&mut c);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 29)) }, t0);
+    c.drive(t0);
+    answer_fetches(&mut c, t0);
+    assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 20, "the poll took 10 of 30");
+    assert!(c.waiter.is_none(), "no poll waits");
+    c
+}
+
+/// Answers every fetch `drive` sent with nothing; panics on a RELEASE in anything sent.
+#[track_caller]
+fn answer_fetches(c: &mut DriverCore, now: Instant) {
+    for t in drain(c) {
+        let sent = match &t {
+            Transmit::Fetch { sent, .. } | Transmit::Acknowledge { sent, .. } => sent,
+            _ => continue,
+        };
+        let released = sent.acks.values().flat_map(|a| a.iter()).any(|(_, k)| k == AckKind::Release);
+        assert!(!released, "a RELEASE was sent: the application was taken for idle");
+        if let Transmit::Fetch { node, sent, sent_at, .. } = t {
+            c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, now);
+            c.drive(now);
+        }
+    }
+}
+
+fn released_unseen(c: &DriverCore) -> f64 {
+    c.shared
+        .metrics
+        .snapshot()
+        .get(crate::consumer::FETCH_MANAGER, "records-released-unseen-total")
+        .unwrap_or(0.0)
+}
+
+/// Whether RELEASE acks are queued on broker 1's session.
+fn releases_queued(c: &DriverCore) -> bool {
+    c.nodes.get(&1).is_some_and(|n| n.pace.releases_queued)
+}
+
+#[test]
+fn an_application_inside_commit_sync_is_not_idle_and_its_buffered_records_stay() {
+    // A commit the broker holds for seconds (a leader failover): the application waits inside
+    // commit_sync. Released meanwhile, its prefetched records would come back with delivery
+    // count 2, and the RELEASEs would go to the stuck broker and fail in the commit callback.
+    let t0 = Instant::now();
+    let mut c = buffered(t0);
+    c.handle_command(Command::Busy(true), t0);
+    for ms in [LOCK.as_millis() as u64 / 4, LOCK.as_millis() as u64 / 2 + 100, LOCK.as_millis() as u64 * 3 / 4] {
+        let now = t0 + Duration::from_millis(ms);
+        c.drive(now);
+        answer_fetches(&mut c, now);
+        assert!(!releases_queued(&c), "RELEASE queued at +{ms} ms");
+        assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 20, "at +{ms} ms");
+        assert!(!c.app_idle(now), "idle at +{ms} ms while inside commit_sync");
+    }
+    assert_eq!(released_unseen(&c), 0.0);
+    assert_eq!(c.idle_deadline(), None, "no idle deadline while the application is busy");
+}
+
+#[test]
+fn after_a_waiting_call_returns_the_idle_quarter_lock_starts_then() {
+    let t0 = Instant::now();
+    let mut c = buffered(t0);
+    c.handle_command(Command::Busy(true), t0);
+    // Two calls at once (a commit_sync and a processing engine's wait): both must end.
+    c.handle_command(Command::Busy(true), t0);
+    let back = t0 + LOCK / 2;
+    c.handle_command(Command::Busy(false), back);
+    c.drive(back);
+    answer_fetches(&mut c, back);
+    assert!(!releases_queued(&c) && released_unseen(&c) == 0.0, "released while one call still waits");
+    assert!(!c.app_idle(back + LOCK), "one call still waits");
+    c.handle_command(Command::Busy(false), back);
+    c.drive(back);
+    answer_fetches(&mut c, back);
+    assert!(!releases_queued(&c), "released at once when the call returned");
+    assert_eq!(c.idle_deadline(), Some(back + LOCK / 4), "the idle time counts from the return");
+    let almost = back + LOCK / 4 - Duration::from_millis(1);
+    c.drive(almost);
+    answer_fetches(&mut c, almost);
+    assert!(!releases_queued(&c) && released_unseen(&c) == 0.0, "released before a quarter lock");
+    // A quarter lock after the return, no poll came: the application did stop.
+    let idle = back + LOCK / 4;
+    c.drive(idle);
+    let released: usize = drain(&mut c)
+        .iter()
+        .filter_map(|t| match t {
+            Transmit::Acknowledge { sent, .. } => Some(sent),
+            _ => None,
+        })
+        .flat_map(|sent| sent.acks.values().flat_map(|a| a.iter()))
+        .filter(|(_, k)| *k == AckKind::Release)
+        .count();
+    assert!(c.buffer.is_empty(), "nothing left buffered");
+    assert_eq!(released, 20, "the 20 buffered records go back at once, by ShareAcknowledge");
+    assert_eq!(released_unseen(&c), 20.0);
+    // A stray Busy(false) (more than entered) changes nothing and does not panic.
+    c.handle_command(Command::Busy(false), idle);
+    assert_eq!(c.activity.busy, 0);
 }

@@ -57,9 +57,6 @@ use crate::share::membership::Membership;
 use crate::share::session::{FetchParams, Sent, ShareSession};
 use crate::share::TopicIdPartition;
 
-/// Why a RENEW cannot be made on a cluster without ShareAcknowledge v2 (the handle's error too).
-pub(crate) const RENEW_NEEDS_V2: &str = "RENEW needs ShareAcknowledge v2 (Kafka 4.2+); this cluster speaks v1. Acknowledge within the lock instead, or raise share.record.lock.duration.ms";
-
 /// A callback told of every completed acknowledgement: partition, offsets, outcome.
 pub type AckCallback = Arc<dyn Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync>;
 
@@ -139,6 +136,11 @@ pub(crate) enum Command {
         deadline: Instant,
         reply: Option<oneshot::Sender<Result<()>>>,
     },
+    /// The application entered (`true`) or left (`false`) a consumer call that waits, such
+    /// as `commit_sync` (see `consumer::busy`): while inside one it is not idle, so buffered
+    /// records are not released for want of a poll. Sent in pairs; each `true` is followed by
+    /// one `false`, also when the call's future is dropped.
+    Busy(bool),
 }
 
 /// A finished request.
@@ -314,9 +316,7 @@ impl DriverCore {
             // The handle refuses RENEW on a cluster without ShareAcknowledge v2; one that got
             // here anyway (the cluster learned to be v1 since) must not wait in the queue
             // forever, nor go to a broker that would reject its whole batch (LANDSCAPE bug 13).
-            let refused = |a: &AckEntry| {
-                (a.kind == AckKind::Renew && !renew_ok).then(|| Error::InvalidArgument(RENEW_NEEDS_V2.into()))
-            };
+            let refused = |a: &AckEntry| (a.kind == AckKind::Renew && !renew_ok).then_some(Error::RenewUnsupported);
             let Some(n) = self.nodes.get_mut(&node) else {
                 let mut next = Some(first);
                 while let Some(a) = next.take().or_else(|| acks.next_if(|a| a.node == node)) {

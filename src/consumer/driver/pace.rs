@@ -22,7 +22,9 @@
 //!   acquires nothing more, and what it had buffered goes back to the group after a quarter
 //!   of the lock (RELEASE, at once by ShareAcknowledge) instead of lapsing in the
 //!   buffer: a lapsed lock costs the record a delivery attempt that no application made,
-//!   and holds it from members that are polling.
+//!   and holds it from members that are polling. An application waiting inside a consumer
+//!   call (`commit_sync`: [`Activity::busy`]) has not stopped: it polls once the call
+//!   returns.
 
 use std::time::{Duration, Instant};
 
@@ -123,6 +125,11 @@ pub(crate) struct Activity {
     pub demand_at: Option<Instant>,
     /// When the application last called poll, whatever for (see `poll_interval.rs`).
     pub last_poll_call: Option<Instant>,
+    /// Consumer calls that wait (`commit_sync`) the application is inside now
+    /// (`Command::Busy`). An application blocked in one of our calls has not stopped taking
+    /// records: a commit the broker holds for seconds (a leader failover) must not cost the
+    /// buffered records a delivery attempt, nor send their RELEASEs to that same broker.
+    pub busy: usize,
 }
 
 /// How fast the application takes records: records handed out per second, smoothed over
@@ -288,10 +295,28 @@ impl DriverCore {
         self.activity.demand_at.is_some_and(|t| now < t + self.idle_after())
     }
 
-    /// Whether the application has stopped taking records: no poll waits and none came for
-    /// a quarter of the lock ([`IDLE_AFTER`] before the lock is known).
+    /// Whether the application has stopped taking records: no poll waits, it is not inside
+    /// a consumer call that waits, and no poll came for a quarter of the lock
+    /// ([`IDLE_AFTER`] before the lock is known).
     pub(super) fn app_idle(&self, now: Instant) -> bool {
-        !self.waiting_for_records() && self.activity.last_poll.is_none_or(|t| now >= t + self.idle_after())
+        !self.waiting_for_records()
+            && self.activity.busy == 0
+            && self.activity.last_poll.is_none_or(|t| now >= t + self.idle_after())
+    }
+
+    /// The application entered (`true`) or left a consumer call that waits. Leaving the last
+    /// one counts as a poll for idleness: the quarter lock starts when the call returns, as
+    /// the application gets its first chance to poll again only then.
+    pub(super) fn note_busy(&mut self, entered: bool, now: Instant) {
+        let a = &mut self.activity;
+        if entered {
+            a.busy = a.busy.saturating_add(1);
+        } else if a.busy > 0 {
+            a.busy -= 1;
+            if a.busy == 0 {
+                a.last_poll = Some(now);
+            }
+        }
     }
 
     fn idle_after(&self) -> Duration {
@@ -304,8 +329,8 @@ impl DriverCore {
     }
 
     /// When buffered records go back to the group if no poll comes first.
-    fn idle_deadline(&self) -> Option<Instant> {
-        if self.waiting_for_records() || self.buffer.is_empty() {
+    pub(super) fn idle_deadline(&self) -> Option<Instant> {
+        if self.waiting_for_records() || self.activity.busy > 0 || self.buffer.is_empty() {
             return None;
         }
         self.activity.last_poll.map(|t| t + self.idle_after())

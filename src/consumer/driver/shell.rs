@@ -100,10 +100,10 @@ impl Driver {
                         let conn = cluster.broker(node, TrafficClass::Fetch).await?;
                         let v = conn.versions.pick(SHARE_FETCH_API_KEY, 1, 2)?;
                         if v < 2 && request.share_acquire_mode != 0 {
-                            return Err(Error::config(
-                                "share.acquire.mode",
-                                format!("record_limit needs ShareFetch v2 (Kafka 4.2+); broker {node} speaks v1 only: use batch_optimized"),
-                            ));
+                            // record_limit, the only mode v1 lacks (connect checked the
+                            // broker it asked; this one speaks less).
+                            let mode = crate::consumer::AcquireMode::RecordLimit;
+                            return Err(Error::AcquireModeUnsupported { mode, broker: Some(node) });
                         }
                         conn.conn.call_timeout(&request, v, timeout).await
                     }

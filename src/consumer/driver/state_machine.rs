@@ -188,6 +188,7 @@ impl DriverCore {
                 self.reconcile_assignment(now);
             }
             Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply, now),
+            Command::Busy(entered) => self.note_busy(entered, now),
         }
     }
 

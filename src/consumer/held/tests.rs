@@ -140,7 +140,7 @@ fn renew_needs_broker_support() {
     let (c, _rx) = consumer(AcknowledgementMode::Explicit);
     c.shared.renew_supported.store(false, Ordering::Relaxed);
     let recs = deliver(&c, &[(0, 1)]);
-    assert!(matches!(c.acknowledge_with(&recs[0], AcknowledgeType::Renew), Err(Error::InvalidArgument(_))));
+    assert!(matches!(c.acknowledge_with(&recs[0], AcknowledgeType::Renew), Err(Error::RenewUnsupported)));
     c.acknowledge(&recs[0]).unwrap();
 }
 
