@@ -154,6 +154,15 @@ fn concurrent_workers_example_acks_from_workers() {
 }
 
 #[test]
+fn processor_example_runs_handlers_concurrently_and_retries_in_place() {
+    let out = run_example(
+        "processor",
+        &["processed 100 records", "outcomes: {\"Accept\": 96, \"Reject\": 4}", "records by delivery count: {1: 100}"],
+    );
+    assert!(out.contains("retried 10"), "{out}");
+}
+
+#[test]
 fn renewal_loop_example_keeps_slow_records_with_renew() {
     let out = run_example("renewal_loop", &["processed 100 records", "records by delivery count: {1: 100}"]);
     let renewals: usize = out
