@@ -41,7 +41,7 @@
 //!   blocking the others; [`Delivery::lock_deadline`] moves with it. On a 4.1 cluster the
 //!   engine warns at start that long handlers lose their locks, and counts the lapses
 //!   (`lock-lapses-total`). An outcome after a lost lock is reported through the consumer's
-//!   acknowledgement commit callback as [`Error::LockExpired`](crate::Error::LockExpired),
+//!   acknowledgement commit callback as [`Error::LockExpired`],
 //!   never applied to a newer delivery of the record.
 //! - **Graceful shutdown** ([`Running::shutdown`]): stop acquiring, give back every record
 //!   not started, let running handlers finish within the deadline, send their outcomes, close
@@ -53,7 +53,7 @@
 //!   come back as `Retry` is split: each record goes next into a batch of at most half the
 //!   size, so the records that fail on their own are found and the others get through.
 //! - Metrics: [`Running::metrics`], the consumer's metrics plus the group
-//!   [`PROCESSOR`](metrics::PROCESSOR): records in flight and queued, handler time,
+//!   [`PROCESSOR`]: records in flight and queued, handler time,
 //!   acquisition-to-start and acquisition-to-outcome time (avg, max, p50, p99 in ms), renewals, releases of unstarted
 //!   records, lapses.
 //!
