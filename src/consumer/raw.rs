@@ -52,13 +52,10 @@ impl ShareConsumer {
         Ok(rx)
     }
 
-    /// Hands acknowledgements to the driver: they ride on the next fetch to their broker, or
-    /// leave on their own within the ack linger. Their results reach the commit callback.
+    /// Hands outcomes to the driver: they ride on a fetch leaving now, or go at once on
+    /// their own (`Command::Outcomes`). Their results reach the commit callback.
     pub(crate) fn raw_acks(&self, acks: Vec<AckEntry>) -> Result<()> {
-        if acks.is_empty() {
-            return Ok(());
-        }
-        self.send(Command::Commit { acks, reply: None })
+        self.send(Command::Outcomes(acks))
     }
 
     /// Closes the consumer with `acks` as its final acknowledgements (everything else it was

@@ -380,6 +380,9 @@ pub struct Report {
     pub lapses: u64,
     /// Handlers aborted at shutdown (their records released by the close).
     pub aborted: u64,
+    /// Time with no handler running while the engine waited for records (from the first
+    /// turn: the group join is in it).
+    pub starved: Duration,
 }
 
 /// A running engine.

@@ -64,6 +64,8 @@ pub(crate) struct Engine {
     stopping: Option<Instant>,
     fatal: Option<Error>,
     aborted: u64,
+    /// Time with no handler running, waiting for records.
+    starved: Duration,
 }
 
 impl Engine {
@@ -91,6 +93,7 @@ impl Engine {
             stopping: None,
             fatal: None,
             aborted: 0,
+            starved: Duration::ZERO,
         }
     }
 
@@ -100,6 +103,11 @@ impl Engine {
                 group = self.consumer.config().group_id,
                 "this cluster has no RENEW (ShareAcknowledge v2, Kafka 4.2+): a handler that runs longer than the acquisition lock loses its record to redelivery (counted as lock-lapses-total)"
             );
+        }
+        // Tells the driver at once that outcomes come from an engine (they must not linger
+        // for a fetch: see `Command::Outcomes`), whichever way the first ones travel.
+        if let Err(e) = self.consumer.raw_acks(Vec::new()) {
+            tracing::debug!(error = %e, "the consumer is closed already");
         }
         let abort = loop {
             let now = Instant::now();
@@ -121,7 +129,11 @@ impl Engine {
                 break true;
             }
             self.send(now);
+            let idle = self.ledger.running_units() == 0 && self.stopping.is_none();
             self.wait(now).await;
+            if idle {
+                self.starved += now.elapsed();
+            }
         };
         self.finish(abort).await
     }
@@ -364,6 +376,7 @@ impl Engine {
             renewals: get(&m.renewals),
             lapses: get(&m.lapsed),
             aborted: self.aborted,
+            starved: self.starved,
         };
         if let Some(e) = self.fatal {
             return Err(e);

@@ -165,7 +165,7 @@ impl Runner {
         };
         let failed = match &result {
             Ok(report) => {
-                tracing::debug!(connector = %name, task = id, ?report, "engine stopped");
+                tracing::info!(connector = %name, task = id, ?report, "engine stopped");
                 false
             }
             Err(e) => {

@@ -68,11 +68,14 @@ impl Worker {
                 SinkAckMode::Implicit => "implicit",
             },
         );
-        // A task acquires only what it puts next (record_limit: no prefetch) unless told
-        // otherwise: records prefetched behind a slow `put` wait there, locked, while idle
-        // tasks could take them (head-of-line blocking again, inside the share group). On a
-        // 4.1 cluster (no ShareFetch v2) the task falls back to batch_optimized.
-        let acquire_mode_chosen = props.contains("share.acquire.mode");
+        // Explicit mode runs on the processing engine, which acquires only for its batch in
+        // `put` and the one after, and gives back what waits unstarted (or stops acquiring
+        // while a `put` is stuck): batch_optimized's prefetch then costs nobody else, and
+        // fetch and `put` overlap. Implicit mode keeps the poll loop, so a task acquires
+        // only what it puts next (record_limit: no prefetch) unless told otherwise: records
+        // prefetched behind a slow `put` would wait there, locked, while idle tasks could
+        // take them. On a 4.1 cluster (no ShareFetch v2) it falls back to batch_optimized.
+        let acquire_mode_chosen = props.contains("share.acquire.mode") || config.ack_mode == SinkAckMode::Explicit;
         if !acquire_mode_chosen {
             props.set("share.acquire.mode", "record_limit");
         }

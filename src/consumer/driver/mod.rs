@@ -126,6 +126,12 @@ pub(crate) enum Command {
         acks: Vec<AckEntry>,
         reply: Option<oneshot::Sender<CommitResults>>,
     },
+    /// The processing engine's outcomes: acks that nobody waits for but that free records
+    /// the broker holds for this member. From the first one on, queued acks that no fetch
+    /// carries now go at once instead of lingering (see `pace::ACK_LINGER`): the engine asks
+    /// for records only as slots free, so a fetch may not come soon, and lingering acks keep
+    /// the partition's lock budget (`share.partition.max.record.locks`) taken.
+    Outcomes(Vec<AckEntry>),
     /// Records a poll received but could not hand out (its future was dropped): they go
     /// back to the front of the buffer, for the next poll.
     Requeue(PollAnswer),
@@ -281,6 +287,8 @@ pub(crate) struct DriverCore {
     /// record_limit's exact fetch size. The public poll always asks for `max.poll.records`;
     /// the processing engine asks for the room it has, so a slow engine acquires only that.
     poll_size: usize,
+    /// Acks go at once when no fetch carries them (set by the engine's `Command::Outcomes`).
+    eager_acks: bool,
 }
 
 impl DriverCore {

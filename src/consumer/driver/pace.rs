@@ -376,7 +376,7 @@ impl DriverCore {
     /// record_limit sends them at once: they free the records the next fetch (from any
     /// broker) may acquire, and the mode promises to hold no more than one poll's worth.
     pub(super) fn acks_overdue(&self, id: i32, now: Instant) -> bool {
-        if self.cfg.acquire_mode == AcquireMode::RecordLimit {
+        if self.cfg.acquire_mode == AcquireMode::RecordLimit || self.eager_acks {
             return true;
         }
         self.nodes.get(&id).and_then(|n| n.pace.acks_since).is_some_and(|t| now >= t + ACK_LINGER)

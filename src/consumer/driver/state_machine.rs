@@ -70,6 +70,7 @@ impl DriverCore {
             stale: None,
             throttles: Default::default(),
             poll_size: cfg_poll_size,
+            eager_acks: false,
         }
     }
 
@@ -177,6 +178,11 @@ impl DriverCore {
                 } else {
                     self.commits.push(waiter);
                 }
+            }
+            Command::Outcomes(acks) => {
+                self.eager_acks = true;
+                let failed = self.route_acks(acks, now);
+                self.report_local_failures(failed, None);
             }
             Command::SubscribePattern(sub) => {
                 self.stale = None;
