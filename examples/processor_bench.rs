@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example processor_bench -- --bootstrap B --topic T --group G --records N
 //!       [--concurrency 64] [--work-ms 1] [--slow-every 1000] [--slow-ms 500] [--timeout-s 600]
+//!       [--prefetch N (default: the engine's, one record per handler)]
 //! ```
 //!
 //! The engine's defaults otherwise (prefetch one record per handler, unstarted records
@@ -76,9 +77,14 @@ async fn run() -> Result<(), BoxError> {
     let slow_every: i64 = a.num("slow-every", 1000)?;
     let slow = Duration::from_millis(a.num("slow-ms", 500)?);
     let timeout = Duration::from_secs(a.num("timeout-s", 600)?);
+    let prefetch: usize = a.num("prefetch", 0)?;
 
     let config = ShareConsumerConfig::new(a.req("bootstrap")?, a.req("group")?).client_id("processor-bench");
-    let processor = Processor::connect(config, ProcessorConfig::new().concurrency(concurrency)).await?;
+    let mut pc = ProcessorConfig::new().concurrency(concurrency);
+    if prefetch > 0 {
+        pc = pc.prefetch(prefetch);
+    }
+    let processor = Processor::connect(config, pc).await?;
     let start = Instant::now();
     processor.consumer().subscribe([topic.as_str()])?;
     let done = Arc::new(AtomicU64::new(0));
@@ -107,6 +113,7 @@ async fn run() -> Result<(), BoxError> {
     let get = |name: &str| m.get(PROCESSOR, name).unwrap_or(-1.0);
     let (p50, p99, max) = (get("outcome-time-p50"), get("outcome-time-p99"), get("outcome-time-max"));
     let (renewals, released_unstarted) = (get("lock-renewals-total"), get("records-released-unstarted-total"));
+    let (handler_p50, handler_p99, wait_p50) = (get("handler-time-p50"), get("handler-time-p99"), get("wait-time-p50"));
     let report = running.shutdown(Duration::from_secs(30)).await?;
     let seconds = start.elapsed().as_secs_f64();
     let done = done.load(Ordering::Relaxed);
@@ -115,7 +122,7 @@ async fn run() -> Result<(), BoxError> {
     println!(
         "RESULT {{\"side\":\"ours\",\"records\":{done},\"seconds\":{seconds:.4},\"records_per_sec\":{steady:.1},\
          \"first_record_s\":{first_s:.4},\"p50_ms\":{p50:.3},\"p99_ms\":{p99:.3},\"max_ms\":{max:.3},\
-         \"redelivered\":{},\"renewals\":{renewals},\"released_unstarted\":{released_unstarted},\
+         \"redelivered\":{},\"renewals\":{renewals},\"handler_p50_ms\":{handler_p50:.3},\"handler_p99_ms\":{handler_p99:.3},\"wait_p50_ms\":{wait_p50:.3},\"released_unstarted\":{released_unstarted},\
          \"accepted\":{},\"concurrency\":{concurrency},\"work_ms\":{},\"slow_every\":{slow_every},\"slow_ms\":{}}}",
         redelivered.load(Ordering::Relaxed),
         report.accepted,
