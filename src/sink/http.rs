@@ -19,7 +19,8 @@
 //! | answer | batch mode | per-record mode |
 //! |---|---|---|
 //! | 2xx | the batch is taken | the record is taken |
-//! | 408, 429, 5xx, timeout, connection error | retriable: the batch is released and redelivered | the same (records already posted are posted again on redelivery) |
+//! | 408, 429, 5xx | retriable: the batch is tried again, split in halves, until the records that fail alone are found | that record is tried again alone; the others go on |
+//! | timeout, connection error | retriable, as above | the record and the rest of the batch are tried again |
 //! | 401, 403, 407 | fatal: the task stops (fix the credentials in `http.headers`) | the same |
 //! | other 4xx (and 3xx left after redirects) | every record of the batch fails (dead-letter path) | that record fails, the others go on |
 //!

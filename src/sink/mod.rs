@@ -36,12 +36,17 @@
 //!
 //! # Behaviour
 //! - Each task has its own share consumer in the connector's group (`share.group.id`, default
-//!   `connect-<name>`), explicit acknowledgement by default: a batch is ACCEPTed after `put`
-//!   and `flush` returned `Ok`, RELEASEd on a retriable error, and a record that failed for
-//!   good (a per-record failure, or a failure at `share.max.delivery.count` deliveries) is
-//!   copied to `errors.deadletterqueue.topic.name` and ACCEPTed, or REJECTed without one.
-//! - A `put` that runs past half the acquisition lock has its records RENEWed (Kafka 4.2+),
-//!   so a slow sink does not get its records redelivered elsewhere meanwhile.
+//!   `connect-<name>`), explicit acknowledgement by default, run on the processing engine
+//!   ([`crate::processor`]): the next batch is acquired while `put` runs, and a batch's
+//!   acknowledgements leave as soon as `put` and `flush` returned. `Ok` ACCEPTs the batch; a
+//!   retriable error tries it again here (its locks kept, delivery count unchanged), split in
+//!   halves on each retry so that a record failing on its own is told apart from its
+//!   batch-mates; a record that failed for good (a per-record failure, or
+//!   `share.max.delivery.count` retriable failures alone) is copied to
+//!   `errors.deadletterqueue.topic.name` and ACCEPTed, or REJECTed without one. Good records
+//!   are never dead-lettered for a batch-mate.
+//! - A `put` that runs past half the acquisition lock has its records RENEWed (Kafka 4.2+)
+//!   while it runs, so a slow sink does not get its records redelivered elsewhere meanwhile.
 //! - [`Connector::set_tasks`] adds or removes tasks while the others run; a removed task
 //!   finishes its batch, commits and closes. [`Connector::stop`] and [`Worker::shutdown`] do
 //!   that for every task.
