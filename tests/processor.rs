@@ -105,7 +105,9 @@ async fn a_stuck_handler_holds_only_its_own_record() {
         let (dn, st, rl) = (dn.clone(), st.clone(), rl.clone());
         async move {
             // The first record of partition 0 is stuck until the test lets it go.
-            if d.record().partition == 0 && d.record().offset == 0 && d.attempt() == 1 {
+            // (Its first delivery only: on 4.1, without RENEW, its lock lapses and the
+            // broker delivers it again, to another slot, which processes it at once.)
+            if d.record().partition == 0 && d.record().offset == 0 && d.attempt() == 1 && d.delivery_count() == 1 {
                 st.store(true, Ordering::SeqCst);
                 rl.notified().await;
             } else {
@@ -127,7 +129,12 @@ async fn a_stuck_handler_holds_only_its_own_record() {
     let renewals = metric(&running, "lock-renewals-total");
     let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
     println!("{while_stuck} processed while one was stuck; wait max {wait_max} ms; renewals {renewals}; {report:?}");
-    assert_eq!(while_stuck, N - 1, "no record waited behind the stuck one");
+    if common::broker_has_v2() {
+        assert_eq!(while_stuck, N - 1, "no record waited behind the stuck one");
+    } else {
+        // The lapsed record's second delivery is processed by another slot meanwhile.
+        assert!(while_stuck >= N - 1, "no record waited behind the stuck one: {while_stuck}");
+    }
     assert!(wait_max <= 2.0 * bound.as_millis() as f64, "a record waited {wait_max} ms unstarted (bound {bound:?})");
     if common::broker_has_v2() {
         assert!(renewals >= 2.0, "the stuck record kept its lock: {renewals}");
