@@ -397,8 +397,12 @@ impl Ledger {
         if self.stalled {
             return 0;
         }
-        let cap = self.limits.slots * self.limits.batch_size.max(1) + self.limits.prefetch;
-        cap.saturating_sub(self.held_records())
+        // Room for the free slots' calls and the prefetch. Records in a running call do not
+        // count: a call that took fewer records than a batch leaves no room to start more
+        // until it ends (they would only wait behind it, locked).
+        let free = self.limits.slots.saturating_sub(self.running_units);
+        let room = free * self.limits.batch_size.max(1) + self.limits.prefetch;
+        room.saturating_sub(self.queued.len() + self.waiting.len())
     }
 
     /// Whether a poll is worth its round trip now: the engine would starve without one, or
@@ -411,6 +415,7 @@ impl Ledger {
     }
 
     /// Records held: queued, running and waiting.
+    #[cfg(test)]
     pub(crate) fn held_records(&self) -> usize {
         self.queued.len() + self.running_records + self.waiting.len()
     }

@@ -221,3 +221,21 @@ fn a_batch_answer_of_the_wrong_length_releases_the_missing_records() {
     l.finished(&u[0].ids, &[Outcome::Accept], Duration::ZERO, t0);
     assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Accept), (1, AckKind::Release), (2, AckKind::Release)]);
 }
+
+#[test]
+fn a_running_batch_smaller_than_the_batch_size_leaves_no_room_to_start_more() {
+    let t0 = Instant::now();
+    let mut l = Ledger::new(Limits { prefetch: 0, ..limits(1, 500) }, true, Arc::default());
+    l.set_lock(Some(LOCK));
+    assert_eq!(l.want(), 500);
+    l.received(answer(0..200, t0), t0);
+    let u = l.start(t0);
+    assert_eq!(u[0].ids.len(), 200);
+    assert_eq!(l.want(), 0, "300 more could only wait behind the running call");
+    l.finished(&u[0].ids, &[Outcome::Accept; 200], Duration::from_millis(1), t0);
+    assert_eq!(l.want(), 500);
+    let mut p = Ledger::new(limits(1, 500), true, Arc::default());
+    p.received(answer(0..200, t0), t0);
+    p.start(t0);
+    assert_eq!(p.want(), 500, "with a prefetch of one batch: that batch");
+}
