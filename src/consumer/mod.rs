@@ -284,19 +284,7 @@ impl ShareConsumer {
         }
         let (acks, renewing) = {
             let mut local = self.lock();
-            if self.is_closed() {
-                return Err(Error::Closed);
-            }
-            if local.subscription.is_empty() && local.pattern.is_none() {
-                return Err(Error::InvalidState("not subscribed to any topic: call subscribe first".into()));
-            }
-            if local.subscription_pending {
-                local.subscription_pending = false;
-                self.send(match &local.pattern {
-                    Some(p) => Command::SubscribePattern(p.clone()),
-                    None => Command::Subscribe(local.subscription.iter().cloned().collect()),
-                })?;
-            }
+            self.ready_to_poll(&mut local)?;
             local.held.start_poll(self.cfg.acknowledgement_mode)?
         };
         let (reply, rx) = oneshot::channel();
@@ -326,6 +314,26 @@ impl ShareConsumer {
         let records = self.hand_out(answer);
         self.shared.callbacks.run();
         Ok(records)
+    }
+
+    /// What every poll checks and sends first, under the lock: not closed, subscribed, and a
+    /// subscription the driver has not heard of yet sent (as Java, the group is joined or
+    /// the new subscription sent by the next poll).
+    fn ready_to_poll(&self, local: &mut Local) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        if local.subscription.is_empty() && local.pattern.is_none() {
+            return Err(Error::InvalidState("not subscribed to any topic: call subscribe first".into()));
+        }
+        if local.subscription_pending {
+            local.subscription_pending = false;
+            self.send(match &local.pattern {
+                Some(p) => Command::SubscribePattern(p.clone()),
+                None => Command::Subscribe(local.subscription.iter().cloned().collect()),
+            })?;
+        }
+        Ok(())
     }
 
     /// Holds and returns a poll's records: the renewed ones first (a record whose renewal
@@ -564,6 +572,12 @@ impl ShareConsumer {
             self.closed.store(true, Ordering::Release);
             local.held.take_acks(Unacked::ReleaseAll)
         };
+        self.send_close(acks, timeout).await
+    }
+
+    /// Sends the close with its final `acks` (the consumer is marked closed already) and
+    /// waits up to `timeout` for the driver to finish it.
+    async fn send_close(&self, acks: Vec<driver::AckEntry>, timeout: Duration) -> Result<()> {
         let (reply, rx) = oneshot::channel();
         let deadline = Instant::now() + timeout;
         self.send(Command::Close { acks, deadline, reply: Some(reply) })?;

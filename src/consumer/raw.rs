@@ -10,13 +10,13 @@
 //! is bypassed (subscription, pause, callbacks and metrics are the consumer's own).
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
 use super::driver::{AckEntry, Command, PollAnswer};
 use super::ShareConsumer;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 impl ShareConsumer {
     /// Asks the driver for up to `max` records (`wait`: answered once some are buffered;
@@ -31,22 +31,7 @@ impl ShareConsumer {
         renewing: bool,
         acks: Vec<AckEntry>,
     ) -> Result<oneshot::Receiver<Result<PollAnswer>>> {
-        {
-            let mut local = self.lock();
-            if self.is_closed() {
-                return Err(Error::Closed);
-            }
-            if local.subscription.is_empty() && local.pattern.is_none() {
-                return Err(Error::InvalidState("not subscribed to any topic: call subscribe first".into()));
-            }
-            if local.subscription_pending {
-                local.subscription_pending = false;
-                self.send(match &local.pattern {
-                    Some(p) => Command::SubscribePattern(p.clone()),
-                    None => Command::Subscribe(local.subscription.iter().cloned().collect()),
-                })?;
-            }
-        }
+        self.ready_to_poll(&mut self.lock())?;
         let (reply, rx) = oneshot::channel();
         self.send(Command::Poll { max, wait, renewing, acks, reply })?;
         Ok(rx)
@@ -68,16 +53,7 @@ impl ShareConsumer {
             }
             self.closed.store(true, Ordering::Release);
         }
-        let (reply, rx) = oneshot::channel();
-        self.send(Command::Close { acks, deadline: Instant::now() + timeout, reply: Some(reply) })?;
-        let outcome = tokio::time::timeout(timeout + Duration::from_millis(100), rx).await;
-        self.shared.callbacks.run();
-        match outcome {
-            Ok(Ok(Err(Error::Timeout { what, .. }))) => Err(Error::Timeout { what, after: timeout }),
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) => Ok(()),
-            Err(_) => Err(Error::Timeout { what: "close".into(), after: timeout }),
-        }
+        self.send_close(acks, timeout).await
     }
 
     /// Whether the cluster takes RENEW (ShareAcknowledge v2, Kafka 4.2+).
