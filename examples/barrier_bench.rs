@@ -31,42 +31,15 @@ use kafka_share::{AcknowledgeType, ShareConsumer, ShareConsumerConfig};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+#[path = "support/args.rs"]
+mod args;
+use args::{Args, BoxError};
 
 #[tokio::main]
 async fn main() {
     if let Err(e) = run().await {
         eprintln!("barrier_bench: error: {e}");
         std::process::exit(1);
-    }
-}
-
-/// `--key value` arguments.
-struct Args(Vec<(String, String)>);
-
-impl Args {
-    fn parse() -> Result<Args, BoxError> {
-        let raw: Vec<String> = std::env::args().skip(1).collect();
-        let mut pairs = Vec::new();
-        let mut it = raw.into_iter();
-        while let Some(k) = it.next() {
-            let key = k.strip_prefix("--").ok_or_else(|| format!("unexpected argument {k:?}"))?.to_string();
-            let v = it.next().ok_or_else(|| format!("--{key} needs a value"))?;
-            pairs.push((key, v));
-        }
-        Ok(Args(pairs))
-    }
-    fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
-    }
-    fn req(&self, key: &str) -> Result<&str, BoxError> {
-        self.get(key).ok_or_else(|| format!("--{key} is required").into())
-    }
-    fn num<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, BoxError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v.parse().map_err(|_| format!("--{key} {v:?} is not a number").into()),
-        }
     }
 }
 
@@ -80,7 +53,7 @@ fn pct(sorted: &[u64], p: f64) -> f64 {
 }
 
 async fn run() -> Result<(), BoxError> {
-    let a = Args::parse()?;
+    let a = Args::from_env()?;
     let topic = a.req("topic")?.to_string();
     let n: u64 = a.num("records", 0)?;
     if n == 0 {

@@ -34,7 +34,9 @@ use kafka_share::consumer::{AcknowledgementMode, CONSUMER, FETCH_MANAGER};
 use kafka_share::producer::{DeliveryFuture, Producer, ProducerConfig, ProducerRecord};
 use kafka_share::{ShareConsumer, ShareConsumerConfig};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+#[path = "support/args.rs"]
+mod args;
+use args::{Args, BoxError};
 
 #[tokio::main]
 async fn main() {
@@ -51,45 +53,12 @@ async fn main() {
     }
 }
 
-/// `--key value` arguments after the subcommand; `--group` may repeat.
-struct Args {
-    pairs: Vec<(String, String)>,
-}
-
-impl Args {
-    fn parse(raw: &[String]) -> Result<Args, BoxError> {
-        let mut pairs = Vec::new();
-        let mut it = raw.iter();
-        while let Some(k) = it.next() {
-            let key = k.strip_prefix("--").ok_or_else(|| format!("unexpected argument {k:?}"))?;
-            let v = it.next().ok_or_else(|| format!("--{key} needs a value"))?;
-            pairs.push((key.to_string(), v.clone()));
-        }
-        Ok(Args { pairs })
-    }
-    fn get(&self, key: &str) -> Option<&str> {
-        self.pairs.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
-    }
-    fn all(&self, key: &str) -> Vec<&str> {
-        self.pairs.iter().filter(|(k, _)| k == key).map(|(_, v)| v.as_str()).collect()
-    }
-    fn req(&self, key: &str) -> Result<&str, BoxError> {
-        self.get(key).ok_or_else(|| format!("--{key} is required").into())
-    }
-    fn num<T: std::str::FromStr>(&self, key: &str, default: T) -> Result<T, BoxError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(v) => v.parse().map_err(|_| format!("--{key} {v:?} is not a number").into()),
-        }
-    }
-}
-
 async fn run() -> Result<(), BoxError> {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = raw.first() else {
         return Err("usage: bench_consumer produce|group|consume|latency|cleanup --bootstrap B ...".into());
     };
-    let args = Args::parse(&raw[1..])?;
+    let args = Args::parse(raw[1..].iter().cloned())?;
     match cmd.as_str() {
         "produce" => produce(&args).await,
         "group" => group(&args).await,

@@ -14,7 +14,6 @@
 //! connector with `--tasks` tasks in share group `--group` and runs until SIGTERM or Ctrl-C,
 //! then shuts down cleanly (the benchmark watches the file and stops the process).
 
-use std::error::Error;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +22,9 @@ use kafka_share::sink::{
     ConnectorConfig, Registry, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig, Worker, WorkerConfig,
 };
 
-type BoxError = Box<dyn Error + Send + Sync>;
+#[path = "support/args.rs"]
+mod args;
+use args::{Args, BoxError};
 
 /// The built-in file task with slow records.
 struct SlowSink {
@@ -63,37 +64,6 @@ impl SinkTask for SlowSink {
     }
 }
 
-/// `--name value` pairs.
-struct Args(Vec<(String, String)>);
-
-impl Args {
-    fn parse() -> Result<Args, BoxError> {
-        let mut it = std::env::args().skip(1);
-        let mut pairs = Vec::new();
-        while let Some(k) = it.next() {
-            let name = k.strip_prefix("--").ok_or_else(|| format!("unexpected argument {k:?}"))?;
-            let v = it.next().ok_or_else(|| format!("--{name} needs a value"))?;
-            pairs.push((name.to_string(), v));
-        }
-        Ok(Args(pairs))
-    }
-
-    fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-
-    fn req(&self, name: &str) -> Result<&str, BoxError> {
-        self.get(name).ok_or_else(|| format!("--{name} is required").into())
-    }
-
-    fn num<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T, BoxError> {
-        match self.get(name) {
-            None => Ok(default),
-            Some(v) => v.parse().map_err(|_| format!("--{name}: {v:?} is not a number").into()),
-        }
-    }
-}
-
 #[tokio::main]
 async fn main() {
     if let Err(e) = run().await {
@@ -103,7 +73,7 @@ async fn main() {
 }
 
 async fn run() -> Result<(), BoxError> {
-    let a = Args::parse()?;
+    let a = Args::from_env()?;
     let bootstrap = a.req("bootstrap")?;
     let topic = a.req("topic")?;
     let group = a.req("group")?;
