@@ -4,8 +4,14 @@
 //! ask for, and when it next wants to be woken. The async loop (`run.rs`) only carries
 //! these out.
 //!
-//! A record the engine holds is in one of three states:
+//! A record the engine holds is in one of four states:
 //! - **queued**: acquired, not started (FIFO; RELEASEd once it waited `max_unstarted`);
+//! - **kept**: queued past its bound, but it went back to the group once already (its
+//!   delivery count is above 1), so it is kept and started first instead: every RELEASE
+//!   of a record never started uses up one of its `share.delivery.count.limit` deliveries,
+//!   and a record bounced that many times is archived without ever being processed. Kept
+//!   records are RENEWed like running ones (without RENEW, 4.1, they go back after three
+//!   quarters of their lock, before it lapses);
 //! - **running**: in a handler (its lock RENEWed once half of it is gone);
 //! - **waiting**: a handler asked to try it again later (kept, renewed, started again after
 //!   a backoff). In batch form a record that failed in a batch of `n` goes next into a batch
@@ -63,6 +69,7 @@ struct Entry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Queued,
+    Kept,
     Running,
     Waiting { until: Instant },
 }
@@ -79,6 +86,8 @@ pub(crate) struct Ledger {
     entries: Vec<Option<Entry>>,
     free: Vec<usize>,
     queued: VecDeque<usize>,
+    /// Queued records past their bound that are not sent back again (see the module doc).
+    kept: VecDeque<usize>,
     waiting: Vec<usize>,
     running_records: usize,
     running_units: usize,
@@ -104,6 +113,7 @@ impl Ledger {
             entries: Vec::new(),
             free: Vec::new(),
             queued: VecDeque::new(),
+            kept: VecDeque::new(),
             waiting: Vec::new(),
             running_records: 0,
             running_units: 0,
@@ -249,11 +259,15 @@ impl Ledger {
             self.waiting.retain(|id| !ids.contains(id));
             return Some(ids);
         }
-        if self.queued.is_empty() {
+        // Then the kept records (the oldest), then the queue.
+        let n = self.limits.batch_size.max(1).min(self.kept.len() + self.queued.len());
+        if n == 0 {
             return None;
         }
-        let n = self.limits.batch_size.max(1).min(self.queued.len());
-        Some(self.queued.drain(..n).collect())
+        let from_kept = n.min(self.kept.len());
+        let mut ids: Vec<usize> = self.kept.drain(..from_kept).collect();
+        ids.extend(self.queued.drain(..n - from_kept));
+        Some(ids)
     }
 
     fn split_of(&self, id: usize) -> usize {
@@ -340,11 +354,34 @@ impl Ledger {
         let bound = self.max_unstarted();
         let mut released = 0;
         while let Some(&id) = self.queued.front() {
-            let old = self.entries[id].as_ref().is_none_or(|e| now >= e.acquired + bound);
-            if !old {
+            let Some(e) = self.entries[id].as_mut() else {
+                self.queued.pop_front();
+                continue;
+            };
+            if now < e.acquired + bound {
                 break;
             }
             self.queued.pop_front();
+            if e.d.record.delivery_count > 1 {
+                // It went back once already: keep it (see the module doc).
+                e.state = State::Kept;
+                self.kept.push_back(id);
+                if let Some(d) = e.lock_deadline {
+                    let due = d.checked_sub(self.lock / 2).unwrap_or(d);
+                    self.next_renewal = Some(self.next_renewal.map_or(due, |t| t.min(due)));
+                }
+                ProcessorMetrics::add(&self.metrics.kept, 1);
+                continue;
+            }
+            self.settle(id, AckKind::Release, now);
+            released += 1;
+        }
+        // Without RENEW a kept record cannot outlive its lock: back before it lapses.
+        while let Some(&id) = self.kept.front() {
+            if self.renew || now < self.kept_until(id) {
+                break;
+            }
+            self.kept.pop_front();
             self.settle(id, AckKind::Release, now);
             released += 1;
         }
@@ -387,6 +424,14 @@ impl Ledger {
         }
     }
 
+    /// Without RENEW: when a kept record goes back (three quarters of its lock gone).
+    fn kept_until(&self, id: usize) -> Instant {
+        self.entries[id]
+            .as_ref()
+            .and_then(|e| e.lock_deadline)
+            .map_or(Instant::now(), |d| d.checked_sub(self.lock / 4).unwrap_or(d))
+    }
+
     /// The acknowledgements decided since the last call.
     pub(crate) fn take_acks(&mut self) -> Vec<AckEntry> {
         std::mem::take(&mut self.acks)
@@ -402,7 +447,7 @@ impl Ledger {
         // until it ends (they would only wait behind it, locked).
         let free = self.limits.slots.saturating_sub(self.running_units);
         let room = free * self.limits.batch_size.max(1) + self.limits.prefetch;
-        room.saturating_sub(self.queued.len() + self.waiting.len())
+        room.saturating_sub(self.queued.len() + self.kept.len() + self.waiting.len())
     }
 
     /// Whether a poll is worth its round trip now: the engine would starve without one, or
@@ -411,13 +456,13 @@ impl Ledger {
     pub(crate) fn should_poll(&self) -> bool {
         let want = self.want();
         let cap = self.limits.slots * self.limits.batch_size.max(1) + self.limits.prefetch;
-        want > 0 && (self.queued.is_empty() || want >= (cap / 4).max(1))
+        want > 0 && (self.queued.is_empty() && self.kept.is_empty() || want >= (cap / 4).max(1))
     }
 
     /// Records held: queued, running and waiting.
     #[cfg(test)]
     pub(crate) fn held_records(&self) -> usize {
-        self.queued.len() + self.running_records + self.waiting.len()
+        self.queued.len() + self.kept.len() + self.running_records + self.waiting.len()
     }
 
     pub(crate) fn running_units(&self) -> usize {
@@ -430,7 +475,7 @@ impl Ledger {
 
     /// Shutting down: the queued and waiting records go back to the group.
     pub(crate) fn release_unstarted(&mut self, now: Instant) {
-        let ids: Vec<usize> = self.queued.drain(..).chain(self.waiting.drain(..)).collect();
+        let ids: Vec<usize> = self.queued.drain(..).chain(self.kept.drain(..)).chain(self.waiting.drain(..)).collect();
         let n = ids.len() as u64;
         for id in ids {
             self.settle(id, AckKind::Release, now);
@@ -453,13 +498,14 @@ impl Ledger {
             })
             .min();
         let renew = if self.renew && !self.lock.is_zero() { self.next_renewal } else { None };
-        [queued, retry, renew].into_iter().flatten().min()
+        let kept = if self.renew { None } else { self.kept.front().map(|&id| self.kept_until(id)) };
+        [queued, retry, renew, kept].into_iter().flatten().min()
     }
 
     fn publish(&self) {
         use std::sync::atomic::Ordering::Relaxed;
         self.metrics.in_flight.store(self.running_records as u64, Relaxed);
-        self.metrics.queued.store(self.queued.len() as u64, Relaxed);
+        self.metrics.queued.store((self.queued.len() + self.kept.len()) as u64, Relaxed);
     }
 }
 

@@ -39,6 +39,15 @@ fn answer(offsets: std::ops::Range<i64>, now: Instant) -> PollAnswer {
     PollAnswer { records, renewed: Vec::new() }
 }
 
+/// Like `answer`, every record delivered `count` times already.
+fn redelivered(offsets: std::ops::Range<i64>, count: i16, now: Instant) -> PollAnswer {
+    let mut a = answer(offsets, now);
+    for d in &mut a.records {
+        d.record.delivery_count = count;
+    }
+    a
+}
+
 fn ledger(slots: usize, batch: usize) -> Ledger {
     let mut l = Ledger::new(limits(slots, batch), true, Arc::default());
     l.set_lock(Some(LOCK));
@@ -99,6 +108,44 @@ fn records_not_started_in_time_go_back_at_once() {
     assert_eq!(l.want(), 0, "every slot still busy: nothing more is acquired to sit here");
     l.finished(&running[0].ids, &[Outcome::Accept], LOCK, t0 + LOCK / 2);
     assert_eq!(l.want(), 2, "a slot freed");
+}
+
+#[test]
+fn a_record_that_went_back_once_is_kept_renewed_and_started_first() {
+    // Each release of a record never started uses up one of its deliveries: a record bounced
+    // by busy slots `share.delivery.count.limit` times would be archived unprocessed.
+    let t0 = Instant::now();
+    let mut l = ledger(1, 1);
+    l.received(answer(0..2, t0), t0);
+    let running = l.start(t0); // offset 0 runs, 1 waits
+    l.received(redelivered(10..11, 2, t0), t0); // a record back from an earlier release
+    l.tick(t0 + LOCK / 4);
+    assert_eq!(kinds(&l.take_acks()), vec![(1, AckKind::Release)], "only the first delivery goes back");
+    assert_eq!(l.held_records(), 2, "the running one and the kept one");
+    assert!(l.next_deadline().is_some_and(|d| d > t0 + LOCK / 4), "a kept record sets no past deadline");
+    // Half its lock gone: renewed while it waits.
+    l.tick(t0 + LOCK / 2);
+    assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Renew), (10, AckKind::Renew)]);
+    // A newer record arrives; the kept one starts first when the slot frees.
+    l.received(answer(20..21, t0 + LOCK / 2), t0 + LOCK / 2);
+    l.finished(&running[0].ids, &[Outcome::Accept], LOCK / 2, t0 + LOCK / 2);
+    let next = l.start(t0 + LOCK / 2);
+    assert_eq!(next[0].deliveries[0].record().offset, 10);
+}
+
+#[test]
+fn without_renew_a_kept_record_goes_back_before_its_lock_lapses() {
+    let t0 = Instant::now();
+    let mut l = Ledger::new(limits(1, 1), false, Arc::default());
+    l.set_lock(Some(LOCK));
+    l.received(answer(0..1, t0), t0);
+    let _running = l.start(t0);
+    l.received(redelivered(10..11, 3, t0), t0);
+    l.tick(t0 + LOCK / 4);
+    assert!(l.take_acks().is_empty(), "kept past the bound");
+    assert_eq!(l.next_deadline(), Some(t0 + LOCK * 3 / 4), "until three quarters of its lock");
+    l.tick(t0 + LOCK * 3 / 4);
+    assert_eq!(kinds(&l.take_acks()), vec![(10, AckKind::Release)]);
 }
 
 #[test]

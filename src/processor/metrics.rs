@@ -82,6 +82,8 @@ pub(crate) struct ProcessorMetrics {
     pub renewals: AtomicU64,
     pub renewals_failed: AtomicU64,
     pub released_unstarted: AtomicU64,
+    /// Records past the unstarted bound kept because they went back once already.
+    pub kept: AtomicU64,
     pub lapsed: AtomicU64,
     pub handler_panics: AtomicU64,
     /// Time in the handler, per call.
@@ -111,6 +113,7 @@ impl ProcessorMetrics {
         s.put(PROCESSOR, "lock-renewals-total", get(&self.renewals));
         s.put(PROCESSOR, "lock-renewals-failed-total", get(&self.renewals_failed));
         s.put(PROCESSOR, "records-released-unstarted-total", get(&self.released_unstarted));
+        s.put(PROCESSOR, "records-kept-unstarted-total", get(&self.kept));
         s.put(PROCESSOR, "lock-lapses-total", get(&self.lapsed));
         s.put(PROCESSOR, "handler-panics-total", get(&self.handler_panics));
         self.handler_time

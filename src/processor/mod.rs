@@ -35,7 +35,11 @@
 //!   handler slots plus a bounded [`prefetch`](ProcessorConfig::prefetch), so a slow handler
 //!   holds its own record and nothing else. A record acquired but not started within
 //!   [`max_unstarted`](ProcessorConfig::max_unstarted) (a quarter of the lock by default) goes
-//!   back to the group (RELEASE) at once instead of lapsing here.
+//!   back to the group (RELEASE) at once instead of lapsing here, **once**: a record that
+//!   comes back with a delivery count above 1 is kept past the bound (renewed while it
+//!   waits, and started before newer records), because each release of a record never
+//!   processed uses up one of its `share.delivery.count.limit` deliveries, and a record
+//!   bounced that often would be archived without ever reaching a handler.
 //! - **Automatic lock renewal.** A record whose handler (or retry wait) outlives half of its
 //!   acquisition lock is RENEWed (Kafka 4.2+, ShareAcknowledge v2), just that record, without
 //!   blocking the others; [`Delivery::lock_deadline`] moves with it. On a 4.1 cluster the
@@ -55,7 +59,8 @@
 //! - Metrics: [`Running::metrics`], the consumer's metrics plus the group
 //!   [`PROCESSOR`]: records in flight and queued, handler time,
 //!   acquisition-to-start and acquisition-to-outcome time (avg, max, p50, p99 in ms), renewals, releases of unstarted
-//!   records, lapses.
+//!   records (`records-released-unstarted-total`) and those kept instead
+//!   (`records-kept-unstarted-total`), lapses.
 //!
 //! The public [`ShareConsumer::poll`](crate::ShareConsumer::poll) and its Java semantics are
 //! untouched: the engine drives the consumer's driver directly and the two are not mixed on
@@ -209,7 +214,9 @@ impl ProcessorConfig {
     }
 
     /// How long a record may wait acquired and unstarted before it goes back to the group
-    /// (default: a quarter of the acquisition lock).
+    /// (default: a quarter of the acquisition lock). A record delivered more than once is
+    /// kept past it instead (renewed while it waits), so releases never use up its
+    /// deliveries.
     pub fn max_unstarted(mut self, d: Duration) -> Self {
         self.max_unstarted = Some(d);
         self
