@@ -67,6 +67,8 @@ impl ErrorCode {
     pub const DUPLICATE_SEQUENCE_NUMBER: ErrorCode = ErrorCode(46);
     /// INVALID_PRODUCER_EPOCH (47).
     pub const INVALID_PRODUCER_EPOCH: ErrorCode = ErrorCode(47);
+    /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53).
+    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ErrorCode = ErrorCode(53);
     /// SASL_AUTHENTICATION_FAILED (58).
     pub const SASL_AUTHENTICATION_FAILED: ErrorCode = ErrorCode(58);
     /// UNKNOWN_PRODUCER_ID (59).
@@ -196,8 +198,50 @@ impl fmt::Debug for ErrorCode {
 
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} ({}): {}", self.kind(), self.0, self.kind())
+        let (name, text) = (format!("{:?}", self.kind()), self.kind().to_string());
+        write!(f, "{name} ({})", self.0)?;
+        // kafka-protocol's text is often the name again: say it only when it adds something.
+        if text != name && !text.is_empty() {
+            write!(f, ": {text}")?;
+        }
+        Ok(())
     }
+}
+
+impl ErrorCode {
+    /// What to do about a refusal the user fixes outside the client (ACLs), for the codes
+    /// that have one fix.
+    pub(crate) fn hint(self) -> Option<&'static str> {
+        Some(match self {
+            ErrorCode::TOPIC_AUTHORIZATION_FAILED => {
+                "grant this principal DESCRIBE and READ on the topic (WRITE to produce), or stop using it"
+            }
+            ErrorCode::GROUP_AUTHORIZATION_FAILED => {
+                "grant this principal READ on the group (DESCRIBE to describe it, DELETE to delete it or its offsets)"
+            }
+            ErrorCode::CLUSTER_AUTHORIZATION_FAILED => {
+                "grant this principal the operation on the cluster resource (e.g. IDEMPOTENT_WRITE to produce idempotently, CREATE to create topics, ALTER_CONFIGS)"
+            }
+            ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED => {
+                "grant this principal WRITE and DESCRIBE on the transactional id"
+            }
+            ErrorCode::SASL_AUTHENTICATION_FAILED => "check the SASL mechanism, user name and password or token",
+            _ => return None,
+        })
+    }
+}
+
+/// The tail of a broker error's message: the broker's text when it sent one (an empty text is
+/// no text), then what to do when the code has one fix.
+fn broker_detail(code: &ErrorCode, message: &Option<String>) -> String {
+    let mut out = String::new();
+    if let Some(m) = message.as_deref().map(str::trim).filter(|m| !m.is_empty()) {
+        out.push_str(&format!(" ({m})"));
+    }
+    if let Some(h) = code.hint() {
+        out.push_str(&format!(": {h}"));
+    }
+    out
 }
 
 /// Where an error happened: filled in as far as the layer that raised it knows.
@@ -324,7 +368,7 @@ pub enum Error {
     },
 
     /// The broker answered with an error code.
-    #[error("{context}: {code}{}", message.as_ref().map(|m| format!(" ({m})")).unwrap_or_default())]
+    #[error("{context}: {code}{}", broker_detail(code, message))]
     Broker {
         /// Where.
         context: Context,
@@ -669,6 +713,7 @@ mod tests {
         (ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER, "OUT_OF_ORDER_SEQUENCE_NUMBER"),
         (ErrorCode::DUPLICATE_SEQUENCE_NUMBER, "DUPLICATE_SEQUENCE_NUMBER"),
         (ErrorCode::INVALID_PRODUCER_EPOCH, "INVALID_PRODUCER_EPOCH"),
+        (ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"),
         (ErrorCode::SASL_AUTHENTICATION_FAILED, "SASL_AUTHENTICATION_FAILED"),
         (ErrorCode::UNKNOWN_PRODUCER_ID, "UNKNOWN_PRODUCER_ID"),
         (ErrorCode::NON_EMPTY_GROUP, "NON_EMPTY_GROUP"),
@@ -682,6 +727,29 @@ mod tests {
         (ErrorCode::INVALID_SHARE_SESSION_EPOCH, "INVALID_SHARE_SESSION_EPOCH"),
         (ErrorCode::SHARE_SESSION_LIMIT_REACHED, "SHARE_SESSION_LIMIT_REACHED"),
     ];
+
+    #[test]
+    fn an_authorization_refusal_says_what_to_grant_and_no_empty_message() {
+        let e = Error::Broker {
+            context: Context::api("FindCoordinator"),
+            code: ErrorCode::GROUP_AUTHORIZATION_FAILED,
+            message: Some(String::new()),
+        };
+        let text = e.to_string();
+        assert!(!text.contains("()"), "an empty broker message is no message: {text}");
+        assert_eq!(text.matches("GroupAuthorizationFailed").count(), 1, "the name once: {text}");
+        assert!(text.contains("(30)") && text.contains("grant this principal READ on the group"), "{text}");
+        let with_text = Error::Broker {
+            context: Context::api("CreateTopics"),
+            code: ErrorCode::CLUSTER_AUTHORIZATION_FAILED,
+            message: Some("Authorization failed.".into()),
+        };
+        let text = with_text.to_string();
+        assert!(text.contains("(Authorization failed.)") && text.contains("on the cluster"), "{text}");
+        let plain =
+            Error::Broker { context: Context::api("Metadata"), code: ErrorCode::NOT_COORDINATOR, message: None };
+        assert_eq!(plain.to_string(), "Metadata: NotCoordinator (16)");
+    }
 
     #[test]
     fn named_codes_carry_their_kafka_numbers() {

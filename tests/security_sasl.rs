@@ -149,6 +149,7 @@ async fn no_read_on_the_group_fails_poll_with_group_authorization_failed() {
     let started = Instant::now();
     let e = poll_error(&consumer, Duration::from_secs(30)).await;
     assert_eq!(e.code(), Some(ErrorCode::GROUP_AUTHORIZATION_FAILED), "{e:?}");
+    assert!(e.to_string().contains("grant this principal READ on the group"), "says what to grant: {e}");
     assert!(!e.is_retriable(), "{e:?}");
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
     // The error stays: polling again does not retry in a loop behind the caller's back.

@@ -26,19 +26,38 @@ struct Proc {
     child: Child,
     metrics: String,
     stdout: std::sync::mpsc::Receiver<String>,
+    /// Its stderr, when captured (`start_logging`).
+    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Proc {
     fn start(worker: &Path, connector: &Path) -> Proc {
+        Proc::spawn(worker, connector, &[], "warn", false)
+    }
+
+    /// Started with `args` and `RUST_LOG=info`, its stderr (a pipe) kept for `terminate`.
+    fn start_logging(worker: &Path, connector: &Path, args: &[&str]) -> Proc {
+        Proc::spawn(worker, connector, args, "info", true)
+    }
+
+    fn spawn(worker: &Path, connector: &Path, args: &[&str], log: &str, capture: bool) -> Proc {
         let mut child = Command::new(BIN)
             .args(["--metrics-port", "0"])
+            .args(args)
             .arg(worker)
             .arg(connector)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", log)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if capture { Stdio::piped() } else { Stdio::inherit() })
             .spawn()
             .expect("start kafka-share-sink");
+        let stderr = child.stderr.take().map(|mut err| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = std::io::Read::read_to_string(&mut err, &mut text);
+                text
+            })
+        });
         let out = child.stdout.take().expect("stdout");
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -55,11 +74,17 @@ impl Proc {
                 metrics = rest.strip_suffix("/metrics").map(str::to_string);
             }
         }
-        Proc { child, metrics: metrics.unwrap_or_default(), stdout: rx }
+        Proc { child, metrics: metrics.unwrap_or_default(), stdout: rx, stderr }
     }
 
     /// SIGTERM, then the exit status and what it printed meanwhile.
-    fn terminate(mut self) -> (std::process::ExitStatus, Vec<String>) {
+    fn terminate(self) -> (std::process::ExitStatus, Vec<String>) {
+        let (status, lines, _) = self.terminate_with_stderr();
+        (status, lines)
+    }
+
+    /// As `terminate`, with the captured stderr (empty when not captured).
+    fn terminate_with_stderr(mut self) -> (std::process::ExitStatus, Vec<String>, String) {
         let pid = self.child.id().to_string();
         let killed = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
         assert!(killed.success());
@@ -69,7 +94,9 @@ impl Proc {
         while let Ok(l) = self.stdout.recv_timeout(Duration::from_secs(10)) {
             lines.push(l);
         }
-        (status, lines)
+        // The process is gone: its stderr is at EOF.
+        let stderr = self.stderr.take().map(|t| t.join().unwrap_or_default()).unwrap_or_default();
+        (status, lines, stderr)
     }
 }
 
@@ -266,4 +293,39 @@ async fn a_killed_worker_loses_nothing_a_second_worker_takes_the_rest() {
     let (status, _) = b.terminate();
     assert!(status.success());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A worker's log goes to a file or a pipe as plain text (no colour codes, which only a
+/// terminal reads), or as one JSON object per line with `--log-format json`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_to_a_pipe_are_plain_text_or_json_lines() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sinklog", 1).await;
+    let dir = temp_dir("sinklog");
+    let worker = dir.join("worker.properties");
+    std::fs::write(&worker, format!("bootstrap.servers={}\n", common::bootstrap())).unwrap();
+    let connector = dir.join("file-sink.properties");
+    std::fs::write(
+        &connector,
+        format!(
+            "name=log-file\nconnector.class=file\nfile={}\ntopics={topic}\ntasks.max=1\nshare.group.id={}\n",
+            dir.join("out.txt").display(),
+            common::unique("connect-log")
+        ),
+    )
+    .unwrap();
+    let (status, _, text) = Proc::start_logging(&worker, &connector, &[]).terminate_with_stderr();
+    assert!(status.success(), "{status:?}");
+    assert!(text.contains("INFO"), "the info lines are there: {text}");
+    assert!(!text.contains('\u{1b}'), "no ANSI escape codes in a pipe: {text:?}");
+
+    let (status, _, text) = Proc::start_logging(&worker, &connector, &["--log-format", "json"]).terminate_with_stderr();
+    assert!(status.success(), "{status:?}");
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!lines.is_empty(), "json lines were written");
+    for line in lines {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line:?}"));
+        assert!(v.get("level").is_some() && v.get("fields").is_some(), "{line}");
+    }
 }

@@ -2,14 +2,16 @@
 //! files.
 //!
 //! ```text
-//! kafka-share-sink [--metrics-port N] worker.properties connector.properties|connector.json ...
+//! kafka-share-sink [--metrics-port N] [--log-format text|json] worker.properties connector.properties|connector.json ...
 //! ```
 //!
 //! The worker file holds `bootstrap.servers` and the security settings; each connector file
 //! holds `name`, `connector.class`, `topics`, `tasks.max` and the sink's keys. Several
 //! processes started on the same connector files share the work through the broker.
 //! SIGINT or SIGTERM stops it cleanly: the tasks stop taking records, finish or release
-//! their batches, commit and close. Logs go to stderr (`RUST_LOG`, default `info`).
+//! their batches, commit and close. Logs go to stderr (`RUST_LOG`, default `info`): plain
+//! text (coloured only when stderr is a terminal), or one JSON object per line with
+//! `--log-format json`, for log collectors.
 //! With `--metrics-port` (0 picks a free port) the metrics are served in Prometheus format
 //! at `http://127.0.0.1:N/metrics`; the address is printed on stdout.
 //!
@@ -37,21 +39,39 @@ fn fail(line: &str) {
 }
 
 const USAGE: &str =
-    "usage: kafka-share-sink [--metrics-port N] worker.properties connector.properties|connector.json ...";
+    "usage: kafka-share-sink [--metrics-port N] [--log-format text|json] worker.properties connector.properties|connector.json ...";
 
 /// How long a clean stop may take before tasks are aborted (their records then come back
 /// to the group when their locks lapse).
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    fn parse(v: &str) -> Result<LogFormat, String> {
+        match v {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err(format!("--log-format {v:?}: use text or json")),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Args {
     metrics_port: Option<u16>,
+    log_format: LogFormat,
     worker: String,
     connectors: Vec<String>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut metrics_port = None;
+    let mut log_format = LogFormat::Text;
     let mut files = Vec::new();
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -66,6 +86,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 metrics_port =
                     Some(v.parse::<u16>().map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))?);
             }
+            "--log-format" => log_format = LogFormat::parse(&args.next().ok_or("--log-format needs text or json")?)?,
+            s if s.starts_with("--log-format=") => log_format = LogFormat::parse(&s["--log-format=".len()..])?,
             s if s.starts_with('-') => return Err(format!("unknown option {s}")),
             _ => files.push(a),
         }
@@ -74,7 +96,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         return Err("give a worker properties file and at least one connector file".into());
     }
     let worker = files.remove(0);
-    Ok(Args { metrics_port, worker, connectors: files })
+    Ok(Args { metrics_port, log_format, worker, connectors: files })
 }
 
 fn load_connector(path: &str) -> kafka_share::Result<ConnectorConfig> {
@@ -111,12 +133,21 @@ async fn stop_signal() {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// Logs to stderr: colour codes only for a terminal (a file or a pipe gets plain text), or
+/// JSON lines.
+fn init_logging(format: LogFormat) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => fmt.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => fmt.json().with_ansi(false).init(),
+    }
+}
 
+#[tokio::main]
+async fn main() -> ExitCode {
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(msg) if msg.is_empty() => {
@@ -128,6 +159,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    init_logging(args.log_format);
     // Read every file before starting anything, so a typo fails the whole run up front.
     let worker_config = match Properties::load(&args.worker).and_then(|p| WorkerConfig::from_properties(&p)) {
         Ok(c) => c,
@@ -210,5 +242,9 @@ mod tests {
         assert!(args(&["w.properties"]).is_err());
         assert!(args(&["--metrics-port", "x", "a", "b"]).unwrap_err().contains("not a port"));
         assert!(args(&["--bogus", "a", "b"]).is_err());
+        assert_eq!(args(&["w", "c"]).unwrap().log_format, LogFormat::Text);
+        assert_eq!(args(&["--log-format", "json", "w", "c"]).unwrap().log_format, LogFormat::Json);
+        assert_eq!(args(&["--log-format=json", "w", "c"]).unwrap().log_format, LogFormat::Json);
+        assert!(args(&["--log-format", "xml", "w", "c"]).unwrap_err().contains("text or json"));
     }
 }

@@ -58,7 +58,7 @@ pub async fn dial(node_id: i32, addr: &str, config: &DialConfig) -> Result<Broke
         .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
     // A TLS or protocol mismatch shows up as the first answer failing: report that cause
     // itself (it is fatal), not the retriable "connection closed" around it.
-    let resp = conn.call_timeout(&req, 3, request_timeout).await.map_err(Error::into_fatal_cause)?;
+    let resp = conn.call_timeout(&req, 3, request_timeout).await.map_err(|e| setup_error(e, addr, request_timeout))?;
     check(resp.error_code, None, || Context::api("ApiVersions").broker(node_id))?;
     let versions = Arc::new(ApiVersions::from_response(node_id, &resp));
     if let Some(login) = &config.sasl {
@@ -69,6 +69,30 @@ pub async fn dial(node_id: i32, addr: &str, config: &DialConfig) -> Result<Broke
     }
     debug!(node_id, addr, "connected");
     Ok(BrokerConnection { node_id, conn, versions })
+}
+
+/// The error of a connection's first request (ApiVersions). A TLS or protocol mismatch
+/// shows up as that answer failing: report that cause itself (it is fatal), not the
+/// retriable "connection closed" around it. No answer in time is the connection's setup
+/// timing out, not an "outcome unknown" (ApiVersions changes nothing on the broker): say so,
+/// and what is usually wrong.
+fn setup_error(e: Error, addr: &str, after: Duration) -> Error {
+    let e = e.into_fatal_cause();
+    let timed_out = match &e {
+        Error::Timeout { .. } => true,
+        Error::OutcomeUnknown { cause, .. } => matches!(**cause, Error::Timeout { .. }),
+        _ => false,
+    };
+    if !timed_out {
+        return e;
+    }
+    Error::Timeout {
+        what: format!(
+            "connection setup with {addr} (it accepted the connection but did not answer ApiVersions: \
+             check that it is a Kafka listener and that security.protocol matches it, e.g. SSL for a TLS port)"
+        ),
+        after,
+    }
 }
 
 /// One slot per (node, class); the slot's async mutex makes concurrent callers share one dial.
@@ -187,5 +211,33 @@ impl Error {
             self,
             Error::Io { .. } | Error::ConnectionClosed { .. } | Error::Malformed { .. } | Error::OutcomeUnknown { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_listener_that_never_answers_is_a_setup_timeout_not_an_unknown_outcome() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        // Accepts, keeps the socket open, never writes.
+        let held = tokio::spawn(async move {
+            let (sock, _) = listener.accept().await.unwrap();
+            std::future::pending::<()>().await;
+            drop(sock);
+        });
+        let config = DialConfig {
+            conn: ConnectionConfig::default(),
+            sasl: None,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_millis(200),
+        };
+        let e = dial(-1, &addr, &config).await.unwrap_err();
+        assert!(matches!(&e, Error::Timeout { what, .. } if what.starts_with("connection setup with")), "{e:?}");
+        assert!(!e.is_outcome_unknown());
+        assert!(e.to_string().contains("security.protocol"), "{e}");
+        held.abort();
     }
 }
