@@ -1,5 +1,7 @@
 //! A blocking share consumer for programs without an async runtime: the Java-style
-//! thread-per-consumer loop, with `wakeup` from another thread.
+//! thread-per-consumer loop, with `wakeup` from another thread. It has the async
+//! consumer's calls, blocking: [`ShareConsumer::iter`] is the async `stream`,
+//! [`ShareConsumer::commit_async`] returns a [`CommitHandle`] to wait on (or drop).
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -21,6 +23,7 @@
 //! ```
 
 use std::collections::BTreeSet;
+use std::future::IntoFuture;
 use std::time::Duration;
 
 use tokio::runtime::Runtime;
@@ -126,9 +129,45 @@ impl ShareConsumer {
         self.rt.block_on(c.commit_sync(timeout.into()))
     }
 
-    /// Sends pending acknowledgements without waiting; results go to the callback.
-    pub fn commit_async(&self) -> Result<()> {
-        self.c()?.commit_async().map(drop)
+    /// Sends pending acknowledgements without waiting (see
+    /// [`super::ShareConsumer::commit_async`]). [`CommitHandle::wait`] blocks for the
+    /// per-partition results; dropped, the results go to the acknowledgement commit callback.
+    pub fn commit_async(&self) -> Result<CommitHandle> {
+        let inner = self.c()?.commit_async()?;
+        Ok(CommitHandle { inner, rt: self.rt.handle().clone() })
+    }
+
+    /// The records of successive polls, one by one, as the async
+    /// [`stream`](super::ShareConsumer::stream): it polls (waiting up to `poll_timeout`)
+    /// when the last batch is used up; a failed poll is yielded as `Err` and the iterator
+    /// goes on (that includes [`Error::Wakeup`]); it ends once the consumer is closed.
+    /// Acknowledge as with [`poll`](Self::poll).
+    ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use kafka_share::consumer::{blocking, ShareConsumerConfig};
+    /// let consumer = blocking::ShareConsumer::connect(ShareConsumerConfig::new("127.0.0.1:19092", "g"))?;
+    /// consumer.subscribe(["orders"])?;
+    /// for record in consumer.iter(Duration::from_secs(1)) {
+    ///     match record {
+    ///         Ok(r) => println!("{}@{}", r.partition, r.offset),
+    ///         Err(kafka_share::Error::Wakeup) => break,
+    ///         Err(e) => return Err(e),
+    ///     }
+    /// }
+    /// # Ok::<(), kafka_share::Error>(())
+    /// ```
+    pub fn iter(&self, poll_timeout: Duration) -> Records<'_> {
+        Records { consumer: self, poll_timeout, batch: Vec::new().into_iter() }
+    }
+
+    /// Makes the pending [`poll`](Self::poll) (or, if none is pending, the next one) return
+    /// [`Error::Wakeup`]. Callable from another thread while this one blocks in `poll`
+    /// (share the consumer with an `Arc`, or use [`wakeup_handle`](Self::wakeup_handle)).
+    pub fn wakeup(&self) {
+        if let Some(c) = self.inner.as_ref() {
+            c.wakeup();
+        }
     }
 
     /// See [`super::ShareConsumer::set_acknowledgement_commit_callback`].
@@ -170,6 +209,47 @@ impl ShareConsumer {
             }
             None => Ok(()),
         }
+    }
+}
+
+/// The records of successive polls ([`ShareConsumer::iter`]).
+pub struct Records<'a> {
+    consumer: &'a ShareConsumer,
+    poll_timeout: Duration,
+    batch: std::vec::IntoIter<ConsumerRecord>,
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<ConsumerRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.batch.next() {
+                return Some(Ok(r));
+            }
+            match self.consumer.poll(self.poll_timeout) {
+                Ok(batch) => self.batch = batch.into_iter(),
+                Err(Error::Closed) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+/// The results of a blocking [`ShareConsumer::commit_async`]: the acknowledgements were sent
+/// either way; [`wait`](Self::wait) blocks for their per-partition results, or drop it and
+/// read them in the acknowledgement commit callback.
+#[derive(Debug)]
+pub struct CommitHandle {
+    inner: super::CommitHandle,
+    rt: tokio::runtime::Handle,
+}
+
+impl CommitHandle {
+    /// Blocks until the broker answered every acknowledgement of this commit. Not callable
+    /// from inside an async runtime (as every blocking call here).
+    pub fn wait(self) -> Result<CommitResults> {
+        self.rt.block_on(self.inner.into_future())
     }
 }
 
