@@ -16,6 +16,10 @@ use crate::error::{Context, Error, Result};
 
 /// ConfigResource.Type.GROUP.
 pub const GROUP_RESOURCE: i8 = 32;
+/// ConfigResource.Type.TOPIC.
+pub(crate) const TOPIC_RESOURCE: i8 = 2;
+/// ConfigResource.Type.BROKER.
+pub(crate) const BROKER_RESOURCE: i8 = 4;
 
 /// How long the setters wait for the new value to reach every broker's metadata.
 const PROPAGATION_TIMEOUT: Duration = Duration::from_secs(15);
@@ -172,9 +176,20 @@ impl Admin {
         conn: &crate::cluster::BrokerConnection,
         group: &str,
     ) -> Result<Vec<ConfigEntry>> {
+        self.describe_configs_on(conn, GROUP_RESOURCE, group, group_ctx("DescribeConfigs", group)).await
+    }
+
+    /// The configs of one resource (a group, a topic, a broker by its id), sorted by name.
+    pub(crate) async fn describe_configs_on(
+        &self,
+        conn: &crate::cluster::BrokerConnection,
+        resource_type: i8,
+        name: &str,
+        ctx: Context,
+    ) -> Result<Vec<ConfigEntry>> {
         let req = DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
-            .with_resource_type(GROUP_RESOURCE)
-            .with_resource_name(StrBytes::from_string(group.to_string()))
+            .with_resource_type(resource_type)
+            .with_resource_name(StrBytes::from_string(name.to_string()))
             .with_configuration_keys(None)]);
         let resp = self.cluster.send(conn, &req, (1, 4)).await?;
         let r = resp
@@ -182,9 +197,7 @@ impl Admin {
             .into_iter()
             .next()
             .ok_or_else(|| Error::InvalidState("DescribeConfigs answered with no result".into()))?;
-        if let Some(e) =
-            Error::from_code(r.error_code, r.error_message.map(|m| m.to_string()), group_ctx("DescribeConfigs", group))
-        {
+        if let Some(e) = Error::from_code(r.error_code, r.error_message.map(|m| m.to_string()), ctx) {
             return Err(e);
         }
         let mut out: Vec<ConfigEntry> = r
@@ -218,6 +231,19 @@ impl Admin {
                 validate_group_config(k, v)?;
             }
         }
+        self.alter_configs(GROUP_RESOURCE, group, changes, group_ctx("IncrementalAlterConfigs", group))
+            .await?;
+        self.wait_for_group_configs(group, changes).await
+    }
+
+    /// Sets (`Some`) or deletes (`None`) configs of one resource in one request, unchecked.
+    pub(crate) async fn alter_configs(
+        &self,
+        resource_type: i8,
+        name: &str,
+        changes: &[(&str, Option<&str>)],
+        ctx: Context,
+    ) -> Result<()> {
         let configs = changes
             .iter()
             .map(|(k, v)| {
@@ -229,21 +255,17 @@ impl Admin {
             })
             .collect();
         let req = IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
-            .with_resource_type(GROUP_RESOURCE)
-            .with_resource_name(StrBytes::from_string(group.to_string()))
+            .with_resource_type(resource_type)
+            .with_resource_name(StrBytes::from_string(name.to_string()))
             .with_configs(configs)]);
         let conn = self.cluster.any_broker().await?;
         let resp = self.cluster.send(&conn, &req, (0, 1)).await?;
         for r in resp.responses {
-            if let Some(e) = Error::from_code(
-                r.error_code,
-                r.error_message.map(|m| m.to_string()),
-                group_ctx("IncrementalAlterConfigs", group),
-            ) {
+            if let Some(e) = Error::from_code(r.error_code, r.error_message.map(|m| m.to_string()), ctx.clone()) {
                 return Err(e);
             }
         }
-        self.wait_for_group_configs(group, changes).await
+        Ok(())
     }
 
     /// Sets one group config (validated as in [`Admin::alter_group_configs`]).

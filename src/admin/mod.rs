@@ -1,4 +1,4 @@
-//! Administration: topics, group configs, and share groups.
+//! Administration: topics, group configs, share groups and their dead-letter queue.
 //!
 //! [`Admin`] is a thin, typed layer over the cluster: each call picks the broker that must
 //! answer it (the controller-facing broker for topics, the group coordinator for groups),
@@ -9,6 +9,7 @@ mod coordinator;
 mod groups;
 mod offsets;
 mod reset;
+mod share_settings;
 mod topics;
 
 use std::sync::Arc;
@@ -17,6 +18,9 @@ pub use configs::{validate_group_config, ConfigEntry, ConfigSource, GROUP_RESOUR
 pub use groups::{ShareGroupDescription, ShareGroupListing, ShareGroupState, ShareMemberDescription};
 pub use offsets::{ShareGroupOffsets, SharePartitionOffset, TopicPartition, LAG_NEEDS_KAFKA_4_2};
 pub use reset::{parse_datetime, OffsetResetSpec, PlannedReset, TopicSelection};
+pub use share_settings::{
+    DeadLetterQueue, ShareGroupSettings, DLQ_COPY_RECORD_KEY, DLQ_PREFIX_KEY, DLQ_TOPIC_ENABLE_KEY, DLQ_TOPIC_KEY,
+};
 pub use topics::NewTopic;
 
 use crate::cluster::{Cluster, ClusterConfig};
