@@ -206,12 +206,18 @@ async fn bad_settings_are_refused_before_start() {
 /// 500, `share.max.delivery.count=3`, a dead-letter topic. Exactly the poison record reaches
 /// the DLQ, and every good record reaches the endpoint (per record and in batches).
 async fn poison_case(batch: bool) {
+    poison_case_with(batch, false).await
+}
+
+/// `broker_dlq`: `errors.deadletterqueue.mode=broker` (Kafka 4.4): the runtime REJECTs the
+/// poison record and the broker writes it to the dead-letter topic.
+async fn poison_case_with(batch: bool, broker_dlq: bool) {
     use kafka_share::sink::{ConnectorConfig, Worker, WorkerConfig};
     const RECORDS: usize = 1000;
     let bs = common::bootstrap();
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "sink-http-poison", 1).await;
-    let dlq = common::unique("sink-http-dlq");
+    let dlq = if broker_dlq { format!("dlq.{}", common::unique("sink-http")) } else { common::unique("sink-http-dlq") };
     let group = common::new_group(&admin, "g-sink-http-poison", None).await;
     common::produce(&bs, &topic, 1, RECORDS, "v").await;
     let poison = "v-500";
@@ -227,6 +233,7 @@ async fn poison_case(batch: bool) {
         }
     })
     .await;
+    let mode = if broker_dlq { "broker" } else { "client" };
     let pairs: Vec<(String, String)> = [
         ("name", "http-poison"),
         ("connector.class", "http"),
@@ -238,6 +245,7 @@ async fn poison_case(batch: bool) {
         ("share.max.delivery.count", "3"),
         ("errors.tolerance", "all"),
         ("errors.deadletterqueue.topic.name", dlq.as_str()),
+        ("errors.deadletterqueue.mode", mode),
         ("consumer.override.fetch.max.wait.ms", "200"),
     ]
     .iter()
@@ -284,6 +292,10 @@ async fn poison_case(batch: bool) {
     cons.close(Duration::from_secs(10)).await.expect("close");
     let values: Vec<_> = got.iter().map(|r| r.value_str().unwrap_or_default().to_string()).collect();
     assert_eq!(values, vec![poison.to_string()], "the DLQ holds exactly the poison record");
+    if broker_dlq {
+        let written_by_broker = got[0].headers.iter().any(|h| h.key.as_ref() == b"__dlq.errors.topic");
+        assert!(written_by_broker, "the broker's headers: {:?}", got[0].headers);
+    }
     assert_eq!(good(&seen).len(), RECORDS - 1);
 }
 
@@ -295,4 +307,34 @@ async fn a_poison_record_alone_reaches_the_dead_letter_topic_per_record() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poison_record_alone_reaches_the_dead_letter_topic_in_batches() {
     poison_case(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_brokers_dead_letter_queue_the_poison_record_alone_lands_there() {
+    if common::kafka_version() < (4, 4) {
+        // Before 4.4 the connector refuses to start, saying so.
+        use kafka_share::sink::{ConnectorConfig, Worker, WorkerConfig};
+        let admin = common::admin().await;
+        let topic = common::new_topic(&admin, "sink-http-old", 1).await;
+        let cfg = ConnectorConfig::from_pairs(
+            [
+                ("name", "old"),
+                ("connector.class", "http"),
+                ("topics", topic.as_str()),
+                ("http.url", "http://127.0.0.1:9/"),
+                ("errors.tolerance", "all"),
+                ("errors.deadletterqueue.topic.name", "dlq.old"),
+                ("errors.deadletterqueue.mode", "broker"),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<Vec<(String, String)>>(),
+        )
+        .expect("config");
+        let w = Worker::new(WorkerConfig::new(common::bootstrap()), Registry::with_builtins());
+        let e = w.start_connector(cfg).await.map(|_| ()).unwrap_err();
+        assert!(e.to_string().contains("Kafka 4.4+"), "{e}");
+        return;
+    }
+    poison_case_with(false, true).await;
 }

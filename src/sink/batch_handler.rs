@@ -21,7 +21,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use tokio::sync::Mutex;
 
-use super::config::ErrorTolerance;
+use super::config::{DeadLetterMode, ErrorTolerance};
 use super::task::{RecordFailure, SinkError, SinkRecord, SinkTask};
 use super::task_runner::ConnectorShared;
 use crate::processor::{BatchHandler, Delivery, Outcome, Stop};
@@ -168,6 +168,12 @@ impl SinkHandler {
                     Outcome::Release
                 }
             },
+            None if self.shared.config.dlq_mode == DeadLetterMode::Broker => {
+                // The broker writes it to the group's dead-letter topic on the REJECT.
+                tracing::warn!(connector = %self.shared.config.name, task = self.id, "{} rejected to the broker's dead-letter queue: {reason}", describe(record));
+                self.shared.metrics.dead_lettered();
+                Outcome::Reject
+            }
             None => {
                 tracing::warn!(connector = %self.shared.config.name, task = self.id, "{} rejected (no errors.deadletterqueue.topic.name): {reason}", describe(record));
                 Outcome::Reject

@@ -158,6 +158,20 @@ pub enum ErrorTolerance {
     All,
 }
 
+/// `errors.deadletterqueue.mode`: who writes a failed record to the dead-letter topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadLetterMode {
+    /// `client` (default, as Connect): the runtime produces the record to the topic (with
+    /// Connect's `__connect.errors.*` headers when asked), then ACCEPTs it.
+    Client,
+    /// `broker` (Kafka 4.4+): the runtime REJECTs the record and the broker writes it to the
+    /// group's dead-letter topic with its `__dlq.errors.*` headers. The runtime sets the
+    /// group up at start (the topic must start with the broker's prefix, `dlq.` by
+    /// default); records that use up the group's `share.delivery.count.limit` go there too.
+    /// No producer runs in the worker for it.
+    Broker,
+}
+
 /// One connector: which sink, on what topics, how many tasks, and the KIP-1302 settings.
 #[derive(Debug, Clone)]
 pub struct ConnectorConfig {
@@ -176,6 +190,7 @@ pub struct ConnectorConfig {
     pub(crate) auto_offset_reset: Option<String>,
     pub(crate) max_delivery_count: i16,
     pub(crate) dlq_topic: Option<String>,
+    pub(crate) dlq_mode: DeadLetterMode,
     pub(crate) dlq_context_headers: bool,
     pub(crate) dlq_replication_factor: i16,
     pub(crate) tolerance: ErrorTolerance,
@@ -311,6 +326,35 @@ impl ConnectorConfig {
             }
         }
         let dlq_context_headers = p.bool("errors.deadletterqueue.context.headers.enable", false)?;
+        let dlq_mode = match p.choice("errors.deadletterqueue.mode", "client", &["client", "broker"])?.as_str() {
+            "broker" => DeadLetterMode::Broker,
+            _ => DeadLetterMode::Client,
+        };
+        if dlq_mode == DeadLetterMode::Broker {
+            let Some(t) = &dlq_topic else {
+                return Err(Error::config(
+                    "errors.deadletterqueue.mode",
+                    "broker needs errors.deadletterqueue.topic.name (a topic starting with the broker's \
+                     errors.deadletterqueue.topic.name.prefix, dlq. by default)",
+                ));
+            };
+            if dlq_context_headers {
+                return Err(Error::config(
+                    "errors.deadletterqueue.context.headers.enable",
+                    format!(
+                        "applies to errors.deadletterqueue.mode=client; with broker the broker writes its own \
+                         __dlq.errors.* headers to {t}: drop the key"
+                    ),
+                ));
+            }
+            if ack_mode == SinkAckMode::Implicit {
+                return Err(Error::config(
+                    "errors.deadletterqueue.mode",
+                    "broker dead-letters the records the task REJECTs, and implicit mode accepts whole batches: \
+                     use share.acknowledgement.mode=explicit",
+                ));
+            }
+        }
         let dlq_replication_factor = p.int("errors.deadletterqueue.topic.replication.factor", -1, -1, 32_767)? as i16;
         let tolerance = match p.choice("errors.tolerance", "none", &["none", "all"])?.as_str() {
             "all" => ErrorTolerance::All,
@@ -352,6 +396,7 @@ impl ConnectorConfig {
             auto_offset_reset,
             max_delivery_count,
             dlq_topic,
+            dlq_mode,
             dlq_context_headers,
             dlq_replication_factor,
             tolerance,
@@ -408,6 +453,11 @@ impl ConnectorConfig {
     /// `errors.deadletterqueue.topic.name`.
     pub fn dead_letter_topic(&self) -> Option<&str> {
         self.dlq_topic.as_deref()
+    }
+
+    /// `errors.deadletterqueue.mode` (default client).
+    pub fn dead_letter_mode(&self) -> DeadLetterMode {
+        self.dlq_mode
     }
 
     /// `errors.tolerance` (default none).
@@ -470,6 +520,27 @@ mod tests {
         assert!(e.to_string().contains("errors.tolerance=all"), "{e}");
         let c = with(&[("errors.deadletterqueue.topic.name", "dlq"), ("errors.tolerance", "all")]).unwrap();
         assert_eq!(c.dead_letter_topic(), Some("dlq"));
+    }
+
+    #[test]
+    fn broker_dead_lettering_needs_a_topic_explicit_mode_and_no_connect_headers() {
+        let dlq = [("errors.deadletterqueue.topic.name", "dlq.x"), ("errors.tolerance", "all")];
+        assert_eq!(with(&dlq).unwrap().dead_letter_mode(), DeadLetterMode::Client);
+        let broker = with(&[dlq[0], dlq[1], ("errors.deadletterqueue.mode", "broker")]).unwrap();
+        assert_eq!(broker.dead_letter_mode(), DeadLetterMode::Broker);
+        for (extra, says) in [
+            (vec![("errors.tolerance", "all")], "needs errors.deadletterqueue.topic.name"),
+            (vec![dlq[0], dlq[1], ("errors.deadletterqueue.context.headers.enable", "true")], "__dlq.errors"),
+            (vec![dlq[0], dlq[1], ("share.acknowledgement.mode", "implicit")], "explicit"),
+            (vec![dlq[0], dlq[1], ("errors.deadletterqueue.mode", "somewhere")], "client"),
+        ] {
+            let mut pairs = extra;
+            if !pairs.iter().any(|(k, _)| *k == "errors.deadletterqueue.mode") {
+                pairs.push(("errors.deadletterqueue.mode", "broker"));
+            }
+            let e = with(&pairs).unwrap_err();
+            assert!(e.to_string().contains(says), "{pairs:?}: {e}");
+        }
     }
 
     #[test]

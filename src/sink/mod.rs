@@ -44,7 +44,9 @@
 //!   batch-mates; a record that failed for good (a per-record failure, or
 //!   `share.max.delivery.count` retriable failures alone) is copied to
 //!   `errors.deadletterqueue.topic.name` and ACCEPTed, or REJECTed without one. Good records
-//!   are never dead-lettered for a batch-mate.
+//!   are never dead-lettered for a batch-mate. With `errors.deadletterqueue.mode=broker`
+//!   (Kafka 4.4+) the record is REJECTed and the broker writes it to the topic
+//!   ([`DeadLetterMode::Broker`]).
 //! - A `put` that runs past half the acquisition lock has its records RENEWed (Kafka 4.2+)
 //!   while it runs, so a slow sink does not get its records redelivered elsewhere meanwhile.
 //! - [`Connector::set_tasks`] adds or removes tasks while the others run; a removed task
@@ -77,7 +79,7 @@ mod task_runner;
 mod worker;
 
 pub use builtins::CONNECT_FILE_SINK_CLASS;
-pub use config::{ConnectorConfig, ErrorTolerance, SinkAckMode, WorkerConfig};
+pub use config::{ConnectorConfig, DeadLetterMode, ErrorTolerance, SinkAckMode, WorkerConfig};
 pub use dead_letter::ERROR_HEADER_PREFIX;
 pub use file::FileSink;
 #[cfg(feature = "sink-http")]

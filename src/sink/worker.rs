@@ -17,7 +17,7 @@ use crate::consumer::ShareConsumerConfig;
 use crate::error::{Error, Result};
 use crate::producer::Producer;
 
-use super::config::{ConnectorConfig, SinkAckMode, WorkerConfig};
+use super::config::{ConnectorConfig, DeadLetterMode, SinkAckMode, WorkerConfig};
 use super::dead_letter::DeadLetter;
 use super::metrics::{SinkMetrics, SinkMetricsSnapshot};
 use super::registry::Registry;
@@ -81,7 +81,13 @@ impl Worker {
         }
         let consumer = ShareConsumerConfig::from_properties(&props)?;
         self.prepare_group(&config).await;
+        if config.dlq_mode == DeadLetterMode::Broker {
+            // Unlike the other preparations this one must hold: without it the broker
+            // archives a REJECTed record without a copy.
+            self.prepare_broker_dead_letter(&config).await?;
+        }
         let dead_letter = match &config.dlq_topic {
+            Some(_) if config.dlq_mode == DeadLetterMode::Broker => None,
             Some(topic) => {
                 let producer = Producer::from_properties(&self.config.producer_properties()).await?;
                 Some(Arc::new(DeadLetter::new(
@@ -131,7 +137,7 @@ impl Worker {
                 return;
             }
         };
-        if let Some(topic) = &config.dlq_topic {
+        if let Some(topic) = config.dlq_topic.as_ref().filter(|_| config.dlq_mode == DeadLetterMode::Client) {
             // Connect creates its DLQ topic too (one partition, the given replication).
             let new = crate::admin::NewTopic::new(topic.clone(), 1).replication_factor(config.dlq_replication_factor);
             match admin.create_topics(&[new]).await {
@@ -182,6 +188,23 @@ impl Worker {
                 current.as_deref().unwrap_or("the broker default")
             );
         }
+    }
+
+    /// `errors.deadletterqueue.mode=broker`: the group's dead-letter queue on the broker, set
+    /// up (or checked) before any task runs; an error stops the connector's start.
+    async fn prepare_broker_dead_letter(&self, config: &ConnectorConfig) -> Result<()> {
+        let Some(topic) = &config.dlq_topic else { return Ok(()) };
+        let admin = Admin::from_properties(&self.config.admin_properties()).await?;
+        let dlq = crate::admin::DeadLetterQueue::new(topic.clone()).created_with(1, config.dlq_replication_factor);
+        admin.enable_share_dead_letter_queue(&config.group_id, &dlq).await.map_err(|e| match e {
+            Error::Unsupported { .. } | Error::Config { .. } => Error::config(
+                "errors.deadletterqueue.mode",
+                format!("broker: {e}; use errors.deadletterqueue.mode=client (the runtime writes the topic)"),
+            ),
+            e => e,
+        })?;
+        tracing::info!(connector = %config.name, "group {} dead-letters to {topic} on the broker", config.group_id);
+        Ok(())
     }
 
     /// The connectors started here (running or stopped).
