@@ -265,3 +265,81 @@ async fn a_killed_connection_is_retriable_and_the_next_put_reconnects() {
     assert_eq!(n, 4, "one row per record, the two put before the kill not duplicated");
     db.batch_execute(&format!("DROP TABLE \"{table}\"")).await.unwrap();
 }
+
+/// The test CA that signed the server's certificate (scripts/postgres makes it; scripts/test
+/// exports its path).
+fn pg_ca() -> String {
+    std::env::var("KAFKA_SHARE_PG_CA")
+        .unwrap_or_else(|_| format!("{}/target/postgres/tls/ca.pem", env!("CARGO_MANIFEST_DIR")))
+}
+
+/// Whether the connection named `app` (its application_name) is encrypted, as the server
+/// sees it.
+async fn encrypted(db: &tokio_postgres::Client, app: &str) -> bool {
+    let row = db
+        .query_one(
+            "SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = $1",
+            &[&app],
+        )
+        .await
+        .unwrap();
+    row.get::<_, Option<bool>>(0).unwrap_or_else(|| panic!("no connection named {app}"))
+}
+
+/// TLS with libpq's sslmode meanings: verify-full against the test CA, require without a CA
+/// (encrypted, unchecked), disable; verify-full against the default roots is refused, fatal,
+/// saying why.
+#[tokio::test]
+async fn tls_follows_libpqs_sslmode() {
+    let db = pg().await;
+    let ca = pg_ca();
+    assert!(std::path::Path::new(&ca).exists(), "no test CA at {ca}: run scripts/postgres up");
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sink-pg-tls", 1).await;
+    produce(&topic, 3, 1).await;
+    let group = common::new_group(&admin, "g-sink-pg-tls", None).await;
+    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("consumer");
+    c.subscribe([topic]).expect("subscribe");
+    let records = common::poll_until(&c, 3, Duration::from_secs(30), |_| {}).await;
+    c.close(Duration::from_secs(10)).await.expect("close");
+    assert_eq!(records.len(), 3);
+
+    let sep = if pg_url().contains('?') { '&' } else { '?' };
+    for (mode, extra, want_tls) in [
+        ("verify-full", format!("&sslrootcert={ca}"), true),
+        ("verify-ca", format!("&sslrootcert={ca}"), true),
+        ("require", String::new(), true),
+        ("disable", String::new(), false),
+    ] {
+        let app = common::unique("sink-tls").replace('-', "_");
+        let url = format!("{}{sep}sslmode={mode}{extra}&application_name={app}", pg_url());
+        let table = table_name();
+        let mut task = PostgresSink::new();
+        task.start(&config(&[("connection.url", &url), ("table", &table), ("auto.create", "true")]))
+            .await
+            .unwrap_or_else(|e| panic!("sslmode={mode}: {e}"));
+        task.put(&records).await.unwrap_or_else(|e| panic!("sslmode={mode}: {e}"));
+        assert_eq!(encrypted(&db, &app).await, want_tls, "sslmode={mode}");
+        let n: i64 = db.query_one(&format!("SELECT count(*) FROM \"{table}\""), &[]).await.unwrap().get(0);
+        assert_eq!(n, 3, "sslmode={mode}");
+        task.stop().await;
+        db.batch_execute(&format!("DROP TABLE \"{table}\"")).await.unwrap();
+    }
+
+    // The test CA is not among the bundled roots: verify-full without sslrootcert refuses the
+    // server's certificate, and retrying would not help.
+    let app = common::unique("sink-tls-refused").replace('-', "_");
+    let url = format!("{}{sep}sslmode=verify-full&application_name={app}", pg_url());
+    let mut task = PostgresSink::new();
+    let started = task
+        .start(&config(&[("connection.url", &url), ("table", &table_name()), ("auto.create", "true")]))
+        .await;
+    if started.is_ok() {
+        panic!("verify-full without the CA connected; encrypted: {}", encrypted(&db, &app).await);
+    }
+    let e = started.unwrap_err();
+    assert!(matches!(e, SinkError::Fatal { .. }), "{e:?}");
+    assert!(e.to_string().to_lowercase().contains("certificate"), "says it is the certificate: {e}");
+}

@@ -72,6 +72,8 @@ pub mod kafka;
 mod metrics;
 #[cfg(feature = "sink-postgres")]
 pub mod postgres;
+#[cfg(feature = "sink-postgres")]
+pub mod postgres_tls;
 mod prometheus;
 mod registry;
 mod task;

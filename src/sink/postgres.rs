@@ -44,14 +44,16 @@
 //! - a missing table or column, missing privileges, bad credentials, an unknown database
 //!   (classes 42, 28, 3D): fatal, the message says what to fix.
 //!
-//! TLS to PostgreSQL is not supported: `sslmode=require` is refused (`prefer`, the default,
-//! connects in plain text).
+//! # TLS
+//! libpq's keys in the connection string: `sslmode` (`disable`, `prefer` the default,
+//! `require`, `verify-ca`, `verify-full`), `sslrootcert`, `sslcert`, `sslkey`, with libpq's
+//! meanings (see [`postgres_tls`](super::postgres_tls) for the table): e.g.
+//! `postgres://u@db.example.com/d?sslmode=verify-full&sslrootcert=/etc/ssl/rds-ca.pem`.
 
 use std::str::FromStr;
 
 use base64::Engine as _;
 use futures::future::BoxFuture;
-use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Statement};
 
@@ -72,6 +74,8 @@ pub const AUTO_CREATE_CONFIG: &str = "auto.create";
 #[derive(Clone)]
 struct Settings {
     pg: tokio_postgres::Config,
+    /// The TLS connector (None: `sslmode=disable`).
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     /// The quoted (possibly schema-qualified) table name, ready for SQL.
     table: String,
     auto_create: bool,
@@ -81,8 +85,10 @@ fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
     let url = config.get(URL_CONFIG).map(|u| u.trim()).filter(|u| !u.is_empty()).ok_or_else(|| {
         SinkError::fatal("the postgres sink needs connection.url, e.g. postgres://user@127.0.0.1:5432/database")
     })?;
+    // tokio-postgres knows neither the ssl* file keys nor the verify-* modes: taken out first.
+    let (url, tls) = super::postgres_tls::split(url)?;
     // The parse error does not echo the URL: it may hold a password.
-    let mut pg = tokio_postgres::Config::from_str(url).map_err(|e| {
+    let mut pg = tokio_postgres::Config::from_str(&url).map_err(|e| {
         SinkError::fatal(format!(
             "connection.url is not a PostgreSQL connection string ({e}): write postgres://user@host:port/database \
              or host=... port=... user=... dbname=..."
@@ -94,11 +100,8 @@ fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
     if let Some(password) = config.get(PASSWORD_CONFIG).filter(|p| !p.is_empty()) {
         pg.password(password);
     }
-    if pg.get_ssl_mode() == SslMode::Require {
-        return Err(SinkError::fatal(
-            "connection.url asks for sslmode=require, but the postgres sink has no TLS: use sslmode=disable or prefer on a trusted network",
-        ));
-    }
+    pg.ssl_mode(tls.ssl_mode());
+    let tls = tls.connector()?;
     if pg.get_user().is_none() {
         return Err(SinkError::fatal("connection.url names no user: add user@ to the URL, or set connection.user"));
     }
@@ -109,7 +112,7 @@ fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
     })?;
     let table = quote_table(raw)?;
     let auto_create = super::file::parse_bool(config, AUTO_CREATE_CONFIG, false)?;
-    Ok(Settings { pg, table, auto_create })
+    Ok(Settings { pg, tls, table, auto_create })
 }
 
 /// `schema.table` or `table`, each part quoted (a `"` doubled), so a name is never SQL.
@@ -176,6 +179,11 @@ enum Verdict {
 }
 
 fn classify(e: &tokio_postgres::Error) -> Verdict {
+    if tls_refused(e) {
+        // An untrusted certificate, a name it does not cover, a server without TLS for
+        // sslmode=require: the same settings fail the same way.
+        return Verdict::Fatal;
+    }
     let Some(code) = e.code() else {
         // No SQLSTATE: IO, a closed connection, a protocol error.
         return Verdict::Retriable { reconnect: true };
@@ -191,7 +199,39 @@ fn classify(e: &tokio_postgres::Error) -> Verdict {
     }
 }
 
+/// Whether the connection failed on TLS in a way retrying cannot fix.
+fn tls_refused(e: &tokio_postgres::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(c) = cause {
+        // tokio-rustls wraps rustls's error in an io::Error, whose `source` skips it.
+        let inner = c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).map(|i| i as &dyn std::error::Error);
+        if c.downcast_ref::<rustls::Error>().is_some()
+            || inner.is_some_and(|i| i.downcast_ref::<rustls::Error>().is_some())
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    e.to_string().contains("server does not support TLS")
+}
+
 fn describe(e: &tokio_postgres::Error) -> String {
+    if e.as_db_error().is_none() {
+        // The cause says what went wrong (e.g. which certificate check failed).
+        let mut text = e.to_string();
+        let mut cause = std::error::Error::source(e);
+        while let Some(c) = cause {
+            let more = match c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+                Some(inner) => inner.to_string(),
+                None => c.to_string(),
+            };
+            if !text.contains(&more) {
+                text = format!("{text}: {more}");
+            }
+            cause = c.source();
+        }
+        return text;
+    }
     match e.as_db_error() {
         Some(db) => format!(
             "{} ({}){}",
@@ -201,6 +241,22 @@ fn describe(e: &tokio_postgres::Error) -> String {
         ),
         None => e.to_string(),
     }
+}
+
+/// Connects with `tls`; the connection's IO runs on its own task, which ends when the client
+/// is dropped or the server goes away (then `is_closed` tells the next put to reconnect).
+async fn open<T>(pg: &tokio_postgres::Config, tls: T) -> Result<Client, tokio_postgres::Error>
+where
+    T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>,
+    T::Stream: Send + 'static,
+{
+    let (client, connection) = pg.connect(tls).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %e, "postgres sink: connection ended");
+        }
+    });
+    Ok(client)
 }
 
 /// A live connection and its prepared insert.
@@ -261,19 +317,16 @@ impl PostgresSink {
             self.conn = None;
         }
         if self.conn.is_none() {
-            let (client, connection) = s.pg.connect(NoTls).await.map_err(|e| match classify(&e) {
+            let connected = match &s.tls {
+                Some(tls) => open(&s.pg, tls.clone()).await,
+                None => open(&s.pg, NoTls).await,
+            };
+            let client = connected.map_err(|e| match classify(&e) {
                 Verdict::Fatal => {
                     SinkError::fatal(format!("postgres sink: connecting: {}; check connection.url", describe(&e)))
                 }
                 _ => SinkError::retriable(format!("postgres sink: connecting: {}", describe(&e))),
             })?;
-            // The connection future does the socket IO; it ends when the client is dropped or
-            // the server goes away (then `is_closed` tells the next put to reconnect).
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::warn!(error = %e, "postgres sink: connection ended");
-                }
-            });
             if s.auto_create {
                 if let Err(e) = client.batch_execute(&create_sql(&s.table)).await {
                     // Two tasks creating the table at once: one loses the race on the
@@ -405,7 +458,9 @@ mod tests {
         let no_table = config(&[("connection.url", "postgres://u@127.0.0.1:5432/d")]);
         assert!(settings(&no_table).err().unwrap().to_string().contains("table"));
         let tls = config(&[("connection.url", "postgres://u@127.0.0.1/d?sslmode=require"), ("table", "t")]);
-        assert!(settings(&tls).err().unwrap().to_string().contains("sslmode"));
+        assert_eq!(settings(&tls).ok().unwrap().pg.get_ssl_mode(), tokio_postgres::config::SslMode::Require);
+        let bad = config(&[("connection.url", "postgres://u@127.0.0.1/d?sslmode=maybe"), ("table", "t")]);
+        assert!(settings(&bad).err().unwrap().to_string().contains("sslmode"));
         let kv = config(&[
             ("connection.url", "host=127.0.0.1 port=5432 dbname=d"),
             ("connection.user", "u"),
