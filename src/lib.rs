@@ -34,6 +34,9 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
+// docs.rs (package.metadata.docs.rs sets --cfg docsrs): each feature-gated item shows the
+// feature it needs. Nightly only; a stable build never sees it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod admin;
 pub mod config;

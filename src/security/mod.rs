@@ -2,7 +2,7 @@
 //!
 //! The SASL mechanisms are sans-IO (no sockets, no clock): `cluster/sasl.rs` drives them
 //! right after ApiVersions (SaslHandshake v1, then one SaslAuthenticate per message), and
-//! again to re-authenticate. The rustls side is [`tls_client`] (feature `tls`).
+//! again to re-authenticate. The rustls side is `tls_client` (feature `tls`).
 //!
 //! - [`SecurityConfig`]: `security.protocol`, `sasl.mechanism` and the credentials, read from
 //!   Java / Confluent names (`sasl.jaas.config`) or librdkafka names (`sasl.username`).
