@@ -52,6 +52,26 @@ async fn describe_topics_shows_partitions_leaders_and_replicas() {
     let e = admin.describe_topic(&missing).await.unwrap_err();
     assert!(matches!(&e, Error::UnknownTopic(t) if *t == missing), "{e:?}");
     assert!(!admin.list_topics().await.expect("list").iter().any(|t| t.name == missing), "describe created {missing}");
+
+    // The topic id is the topic's: a topic made again under its name has a new one.
+    admin.delete_topics(&[&b]).await.expect("delete")[0].clone().expect("deleted");
+    let recreated = async {
+        loop {
+            match admin.create_topics(&[NewTopic::new(&b, 1)]).await.expect("create again").pop() {
+                Some(Ok(())) => return,
+                // The deletion is still going on.
+                Some(Err(e)) if e.is_retriable() || e.code() == Some(kafka_share::ErrorCode::TOPIC_ALREADY_EXISTS) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await
+                }
+                other => panic!("create {b} again: {other:?}"),
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), recreated)
+        .await
+        .expect("recreated in time");
+    let again = admin.describe_topic(&b).await.expect("describe again");
+    assert_ne!(again.topic_id, tb.topic_id, "a new topic, a new id");
 }
 
 #[tokio::test]
