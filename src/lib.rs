@@ -34,6 +34,24 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
+// docs.rs (package.metadata.docs.rs sets --cfg docsrs): each feature-gated item shows the
+// feature it needs. Nightly only; a stable build never sees it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+// The layers under the public API: private, or public with the `unstable-internals` feature
+// for benches, wire tests and the curious, with no stability promise. Without the feature the
+// `unreachable_pub` lint does not apply to them (their `pub` is for that feature). Defined
+// before the public modules so that they can keep internals of their own the same way
+// (`security`'s SASL mechanisms and rustls glue).
+macro_rules! internal_modules {
+    ($($name:ident),*) => {$(
+        #[cfg(feature = "unstable-internals")]
+        pub mod $name;
+        #[cfg(not(feature = "unstable-internals"))]
+        #[allow(unreachable_pub, dead_code, unused_imports)]
+        pub(crate) mod $name;
+    )*};
+}
 
 pub mod admin;
 pub mod config;
@@ -46,18 +64,6 @@ pub mod security;
 #[cfg(feature = "sink")]
 pub mod sink;
 
-// The layers under the public API: private, or public with the `unstable-internals` feature
-// for benches, wire tests and the curious, with no stability promise. Without the feature the
-// `unreachable_pub` lint does not apply to them (their `pub` is for that feature).
-macro_rules! internal_modules {
-    ($($name:ident),*) => {$(
-        #[cfg(feature = "unstable-internals")]
-        pub mod $name;
-        #[cfg(not(feature = "unstable-internals"))]
-        #[allow(unreachable_pub, dead_code, unused_imports)]
-        mod $name;
-    )*};
-}
 // backoff: the retry backoff; cluster: bootstrap, metadata, the connection pool, SASL login;
 // connection: one broker connection; protocol: the wire codecs; share: the sans-IO
 // share-group state machines. Each says more in its own module docs.

@@ -107,11 +107,13 @@ async fn kill_one_broker(kill_coordinator: bool) {
     let topic = common::unique("chaos");
     let r = admin.create_topics(&[NewTopic::new(&topic, PARTITIONS).replication_factor(3)]).await.unwrap();
     r.into_iter().next().unwrap().unwrap();
-    admin.cluster().refresh_metadata(std::slice::from_ref(&topic)).await.unwrap();
-    let leaders: BTreeMap<i32, i32> = admin.cluster().metadata().topics[&topic]
+    let leaders: BTreeMap<i32, i32> = admin
+        .describe_topic(&topic)
+        .await
+        .unwrap()
         .partitions
         .iter()
-        .map(|p| (p.partition, p.leader))
+        .map(|p| (p.partition, p.leader.unwrap_or(-1)))
         .collect();
     let group = common::new_group(&admin, "g-chaos", None).await;
 

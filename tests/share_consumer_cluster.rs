@@ -105,9 +105,14 @@ async fn three_brokers_one_session_each_all_records_once() {
     let topic = common::unique("three");
     let r = admin.create_topics(&[NewTopic::new(&topic, 6).replication_factor(3)]).await.unwrap();
     r.into_iter().next().unwrap().unwrap();
-    admin.cluster().refresh_metadata(std::slice::from_ref(&topic)).await.unwrap();
-    let leaders: BTreeSet<i32> =
-        admin.cluster().metadata().topics[&topic].partitions.iter().map(|p| p.leader).collect();
+    let leaders: BTreeSet<i32> = admin
+        .describe_topic(&topic)
+        .await
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|p| p.leader.expect("every partition has a leader after create_topics"))
+        .collect();
     assert!(leaders.len() >= 2, "partitions led by different brokers: {leaders:?}");
     let group = common::new_group(&admin, "g-three", None).await;
     let n = 600;

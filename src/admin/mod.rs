@@ -1,4 +1,5 @@
-//! Administration: topics, group configs, share groups and their dead-letter queue.
+//! Administration: topics (list, describe, create, delete), the cluster's brokers, group
+//! configs, share groups and their dead-letter queue.
 //!
 //! [`Admin`] is a thin, typed layer over the cluster: each call picks the broker that must
 //! answer it (the controller-facing broker for topics, the group coordinator for groups),
@@ -6,6 +7,7 @@
 
 mod configs;
 mod coordinator;
+mod describe;
 mod groups;
 mod offsets;
 mod reset;
@@ -15,6 +17,9 @@ mod topics;
 use std::sync::Arc;
 
 pub use configs::{validate_group_config, ConfigEntry, ConfigSource, GROUP_RESOURCE};
+pub use describe::{
+    BrokerDescription, ClusterDescription, PartitionDescription, TopicDescription, TopicId, TopicListing,
+};
 pub use groups::{ShareGroupDescription, ShareGroupListing, ShareGroupState, ShareMemberDescription};
 pub use offsets::{ShareGroupOffsets, SharePartitionOffset, TopicPartition, LAG_NEEDS_KAFKA_4_2};
 pub use reset::{parse_datetime, OffsetResetSpec, PlannedReset, TopicSelection};

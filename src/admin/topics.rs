@@ -142,23 +142,25 @@ impl Admin {
             .collect())
     }
 
-    /// Polls metadata until each topic has a leader for every partition.
+    /// Polls metadata until each topic has a leader for every partition. Reads fresh
+    /// descriptions, not the cluster's snapshot: the snapshot keeps a deleted topic's last
+    /// entry, so a topic deleted and made again under its name looked ready at once.
     async fn wait_for_leaders(&self, topics: &[String], timeout: Duration) -> Result<()> {
         if topics.is_empty() {
             return Ok(());
         }
+        let names: Vec<&str> = topics.iter().map(String::as_str).collect();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let _ = self.cluster.refresh_metadata(topics).await?;
-            let ready = self.cluster.with_metadata(|m| {
-                topics.iter().all(|t| {
-                    m.topics
-                        .get(t)
-                        .map(|ti| !ti.partitions.is_empty() && ti.partitions.iter().all(|p| p.leader >= 0))
-                        .unwrap_or(false)
-                })
+            let described = self.describe_topics(&names).await?;
+            let ready = described.iter().all(|d| {
+                d.as_ref()
+                    .is_ok_and(|t| !t.partitions.is_empty() && t.partitions.iter().all(|p| p.leader.is_some()))
             });
             if ready {
+                // The snapshot gets the new topics too (the admin's cluster handle is shared
+                // with callers of `unstable-internals` that read it next).
+                let _ = self.cluster.refresh_metadata(topics).await?;
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {

@@ -193,7 +193,7 @@ impl Cluster {
     }
 
     /// Sends a Metadata request to any broker, retrying retriable failures a few times.
-    async fn metadata_call(&self, req: &MetadataRequest) -> Result<kafka_protocol::messages::MetadataResponse> {
+    pub(crate) async fn metadata_call(&self, req: &MetadataRequest) -> Result<kafka_protocol::messages::MetadataResponse> {
         let mut backoff = self.config.backoff();
         loop {
             let conn = self.any_broker().await?;

@@ -21,8 +21,8 @@ use super::versions::ApiVersions;
 use super::NetworkStats;
 use crate::connection::{Connection, WeakConnection};
 use crate::error::{Error, Result};
-use crate::security::authenticator::{authenticate_error, handshake_error};
-use crate::security::{Authenticator, OAuthBearerConfig, SaslConfig, Step, TokenSource};
+use crate::security::authenticator::{authenticate_error, handshake_error, Authenticator, Step};
+use crate::security::{OAuthBearerConfig, SaslConfig, TokenSource};
 
 /// SaslHandshake v1: the broker then expects SaslAuthenticate requests (v0 sent raw tokens).
 const HANDSHAKE_VERSION: i16 = 1;

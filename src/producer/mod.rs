@@ -66,6 +66,9 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 
 pub use config::{Acks, ProducerConfig};
+// Java's key hash, for tests that check where a key lands: not API (a custom partitioner
+// would be a trait, not the hash).
+#[cfg(feature = "unstable-internals")]
 pub use partitioner::{murmur2, partition_for_key, to_positive};
 pub use record::{DeliveryFuture, ProducerRecord, RecordMetadata};
 

@@ -3,6 +3,7 @@
 
 /// Kafka's `Utils.murmur2`: 32-bit MurmurHash2 with seed `0x9747b28c`, returned as Java's
 /// signed `int`.
+#[cfg_attr(not(feature = "unstable-internals"), allow(unreachable_pub))]
 pub fn murmur2(data: &[u8]) -> i32 {
     const SEED: u32 = 0x9747_b28c;
     const M: u32 = 0x5bd1_e995;
@@ -33,11 +34,14 @@ pub fn murmur2(data: &[u8]) -> i32 {
 }
 
 /// Java's `Utils.toPositive`: clears the sign bit (not `abs`, which overflows on `MIN`).
+#[cfg_attr(not(feature = "unstable-internals"), allow(unreachable_pub))]
 pub fn to_positive(n: i32) -> i32 {
     n & 0x7fff_ffff
 }
 
 /// The partition of a keyed record among `num_partitions` (> 0), as the Java client picks it.
+// Used by tests only; the producer hashes before taking its lock (PartitionChoice).
+#[cfg_attr(not(feature = "unstable-internals"), allow(unreachable_pub, dead_code))]
 pub fn partition_for_key(key: &[u8], num_partitions: i32) -> i32 {
     to_positive(murmur2(key)) % num_partitions
 }

@@ -5,7 +5,7 @@
 //! Files are read here, when the config is read, so that a wrong path fails at once with the
 //! key that named it, not at the first connection. Only PEM is read: rustls has no JKS or
 //! PKCS#12 reader, and the error for those says which command converts them. Turning the
-//! settings into a rustls client config is [`super::tls_client`]'s job (feature `tls`).
+//! settings into a rustls client config is `tls_client.rs`'s job (feature `tls`).
 
 use std::path::Path;
 

@@ -74,16 +74,10 @@ impl Drop for StartOnDrop {
 
 /// Leader of each partition of `topic`, from fresh metadata.
 pub async fn leaders(admin: &Admin, topic: &str) -> BTreeMap<i32, i32> {
-    let topics = [topic.to_string()];
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if admin.cluster().refresh_metadata(&topics).await.is_ok() {
-            let l: Option<BTreeMap<i32, i32>> = admin.cluster().with_metadata(|m| {
-                m.topics.get(topic).map(|t| t.partitions.iter().map(|p| (p.partition, p.leader)).collect())
-            });
-            if let Some(l) = l {
-                return l;
-            }
+        if let Ok(t) = admin.describe_topic(topic).await {
+            return t.partitions.iter().map(|p| (p.partition, p.leader.unwrap_or(-1))).collect();
         }
         assert!(Instant::now() < deadline, "no metadata for {topic}");
         tokio::time::sleep(Duration::from_millis(200)).await;

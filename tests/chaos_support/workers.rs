@@ -24,15 +24,11 @@ pub fn kind(e: &Error) -> String {
 /// Notes every change of a partition's leader (or its epoch), read from metadata every 200 ms.
 pub(super) async fn watch_leaders(topic: String, ledger: Arc<Mutex<Ledger>>) {
     let admin = common::cluster_admin().await;
-    let topics = [topic.clone()];
     let mut last: std::collections::BTreeMap<i32, (i32, i32)> = Default::default();
     loop {
-        if admin.cluster().refresh_metadata(&topics).await.is_ok() {
-            let now: Vec<(i32, i32, i32)> = admin.cluster().with_metadata(|m| {
-                m.topics.get(&topic).map_or(Vec::new(), |t| {
-                    t.partitions.iter().map(|p| (p.partition, p.leader, p.leader_epoch)).collect()
-                })
-            });
+        if let Ok(t) = admin.describe_topic(&topic).await {
+            let now: Vec<(i32, i32, i32)> =
+                t.partitions.iter().map(|p| (p.partition, p.leader.unwrap_or(-1), p.leader_epoch)).collect();
             let mut l = ledger.lock().unwrap_or_else(|p| p.into_inner());
             for (p, leader, epoch) in now {
                 if last.insert(p, (leader, epoch)).is_some_and(|was| was != (leader, epoch)) {
