@@ -17,12 +17,16 @@
 //!
 //! Exit codes: 0 clean stop, 1 a connector could not start or stop, 2 bad usage.
 
+#[path = "support/stop_signal.rs"]
+mod stop_signal;
+
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_share::config::Properties;
 use kafka_share::sink::{Connector, ConnectorConfig, PrometheusServer, Registry, Worker, WorkerConfig};
+use stop_signal::stop_signal;
 
 /// Prints a status line on stdout. A closed stdout (the supervisor went away) must not
 /// panic the process mid-shutdown, as `println!` would: the line is dropped instead.
@@ -109,30 +113,6 @@ fn load_connector(path: &str) -> kafka_share::Result<ConnectorConfig> {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(e) => {
-                tracing::warn!("cannot watch SIGTERM ({e}); stopping on SIGINT only");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
 /// Logs to stderr: colour codes only for a terminal (a file or a pipe gets plain text), or
 /// JSON lines.
 fn init_logging(format: LogFormat) {
@@ -213,7 +193,7 @@ async fn main() -> ExitCode {
     };
     say(&format!("kafka-share-sink: running {} connector(s); stop with SIGINT or SIGTERM", connectors.len()));
 
-    stop_signal().await;
+    stop_signal(|m| tracing::warn!("{m}")).await;
     tracing::info!("stopping");
     match worker.shutdown(SHUTDOWN_TIMEOUT).await {
         Ok(()) => {
