@@ -27,6 +27,8 @@ mod pattern;
 mod poll_interval;
 mod send;
 mod shell;
+#[cfg(all(test, feature = "test-util"))]
+mod shell_tests;
 mod state_machine;
 mod throttle;
 mod topic_errors;
@@ -216,6 +218,9 @@ pub(crate) struct Shared {
     pub network: Option<Arc<crate::cluster::NetworkStats>>,
     /// The acknowledgement commit callback and the completions it is to be told of.
     pub callbacks: super::callback::Callbacks,
+    /// Request tasks a test makes panic (`shell.rs`).
+    #[cfg(test)]
+    pub request_panics: Arc<shell::RequestPanics>,
 }
 
 /// Where the group coordinator is, as far as the core knows.
@@ -239,6 +244,8 @@ impl Shared {
             sessions: std::sync::Mutex::new(BTreeMap::new()),
             network,
             callbacks: Default::default(),
+            #[cfg(test)]
+            request_panics: Default::default(),
         }
     }
 }
