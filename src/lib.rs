@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
+mod acquire_mode;
 pub mod admin;
 pub mod config;
 pub mod consumer;
@@ -71,7 +72,7 @@ pub mod test_util;
 mod topic_name;
 mod topic_partition;
 
-pub use config::ClusterConfig;
+pub use cluster::ClusterConfig;
 pub use consumer::{AcknowledgeType, ConsumerRecord, ShareConsumer, ShareConsumerConfig};
 pub use error::{Context, Error, ErrorCode, Result};
 pub use producer::{Producer, ProducerRecord, RecordMetadata};

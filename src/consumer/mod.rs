@@ -48,7 +48,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
-pub use config::{AcknowledgementMode, AcquireMode, ShareConsumerConfig};
+pub use crate::acquire_mode::AcquireMode;
+pub use config::{AcknowledgementMode, ShareConsumerConfig};
 pub use driver::{AckCallback, CommitResults};
 pub use metrics::{MetricsSnapshot, CONSUMER, COORDINATOR, FETCH_MANAGER};
 pub use record::{ConsumerRecord, Header, TimestampType, TopicPartition};

@@ -48,9 +48,10 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 use tracing::{debug, warn};
 
-use super::config::{AcquireMode, ShareConsumerConfig};
+use super::config::ShareConsumerConfig;
 use super::metrics::Metrics;
 use super::record::{ConsumerRecord, TopicPartition};
+use crate::acquire_mode::AcquireMode;
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};

@@ -162,7 +162,7 @@ impl Driver {
                         if v < 2 && request.share_acquire_mode != 0 {
                             // record_limit, the only mode v1 lacks (connect checked the
                             // broker it asked; this one speaks less).
-                            let mode = crate::consumer::AcquireMode::RecordLimit;
+                            let mode = crate::acquire_mode::AcquireMode::RecordLimit;
                             return Err(Error::AcquireModeUnsupported { mode, broker: Some(node) });
                         }
                         conn.conn.call_timeout(&request, v, timeout).await
