@@ -32,6 +32,7 @@ mod shell_tests;
 mod state_machine;
 mod throttle;
 mod topic_errors;
+pub(crate) mod topic_pattern;
 mod topology;
 
 use close::Closing;
@@ -59,9 +60,6 @@ use crate::share::acks::AckKind;
 use crate::share::membership::Membership;
 use crate::share::session::{FetchParams, Sent, ShareSession};
 use crate::share::TopicIdPartition;
-
-/// A callback told of every completed acknowledgement: partition, offsets, outcome.
-pub type AckCallback = Arc<dyn Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync>;
 
 /// One acknowledgement on its way to the driver, tagged with where its record came from.
 #[derive(Debug, Clone)]
@@ -112,7 +110,7 @@ impl PollAnswer {
 pub(crate) enum Command {
     Subscribe(Vec<String>),
     /// Subscribe to the topics matching a pattern, now and as they come and go.
-    SubscribePattern(Arc<crate::consumer::pattern::PatternSubscription>),
+    SubscribePattern(Arc<topic_pattern::PatternSubscription>),
     /// A poll. `wait: false` (a zero timeout) is answered at once with what is buffered,
     /// so `poll(Duration::ZERO)` returns buffered records every time, deterministically.
     ///
