@@ -11,8 +11,8 @@ use crate::consumer::driver::{Command, DriverCore, Event, Shared, Topology, Tran
 use crate::consumer::AckCallback;
 use crate::consumer::{AcquireMode, ShareConsumerConfig};
 
-use super::cluster::ClientId;
 use super::run::{Completion, Driven, SimTransmit};
+use super::state::ClientId;
 use super::topology::SimTopology;
 
 impl Topology for SimTopology {
