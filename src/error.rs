@@ -12,7 +12,7 @@ use std::time::Duration;
 use kafka_protocol::error::ResponseError;
 use thiserror::Error;
 
-use crate::consumer::AcquireMode;
+use crate::acquire_mode::AcquireMode;
 use crate::protocol::CodecError;
 
 /// Convenience alias used across the crate.

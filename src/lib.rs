@@ -53,6 +53,7 @@ macro_rules! internal_modules {
     )*};
 }
 
+mod acquire_mode;
 pub mod admin;
 pub mod config;
 pub mod consumer;
@@ -77,7 +78,7 @@ pub mod test_util;
 mod topic_name;
 mod topic_partition;
 
-pub use config::ClusterConfig;
+pub use cluster::ClusterConfig;
 pub use consumer::{AcknowledgeType, ConsumerRecord, ShareConsumer, ShareConsumerConfig};
 pub use error::{Context, Error, ErrorCode, Result};
 pub use producer::{Producer, ProducerRecord, RecordMetadata};

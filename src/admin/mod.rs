@@ -29,7 +29,7 @@ pub use share_settings::{
 pub use topics::NewTopic;
 
 use crate::cluster::{Cluster, ClusterConfig};
-use crate::config::{cluster_config, Client, Properties};
+use crate::config::{Client, Properties};
 use crate::error::Result;
 
 /// An admin client. Cheap to clone.
@@ -64,7 +64,7 @@ impl Admin {
     pub async fn from_properties(p: &Properties) -> Result<Admin> {
         crate::config::refuse(p, Client::Admin)?;
         let id = crate::config::client_id_or(p, || crate::config::numbered_client_id(Client::Admin));
-        let mut c = cluster_config(p, &id)?;
+        let mut c = ClusterConfig::from_properties(p, &id)?;
         c.client_id = id;
         crate::config::finish(p, Client::Admin)?;
         Admin::connect(c).await

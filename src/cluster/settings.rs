@@ -1,6 +1,6 @@
-//! The settings every client shares ([`ClusterConfig`], read from Java names in
-//! `config::cluster_config`), and what `Cluster::connect` makes of the security ones: the
-//! rustls config and the SASL login.
+//! The settings every client shares ([`ClusterConfig`], read from Java names by
+//! `ClusterConfig::from_properties`), and what `Cluster::connect` makes of the security ones:
+//! the rustls config and the SASL login.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::sasl::SaslLogin;
 use crate::backoff::Backoff;
+use crate::config::Properties;
 use crate::error::{Error, Result};
 use crate::security::{OAuthBearerConfig, SaslConfig, SecurityConfig, TokenProvider, TokenSource};
 
@@ -66,6 +67,32 @@ impl ClusterConfig {
                 .collect(),
             ..Default::default()
         }
+    }
+
+    /// Reads the settings shared by every client from their Java names (each client's
+    /// `from_properties` reads its own keys, and this for the rest).
+    pub(crate) fn from_properties(p: &Properties, default_client_id: &str) -> Result<ClusterConfig> {
+        let bootstrap = p
+            .get("bootstrap.servers")
+            .ok_or_else(|| Error::config("bootstrap.servers", "missing: set it to host:port[,host:port...]"))?;
+        let mut c = ClusterConfig::new(bootstrap);
+        if c.bootstrap_servers.is_empty() {
+            return Err(Error::config("bootstrap.servers", "empty: set it to host:port[,host:port...]"));
+        }
+        for s in &c.bootstrap_servers {
+            let ok = s.rsplit_once(':').map(|(h, port)| !h.is_empty() && port.parse::<u16>().is_ok()).unwrap_or(false);
+            if !ok {
+                return Err(Error::config("bootstrap.servers", format!("{s:?} is not host:port")));
+            }
+        }
+        c.client_id = p.string("client.id", default_client_id);
+        c.request_timeout = p.millis("request.timeout.ms", Duration::from_secs(30), 1, i32::MAX as i64)?;
+        c.connect_timeout = p.millis("socket.connection.setup.timeout.ms", Duration::from_secs(10), 1, i32::MAX as i64)?;
+        c.retry_backoff = p.millis("retry.backoff.ms", Duration::from_millis(100), 0, i32::MAX as i64)?;
+        c.retry_backoff_max = p.millis("retry.backoff.max.ms", Duration::from_millis(1000), 0, i32::MAX as i64)?;
+        c.security = SecurityConfig::from_properties(p)?;
+        c.security.check_supported()?;
+        Ok(c)
     }
 
     /// Uses `config` for TLS instead of one built from the `ssl.*` settings (a custom
@@ -151,4 +178,44 @@ pub struct NetworkStats {
     pub reauthentications: AtomicU64,
     /// Failed re-authentications (each closed its connection).
     pub failed_reauthentications: AtomicU64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{finish, Client};
+
+    #[test]
+    fn reads_common_settings() {
+        let p = Properties::from_pairs([("bootstrap.servers", "127.0.0.1:19092, h:1"), ("request.timeout.ms", "5000")]);
+        let c = ClusterConfig::from_properties(&p, "x").unwrap();
+        assert_eq!(c.bootstrap_servers, vec!["127.0.0.1:19092", "h:1"]);
+        assert_eq!(c.request_timeout, Duration::from_secs(5));
+        assert_eq!(c.client_id, "x");
+    }
+
+    #[test]
+    fn a_shared_client_file_keeps_other_clients_keys_out_of_the_way() {
+        let p = Properties::from_pairs([
+            ("bootstrap.servers", "a:1"),
+            ("acks", "all"),
+            ("schema.registry.url", "https://sr"),
+            ("client.dns.lookup", "use_all_dns_ips"),
+            ("bootstrp.servers", "typo"),
+        ]);
+        ClusterConfig::from_properties(&p, "x").unwrap();
+        let e = finish(&p, Client::Admin).unwrap_err();
+        assert!(e.to_string().contains("bootstrp.servers"), "only the typo is refused: {e}");
+        assert!(e.to_string().contains("did you mean bootstrap.servers?"), "{e}");
+    }
+
+    #[test]
+    fn bad_bootstrap_and_security_are_explained() {
+        let e = ClusterConfig::from_properties(&Properties::new(), "x").unwrap_err();
+        assert!(e.to_string().contains("bootstrap.servers"), "{e}");
+        let e = ClusterConfig::from_properties(&Properties::from_pairs([("bootstrap.servers", "nohost")]), "x").unwrap_err();
+        assert!(e.to_string().contains("not host:port"), "{e}");
+        let p = Properties::from_pairs([("bootstrap.servers", "a:1"), ("security.protocol", "SASL_SSL")]);
+        assert!(ClusterConfig::from_properties(&p, "x").unwrap_err().to_string().contains("sasl.mechanism"));
+    }
 }

@@ -21,7 +21,7 @@
 //! The `ssl.*` and `sasl.*` keys are the security reader's (`security/config.rs`,
 //! `security/tls.rs`): it reads or ignores each of them for every client.
 
-use super::Properties;
+use super::properties::Properties;
 use crate::error::{Error, Result};
 
 /// A client type, for looking keys up.

@@ -11,11 +11,13 @@
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use super::driver::AckCallback;
-use super::TopicPartition;
 use crate::error::{Error, Result};
+use crate::topic_partition::TopicPartition;
+
+/// A callback told of every completed acknowledgement: partition, offsets, outcome.
+pub type AckCallback = Arc<dyn Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync>;
 
 /// One completed acknowledgement round of a partition.
 struct Completion {
@@ -104,7 +106,6 @@ impl Callbacks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn runs_on_the_caller_catches_panics_and_refuses_reentry() {

@@ -3,8 +3,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::acquire_mode::AcquireMode;
 use crate::cluster::ClusterConfig;
-use crate::config::{cluster_config, Client, Properties};
+use crate::config::{Client, Properties};
 use crate::error::{Error, Result};
 
 /// Numbers the default client ids, process-wide, as Java's consumer does.
@@ -26,28 +27,6 @@ pub enum AcknowledgementMode {
     /// The application acknowledges each record; polling with unacknowledged records is an
     /// error.
     Explicit,
-}
-
-/// `share.acquire.mode` (Kafka 4.2+, ShareFetch v2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum AcquireMode {
-    /// The broker may hand out whole batches, and the consumer prefetches (the default).
-    #[default]
-    BatchOptimized,
-    /// At most `max.poll.records` records are acquired per poll, with no prefetch: a hard cap.
-    /// Needs ShareFetch v2 (Kafka 4.2+): on an older cluster `ShareConsumer::connect` fails
-    /// with [`Error::AcquireModeUnsupported`].
-    RecordLimit,
-}
-
-impl AcquireMode {
-    /// The value of `share.acquire.mode` that selects it.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            AcquireMode::BatchOptimized => "batch_optimized",
-            AcquireMode::RecordLimit => "record_limit",
-        }
-    }
 }
 
 /// Everything a [`ShareConsumer`](super::ShareConsumer) needs.
@@ -237,7 +216,7 @@ impl ShareConsumerConfig {
             Some(id) if !id.is_empty() => id.to_string(),
             _ => default_client_id(&group_id),
         };
-        let mut cluster = cluster_config(p, &client_id)?;
+        let mut cluster = ClusterConfig::from_properties(p, &client_id)?;
         cluster.client_id = client_id;
         let mut c = ShareConsumerConfig::with_cluster(cluster, group_id);
         c.acknowledgement_mode =

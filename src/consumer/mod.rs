@@ -48,8 +48,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
-pub use config::{AcknowledgementMode, AcquireMode, ShareConsumerConfig};
-pub use driver::{AckCallback, CommitResults};
+pub use crate::acquire_mode::AcquireMode;
+pub use callback::AckCallback;
+pub use config::{AcknowledgementMode, ShareConsumerConfig};
+pub use driver::CommitResults;
 pub use metrics::{MetricsSnapshot, CONSUMER, COORDINATOR, FETCH_MANAGER};
 pub use record::{ConsumerRecord, Header, TimestampType, TopicPartition};
 pub use wakeup::WakeupHandle;
@@ -75,7 +77,7 @@ struct Local {
     held: Held,
     subscription: BTreeSet<String>,
     /// The pattern subscribed to, if any (`subscription` is then empty; see `pattern.rs`).
-    pattern: Option<Arc<pattern::PatternSubscription>>,
+    pattern: Option<Arc<driver::topic_pattern::PatternSubscription>>,
     /// A subscription change the driver has not heard of yet (sent by the next poll).
     subscription_pending: bool,
     /// Partitions the application paused.

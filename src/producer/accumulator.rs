@@ -5,18 +5,17 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use super::batch::Batch;
 use super::partitioner::{to_positive, PartitionChoice, Sticky};
-use super::record::{dropped_error, BatchDone};
+use super::record::BatchDone;
 use super::sequences::Sequences;
 use crate::backoff::Backoff;
 use crate::cluster::Metadata;
 use crate::error::{Error, Result};
-use crate::protocol::records::{restamp, BatchBuilder, Compression, ProducerStamp, RecordInput};
-use crate::protocol::CodecError;
+use crate::protocol::records::RecordInput;
 
 /// The settings the accumulator needs.
 #[derive(Debug, Clone)]
@@ -27,126 +26,6 @@ pub(crate) struct Limits {
     pub max_request_size: usize,
     pub max_in_flight: usize,
     pub retry_backoff: (Duration, Duration),
-}
-
-/// One batch of one partition, from its first record until the broker answers for it.
-pub(crate) struct Batch {
-    pub topic: Arc<str>,
-    pub partition: i32,
-    pub done: Arc<BatchDone>,
-    pub created: Instant,
-    pub records: usize,
-    /// Open batches are encoded into; drained ones are finished into `payload`.
-    builder: Option<BatchBuilder>,
-    payload: Option<Bytes>,
-    /// No more appends: full, drained, or retried.
-    pub closed: bool,
-    pub attempts: u32,
-    pub retry_at: Option<Instant>,
-    pub backoff: Backoff,
-    /// Idempotence: the producer id, epoch and base sequence, from the first drain on.
-    pub stamp: Option<ProducerStamp>,
-    /// Idempotence: the batch's place among its partition's stamped batches.
-    pub order: u64,
-    /// The stamp the finished payload carries (it changes when a reset restamps the batch).
-    written: Option<ProducerStamp>,
-    /// Buffer memory held until the batch is answered (released on drop).
-    reserved: usize,
-    memory: Arc<Semaphore>,
-}
-
-impl Batch {
-    fn new(topic: Arc<str>, partition: i32, capacity: usize, memory: Arc<Semaphore>, limits: &Limits) -> Self {
-        Batch {
-            topic,
-            partition,
-            done: Arc::default(),
-            created: Instant::now(),
-            records: 0,
-            builder: Some(BatchBuilder::with_capacity(capacity)),
-            payload: None,
-            closed: false,
-            attempts: 0,
-            retry_at: None,
-            backoff: Backoff::new(limits.retry_backoff.0, limits.retry_backoff.1),
-            stamp: None,
-            order: 0,
-            written: None,
-            reserved: 0,
-            memory,
-        }
-    }
-
-    /// Uncompressed size so far (the exact size of a finished uncompressed batch).
-    pub(super) fn size(&self) -> usize {
-        match (&self.builder, &self.payload) {
-            (Some(b), _) => b.size_estimate(),
-            (None, Some(p)) => p.len(),
-            (None, None) => 0,
-        }
-    }
-
-    /// Compresses and seals the batch (once; a retried batch keeps its bytes, restamped only
-    /// if an epoch bump gave it a new sequence).
-    pub(super) fn finish(&mut self, compression: Compression) -> Result<Bytes, CodecError> {
-        let stamp = self.stamp.unwrap_or(ProducerStamp::NONE);
-        if let Some(b) = self.builder.take() {
-            self.payload = Some(b.finish_stamped(compression, stamp)?);
-            self.written = self.stamp;
-        }
-        let payload = self
-            .payload
-            .as_mut()
-            .ok_or_else(|| CodecError::Invalid { what: "record batch", detail: "batch has no records".into() })?;
-        if self.written != self.stamp {
-            *payload = restamp(payload, stamp)?;
-            self.written = self.stamp;
-        }
-        Ok(payload.clone())
-    }
-
-    /// Whether the sender may take the batch now; otherwise when it may.
-    fn ready_at(&self, linger: Duration, hurry: bool) -> Instant {
-        let sendable = if self.closed || hurry { self.created } else { self.created + linger };
-        self.retry_at.map_or(sendable, |r| r.max(sendable))
-    }
-
-    pub(super) fn deadline(&self, delivery_timeout: Duration) -> Instant {
-        self.created + delivery_timeout
-    }
-}
-
-#[cfg(test)]
-impl Batch {
-    /// A batch with one record, for tests of the sender.
-    pub(super) fn for_test(topic: &str, partition: i32) -> Batch {
-        let limits = Limits {
-            batch_size: 1024,
-            linger: Duration::ZERO,
-            delivery_timeout: Duration::from_secs(120),
-            max_request_size: 1 << 20,
-            max_in_flight: 1,
-            retry_backoff: (Duration::from_millis(100), Duration::from_millis(1000)),
-        };
-        let mut b = Batch::new(Arc::from(topic), partition, 1024, Arc::new(Semaphore::new(0)), &limits);
-        let rec = RecordInput { value: Some(Bytes::from_static(b"v")), ..Default::default() };
-        if let Some(builder) = b.builder.as_mut() {
-            let _ = builder.push(&rec);
-            b.records = 1;
-        }
-        b
-    }
-}
-
-impl Drop for Batch {
-    fn drop(&mut self) {
-        // A batch dropped unanswered (close timed out, task stopped) must not leave futures
-        // hanging; an answered batch ignores this second completion.
-        self.done.complete(Err(dropped_error()));
-        if self.reserved > 0 {
-            self.memory.add_permits(self.reserved);
-        }
-    }
 }
 
 /// Where a record went.
@@ -243,12 +122,7 @@ impl Accumulator {
         if n == 0 {
             return Ok(None);
         }
-        let open_fits = |q: &VecDeque<Batch>| match q.back() {
-            Some(b) if !b.closed => {
-                b.records == 0 || b.builder.as_ref().is_some_and(|bb| bb.size_with(rec) <= limits.batch_size)
-            }
-            _ => false,
-        };
+        let open_fits = |q: &VecDeque<Batch>| q.back().is_some_and(|b| !b.closed && b.fits(rec, limits.batch_size));
         // A new batch wakes the sender (to arm its linger timer); the batch it replaces was
         // full, and becomes sendable.
         let mut wake = false;
@@ -280,19 +154,17 @@ impl Accumulator {
             }
             // A record larger than batch.size gets a batch of its own, as in Java.
             let capacity = limits.batch_size.max(reserved);
-            q.push_back(Batch::new(tq.name.clone(), partition, capacity, self.memory.clone(), limits));
+            let backoff = Backoff::new(limits.retry_backoff.0, limits.retry_backoff.1);
+            q.push_back(Batch::new(tq.name.clone(), partition, capacity, self.memory.clone(), backoff));
             wake = true;
         }
         let Some(batch) = q.back_mut() else {
             return Ok(None);
         };
-        let Some(builder) = batch.builder.as_mut() else {
+        let Some(index) = batch.append(rec, reserved)? else {
             return Ok(None);
         };
-        let index = builder.push(rec).map_err(|e| Error::InvalidArgument(format!("record cannot be encoded: {e}")))?;
-        batch.records += 1;
-        batch.reserved += reserved;
-        if builder.size_estimate() >= limits.batch_size {
+        if batch.size() >= limits.batch_size {
             batch.closed = true;
             wake = true;
         }

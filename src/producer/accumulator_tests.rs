@@ -6,6 +6,7 @@ use uuid::Uuid;
 use super::*;
 use crate::cluster::{PartitionInfo, TopicInfo};
 use crate::producer::partitioner::murmur2;
+use crate::protocol::records::Compression;
 
 fn limits(batch_size: usize) -> Limits {
     Limits {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::cluster::ClusterConfig;
-use crate::config::{cluster_config, Client, Properties};
+use crate::config::{Client, Properties};
 use crate::error::{Error, Result};
 use crate::protocol::records::Compression;
 
@@ -176,7 +176,7 @@ impl ProducerConfig {
         let c = ProducerConfig {
             cluster: {
                 let id = crate::config::client_id_or(p, String::new);
-                let mut c = cluster_config(p, &id)?;
+                let mut c = ClusterConfig::from_properties(p, &id)?;
                 c.client_id = id;
                 c
             },

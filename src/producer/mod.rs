@@ -51,6 +51,7 @@ pub use crate::protocol::records::Compression;
 
 mod accumulator;
 mod admission;
+mod batch;
 mod config;
 mod partitioner;
 mod record;

@@ -11,7 +11,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::{Request, StrBytes};
 use tokio::sync::oneshot;
 
-use super::accumulator::Batch;
+use super::batch::Batch;
 use super::record::BatchOutcome;
 use super::sequences::ProducerId;
 use crate::cluster::{Cluster, TrafficClass};

@@ -12,7 +12,8 @@ use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
 use tracing::debug;
 
-use super::accumulator::{Accumulator, Batch};
+use super::accumulator::Accumulator;
+use super::batch::Batch;
 use super::config::ProducerConfig;
 use super::record::BatchDone;
 use super::record::BatchOutcome;

@@ -8,7 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::*;
 use crate::error::ErrorCode;
-use crate::producer::accumulator::Batch;
+use crate::producer::batch::Batch;
 use crate::producer::request::partition_result;
 
 fn response(partition: PartitionProduceResponse) -> ProduceResponse {

@@ -39,7 +39,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use super::accumulator::Batch;
+use super::batch::Batch;
 use crate::error::{Error, ErrorCode};
 use crate::protocol::records::ProducerStamp;
 

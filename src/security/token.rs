@@ -104,7 +104,7 @@ impl TokenSource {
             }
         }
         let token = self.provider.token().await.map_err(|e| match e {
-            e @ crate::Error::Authentication { .. } => e,
+            e @ crate::error::Error::Authentication { .. } => e,
             e => auth_failed("OAUTHBEARER", format!("the token provider failed: {e}")),
         })?;
         validate_token(&token.token)
@@ -147,11 +147,11 @@ mod tests {
 
     #[tokio::test]
     async fn provider_errors_and_bad_tokens_are_authentication_errors() {
-        let failing = TokenSource::new(|| async { Err(crate::Error::InvalidState("idp down".into())) });
+        let failing = TokenSource::new(|| async { Err(crate::error::Error::InvalidState("idp down".into())) });
         let e = failing.token().await.unwrap_err();
-        assert!(matches!(e, crate::Error::Authentication { .. }) && e.to_string().contains("idp down"), "{e}");
+        assert!(matches!(e, crate::error::Error::Authentication { .. }) && e.to_string().contains("idp down"), "{e}");
         let bad = TokenSource::new(|| async { Ok(OAuthToken::new("has space")) });
-        assert!(matches!(bad.token().await.unwrap_err(), crate::Error::Authentication { .. }));
+        assert!(matches!(bad.token().await.unwrap_err(), crate::error::Error::Authentication { .. }));
         let bad_ext = TokenSource::new(|| async { Ok(OAuthToken::new("a.b.c").extension("auth", "x")) });
         assert!(bad_ext.token().await.is_err(), "the reserved extension name auth");
     }

@@ -17,10 +17,11 @@ use crate::consumer::driver::{AckEntry, Command, CommitResults, Delivered, PollA
 use crate::error::Result;
 use crate::share::acks::AckKind;
 
-use super::cluster::{record_value, ClientId};
+use super::cluster::record_value;
 use super::faults::{mix, AppApi, AppPlan, SplitMix};
 use super::handle_app::HandleUser;
 use super::invariants::Ledger;
+use super::state::ClientId;
 
 /// How long a poll waits before the application gives up and polls again.
 pub(crate) const POLL_TIMEOUT: Duration = Duration::from_secs(1);

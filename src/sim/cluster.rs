@@ -1,6 +1,7 @@
 //! The simulated cluster's state in virtual time: brokers, the topic's partitions with the
 //! share state of every offset, leaders, crashes. The group coordinator is in `group.rs`,
-//! share sessions and the share RPCs in `share.rs`.
+//! the share RPCs in `share.rs`, the values of the share state (offsets, deliveries,
+//! sessions) in `state.rs`.
 //!
 //! Nothing here reads a clock: every call takes `now`, an `Instant` the runner computes as
 //! base + virtual offset. Nothing iterates a `HashMap`: the same calls give the same state.
@@ -15,11 +16,7 @@ use crate::protocol::share::AcquiredRecords;
 
 use super::group::Group;
 use super::invariants::Ledger;
-use super::share::Session;
-
-/// A consumer instance of the simulation (its index in the run): the sim keys everything by
-/// it, never by the member id, which is random (`Uuid::new_v4`) and would make orders differ.
-pub(crate) type ClientId = usize;
+use super::state::{released, ClientId, Delivery, Offset, Session, State};
 
 /// The simulated topic's name.
 pub(crate) const TOPIC: &str = "sim-topic";
@@ -70,45 +67,6 @@ impl Default for SimConfig {
             handle_scenarios: HandleScenarios::Some,
         }
     }
-}
-
-/// The share state of one offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum State {
-    Available,
-    /// Locked for a client's share session on a broker until `until`.
-    Acquired {
-        client: ClientId,
-        node: i32,
-        session: u64,
-        until: Instant,
-    },
-    /// Accepted.
-    Acknowledged,
-    /// Rejected, a gap, or past the delivery limit.
-    Archived,
-}
-
-/// One delivery of an offset: where it came from and whether an ack of it was applied (a
-/// second one is a client bug).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Delivery {
-    pub node: i32,
-    pub session: u64,
-    pub count: i16,
-    pub acked: bool,
-}
-
-/// One offset of a partition.
-#[derive(Debug, Clone)]
-pub(crate) struct Offset {
-    pub state: State,
-    pub delivery: i16,
-    /// Every delivery, in order, with the client it went to.
-    pub history: Vec<(ClientId, Delivery)>,
-    /// No record at this offset (compacted away): acquired like any other, served as no
-    /// record at all or inside an empty batch, acknowledged by the client's GAP (LANDSCAPE 9).
-    pub gap: bool,
 }
 
 /// One partition of the topic.
@@ -483,14 +441,4 @@ fn record_batch(p: i32, first: i64, last: i64) -> Bytes {
 /// The value of the record at `offset` of partition `p`: unique in the run.
 pub(crate) fn record_value(p: i32, offset: i64) -> String {
     format!("p{p}-o{offset}")
-}
-
-/// The state a released record goes to: available again, or archived once it was delivered
-/// as often as the limit allows.
-pub(crate) fn released(delivery: i16, limit: i16) -> State {
-    if delivery >= limit {
-        State::Archived
-    } else {
-        State::Available
-    }
 }

@@ -7,11 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::cluster::BrokerInfo;
-use crate::consumer::driver::{AckCallback, Command, DriverCore, Event, Shared, Topology, Transmit};
+use crate::consumer::driver::{Command, DriverCore, Event, Shared, Topology, Transmit};
+use crate::consumer::AckCallback;
 use crate::consumer::{AcquireMode, ShareConsumerConfig};
 
-use super::cluster::ClientId;
 use super::run::{Completion, Driven, SimTransmit};
+use super::state::ClientId;
 use super::topology::SimTopology;
 
 impl Topology for SimTopology {

@@ -15,7 +15,8 @@ use rand::{Rng, SeedableRng};
 use crate::consumer::AcknowledgementMode;
 use crate::error::ErrorCode;
 
-use super::cluster::{ClientId, HandleScenarios, SimConfig};
+use super::cluster::{HandleScenarios, SimConfig};
+use super::state::ClientId;
 
 /// A fault in the cluster at a virtual time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +146,7 @@ pub(crate) struct FaultPlan {
     pub delay_permille: u32,
     pub throttle_permille: u32,
     pub app: AppPlan,
-    /// Offsets without a record (partition, offset): see `cluster::Offset::gap`.
+    /// Offsets without a record (partition, offset): see `state::Offset::gap`.
     pub gaps: Vec<(i32, i64)>,
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::{ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse};
 
-use super::cluster::ClientId;
+use super::state::ClientId;
 use crate::error::ErrorCode;
 
 /// A member as the coordinator knows it.

@@ -23,9 +23,10 @@ use crate::consumer::{AcknowledgeType, AcknowledgementMode, ConsumerRecord};
 use crate::error::Error;
 use crate::share::acks::AckKind;
 
-use super::cluster::{record_value, ClientId, TOPIC};
+use super::cluster::{record_value, TOPIC};
 use super::faults::{HandlePlan, SplitMix};
 use super::invariants::Ledger;
+use super::state::ClientId;
 
 /// Records of earlier polls kept for late acknowledgements.
 const OLD_RECORDS: usize = 32;

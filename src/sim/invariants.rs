@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::error::Result;
 use crate::share::acks::AckKind;
 
-use super::cluster::ClientId;
+use super::state::ClientId;
 
 /// (client, partition, offset).
 type Key = (ClientId, i32, i64);

@@ -1,8 +1,9 @@
 //! A deterministic simulation of the share consumer's driver core against a simulated
 //! cluster, in virtual time, under faults drawn from a seed (issue 12, part 2).
 //!
-//! - `cluster.rs`, `group.rs`, `share.rs`: the simulated brokers, coordinator and share
-//!   sessions; `topology.rs`: the client's view of them.
+//! - `cluster.rs`, `group.rs`, `share.rs`: the simulated brokers, coordinator and share RPCs;
+//!   `state.rs`: the share state they keep (offsets, deliveries, sessions); `topology.rs`:
+//!   the client's view of them.
 //! - `net.rs`: connections and requests in flight; `faults.rs`: the seed's fault schedule.
 //! - `app.rs`: the application (`handle_app.rs`: through the handle's bookkeeping);
 //!   `invariants.rs`: what must hold; `run.rs`: the runner (`run/network.rs`: its network
@@ -20,6 +21,7 @@ mod invariants;
 mod net;
 mod run;
 mod share;
+mod state;
 mod topology;
 
 #[cfg(test)]

@@ -14,8 +14,8 @@ use crate::error::Error;
 use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
 use crate::share::session::Sent;
 
-use super::cluster::ClientId;
 use super::faults::Fate;
+use super::state::ClientId;
 
 /// Which connection a request uses: share traffic has its own (the session lives on it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -19,11 +19,12 @@ use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest, ShareFe
 use crate::share::session::Sent;
 
 use super::app::App;
-use super::cluster::{ClientId, SimCluster, SimConfig};
+use super::cluster::{SimCluster, SimConfig};
 use super::faults::{Fate, Fault, FaultPlan};
 use super::invariants::RateGuard;
 use super::net::{self, Body, Class, InFlight, Net};
 use super::share::{FetchOutcome, Parked};
+use super::state::ClientId;
 use super::topology::SimTopology;
 
 // The network's side of a run: requests out, answers back, connections closed.
@@ -537,7 +538,7 @@ impl<'f> Sim<'f> {
             .parts
             .iter()
             .flat_map(|p| &p.offsets)
-            .filter(|o| matches!(o.state, super::cluster::State::Acquired { client: c, .. } if c == client))
+            .filter(|o| matches!(o.state, super::state::State::Acquired { client: c, .. } if c == client))
             .count();
         if held > 0 {
             self.cluster

@@ -1,4 +1,4 @@
-//! Share sessions and the share RPCs on the simulated brokers: ShareFetch (acquire, with
+//! The share RPCs on the simulated brokers (their sessions' state is in `state.rs`): ShareFetch (acquire, with
 //! piggybacked acks) and ShareAcknowledge (RENEW at v2), as a 4.2+ broker answers them.
 //!
 //! A fetch that finds nothing to hand out waits (long poll): the broker keeps it as
@@ -15,19 +15,8 @@ use crate::protocol::share::{
 };
 use crate::share::acks::AckKind;
 
-use super::cluster::{released, ClientId, SimCluster, State};
-
-/// A share session on a broker.
-#[derive(Debug, Clone)]
-pub(crate) struct Session {
-    /// Unique in the run: acks are checked against the session that delivered the record.
-    pub id: u64,
-    /// The epoch the next request must carry.
-    pub epoch: i32,
-    /// The connection that opened it: the session ends when it closes.
-    pub conn: u64,
-    pub parts: BTreeSet<i32>,
-}
+use super::cluster::SimCluster;
+use super::state::{released, ClientId, Session, State};
 
 /// A fetch waiting for records.
 #[derive(Debug, Clone)]

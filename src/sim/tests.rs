@@ -13,8 +13,9 @@ use crate::protocol::share::{
 };
 use crate::share::acks::AckKind;
 
-use super::cluster::{record_value, SimCluster, SimConfig, State, TOPIC};
+use super::cluster::{record_value, SimCluster, SimConfig, TOPIC};
 use super::share::FetchOutcome;
+use super::state::State;
 
 fn cluster() -> (SimCluster, Instant) {
     let cfg = SimConfig { partitions: 2, records_per_partition: 6, brokers: vec![1, 2], ..Default::default() };

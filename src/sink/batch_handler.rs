@@ -22,8 +22,8 @@ use futures::future::BoxFuture;
 use tokio::sync::Mutex;
 
 use super::config::{DeadLetterMode, ErrorTolerance};
+use super::connector::ConnectorShared;
 use super::task::{RecordFailure, SinkError, SinkRecord, SinkTask};
-use super::task_runner::ConnectorShared;
 use crate::processor::{BatchHandler, Delivery, Outcome, Stop};
 
 pub(crate) struct SinkHandler {

@@ -64,6 +64,7 @@
 mod batch_handler;
 mod builtins;
 mod config;
+mod connector;
 mod dead_letter;
 pub mod file;
 #[cfg(feature = "sink-http")]

@@ -11,50 +11,25 @@
 //! dead-letter path) and a fatal error closes the consumer, which releases the batch. This
 //! mode keeps the poll -> put -> poll loop.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::consumer::{AcquireMode, ShareConsumer, ShareConsumerConfig};
+use crate::consumer::{AcquireMode, ShareConsumer};
 use crate::error::Error;
 use crate::processor::{Processor, ProcessorConfig};
 
 use super::batch_handler::{describe, SinkHandler};
-use super::config::{ConnectorConfig, ErrorTolerance, SinkAckMode};
-use super::dead_letter::DeadLetter;
-use super::metrics::SinkMetrics;
-use super::task::{SinkError, SinkRecord, SinkTask, SinkTaskFactory};
+use super::config::{ErrorTolerance, SinkAckMode};
+use super::connector::ConnectorShared;
+use super::task::{SinkError, SinkRecord, SinkTask};
 
 /// How long one poll waits for records before the loop checks for a stop again.
 const POLL_TIMEOUT: Duration = Duration::from_millis(500);
 /// How long the final commit and the consumer's close may take.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What every task of one connector shares.
-pub(crate) struct ConnectorShared {
-    pub(crate) config: ConnectorConfig,
-    pub(crate) consumer: ShareConsumerConfig,
-    /// record_limit was this runtime's choice, not the user's: fall back to batch_optimized
-    /// on a cluster without ShareFetch v2.
-    pub(crate) record_limit_fallback: bool,
-    /// The cluster refused record_limit once: later tasks connect with batch_optimized at
-    /// once instead of being refused again, one connection each.
-    pub(crate) record_limit_refused: AtomicBool,
-    pub(crate) factory: Arc<dyn SinkTaskFactory>,
-    pub(crate) metrics: Arc<SinkMetrics>,
-    pub(crate) dead_letter: Option<Arc<DeadLetter>>,
-    /// Tasks that stopped on an error: (task id, why).
-    pub(crate) failures: Mutex<Vec<(usize, String)>>,
-}
-
-impl ConnectorShared {
-    fn failed(&self, id: usize, why: String) {
-        tracing::error!(connector = %self.config.name, task = id, "task failed: {why}");
-        self.failures.lock().unwrap_or_else(|p| p.into_inner()).push((id, why));
-    }
-}
 
 /// Runs task `id` until `stop` says so or it fails. Never panics on what the sink or the
 /// broker does: a failure is recorded in `shared.failures`.

@@ -18,10 +18,11 @@ use crate::error::{Error, Result};
 use crate::producer::Producer;
 
 use super::config::{ConnectorConfig, DeadLetterMode, SinkAckMode, WorkerConfig};
+use super::connector::ConnectorShared;
 use super::dead_letter::DeadLetter;
 use super::metrics::{SinkMetrics, SinkMetricsSnapshot};
 use super::registry::Registry;
-use super::task_runner::{run_task, ConnectorShared};
+use super::task_runner::run_task;
 
 /// The group setting `share.acquisition.lock.timeout.ms` stands for.
 const GROUP_LOCK_KEY: &str = "share.record.lock.duration.ms";

@@ -16,21 +16,9 @@ use kafka_protocol::protocol::{Encodable, StrBytes};
 
 use super::code;
 use super::script::{Action, Effects};
-use super::server::{Decoded, Incoming};
 use super::state::{Member, Shared};
+use super::wire::{Decoded, Incoming, Out};
 use super::{share, FIND_COORDINATOR, HEARTBEAT, METADATA, SHARE_ACKNOWLEDGE, SHARE_FETCH};
-
-/// How to answer one request.
-pub(super) enum Out {
-    /// A response body.
-    Reply(BytesMut),
-    /// Close the connection without answering.
-    Drop,
-    /// Answer these bytes as the body.
-    Raw(&'static [u8]),
-    /// Answer a truncated frame and close.
-    Truncated,
-}
 
 pub(super) async fn handle(shared: &Shared, node: i32, conn: u64, inc: &Incoming) -> Out {
     let fx = {

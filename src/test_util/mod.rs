@@ -127,6 +127,7 @@ mod script;
 mod server;
 mod share;
 mod state;
+mod wire;
 
 pub use cluster::{eventually, FakeCluster};
 pub use config::FakeConfig;

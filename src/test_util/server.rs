@@ -16,33 +16,10 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-use super::handlers::{self, Out};
+use super::handlers;
 use super::log::Req;
 use super::state::Shared;
-
-/// A decoded request body.
-#[derive(Debug)]
-pub(super) enum Decoded {
-    ApiVersions,
-    Metadata(MetadataRequest),
-    FindCoordinator(FindCoordinatorRequest),
-    Heartbeat(ShareGroupHeartbeatRequest),
-    Fetch(ShareFetchRequest),
-    Ack(ShareAcknowledgeRequest),
-}
-
-/// One request as read off the wire.
-#[derive(Debug)]
-pub(super) struct Incoming {
-    pub api: i16,
-    pub version: i16,
-    pub correlation_id: i32,
-    pub body: Decoded,
-    /// The member of a share request (whose session it belongs to).
-    pub share_member: Option<String>,
-    /// Partitions carrying acknowledgements.
-    pub ack_partitions: Vec<i32>,
-}
+use super::wire::{Decoded, Incoming, Out};
 
 pub(super) async fn serve(listener: TcpListener, node: i32, shared: Arc<Shared>) {
     while let Ok((stream, _)) = listener.accept().await {

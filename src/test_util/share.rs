@@ -12,9 +12,9 @@ use crate::protocol::share::{
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::code;
-use super::handlers::Out;
 use super::script::{Action, Effects};
 use super::state::{Partition, Session, Shared, State};
+use super::wire::Out;
 
 fn next_epoch(e: i32) -> i32 {
     if e == i32::MAX {

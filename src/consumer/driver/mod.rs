@@ -27,9 +27,12 @@ mod pattern;
 mod poll_interval;
 mod send;
 mod shell;
+#[cfg(all(test, feature = "test-util"))]
+mod shell_tests;
 mod state_machine;
 mod throttle;
 mod topic_errors;
+pub(crate) mod topic_pattern;
 mod topology;
 
 use close::Closing;
@@ -46,9 +49,10 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 use tracing::{debug, warn};
 
-use super::config::{AcquireMode, ShareConsumerConfig};
+use super::config::ShareConsumerConfig;
 use super::metrics::Metrics;
 use super::record::{ConsumerRecord, TopicPartition};
+use crate::acquire_mode::AcquireMode;
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
@@ -56,9 +60,6 @@ use crate::share::acks::AckKind;
 use crate::share::membership::Membership;
 use crate::share::session::{FetchParams, Sent, ShareSession};
 use crate::share::TopicIdPartition;
-
-/// A callback told of every completed acknowledgement: partition, offsets, outcome.
-pub type AckCallback = Arc<dyn Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync>;
 
 /// One acknowledgement on its way to the driver, tagged with where its record came from.
 #[derive(Debug, Clone)]
@@ -109,7 +110,7 @@ impl PollAnswer {
 pub(crate) enum Command {
     Subscribe(Vec<String>),
     /// Subscribe to the topics matching a pattern, now and as they come and go.
-    SubscribePattern(Arc<crate::consumer::pattern::PatternSubscription>),
+    SubscribePattern(Arc<topic_pattern::PatternSubscription>),
     /// A poll. `wait: false` (a zero timeout) is answered at once with what is buffered,
     /// so `poll(Duration::ZERO)` returns buffered records every time, deterministically.
     ///
@@ -216,6 +217,9 @@ pub(crate) struct Shared {
     pub network: Option<Arc<crate::cluster::NetworkStats>>,
     /// The acknowledgement commit callback and the completions it is to be told of.
     pub callbacks: super::callback::Callbacks,
+    /// Request tasks a test makes panic (`shell.rs`).
+    #[cfg(test)]
+    pub request_panics: Arc<shell::RequestPanics>,
 }
 
 /// Where the group coordinator is, as far as the core knows.
@@ -239,6 +243,8 @@ impl Shared {
             sessions: std::sync::Mutex::new(BTreeMap::new()),
             network,
             callbacks: Default::default(),
+            #[cfg(test)]
+            request_panics: Default::default(),
         }
     }
 }

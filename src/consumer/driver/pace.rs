@@ -29,7 +29,7 @@
 use std::time::{Duration, Instant};
 
 use super::DriverCore;
-use crate::consumer::config::AcquireMode;
+use crate::acquire_mode::AcquireMode;
 
 /// How long queued acks may wait for a fetch to carry them before they go on their own.
 pub(crate) const ACK_LINGER: Duration = Duration::from_millis(100);

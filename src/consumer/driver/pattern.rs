@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, info};
 
+use super::topic_pattern::PatternSubscription;
 use super::{DriverCore, Transmit};
 use crate::backoff::Backoff;
-use crate::consumer::pattern::PatternSubscription;
 use crate::error::Result;
 
 /// The shortest interval between listings, whatever `metadata.max.age.ms` says.

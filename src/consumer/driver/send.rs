@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::pace::FetchPlan;
 use super::{DriverCore, Node, Transmit};
-use crate::consumer::config::AcquireMode;
+use crate::acquire_mode::AcquireMode;
 use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
 use crate::share::session::Sent;
 

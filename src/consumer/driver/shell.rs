@@ -1,25 +1,39 @@
 //! The driver's async shell: the only place that awaits. It owns the cluster connections, one
 //! small task per request in flight, and the real clock; every decision is the core's.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
+use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
-use tracing::debug;
+use tokio::task::{Id, JoinError, JoinSet};
+use tracing::{debug, warn};
 
 use super::{Command, DriverCore, Event, Shared, Transmit};
 use crate::cluster::{Cluster, TrafficClass};
 use crate::consumer::config::ShareConsumerConfig;
 use crate::error::{Error, Result};
-use crate::protocol::share::{SHARE_ACKNOWLEDGE_API_KEY, SHARE_FETCH_API_KEY};
+use crate::protocol::share::{
+    ShareAcknowledgeResponse, ShareFetchResponse, SHARE_ACKNOWLEDGE_API_KEY, SHARE_FETCH_API_KEY,
+};
+use crate::share::session::Sent;
 
 /// The background task of one share consumer.
 pub(crate) struct Driver {
     core: DriverCore,
     cluster: Arc<Cluster>,
-    /// Requests in flight, each a task that ends in the event answering it.
-    tasks: JoinSet<Event>,
+    /// Requests in flight, each a task that ends in the broker's answer (or why none came).
+    tasks: JoinSet<Reply>,
+    /// What each task in `tasks` was sent for, by task id. The core counts its requests in
+    /// flight (a session's one request, the heartbeat) and sends no other until it hears of
+    /// each, so every task must end in an event: one that panics or is cancelled is answered
+    /// from here as a lost request, which the core handles as a failed one.
+    requests: HashMap<Id, Request>,
+    /// Request tasks a test makes panic.
+    #[cfg(test)]
+    faults: Arc<RequestPanics>,
 }
 
 impl Driver {
@@ -31,10 +45,19 @@ impl Driver {
     ) -> mpsc::UnboundedSender<Command> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (group, client) = (cfg.group_id.clone(), cfg.cluster.client_id.clone());
+        #[cfg(test)]
+        let faults = shared.request_panics.clone();
         let core = DriverCore::new(cfg, shared, cluster.clone());
         // Every event of this consumer's driver carries its group and member id.
         let span = tracing::info_span!("share_consumer", group = %group, member = %core.member_id(), client = %client);
-        let driver = Driver { core, cluster, tasks: JoinSet::new() };
+        let driver = Driver {
+            core,
+            cluster,
+            tasks: JoinSet::new(),
+            requests: HashMap::new(),
+            #[cfg(test)]
+            faults,
+        };
         tokio::spawn(tracing::Instrument::instrument(driver.run(rx), span));
         tx
     }
@@ -59,8 +82,8 @@ impl Driver {
                         self.core.handle_gone(Instant::now());
                     }
                 },
-                Some(done) = self.tasks.join_next(), if !self.tasks.is_empty() => {
-                    if let Ok(ev) = done {
+                Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
+                    if let Some(ev) = self.answer(done) {
                         self.core.handle_event(ev, Instant::now());
                     }
                 }
@@ -72,48 +95,85 @@ impl Driver {
         debug!("share consumer driver stopped");
     }
 
-    /// Sends one request in a task of its own, which ends in the event answering it.
+    /// The event answering a finished task, whichever way it ended.
+    fn answer(&mut self, done: std::result::Result<(Id, Reply), JoinError>) -> Option<Event> {
+        let (id, reply) = match done {
+            Ok((id, reply)) => (id, Ok(reply)),
+            Err(e) => (e.id(), Err(e)),
+        };
+        // Every task is started with its request (`start`): none is missing.
+        let request = self.requests.remove(&id)?;
+        Some(match reply {
+            Ok(reply) => request.answer(reply),
+            Err(e) => {
+                let how = if e.is_panic() { "panicked" } else { "was cancelled" };
+                warn!(api = request.api(), node = ?request.node(), "a request task {how}: answered as lost");
+                let lost = lost(request.api(), request.node(), how);
+                request.fail(lost)
+            }
+        })
+    }
+
+    /// Runs `io` as the task of `request`.
+    fn start(&mut self, request: Request, io: impl Future<Output = Reply> + Send + 'static) {
+        #[cfg(test)]
+        let io = {
+            let api = request.api();
+            let panics = self.faults.take(api);
+            async move {
+                if panics {
+                    panic!("a test made this {api} task panic");
+                }
+                io.await
+            }
+        };
+        let id = self.tasks.spawn(io).id();
+        self.requests.insert(id, request);
+    }
+
+    /// Sends one request in a task of its own, which ends in the broker's answer.
     fn send(&mut self, t: Transmit) {
         let cluster = self.cluster.clone();
         match t {
             Transmit::Metadata { topics } => {
-                self.tasks.spawn(async move { Event::Metadata(cluster.refresh_metadata(&topics).await) });
+                self.start(Request::Metadata, async move { Reply::Metadata(cluster.refresh_metadata(&topics).await) });
             }
             Transmit::FindCoordinator { group } => {
-                self.tasks
-                    .spawn(async move { Event::Coordinator(cluster.find_group_coordinator_once(&group).await) });
+                self.start(Request::FindCoordinator, async move {
+                    Reply::Coordinator(cluster.find_group_coordinator_once(&group).await)
+                });
             }
             Transmit::Heartbeat { node, request } => {
-                self.tasks.spawn(async move {
+                self.start(Request::Heartbeat { node }, async move {
                     let r = async {
                         let conn = cluster.broker(node, TrafficClass::Control).await?;
                         cluster.send(&conn, &request, (1, 1)).await
                     }
                     .await;
-                    Event::Heartbeat(r)
+                    Reply::Heartbeat(r)
                 });
             }
             Transmit::Fetch { node, request, sent, sent_at } => {
                 let timeout = cluster.config().request_timeout + self.core.fetch_max_wait();
-                self.tasks.spawn(async move {
+                self.start(Request::Fetch { node, sent, sent_at }, async move {
                     let result = async {
                         let conn = cluster.broker(node, TrafficClass::Fetch).await?;
                         let v = conn.versions.pick(SHARE_FETCH_API_KEY, 1, 2)?;
                         if v < 2 && request.share_acquire_mode != 0 {
                             // record_limit, the only mode v1 lacks (connect checked the
                             // broker it asked; this one speaks less).
-                            let mode = crate::consumer::AcquireMode::RecordLimit;
+                            let mode = crate::acquire_mode::AcquireMode::RecordLimit;
                             return Err(Error::AcquireModeUnsupported { mode, broker: Some(node) });
                         }
                         conn.conn.call_timeout(&request, v, timeout).await
                     }
                     .await;
-                    Event::Fetch { node, sent, sent_at, result }
+                    Reply::Fetch(result)
                 });
             }
             Transmit::Acknowledge { node, request, sent } => {
                 let timeout = cluster.config().request_timeout;
-                self.tasks.spawn(async move {
+                self.start(Request::Acknowledge { node, sent }, async move {
                     let result: Result<_> = async {
                         // Same connection as the fetches: the broker ties a share session to
                         // the connection that opened it, and drops it when that connection
@@ -123,12 +183,125 @@ impl Driver {
                         conn.conn.call_timeout(&request, v, timeout).await
                     }
                     .await;
-                    Event::Ack { node, sent, result }
+                    Reply::Acknowledge(result)
                 });
             }
             Transmit::ListTopics => {
-                self.tasks.spawn(async move { Event::TopicList(cluster.list_topics().await) });
+                self.start(Request::ListTopics, async move { Reply::TopicList(cluster.list_topics().await) });
             }
         }
+    }
+}
+
+/// A request in flight, as its event will need it: what went out stays with the shell, not
+/// inside the request's task, so that it comes back to the core however the task ends.
+enum Request {
+    Metadata,
+    FindCoordinator,
+    Heartbeat { node: i32 },
+    Fetch { node: i32, sent: Sent, sent_at: Instant },
+    Acknowledge { node: i32, sent: Sent },
+    ListTopics,
+}
+
+/// What a request's task ends in: the broker's answer, or the error that came instead.
+enum Reply {
+    Metadata(Result<Vec<(String, i16)>>),
+    Coordinator(Result<i32>),
+    Heartbeat(Result<ShareGroupHeartbeatResponse>),
+    Fetch(Result<ShareFetchResponse>),
+    Acknowledge(Result<ShareAcknowledgeResponse>),
+    TopicList(Result<Vec<String>>),
+}
+
+impl Request {
+    /// The event of this request answered with `reply`, which its own task returned.
+    fn answer(self, reply: Reply) -> Event {
+        match (self, reply) {
+            (Request::Metadata, Reply::Metadata(r)) => Event::Metadata(r),
+            (Request::FindCoordinator, Reply::Coordinator(r)) => Event::Coordinator(r),
+            (Request::Heartbeat { .. }, Reply::Heartbeat(r)) => Event::Heartbeat(r),
+            (Request::Fetch { node, sent, sent_at }, Reply::Fetch(result)) => {
+                Event::Fetch { node, sent, sent_at, result }
+            }
+            (Request::Acknowledge { node, sent }, Reply::Acknowledge(result)) => Event::Ack { node, sent, result },
+            (Request::ListTopics, Reply::TopicList(r)) => Event::TopicList(r),
+            // `send` gives each request the task of its kind; were that broken, the request
+            // would still be answered, as lost.
+            (request, _) => {
+                let lost = lost(request.api(), request.node(), "answered another request");
+                request.fail(lost)
+            }
+        }
+    }
+
+    /// The event of this request failed with `e`.
+    fn fail(self, e: Error) -> Event {
+        match self {
+            Request::Metadata => Event::Metadata(Err(e)),
+            Request::FindCoordinator => Event::Coordinator(Err(e)),
+            Request::Heartbeat { .. } => Event::Heartbeat(Err(e)),
+            Request::Fetch { node, sent, sent_at } => Event::Fetch { node, sent, sent_at, result: Err(e) },
+            Request::Acknowledge { node, sent } => Event::Ack { node, sent, result: Err(e) },
+            Request::ListTopics => Event::TopicList(Err(e)),
+        }
+    }
+
+    fn api(&self) -> &'static str {
+        match self {
+            Request::Metadata => "Metadata",
+            Request::FindCoordinator => "FindCoordinator",
+            Request::Heartbeat { .. } => "ShareGroupHeartbeat",
+            Request::Fetch { .. } => "ShareFetch",
+            Request::Acknowledge { .. } => "ShareAcknowledge",
+            Request::ListTopics => "ListTopics",
+        }
+    }
+
+    /// The broker it went to, where it names one.
+    fn node(&self) -> Option<i32> {
+        match self {
+            Request::Heartbeat { node } | Request::Fetch { node, .. } | Request::Acknowledge { node, .. } => {
+                Some(*node)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The error of a request whose task ended without an answer. It may have been written, so
+/// its outcome is unknown (acks it carried are reported so); the request is not answered,
+/// as when its connection closes under it, and the core retries as it does then.
+fn lost(api: &'static str, node: Option<i32>, how: &str) -> Error {
+    let addr = node.map_or_else(|| "the cluster".to_string(), |n| format!("broker {n}"));
+    let why = Error::InvalidState(format!("the {api} request's task {how}"));
+    let closed = Error::ConnectionClosed { addr: addr.clone(), cause: Some(Arc::new(why)) };
+    Error::OutcomeUnknown { api, addr, cause: Arc::new(closed) }
+}
+
+/// The APIs whose next request task panics, each named once per panic (tests only).
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct RequestPanics(std::sync::Mutex<Vec<&'static str>>);
+
+#[cfg(test)]
+// Its tests run against the fake cluster (feature `test-util`).
+#[cfg_attr(not(feature = "test-util"), allow(dead_code))]
+impl RequestPanics {
+    /// The next task of `api` panics before it sends anything.
+    pub(crate) fn next(&self, api: &'static str) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(api);
+    }
+
+    /// Whether a panic of `api` is due (then it is taken).
+    fn take(&self, api: &str) -> bool {
+        let mut due = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let at = due.iter().position(|a| *a == api);
+        at.map(|i| due.remove(i)).is_some()
+    }
+
+    /// How many panics are still due.
+    pub(crate) fn due(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 }
