@@ -74,7 +74,7 @@ mod metrics;
 #[cfg(feature = "sink-postgres")]
 pub mod postgres;
 #[cfg(feature = "sink-postgres")]
-pub mod postgres_tls;
+mod postgres_tls;
 mod prometheus;
 mod registry;
 mod task;

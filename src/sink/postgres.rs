@@ -47,8 +47,21 @@
 //! # TLS
 //! libpq's keys in the connection string: `sslmode` (`disable`, `prefer` the default,
 //! `require`, `verify-ca`, `verify-full`), `sslrootcert`, `sslcert`, `sslkey`, with libpq's
-//! meanings (see [`postgres_tls`](super::postgres_tls) for the table): e.g.
+//! meanings: e.g.
 //! `postgres://u@db.example.com/d?sslmode=verify-full&sslrootcert=/etc/ssl/rds-ca.pem`.
+//!
+//! | `sslmode` | TLS | the server's certificate |
+//! |---|---|---|
+//! | `disable` | never | - |
+//! | `prefer` (default) | if the server offers it | not checked (checked as `verify-ca` when `sslrootcert` is given) |
+//! | `require` | always | not checked (checked as `verify-ca` when `sslrootcert` is given) |
+//! | `verify-ca` | always | signed by a trusted CA |
+//! | `verify-full` | always | signed by a trusted CA and naming the host dialled |
+//!
+//! `sslrootcert` is a PEM file of trusted CAs (`system`: the operating system's store, with
+//! the `tls-native-roots` feature; default: the bundled Mozilla roots); `sslcert` and
+//! `sslkey` a client certificate and key (PEM). A managed database's usual `sslmode=require`
+//! URL works as with `psql`; `verify-full` with the provider's CA bundle is the safe choice.
 
 use std::str::FromStr;
 
