@@ -13,14 +13,16 @@ use kafka_protocol::error::ResponseError;
 use thiserror::Error;
 
 use crate::acquire_mode::AcquireMode;
-use crate::protocol::CodecError;
+/// What went wrong decoding a response or encoding a request ([`Error::Malformed`],
+/// [`Error::Codec`]).
+pub use crate::protocol::CodecError;
 
 /// Convenience alias used across the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A Kafka error code as a broker sent it (0 is never wrapped in this type).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ErrorCode(pub i16);
+pub struct ErrorCode(pub(crate) i16);
 
 impl ErrorCode {
     // Every code the crate acts on, by its Kafka name, in code order.
@@ -99,8 +101,34 @@ impl ErrorCode {
         (code != 0).then_some(ErrorCode(code))
     }
 
-    /// The crate-level description of this code.
-    pub fn kind(self) -> ResponseError {
+    /// The number the broker sent, e.g. 30.
+    pub fn value(self) -> i16 {
+        self.0
+    }
+
+    /// Kafka's name for the code, as Java's `Errors` enum spells it, e.g.
+    /// `GROUP_AUTHORIZATION_FAILED`; `UNKNOWN_SERVER_ERROR` style names for every code Kafka
+    /// defines, `UNKNOWN(<n>)` for one it does not.
+    pub fn name(self) -> String {
+        match ResponseError::try_from_code(self.0) {
+            Some(kind) => {
+                let camel = format!("{kind:?}");
+                let mut out = String::with_capacity(camel.len() + 8);
+                for (i, c) in camel.chars().enumerate() {
+                    if c.is_ascii_uppercase() && i > 0 {
+                        out.push('_');
+                    }
+                    out.push(c.to_ascii_uppercase());
+                }
+                out
+            }
+            None => format!("UNKNOWN({})", self.0),
+        }
+    }
+
+    /// The `kafka-protocol` description of this code (kept inside: that crate's types are
+    /// not this crate's API).
+    pub(crate) fn kind(self) -> ResponseError {
         ResponseError::try_from_code(self.0).unwrap_or(ResponseError::Unknown(self.0))
     }
 
@@ -749,6 +777,16 @@ mod tests {
         let plain =
             Error::Broker { context: Context::api("Metadata"), code: ErrorCode::NOT_COORDINATOR, message: None };
         assert_eq!(plain.to_string(), "Metadata: NotCoordinator (16)");
+    }
+
+    #[test]
+    fn a_code_names_itself_as_kafka_does() {
+        assert_eq!(ErrorCode::GROUP_AUTHORIZATION_FAILED.name(), "GROUP_AUTHORIZATION_FAILED");
+        assert_eq!(ErrorCode::GROUP_AUTHORIZATION_FAILED.value(), 30);
+        for (code, name) in NAMED {
+            assert_eq!(code.name(), *name);
+        }
+        assert_eq!(ErrorCode(-9999).name(), "UNKNOWN(-9999)");
     }
 
     #[test]

@@ -70,6 +70,12 @@ impl Admin {
         Admin::connect(c).await
     }
 
+    /// Closes the admin client's connections (its clones too: they share them). Calls made
+    /// after it connect again. Nothing is pending in an admin client, so nothing is lost.
+    pub fn close(&self) {
+        self.cluster.close();
+    }
+
     /// Shares an existing cluster handle. (Feature `unstable-internals`.)
     #[cfg(feature = "unstable-internals")]
     pub fn from_cluster(cluster: Arc<Cluster>) -> Admin {

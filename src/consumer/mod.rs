@@ -115,6 +115,20 @@ impl ShareConsumer {
     /// # Cancel safety
     /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn connect(cfg: ShareConsumerConfig) -> Result<ShareConsumer> {
+        ShareConsumer::connect_config(cfg).await
+    }
+
+    /// Connects to `bootstrap` (`host:port[,host:port]`) as a member of share group `group`,
+    /// with default settings (implicit acknowledgement), as
+    /// [`Admin::connect_to`](crate::admin::Admin::connect_to).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
+    pub async fn connect_to(bootstrap: &str, group: &str) -> Result<ShareConsumer> {
+        ShareConsumer::connect(ShareConsumerConfig::new(bootstrap, group)).await
+    }
+
+    async fn connect_config(cfg: ShareConsumerConfig) -> Result<ShareConsumer> {
         cfg.validate()?;
         let cluster = Cluster::connect(cfg.cluster.clone()).await?;
         let conn = cluster.any_broker().await?;

@@ -111,6 +111,9 @@ impl std::fmt::Debug for Producer {
     }
 }
 
+/// How long `close(None)` waits for the flush: 30 s, as the consumer's and Java's `close()`.
+pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
+
 impl Producer {
     /// Connects to the cluster and starts the background task (named as
     /// [`ShareConsumer::connect`](crate::ShareConsumer::connect) and
@@ -118,7 +121,21 @@ impl Producer {
     ///
     /// # Cancel safety
     /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
-    pub async fn connect(mut config: ProducerConfig) -> Result<Producer> {
+    pub async fn connect(config: ProducerConfig) -> Result<Producer> {
+        Producer::connect_config(config).await
+    }
+
+    /// Connects to `bootstrap` (`host:port[,host:port]`) with default settings, as
+    /// [`Admin::connect_to`](crate::admin::Admin::connect_to) and
+    /// [`ShareConsumer::connect_to`](crate::ShareConsumer::connect_to).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
+    pub async fn connect_to(bootstrap: &str) -> Result<Producer> {
+        Producer::connect(ProducerConfig::new(bootstrap)).await
+    }
+
+    async fn connect_config(mut config: ProducerConfig) -> Result<Producer> {
         config.validate()?;
         if config.cluster.client_id.is_empty() {
             // Java's default client.id: producer-<n>, n counting this process's producers.
@@ -279,13 +296,15 @@ impl Producer {
 
     /// Flushes, then stops the background task (and closes the connections the producer
     /// opened). Later sends fail with [`Error::Closed`]. If the flush does not finish within
-    /// `timeout`, undelivered records fail with [`Error::Closed`] (some may still have been
-    /// written) and this returns [`Error::Timeout`]. Closing again is a no-op.
+    /// `timeout` (`None`: 30 s, as the consumer's and Java's `close()`), undelivered records
+    /// fail with [`Error::Closed`] (some may still have been written) and this returns
+    /// [`Error::Timeout`]. Closing again is a no-op.
     ///
     /// # Cancel safety
     /// Dropping it leaves the producer closed to new sends while the records already queued
     /// still go out in the background; call `close` again to wait for them.
-    pub async fn close(&self, timeout: Duration) -> Result<()> {
+    pub async fn close(&self, timeout: impl Into<Option<Duration>>) -> Result<()> {
+        let timeout = timeout.into().unwrap_or(DEFAULT_CLOSE_TIMEOUT);
         let shared = &self.inner.shared;
         shared.closed.store(true, Ordering::Release);
         let flushed = tokio::time::timeout(timeout, self.flush()).await.is_ok();
