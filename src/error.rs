@@ -480,6 +480,57 @@ pub enum Error {
         after: Duration,
     },
 
+    /// `poll` on a consumer that is subscribed to nothing. Call `subscribe` (or
+    /// `subscribe_pattern`) first.
+    #[error("not subscribed to any topic: call subscribe first")]
+    NotSubscribed,
+
+    /// A second `poll` while one is in progress on the same consumer (another task, or a
+    /// `select!` that polls twice). Poll from one task and share the records, or use one
+    /// consumer per task.
+    #[error(
+        "another poll is in progress on this consumer: poll from one task (share the records, not the polling), or use one consumer per task"
+    )]
+    ConcurrentPoll,
+
+    /// Explicit mode: `poll` while records of the last poll are not acknowledged. Acknowledge
+    /// each (ACCEPT, RELEASE or REJECT), then poll; nothing was lost.
+    #[error(
+        "{count} records of the last poll are not acknowledged; in explicit mode acknowledge every record (ACCEPT, RELEASE or REJECT) before polling again"
+    )]
+    UnacknowledgedRecords {
+        /// How many records wait for their acknowledgement.
+        count: usize,
+    },
+
+    /// `acknowledge` on a consumer in implicit mode (which accepts every record on the next
+    /// poll or commit). Set `share.acknowledgement.mode=explicit` to acknowledge records.
+    #[error(
+        "acknowledge is for explicit mode; set share.acknowledgement.mode=explicit (implicit mode accepts every record on the next poll or commit)"
+    )]
+    ImplicitAcknowledgement,
+
+    /// A record whose acknowledgement already left (by a poll, commit or close): it can no
+    /// longer change. A renewed record comes back from a later poll: acknowledge that one.
+    #[error(
+        "{topic}-{partition} offset {offset} was already acknowledged and the acknowledgement sent (by a poll, commit or close): it can no longer change. A renewed record comes back from a later poll: acknowledge that one"
+    )]
+    AlreadyAcknowledged {
+        /// The record's topic.
+        topic: String,
+        /// The record's partition.
+        partition: i32,
+        /// The record's offset.
+        offset: i64,
+    },
+
+    /// A consumer call from inside its own acknowledgement commit callback (which runs inside
+    /// poll, commit or close). Record what you need there and act after that call returns.
+    #[error(
+        "the share consumer cannot be called from its acknowledgement commit callback (it runs inside poll, commit or close): record what you need there and act on it after that call returns"
+    )]
+    CalledFromCallback,
+
     /// The call is not allowed in the client's current state (e.g. poll after close). The
     /// message says what to do.
     #[error("invalid state: {0}")]

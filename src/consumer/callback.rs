@@ -43,9 +43,7 @@ thread_local! {
 /// Refuses a consumer call made from inside the acknowledgement commit callback.
 pub(crate) fn refuse_reentry() -> Result<()> {
     if IN_CALLBACK.with(Cell::get) {
-        return Err(Error::InvalidState(
-            "the share consumer cannot be called from its acknowledgement commit callback (it runs inside poll, commit or close): record what you need there and act on it after that call returns".into(),
-        ));
+        return Err(Error::CalledFromCallback);
     }
     Ok(())
 }

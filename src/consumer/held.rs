@@ -394,9 +394,7 @@ impl Held {
         if mode == AcknowledgementMode::Explicit {
             let pending = self.unacknowledged();
             if pending > 0 {
-                return Err(Error::InvalidState(format!(
-                    "{pending} records of the last poll are not acknowledged; in explicit mode acknowledge every record (ACCEPT, RELEASE or REJECT) before polling again"
-                )));
+                return Err(Error::UnacknowledgedRecords { count: pending });
             }
         }
         let acks = self.take_acks(Unacked::on_poll(mode));
@@ -529,9 +527,7 @@ pub(super) fn superseded(record: &ConsumerRecord) -> Error {
 
 /// The error for acknowledging a record whose acknowledgement was already sent.
 pub(super) fn already_sent(topic: &str, partition: i32, offset: i64) -> Error {
-    Error::InvalidState(format!(
-        "{topic}-{partition} offset {offset} was already acknowledged and the acknowledgement sent (by a poll, commit or close): it can no longer change. A renewed record comes back from a later poll: acknowledge that one"
-    ))
+    Error::AlreadyAcknowledged { topic: topic.to_string(), partition, offset }
 }
 
 #[cfg(test)]

@@ -340,7 +340,7 @@ impl ShareConsumer {
             return Err(Error::Closed);
         }
         if local.subscription.is_empty() && local.pattern.is_none() {
-            return Err(Error::InvalidState("not subscribed to any topic: call subscribe first".into()));
+            return Err(Error::NotSubscribed);
         }
         if local.subscription_pending {
             local.subscription_pending = false;
@@ -420,9 +420,7 @@ impl ShareConsumer {
     fn check_acknowledge(&self, ack_type: AcknowledgeType) -> Result<()> {
         callback::refuse_reentry()?;
         if self.cfg.acknowledgement_mode == AcknowledgementMode::Implicit {
-            return Err(Error::InvalidState(
-                "acknowledge is for explicit mode; set share.acknowledgement.mode=explicit (implicit mode accepts every record on the next poll or commit)".into(),
-            ));
+            return Err(Error::ImplicitAcknowledgement);
         }
         if ack_type == AcknowledgeType::Renew && !self.shared.renew_supported.load(Ordering::Relaxed) {
             return Err(Error::RenewUnsupported);
@@ -691,9 +689,7 @@ struct PollingGuard<'a>(&'a AtomicBool);
 impl<'a> PollingGuard<'a> {
     fn enter(flag: &'a AtomicBool) -> Result<PollingGuard<'a>> {
         if flag.swap(true, Ordering::AcqRel) {
-            return Err(Error::InvalidState(
-                "another poll is in progress on this consumer: poll from one task (share the records, not the polling), or use one consumer per task".into(),
-            ));
+            return Err(Error::ConcurrentPoll);
         }
         Ok(PollingGuard(flag))
     }
