@@ -271,9 +271,10 @@ impl ShareConsumer {
     /// Fetches records, waiting up to `timeout` for some. Sends the acknowledgements made since
     /// the last poll (implicit mode: accepts every record of the last poll first).
     ///
-    /// Errors: [`Error::Wakeup`] after [`wakeup`](Self::wakeup); [`Error::InvalidState`] in
-    /// explicit mode while records of the last poll are unacknowledged, or with no
-    /// subscription; a fatal group error (authorization, ...) once it happened.
+    /// Errors: [`Error::Wakeup`] after [`wakeup`](Self::wakeup);
+    /// [`Error::UnacknowledgedRecords`] in explicit mode while records of the last poll are
+    /// unacknowledged; [`Error::NotSubscribed`] with no subscription; a fatal group error
+    /// (authorization, ...) once it happened.
     ///
     /// A subscribed topic the broker refuses ([`Error::TopicAuthorizationFailed`],
     /// [`Error::InvalidTopic`]) is reported once, by the next poll, as Java's poll throws
@@ -283,7 +284,7 @@ impl ShareConsumer {
     /// yet is no error: its records come once it is created.
     ///
     /// One poll at a time: a poll started while another runs on the same consumer fails at
-    /// once with [`Error::InvalidState`].
+    /// once with [`Error::ConcurrentPoll`].
     ///
     /// # Cancel safety
     /// Cancel-safe. Dropping the future (a `select!` arm that lost, a `timeout`) loses no
@@ -517,7 +518,7 @@ impl ShareConsumer {
     /// completions; the returned handle, when awaited, for its own) and [`close`](Self::close),
     /// on the task that calls them, never on the background task. A panic in it is caught and
     /// logged and the consumer goes on. Calling the consumer from inside it fails with
-    /// [`Error::InvalidState`].
+    /// [`Error::CalledFromCallback`].
     pub fn set_acknowledgement_commit_callback<F>(&self, callback: F) -> Result<()>
     where
         F: Fn(&TopicPartition, &[i64], &Result<()>) + Send + Sync + 'static,

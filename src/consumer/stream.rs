@@ -38,7 +38,7 @@ impl ShareConsumer {
     ///
     /// Acknowledgement works as with `poll`: in implicit mode the next poll accepts the last
     /// batch; in explicit mode acknowledge each record before asking for the record after the
-    /// last one of its batch (the next poll fails with [`Error::InvalidState`] otherwise).
+    /// last one of its batch (the next poll fails with [`Error::UnacknowledgedRecords`] otherwise).
     ///
     /// Dropping a pending `next()` (e.g. in `tokio::select!`) is safe: the poll in flight
     /// lives in the stream and its records come out of the next `next()`. Dropping the stream
