@@ -114,7 +114,15 @@ def versions(meta):
     return v
 
 
-def summarize(rows):
+def steady_rate(r, records):
+    """Records after the first over the time after the first: the stream without the join."""
+    e, f = r.get("elapsed_s"), r.get("first_s")
+    if e is None or f is None or e <= f or not records:
+        return None
+    return (records - 1) / (e - f)
+
+
+def summarize(rows, records=None):
     by = {}
     for r in rows:
         by.setdefault(r["client"], []).append(r)
@@ -124,6 +132,7 @@ def summarize(rows):
         s = {"runs": len(rs), "ok": len(ok), "errors": [r.get("error") for r in rs if not r.get("ok")]}
         for k in ("rate", "mb_s", "elapsed_s", "first_s", "cpu_per_m", "rss_kb", "cpu_s"):
             s[k] = median([r.get(k) for r in ok])
+        s["steady"] = median([steady_rate(r, records) for r in ok])
         s["rates"] = [r.get("rate") for r in ok]
         out[c] = s
     return out
@@ -242,7 +251,7 @@ def main():
     meta = json.load(open(os.path.join(a.run, "meta.json")))
     rows = read_jsonl(os.path.join(a.run, "results.jsonl"))
     lat = read_jsonl(os.path.join(a.run, "latency.jsonl"))
-    s = summarize(rows)
+    s = summarize(rows, meta.get("records"))
     out_abs = os.path.abspath(a.out)
     if a.chart:
         chart_path = a.chart
@@ -280,6 +289,8 @@ def main():
       "from before subscribe to the last record, commits not included.\n"
       "- **first record**: seconds from that start to the first record (mostly the group join; "
       "for the classic consumer its rebalance time).\n"
+      "- **steady records/s**: the stream without the join: records after the first over the time from the "
+      "first record to the end (as above). **steady vs classic** compares that with the classic consumer's.\n"
       "- **CPU s / M records**: user+sys CPU of the whole process (GNU time), start-up and JIT included, "
       "per million records.\n"
       "- **peak RSS**: maximum resident set of the process (GNU time). Java runs with `-Xmx512m`.\n"
@@ -292,9 +303,10 @@ def main():
     if have_chart:
         rel = os.path.relpath(chart_path, os.path.dirname(out_abs))
         w(f"![records/s per client]({rel})\n")
-    w("| client | mode | records/s | MB/s | vs Java | vs classic | first record (s) | CPU s / M records | peak RSS (MB) | runs ok |")
-    w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+    w("| client | mode | records/s | steady records/s | MB/s | vs Java | vs classic | steady vs classic | first record (s) | CPU s / M records | peak RSS (MB) | runs ok |")
+    w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     cl = s.get("classic", {}).get("rate")
+    cls = s.get("classic", {}).get("steady")
     for c in ORDER:
         if c not in s:
             continue
@@ -303,12 +315,13 @@ def main():
         name = f"**{label}**" if fam == "ours" else label
         if x["rate"] is None:
             err = (x["errors"] or ["?"])[0]
-            w(f"| {name} | {mode} | did not run: {md_escape(err)} | | | | | | | 0/{x['runs']} |")
+            w(f"| {name} | {mode} | did not run: {md_escape(err)} | | | | | | | | | 0/{x['runs']} |")
             continue
         jr = s.get(java_ref(c), {}).get("rate") if fam != "java" and c != "classic" else None
         w(
-            f"| {name} | {mode} | {fmt(x['rate'])} | {fmt(x['mb_s'], '{:.1f}')} | "
+            f"| {name} | {mode} | {fmt(x['rate'])} | {fmt(x.get('steady'))} | {fmt(x['mb_s'], '{:.1f}')} | "
             f"{ratio(x['rate'], jr) if jr else '–'} | {ratio(x['rate'], cl) if c != 'classic' else '1.00×'} | "
+            f"{(ratio(x.get('steady'), cls) if x.get('steady') and cls else '–') if c != 'classic' else '1.00×'} | "
             f"{fmt(x['first_s'], '{:.2f}')} | {fmt(x['cpu_per_m'], '{:.2f}')} | "
             f"{fmt(x['rss_kb'] and x['rss_kb'] / 1024, '{:.1f}')} | {x['ok']}/{x['runs']} |"
         )
