@@ -60,6 +60,8 @@ pub mod consumer;
 pub mod error;
 pub mod processor;
 pub mod producer;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 // security.protocol, SASL and (with the `tls` feature) TLS; docs in security/mod.rs.
 pub mod security;
 #[cfg(feature = "sink")]

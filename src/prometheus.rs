@@ -1,0 +1,237 @@
+//! The clients' metrics in Prometheus form (feature `prometheus`), through
+//! [`prometheus-client`](https://docs.rs/prometheus-client), the Prometheus project's own Rust
+//! client, and a small endpoint to serve them.
+//!
+//! Why `prometheus-client` and not the `metrics` facade: the consumer keeps its metrics as
+//! atomics it reads into a [`MetricsSnapshot`] under Java's names; a `prometheus-client`
+//! [`Collector`] reads that snapshot at each scrape, so nothing is pushed anywhere on the hot
+//! path, and the metrics land in the application's own [`Registry`] beside its other
+//! metrics. The `metrics` facade would need every update sent through its macros (or a
+//! task copying snapshots into gauges on a timer, whose values lag).
+//!
+//! Names follow the Prometheus JMX exporter's rendering of Java's: `kafka_<group>_<name>`
+//! with `-` as `_`, e.g. `kafka_consumer_share_fetch_manager_metrics_records_consumed_total`,
+//! labelled `client_id`. A name ending in `-total` is a counter, every other one a gauge.
+//!
+//! ```no_run
+//! # async fn demo() -> kafka_share::Result<()> {
+//! use std::sync::Arc;
+//! use kafka_share::prometheus::{serve, SnapshotCollector};
+//! use kafka_share::{ShareConsumer, ShareConsumerConfig};
+//!
+//! let consumer = Arc::new(ShareConsumer::connect(ShareConsumerConfig::new("127.0.0.1:19092", "g")).await?);
+//! let mut registry = prometheus_client::registry::Registry::default();
+//! let c = consumer.clone();
+//! registry.register_collector(Box::new(SnapshotCollector::new("orders-worker", move || c.metrics())));
+//! let endpoint = serve(9464, Arc::new(registry)).await?; // GET http://127.0.0.1:9464/metrics
+//! # drop(endpoint); Ok(()) }
+//! ```
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+pub use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::consumer::MetricsSnapshot;
+use crate::error::{Error, Result};
+
+/// Renders a snapshot source (a consumer's `metrics()`, a processor's `Running::metrics()`)
+/// into the registry it is registered with, at each scrape.
+pub struct SnapshotCollector {
+    client_id: String,
+    source: Box<dyn Fn() -> MetricsSnapshot + Send + Sync>,
+}
+
+impl std::fmt::Debug for SnapshotCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnapshotCollector").field("client_id", &self.client_id).finish_non_exhaustive()
+    }
+}
+
+impl SnapshotCollector {
+    /// Reads `source` at each scrape; its metrics carry the label `client_id`.
+    pub fn new(client_id: impl Into<String>, source: impl Fn() -> MetricsSnapshot + Send + Sync + 'static) -> Self {
+        SnapshotCollector { client_id: client_id.into(), source: Box::new(source) }
+    }
+}
+
+/// `kafka_<group>_<name>` with every character Prometheus refuses turned into `_`; the
+/// `-total` of a counter left out (the encoder writes `_total`).
+fn prometheus_name(group: &str, name: &str) -> (String, bool) {
+    let (base, counter) = match name.strip_suffix("-total") {
+        Some(b) => (b, true),
+        None => (name, false),
+    };
+    let raw = format!("kafka_{group}_{base}");
+    let clean = raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    (clean, counter)
+}
+
+impl Collector for SnapshotCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::result::Result<(), std::fmt::Error> {
+        let snapshot = (self.source)();
+        let labels = [("client_id", self.client_id.as_str())];
+        for (group, name, value) in snapshot.iter() {
+            let (prom, counter) = prometheus_name(group, name);
+            let help = format!("{group} {name}");
+            if counter {
+                let metric = ConstCounter::new(value.max(0.0));
+                let mut family = encoder.encode_descriptor(&prom, &help, None, metric.metric_type())?;
+                metric.encode(family.encode_family(&labels)?)?;
+            } else {
+                let metric = ConstGauge::new(value);
+                let mut family = encoder.encode_descriptor(&prom, &help, None, metric.metric_type())?;
+                metric.encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The registry in Prometheus' text format (OpenMetrics text, as `prometheus-client`
+/// encodes it).
+pub fn render(registry: &Registry) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; a collector's error leaves what was written.
+    let _ = prometheus_client::encoding::text::encode(&mut out, registry);
+    out
+}
+
+/// A running `/metrics` endpoint ([`serve`]); dropping it stops the server.
+#[derive(Debug)]
+pub struct MetricsEndpoint {
+    addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MetricsEndpoint {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for MetricsEndpoint {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves `GET /metrics` with the registry's metrics on 127.0.0.1:`port` (0 picks a free
+/// port: see [`MetricsEndpoint::local_addr`]). One route, one answer per connection: a few
+/// dozen lines instead of a web framework (`prometheus-client` serves no HTTP itself); put a
+/// framework's route in front of [`render`] instead when the service has one.
+pub async fn serve(port: u16, registry: Arc<Registry>) -> Result<MetricsEndpoint> {
+    let text: TextSource = Arc::new(move || render(&registry));
+    serve_text(port, "application/openmetrics-text; version=1.0.0; charset=utf-8", text).await
+}
+
+/// What an endpoint answers with, rendered at each scrape.
+pub(crate) type TextSource = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// The endpoint behind [`serve`] and the sink's `PrometheusServer`: `GET /metrics` answered
+/// with `text()` as `content_type`.
+pub(crate) async fn serve_text(port: u16, content_type: &'static str, text: TextSource) -> Result<MetricsEndpoint> {
+    let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
+        Error::config("metrics port", format!("cannot listen on 127.0.0.1:{port}: {e}; pick another port"))
+    })?;
+    let addr = listener.local_addr().map_err(|e| Error::config("metrics port", e.to_string()))?;
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                // Out of file descriptors or similar: wait a moment instead of spinning.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            };
+            let text = text.clone();
+            tokio::spawn(async move {
+                // A client that never sends a whole request must not hold a task forever.
+                let _ = tokio::time::timeout(Duration::from_secs(10), answer(stream, content_type, text)).await;
+            });
+        }
+    });
+    Ok(MetricsEndpoint { addr, task })
+}
+
+/// Reads one request head and answers it, then closes the connection.
+async fn answer(mut stream: tokio::net::TcpStream, content_type: &str, text: TextSource) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    // The head ends at an empty line; 16 KiB is plenty for any scraper's request.
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && !buf.windows(2).any(|w| w == b"\n\n") {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 || buf.len() > 16 * 1024 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let head = String::from_utf8_lossy(&buf);
+    let mut parts = head.lines().next().unwrap_or("").split_whitespace();
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = path.split('?').next().unwrap_or("");
+    let (status, ctype, body) = match (method, path) {
+        ("GET", "/metrics") => ("200 OK", content_type, text()),
+        ("GET", _) => ("404 Not Found", "text/plain; charset=utf-8", "only /metrics is served here\n".to_string()),
+        _ => ("405 Method Not Allowed", "text/plain; charset=utf-8", "use GET /metrics\n".to_string()),
+    };
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot() -> MetricsSnapshot {
+        let mut s = MetricsSnapshot::default();
+        s.put(crate::consumer::FETCH_MANAGER, "records-consumed-total", 42.0);
+        s.put(crate::consumer::FETCH_MANAGER, "fetch-latency-avg", 1.5);
+        s
+    }
+
+    #[test]
+    fn a_snapshot_renders_under_javas_names_with_its_client_id() {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(SnapshotCollector::new("worker \"1\"", snapshot)));
+        let text = render(&registry);
+        assert!(text.contains("# TYPE kafka_consumer_share_fetch_manager_metrics_records_consumed counter"), "{text}");
+        assert!(
+            text.contains(
+                "kafka_consumer_share_fetch_manager_metrics_records_consumed_total{client_id=\"worker \\\"1\\\"\"} 42"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE kafka_consumer_share_fetch_manager_metrics_fetch_latency_avg gauge"), "{text}");
+        assert!(text.contains("fetch_latency_avg{client_id=\"worker \\\"1\\\"\"} 1.5"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn the_endpoint_serves_get_metrics_only() {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(SnapshotCollector::new("c", snapshot)));
+        let endpoint = serve(0, Arc::new(registry)).await.unwrap();
+        for (req, want) in
+            [("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", "200 OK"), ("POST /metrics HTTP/1.1\r\n\r\n", "405")]
+        {
+            let mut s = tokio::net::TcpStream::connect(endpoint.local_addr()).await.unwrap();
+            s.write_all(req.as_bytes()).await.unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.unwrap();
+            assert!(out.starts_with("HTTP/1.1 ") && out.contains(want), "{out}");
+            if want == "200 OK" {
+                assert!(out.contains("records_consumed_total{client_id=\"c\"} 42"), "{out}");
+            }
+        }
+    }
+}
