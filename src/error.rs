@@ -531,6 +531,25 @@ pub enum Error {
     )]
     CalledFromCallback,
 
+    /// A destructive admin call (delete the group, alter or delete its offsets) on a share
+    /// group that has members (Kafka's NON_EMPTY_GROUP): stop them first; nothing changed.
+    #[error("group {group} has active members; stop them first")]
+    GroupNotEmpty {
+        /// The group.
+        group: String,
+    },
+
+    /// A broker's answer lacked an item the request asked about (a topic, a partition, a
+    /// group): a broker bug or a race with a change on the broker. Nothing is known about
+    /// that item; retrying may help.
+    #[error("the {api} response left out {missing}")]
+    IncompleteResponse {
+        /// The API of the answer, e.g. "CreateTopics".
+        api: &'static str,
+        /// What it left out, e.g. "topic orders".
+        missing: String,
+    },
+
     /// The call is not allowed in the client's current state (e.g. poll after close). The
     /// message says what to do.
     #[error("invalid state: {0}")]
@@ -667,7 +686,7 @@ impl Error {
             | Error::Malformed { .. }
             | Error::OutcomeUnknown { .. } => true,
             Error::Broker { code, .. } => code.is_retriable(),
-            Error::UnknownTopic(_) => true,
+            Error::UnknownTopic(_) | Error::IncompleteResponse { .. } => true,
             _ => false,
         }
     }
@@ -685,6 +704,7 @@ impl Error {
             Error::LockExpired { .. } => Some(ErrorCode::INVALID_RECORD_STATE),
             Error::InvalidTopic { .. } => Some(ErrorCode::INVALID_TOPIC_EXCEPTION),
             Error::TopicAuthorizationFailed { .. } => Some(ErrorCode::TOPIC_AUTHORIZATION_FAILED),
+            Error::GroupNotEmpty { .. } => Some(ErrorCode::NON_EMPTY_GROUP),
             _ => None,
         }
     }

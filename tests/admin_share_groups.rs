@@ -12,7 +12,7 @@ use kafka_share::admin::{OffsetResetSpec, ShareGroupState, TopicPartition, Topic
 use kafka_share::{Error, ErrorCode};
 
 fn is_non_empty(e: &Error, group: &str) -> bool {
-    matches!(e, Error::InvalidState(m) if m == &format!("group {group} has active members; stop them first"))
+    matches!(e, Error::GroupNotEmpty { group: g } if g == group)
 }
 
 /// How long a wait for the broker's asynchronous state lasts before the test fails: generous

@@ -192,11 +192,10 @@ impl Admin {
             .with_resource_name(StrBytes::from_string(name.to_string()))
             .with_configuration_keys(None)]);
         let resp = self.cluster.send(conn, &req, (1, 4)).await?;
-        let r = resp
-            .results
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::InvalidState("DescribeConfigs answered with no result".into()))?;
+        let r = resp.results.into_iter().next().ok_or_else(|| Error::IncompleteResponse {
+            api: "DescribeConfigs",
+            missing: format!("the resource {name}"),
+        })?;
         if let Some(e) = Error::from_code(r.error_code, r.error_message.map(|m| m.to_string()), ctx) {
             return Err(e);
         }

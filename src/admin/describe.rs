@@ -188,7 +188,7 @@ impl Admin {
         Ok(names
             .iter()
             .map(|n| match resp.topics.iter().find(|t| t.name.as_ref().map(|x| x.0.as_str()) == Some(*n)) {
-                None => Err(Error::InvalidState(format!("Metadata response left out topic {n}"))),
+                None => Err(Error::IncompleteResponse { api: "Metadata", missing: format!("topic {n}") }),
                 Some(t) => describe_topic(n, t),
             })
             .collect())

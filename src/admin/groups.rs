@@ -104,7 +104,7 @@ pub struct ShareGroupDescription {
 
 /// Message for NON_EMPTY_GROUP on every destructive operation.
 pub(crate) fn non_empty(group: &str) -> Error {
-    Error::InvalidState(format!("group {group} has active members; stop them first"))
+    Error::GroupNotEmpty { group: group.to_string() }
 }
 
 impl Admin {
@@ -190,12 +190,9 @@ impl Admin {
             r.groups.first().map(|g| g.error_code).unwrap_or(0)
         };
         let r = self.call_coordinator(group, &req, (1, 1), code).await?;
-        let g = r
-            .response
-            .groups
-            .into_iter()
-            .find(|g| g.group_id.0.as_str() == group)
-            .ok_or_else(|| Error::InvalidState(format!("ShareGroupDescribe left out group {group}")))?;
+        let g = r.response.groups.into_iter().find(|g| g.group_id.0.as_str() == group).ok_or_else(|| {
+            Error::IncompleteResponse { api: "ShareGroupDescribe", missing: format!("group {group}") }
+        })?;
         if let Some(e) = Error::from_code(
             g.error_code,
             g.error_message.map(|m| m.to_string()),
@@ -297,7 +294,7 @@ impl Admin {
             .results
             .iter()
             .find(|x| x.group_id.0.as_str() == group)
-            .ok_or_else(|| Error::InvalidState(format!("DeleteGroups left out group {group}")))?;
+            .ok_or_else(|| Error::IncompleteResponse { api: "DeleteGroups", missing: format!("group {group}") })?;
         if res.error_code == ErrorCode::NON_EMPTY_GROUP.0 {
             return Err(non_empty(group));
         }

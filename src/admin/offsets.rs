@@ -117,12 +117,15 @@ impl Admin {
             ]));
         let code = |r: &DescribeOffsetsResponse| r.groups.first().map(|g| g.error_code).unwrap_or(0);
         let r = self.call_coordinator(group, &req, (0, 1), code).await?;
-        let g = r
-            .response
-            .groups
-            .into_iter()
-            .find(|g| g.group_id == group)
-            .ok_or_else(|| Error::InvalidState(format!("DescribeShareGroupOffsets left out group {group}")))?;
+        let g =
+            r.response
+                .groups
+                .into_iter()
+                .find(|g| g.group_id == group)
+                .ok_or_else(|| Error::IncompleteResponse {
+                    api: "DescribeShareGroupOffsets",
+                    missing: format!("group {group}"),
+                })?;
         if let Some(e) = Error::from_code(g.error_code, g.error_message, group_ctx("DescribeShareGroupOffsets", group))
         {
             return Err(e);
@@ -213,7 +216,7 @@ impl Admin {
                 .flat_map(|t| t.partitions.iter())
                 .find(|p| p.partition_index == tp.partition);
             let res = match p {
-                None => Err(Error::InvalidState(format!("AlterShareGroupOffsets left out {tp}"))),
+                None => Err(Error::IncompleteResponse { api: "AlterShareGroupOffsets", missing: tp.to_string() }),
                 Some(p) => match Error::from_code(
                     p.error_code,
                     p.error_message.as_ref().map(|m| m.to_string()),
@@ -260,7 +263,9 @@ impl Admin {
             .iter()
             .map(|t| {
                 let res = match resp.responses.iter().find(|x| x.topic_name.0.as_str() == *t) {
-                    None => Err(Error::InvalidState(format!("DeleteShareGroupOffsets left out topic {t}"))),
+                    None => {
+                        Err(Error::IncompleteResponse { api: "DeleteShareGroupOffsets", missing: format!("topic {t}") })
+                    }
                     Some(x) => match Error::from_code(
                         x.error_code,
                         x.error_message.as_ref().map(|m| m.to_string()),

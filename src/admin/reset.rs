@@ -314,7 +314,7 @@ impl Admin {
                             return Err(Error::from_code(p.error_code, None, ctx)
                                 .unwrap_or_else(|| Error::InvalidState("unreachable".into())));
                         }
-                        None => return Err(Error::InvalidState(format!("ListOffsets left out {tp}"))),
+                        None => return Err(Error::IncompleteResponse { api: "ListOffsets", missing: tp.to_string() }),
                     }
                 }
             }

@@ -79,7 +79,7 @@ impl Admin {
         for t in topics {
             let r = resp.topics.iter().find(|r| r.name.0.as_str() == t.name);
             out.push(match r {
-                None => Err(Error::InvalidState(format!("CreateTopics response left out topic {}", t.name))),
+                None => Err(Error::IncompleteResponse { api: "CreateTopics", missing: format!("topic {}", t.name) }),
                 Some(r) => match Error::from_code(
                     r.error_code,
                     r.error_message.as_ref().map(|m| m.to_string()),
@@ -129,7 +129,7 @@ impl Admin {
         Ok(names
             .iter()
             .map(|n| match resp.responses.iter().find(|r| r.name.as_ref().map(|x| x.0.as_str()) == Some(*n)) {
-                None => Err(Error::InvalidState(format!("DeleteTopics response left out topic {n}"))),
+                None => Err(Error::IncompleteResponse { api: "DeleteTopics", missing: format!("topic {n}") }),
                 Some(r) => match Error::from_code(
                     r.error_code,
                     r.error_message.as_ref().map(|m| m.to_string()),
