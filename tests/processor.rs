@@ -118,9 +118,11 @@ async fn long_handlers_keep_their_records_by_renewal_and_every_record_is_accepte
             "{redelivered} redelivered, {released_unstarted} released unstarted"
         );
         assert_eq!(report.accepted as usize, N, "{report:?}");
-        // A record goes back unstarted at most once (then it is kept): the releases never
-        // use up its deliveries.
-        assert!(most <= 2, "a record was delivered {most} times");
+        // The engine sends a record back unstarted at most once (then it keeps it), so its
+        // releases never use up the deliveries: no record comes near the group's delivery
+        // limit (5). (A record may still be delivered a third time: one the engine has not
+        // taken yet can go back from the consumer's buffer when every slot stays busy.)
+        assert!(most < 5, "a record was delivered {most} times");
     } else {
         // 4.1: no RENEW; the long handlers lose their locks, and the engine says so.
         assert_eq!(renewals, 0.0);
