@@ -29,6 +29,8 @@ impl ErrorCode {
 
     /// UNKNOWN_TOPIC_OR_PARTITION (3).
     pub const UNKNOWN_TOPIC_OR_PARTITION: ErrorCode = ErrorCode(3);
+    /// LEADER_NOT_AVAILABLE (5): the partition has no leader at the moment (an election).
+    pub const LEADER_NOT_AVAILABLE: ErrorCode = ErrorCode(5);
     /// NOT_LEADER_OR_FOLLOWER (6).
     pub const NOT_LEADER_OR_FOLLOWER: ErrorCode = ErrorCode(6);
     /// REQUEST_TIMED_OUT (7).
@@ -550,12 +552,28 @@ pub enum Error {
         missing: String,
     },
 
-    /// The call is not allowed in the client's current state (e.g. poll after close). The
-    /// message says what to do.
-    #[error("invalid state: {0}")]
-    InvalidState(String),
+    /// A broker the client must talk to (a partition's leader, a coordinator) is not in the
+    /// cluster metadata even after a refresh: it left the cluster. Retrying finds the new
+    /// leader or coordinator.
+    #[error("broker {node_id} is not in the cluster metadata (it left the cluster); retrying finds its successor")]
+    UnknownBroker {
+        /// The broker's node id.
+        node_id: i32,
+    },
 
-    /// An argument was rejected before anything was sent.
+    /// One of the client's background tasks ended without finishing its work: it panicked
+    /// (a bug in this crate, or a panic in a handler the task ran) or its runtime shut down.
+    /// What it held went back as on a lost connection.
+    #[error("the {task} task ended early: {detail}")]
+    TaskFailed {
+        /// Which task, e.g. "processing engine" or "ShareFetch request".
+        task: String,
+        /// How it ended (the panic message, or "was cancelled").
+        detail: String,
+    },
+
+    /// An argument was rejected before anything was sent: a bug in the calling code. The
+    /// message names the argument and what a valid one looks like.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
@@ -686,7 +704,7 @@ impl Error {
             | Error::Malformed { .. }
             | Error::OutcomeUnknown { .. } => true,
             Error::Broker { code, .. } => code.is_retriable(),
-            Error::UnknownTopic(_) | Error::IncompleteResponse { .. } => true,
+            Error::UnknownTopic(_) | Error::IncompleteResponse { .. } | Error::UnknownBroker { .. } => true,
             _ => false,
         }
     }
@@ -793,6 +811,7 @@ mod tests {
     /// Every named code with its Kafka name.
     const NAMED: &[(ErrorCode, &str)] = &[
         (ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "UNKNOWN_TOPIC_OR_PARTITION"),
+        (ErrorCode::LEADER_NOT_AVAILABLE, "LEADER_NOT_AVAILABLE"),
         (ErrorCode::NOT_LEADER_OR_FOLLOWER, "NOT_LEADER_OR_FOLLOWER"),
         (ErrorCode::COORDINATOR_LOAD_IN_PROGRESS, "COORDINATOR_LOAD_IN_PROGRESS"),
         (ErrorCode::COORDINATOR_NOT_AVAILABLE, "COORDINATOR_NOT_AVAILABLE"),
@@ -955,5 +974,15 @@ mod tests {
     fn zero_is_not_an_error() {
         assert!(check(0, None, || Context::api("x")).is_ok());
         assert!(Error::from_code(0, None, Context::default()).is_none());
+    }
+
+    #[test]
+    fn a_broker_that_left_is_retriable_and_a_failed_task_is_not() {
+        let gone = Error::UnknownBroker { node_id: 3 };
+        assert!(gone.is_retriable());
+        assert!(gone.to_string().contains("broker 3"), "{gone}");
+        let task = Error::TaskFailed { task: "ShareFetch request".into(), detail: "panicked".into() };
+        assert!(!task.is_retriable());
+        assert_eq!(task.to_string(), "the ShareFetch request task ended early: panicked");
     }
 }

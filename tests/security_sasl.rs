@@ -261,8 +261,13 @@ async fn token_provider_callback_supplies_oauthbearer_tokens() {
 #[tokio::test]
 async fn a_failing_token_provider_is_an_authentication_error() {
     let p = props("sasl_plaintext-oauthbearer");
-    let mut cc = ClusterConfig::new(p.get("bootstrap.servers").expect("bootstrap"))
-        .with_oauth_token_provider(|| async { Err(Error::InvalidState("identity provider unreachable".into())) });
+    let mut cc =
+        ClusterConfig::new(p.get("bootstrap.servers").expect("bootstrap")).with_oauth_token_provider(|| async {
+            Err(Error::Authentication {
+                mechanism: "OAUTHBEARER".into(),
+                message: "identity provider unreachable".into(),
+            })
+        });
     cc.security = SecurityConfig::from_properties(&p).expect("security");
     let e = Admin::connect(cc).await.expect_err("no token, no login");
     assert!(matches!(e, Error::Authentication { .. }) && e.to_string().contains("unreachable"), "{e:?}");
@@ -370,7 +375,10 @@ async fn a_token_that_can_no_longer_be_had_fails_poll_after_reauthentication() {
         let n = counter.fetch_add(1, Ordering::SeqCst);
         async move {
             if n >= 3 {
-                return Err(Error::InvalidState("the identity provider revoked this client".into()));
+                return Err(Error::Authentication {
+                    mechanism: "OAUTHBEARER".into(),
+                    message: "the identity provider revoked this client".into(),
+                });
             }
             let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_secs();
             let jwt = kafka_share::security::unsecured_jwt::unsecured_jwt("alice", now, 60, &[])?;

@@ -201,7 +201,7 @@ impl Admin {
     pub async fn describe_topic(&self, name: &str) -> Result<TopicDescription> {
         match self.describe_topics(&[name]).await?.pop() {
             Some(r) => r,
-            None => Err(Error::InvalidState(format!("no description of topic {name}"))),
+            None => Err(Error::IncompleteResponse { api: "Metadata", missing: format!("topic {name}") }),
         }
     }
 

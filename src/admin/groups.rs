@@ -9,7 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::configs::group_ctx;
 use super::Admin;
 use crate::cluster::{BrokerInfo, TrafficClass};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Context, Error, ErrorCode, Result};
 
 /// The state of a share group (Java `GroupState` restricted to share groups).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -280,7 +280,11 @@ impl Admin {
         match d.state {
             ShareGroupState::Empty => {}
             ShareGroupState::Dead => {
-                return Err(Error::InvalidState(format!("share group {group} is Dead (being deleted)")))
+                return Err(Error::Broker {
+                    context: Context::api("DeleteGroups"),
+                    code: ErrorCode::GROUP_ID_NOT_FOUND,
+                    message: Some(format!("share group {group} is already being deleted")),
+                })
             }
             _ => return Err(non_empty(group)),
         }

@@ -207,12 +207,9 @@ impl Admin {
             let results: BTreeMap<TopicPartition, Result<()>> =
                 self.alter_share_group_offsets(group, &offsets).await?.into_iter().collect();
             for p in &mut plan {
-                p.applied = Some(
-                    results
-                        .get(&p.tp)
-                        .cloned()
-                        .unwrap_or_else(|| Err(Error::InvalidState(format!("no result for {}", p.tp)))),
-                );
+                p.applied = Some(results.get(&p.tp).cloned().unwrap_or_else(|| {
+                    Err(Error::IncompleteResponse { api: "AlterShareGroupOffsets", missing: p.tp.to_string() })
+                }));
             }
         }
         Ok(plan)
@@ -268,10 +265,18 @@ impl Admin {
             self.cluster.refresh_metadata(&topics).await?;
             let mut by_leader: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
             let mut retry = Vec::new();
+            let mut last_error = None;
             for tp in todo.drain(..) {
                 match self.cluster.with_metadata(|m| m.leader(&tp.topic, tp.partition)) {
                     Some(l) => by_leader.entry(l).or_default().push(tp),
-                    None => retry.push(tp),
+                    None => {
+                        last_error = Some(Error::Broker {
+                            context: Context::api("ListOffsets").partition(&tp.topic, tp.partition),
+                            code: ErrorCode::LEADER_NOT_AVAILABLE,
+                            message: Some("the cluster metadata names no leader".into()),
+                        });
+                        retry.push(tp)
+                    }
                 }
             }
             for (leader, parts) in by_leader {
@@ -304,17 +309,19 @@ impl Admin {
                         .filter(|t| t.name.0.as_str() == tp.topic)
                         .flat_map(|t| t.partitions.iter())
                         .find(|p| p.partition_index == tp.partition);
-                    match p {
-                        Some(p) if p.error_code == 0 => {
+                    let Some(p) = p else {
+                        return Err(Error::IncompleteResponse { api: "ListOffsets", missing: tp.to_string() });
+                    };
+                    let ctx = || Context::api("ListOffsets").broker(leader).partition(&tp.topic, tp.partition);
+                    match Error::from_code(p.error_code, None, ctx()) {
+                        None => {
                             out.insert(tp, p.offset);
                         }
-                        Some(p) if ErrorCode(p.error_code).is_retriable() => retry.push(tp),
-                        Some(p) => {
-                            let ctx = Context::api("ListOffsets").broker(leader).partition(&tp.topic, tp.partition);
-                            return Err(Error::from_code(p.error_code, None, ctx)
-                                .unwrap_or_else(|| Error::InvalidState("unreachable".into())));
+                        Some(e) if e.is_retriable() => {
+                            last_error = Some(e);
+                            retry.push(tp);
                         }
-                        None => return Err(Error::IncompleteResponse { api: "ListOffsets", missing: tp.to_string() }),
+                        Some(e) => return Err(e),
                     }
                 }
             }
@@ -322,7 +329,9 @@ impl Admin {
                 return Ok(out);
             }
             if backoff.attempts() >= 10 {
-                return Err(Error::InvalidState(format!("no leader answered ListOffsets for {}", retry[0])));
+                // Still failing after ten tries: the last partition's error says why.
+                return Err(last_error
+                    .unwrap_or(Error::IncompleteResponse { api: "ListOffsets", missing: retry[0].to_string() }));
             }
             tokio::time::sleep(backoff.next_delay()).await;
             todo = retry;

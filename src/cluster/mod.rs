@@ -133,7 +133,7 @@ impl Cluster {
             None => {
                 self.refresh_metadata(&[]).await?;
                 self.with_metadata(|m| m.brokers.get(&node_id).map(|b| b.addr()))
-                    .ok_or_else(|| Error::InvalidState(format!("broker {node_id} is not in the cluster metadata")))?
+                    .ok_or(Error::UnknownBroker { node_id })?
             }
         };
         self.pool.get(node_id, class, &addr, &self.dial).await
@@ -248,7 +248,7 @@ impl Cluster {
         let c = resp
             .coordinators
             .first()
-            .ok_or_else(|| Error::InvalidState("FindCoordinator answered with no coordinator".into()))?;
+            .ok_or_else(|| Error::IncompleteResponse { api: "FindCoordinator", missing: format!("the coordinator of {group_id}") })?;
         check(c.error_code, c.error_message.as_ref().map(|m| m.to_string()), || Context::api("FindCoordinator"))?;
         // Make sure the pool can dial it even if metadata has not seen the broker yet.
         let known = self.with_metadata(|m| m.brokers.contains_key(&c.node_id.0));

@@ -127,14 +127,14 @@ mod tests {
         let (poll, _) = scripted(vec![
             Err(Error::Wakeup),
             Ok(vec![rec(7)]),
-            Err(Error::InvalidState("x".into())),
+            Err(Error::InvalidArgument("x".into())),
             Err(Error::Timeout { what: "poll".into(), after: Duration::from_secs(1) }),
             Ok(vec![rec(8)]),
         ]);
         let mut s = records(poll);
         assert!(matches!(s.next().await, Some(Err(Error::Wakeup))));
         assert_eq!(offset(s.next().await), 7);
-        assert!(matches!(s.next().await, Some(Err(Error::InvalidState(_)))));
+        assert!(matches!(s.next().await, Some(Err(Error::InvalidArgument(_)))));
         assert!(matches!(s.next().await, Some(Err(Error::Timeout { .. }))));
         assert_eq!(offset(s.next().await), 8);
         assert!(s.next().await.is_none());

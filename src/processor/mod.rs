@@ -444,7 +444,9 @@ impl Running {
 
     async fn wait(&mut self) -> Result<Report> {
         match self.task.take() {
-            Some(t) => t.await.map_err(|e| Error::InvalidState(format!("the processing engine's task failed: {e}")))?,
+            Some(t) => {
+                t.await.map_err(|e| Error::TaskFailed { task: "processing engine".into(), detail: e.to_string() })?
+            }
             None => Err(Error::Closed),
         }
     }

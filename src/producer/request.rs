@@ -55,10 +55,13 @@ pub(crate) async fn init_producer_id(cluster: Arc<Cluster>) -> Done {
         let resp = cluster.send(&conn, &req, INIT_PRODUCER_ID_VERSIONS).await?;
         check(resp.error_code, None, || Context::api("InitProducerId").broker(conn.node_id))?;
         if resp.producer_id.0 < 0 || resp.producer_epoch < 0 {
-            return Err(Error::InvalidState(format!(
-                "InitProducerId answered producer id {} epoch {}",
-                resp.producer_id.0, resp.producer_epoch
-            )));
+            return Err(Error::IncompleteResponse {
+                api: "InitProducerId",
+                missing: format!(
+                    "a producer id (broker {} answered id {} epoch {})",
+                    conn.node_id, resp.producer_id.0, resp.producer_epoch
+                ),
+            });
         }
         Ok(ProducerId { id: resp.producer_id.0, epoch: resp.producer_epoch })
     }
@@ -75,7 +78,7 @@ pub(crate) fn find_partition<'a>(resp: &'a ProduceResponse, b: &Batch) -> Option
 pub(crate) fn partition_result(resp: &ProduceResponse, node: i32, b: &Batch) -> Result<BatchOutcome> {
     let context = || Context::api("Produce").broker(node).partition(&*b.topic, b.partition);
     let Some(p) = find_partition(resp, b) else {
-        return Err(Error::InvalidState(format!("the Produce response of broker {node} left out {}", context())));
+        return Err(Error::IncompleteResponse { api: "Produce", missing: format!("{} (broker {node})", context()) });
     };
     match ErrorCode::from_code(p.error_code) {
         None => Ok(BatchOutcome { base_offset: p.base_offset, log_append_time: p.log_append_time_ms }),

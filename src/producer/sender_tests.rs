@@ -43,7 +43,7 @@ fn answers_map_to_offsets_or_typed_errors() {
 
     let other = response(PartitionProduceResponse::default().with_index(1));
     let e = partition_result(&other, 1, &b).unwrap_err();
-    assert!(matches!(e, Error::InvalidState(_)), "{e}");
+    assert!(matches!(e, Error::IncompleteResponse { api: "Produce", .. }), "{e}");
 }
 
 #[test]

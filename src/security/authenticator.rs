@@ -73,8 +73,9 @@ impl Authenticator {
                         (unsecured_jwt(subject, now_unix_secs, *lifetime_secs, &[])?, extensions)
                     }
                     (OAuthBearerConfig::ClientCredentials { .. }, None) => {
-                        return Err(Error::InvalidState(
-                            "OAUTHBEARER with a token endpoint: fetch the token first and pass it in".to_string(),
+                        return Err(Error::config(
+                            "sasl.oauthbearer.token.endpoint.url",
+                            "OAUTHBEARER with a token endpoint needs the `oidc` feature (or a token provider)",
                         ))
                     }
                 };
@@ -232,7 +233,7 @@ mod tests {
             scope: None,
             extensions: BTreeMap::new(),
         });
-        assert!(matches!(Authenticator::new(&config, None, 0), Err(Error::InvalidState(_))));
+        assert!(matches!(Authenticator::new(&config, None, 0), Err(Error::Config { .. })));
         let mut a = Authenticator::new(&config, Some(&Secret::new("a.b.c")), 0).unwrap();
         assert_eq!(a.initial_response(), b"n,,\x01auth=Bearer a.b.c\x01\x01");
     }

@@ -16,16 +16,21 @@ use crate::error::{Error, Result};
 const MECHANISM: &str = "OAUTHBEARER";
 const SEP: u8 = 0x01;
 
+/// A token or extension this client will not send: refused as the broker would refuse it.
+fn refused(message: impl Into<String>) -> Error {
+    Error::Authentication { mechanism: MECHANISM.to_string(), message: message.into() }
+}
+
 /// Checks a token as Kafka's broker parses it (`[-_~+/.a-zA-Z0-9]+=*`: a compact JWT or
 /// another base64 token). The error does not show the token.
 pub fn validate_token(token: &Secret) -> Result<()> {
     let t = token.expose();
     let body = t.trim_end_matches('=');
     if body.is_empty() {
-        return Err(Error::InvalidArgument("the OAUTHBEARER token is empty".to_string()));
+        return Err(refused("the OAUTHBEARER token is empty".to_string()));
     }
     if !body.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_~+/.".contains(&b)) {
-        return Err(Error::InvalidArgument(
+        return Err(refused(
             "the OAUTHBEARER token holds characters other than letters, digits, '-', '_', '~', '+', '/', '.' \
              and trailing '=': pass the token itself, without a `Bearer ` prefix, quotes or spaces"
                 .to_string(),
@@ -39,17 +44,17 @@ pub fn validate_token(token: &Secret) -> Result<()> {
 pub fn validate_extension(key: &str, value: &str) -> Result<()> {
     if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphabetic()) {
         let shown = if key.len() <= 64 && key.bytes().all(|b| b.is_ascii_graphic()) { key } else { "(not shown)" };
-        return Err(Error::InvalidArgument(format!(
+        return Err(refused(format!(
             "OAUTHBEARER extension name {shown:?} is invalid: use letters only (e.g. logicalCluster)"
         )));
     }
     if key == "auth" {
-        return Err(Error::InvalidArgument(
+        return Err(refused(
             "OAUTHBEARER extension name \"auth\" is reserved for the token".to_string(),
         ));
     }
     if value.is_empty() || !value.bytes().all(|b| (0x21..=0x7e).contains(&b) || b" \t\r\n".contains(&b)) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(refused(format!(
             "the value of OAUTHBEARER extension {key:?} must be non-empty printable ASCII"
         )));
     }
@@ -151,7 +156,7 @@ mod tests {
         let t = Secret::new("t");
         for (k, v) in [("auth", "x"), ("log_cluster", "x"), ("", "x"), ("k1", "x"), ("k", ""), ("k", "a\x01b")] {
             let ext = BTreeMap::from([(k.to_string(), v.to_string())]);
-            assert!(matches!(initial_response(&t, &ext), Err(Error::InvalidArgument(_))), "{k:?}={v:?}");
+            assert!(matches!(initial_response(&t, &ext), Err(Error::Authentication { .. })), "{k:?}={v:?}");
         }
         let ext = BTreeMap::from([("k".to_string(), "a b\tc".to_string())]);
         assert!(initial_response(&t, &ext).is_ok());

@@ -25,7 +25,10 @@ pub fn token_source(sasl: &SaslConfig) -> Result<TokenSource> {
         extensions,
     }) = sasl
     else {
-        return Err(Error::InvalidState("an OIDC token source needs OAUTHBEARER client credentials".into()));
+        return Err(Error::config(
+            "sasl.oauthbearer.token.endpoint.url",
+            "an OIDC token source needs OAUTHBEARER client credentials (client id and secret)",
+        ));
     };
     let tls = super::tls_client::client_config(&TlsConfig::default())?;
     let client = reqwest::Client::builder()

@@ -147,7 +147,9 @@ mod tests {
 
     #[tokio::test]
     async fn provider_errors_and_bad_tokens_are_authentication_errors() {
-        let failing = TokenSource::new(|| async { Err(crate::error::Error::InvalidState("idp down".into())) });
+        let failing = TokenSource::new(|| async {
+            Err(crate::error::Error::Timeout { what: "idp down".into(), after: std::time::Duration::from_secs(1) })
+        });
         let e = failing.token().await.unwrap_err();
         assert!(matches!(e, crate::error::Error::Authentication { .. }) && e.to_string().contains("idp down"), "{e}");
         let bad = TokenSource::new(|| async { Ok(OAuthToken::new("has space")) });

@@ -19,10 +19,10 @@ pub const DEFAULT_LIFETIME_SECS: u64 = 3600;
 /// `scope` is not empty, `scope` (a list, as the broker's validator reads it).
 pub fn unsecured_jwt(subject: &str, issued_at_secs: u64, lifetime_secs: u64, scope: &[String]) -> Result<Secret> {
     if subject.trim().is_empty() {
-        return Err(Error::InvalidArgument("an unsecured JWT needs a non-empty subject (sub)".to_string()));
+        return Err(Error::config("sasl.jaas.config", "unsecuredLoginStringClaim_sub must not be empty"));
     }
     if lifetime_secs == 0 {
-        return Err(Error::InvalidArgument("an unsecured JWT needs a lifetime of at least 1 second".to_string()));
+        return Err(Error::config("sasl.jaas.config", "unsecuredLoginLifetimeSeconds must be at least 1"));
     }
     let expires = issued_at_secs.saturating_add(lifetime_secs);
     let mut claims = serde_json::json!({ "sub": subject, "iat": issued_at_secs, "exp": expires });

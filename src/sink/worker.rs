@@ -276,10 +276,11 @@ impl Connector {
     /// task joins the share group beside them, a removed one finishes its batch, commits
     /// its acknowledgements and closes (the newest tasks go first). A task that ended on
     /// its own (a fatal error) counts as gone, so this also restarts failed tasks.
+    /// [`Error::Closed`] once the connector is stopped.
     pub async fn set_tasks(&self, n: usize) -> Result<()> {
         let _serial = self.inner.changes.lock().await;
         if self.inner.stopped.load(Ordering::Acquire) {
-            return Err(Error::InvalidState(format!("connector {} is stopped", self.name())));
+            return Err(Error::Closed);
         }
         let removed: Vec<TaskHandle> = {
             let mut tasks = self.handles();

@@ -274,7 +274,7 @@ impl Request {
 /// as when its connection closes under it, and the core retries as it does then.
 fn lost(api: &'static str, node: Option<i32>, how: &str) -> Error {
     let addr = node.map_or_else(|| "the cluster".to_string(), |n| format!("broker {n}"));
-    let why = Error::InvalidState(format!("the {api} request's task {how}"));
+    let why = Error::TaskFailed { task: format!("{api} request"), detail: how.to_string() };
     let closed = Error::ConnectionClosed { addr: addr.clone(), cause: Some(Arc::new(why)) };
     Error::OutcomeUnknown { api, addr, cause: Arc::new(closed) }
 }
