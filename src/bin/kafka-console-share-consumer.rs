@@ -8,6 +8,8 @@
 mod kafka_console_share_consumer;
 #[path = "support/stop_signal.rs"]
 mod stop_signal;
+#[path = "support/usage.rs"]
+mod usage;
 
 use std::io::Write;
 use std::process::ExitCode;

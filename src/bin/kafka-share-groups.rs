@@ -3,6 +3,8 @@
 //! every failure prints one line on stderr.
 
 mod kafka_share_groups;
+#[path = "support/usage.rs"]
+mod usage;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;

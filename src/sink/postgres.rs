@@ -213,35 +213,30 @@ fn classify(e: &tokio_postgres::Error) -> Verdict {
 }
 
 /// Whether the connection failed on TLS in a way retrying cannot fix.
-fn tls_refused(e: &tokio_postgres::Error) -> bool {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(c) = cause {
-        // tokio-rustls wraps rustls's error in an io::Error, whose `source` skips it.
-        let inner = c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).map(|i| i as &dyn std::error::Error);
-        if c.downcast_ref::<rustls::Error>().is_some()
-            || inner.is_some_and(|i| i.downcast_ref::<rustls::Error>().is_some())
-        {
-            return true;
+/// The error's causes, outermost first. tokio-rustls wraps rustls's error in an io::Error
+/// whose `source` skips it, so an io::Error's inner error stands in for it.
+fn causes(e: &tokio_postgres::Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    std::iter::successors(std::error::Error::source(e), |c| c.source()).map(|c| {
+        match c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+            Some(inner) => inner as &(dyn std::error::Error + 'static),
+            None => c,
         }
-        cause = c.source();
-    }
-    e.to_string().contains("server does not support TLS")
+    })
+}
+
+fn tls_refused(e: &tokio_postgres::Error) -> bool {
+    causes(e).any(|c| c.downcast_ref::<rustls::Error>().is_some())
+        || e.to_string().contains("server does not support TLS")
 }
 
 fn describe(e: &tokio_postgres::Error) -> String {
     if e.as_db_error().is_none() {
         // The cause says what went wrong (e.g. which certificate check failed).
         let mut text = e.to_string();
-        let mut cause = std::error::Error::source(e);
-        while let Some(c) = cause {
-            let more = match c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
-                Some(inner) => inner.to_string(),
-                None => c.to_string(),
-            };
+        for more in causes(e).map(|c| c.to_string()) {
             if !text.contains(&more) {
                 text = format!("{text}: {more}");
             }
-            cause = c.source();
         }
         return text;
     }

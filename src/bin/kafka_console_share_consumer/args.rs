@@ -6,7 +6,6 @@
 //! mistake one line naming the option.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use kafka_share::config::Properties;
 
@@ -19,19 +18,9 @@ pub const DEFAULT_CLIENT_ID: &str = "console-share-consumer";
 /// The only formatter there is.
 pub const DEFAULT_FORMATTER: &str = "org.apache.kafka.tools.consumer.DefaultMessageFormatter";
 
-/// A usage mistake: one line on stderr, exit code 1 (as Java's tool).
-#[derive(Debug, PartialEq, Eq)]
-pub struct Usage(pub String);
-
-impl fmt::Display for Usage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
-    Err(Usage(msg.into()))
-}
+// A usage mistake is printed as one line, exit code 1.
+use crate::usage::usage;
+pub use crate::usage::Usage;
 
 /// How each printed record is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -4,8 +4,6 @@
 //! optional value for `--state` with `--list`, repeatable `--group` / `--topic`, both
 //! `--flag value` and `--flag=value`), and every mistake must become one clear line.
 
-use std::fmt;
-
 /// The one action a run performs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -66,19 +64,9 @@ pub struct Args {
     pub version: bool,
 }
 
-/// A usage mistake: printed as one line, exit code 2.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl fmt::Display for Usage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
-    Err(Usage(msg.into()))
-}
+// A usage mistake is printed as one line, exit code 2.
+use crate::usage::usage;
+pub use crate::usage::Usage;
 
 pub const HELP: &str = "kafka-share-groups: list, describe, delete share groups and manage their offsets and configs.
 
