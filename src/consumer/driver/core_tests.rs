@@ -539,3 +539,29 @@ fn the_engines_outcomes_do_not_linger_and_the_public_acks_still_do() {
     c.handle_command(Command::Outcomes(vec![accept(6)]), t0);
     assert!(c.acks_overdue(1, t0), "from the engine's first outcome, queued acks go at once");
 }
+
+#[test]
+fn an_idle_member_wakes_for_its_heartbeat_only() {
+    // A stable member with a poll waiting and its long poll in flight: nothing to do but
+    // the next heartbeat (interval 5 s). No one-second tick on top.
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    c.drive(t0);
+    let _in_flight = long_poll(&mut c);
+    let (timer, at) = c.next_timer(t0).expect("the heartbeat is armed");
+    assert_eq!(timer, super::timers::Timer::Heartbeat);
+    assert_eq!(at, t0 + Duration::from_millis(5000));
+    assert_eq!(c.poll_timeout(t0), at);
+    // Driven early (a spurious wake) it sends nothing and still waits for the heartbeat.
+    c.drive(t0 + Duration::from_secs(1));
+    assert!(drain(&mut c).is_empty());
+    assert_eq!(c.poll_timeout(t0 + Duration::from_secs(1)), at);
+    c.drive(at);
+    assert_eq!(kinds(&drain(&mut c)), ["heartbeat"]);
+}
+
+#[test]
+fn a_consumer_subscribed_to_nothing_arms_no_timer() {
+    let c = core();
+    assert_eq!(c.next_timer(Instant::now()), None);
+}

@@ -31,6 +31,7 @@ mod shell;
 mod shell_tests;
 mod state_machine;
 mod throttle;
+mod timers;
 mod topic_errors;
 pub(crate) mod topic_pattern;
 mod topology;

@@ -1,11 +1,11 @@
 //! The driver core's entry points: construction, the requests it emits, and the calls that
 //! feed it (`handle_command`, `handle_event`, `handle_gone`, `drive`). The decisions
-//! themselves live in the sibling files (`fetch.rs`, `group.rs`, `deliver.rs`, `pace.rs`,
-//! ...), all on [`DriverCore`].
+//! themselves live in the sibling files (`send.rs`, `answers.rs`, `group.rs`, `deliver.rs`,
+//! `pace.rs`, ...), all on [`DriverCore`]; its deadlines are named in `timers.rs`.
 //!
 //! Style of quinn-proto: the caller owns IO and time. It feeds inputs with `now`, calls
 //! `drive(now)`, drains [`DriverCore::poll_transmit`], and calls `drive` again by
-//! [`DriverCore::poll_timeout`] if nothing happens sooner.
+//! [`DriverCore::poll_timeout`] (the earliest of its named timers) if nothing happens sooner.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -77,51 +77,6 @@ impl DriverCore {
     /// The member id this consumer joins with.
     pub(crate) fn member_id(&self) -> &str {
         self.membership.member_id()
-    }
-
-    /// When `drive` must run again if nothing else happens first.
-    pub(crate) fn poll_timeout(&self, now: Instant) -> Instant {
-        let mut t = now + Duration::from_secs(1);
-        // A heartbeat due while one is in flight, or while the coordinator is being looked
-        // up, waits for that answer (an event wakes the core): as a deadline it would only
-        // make the shell spin.
-        let heartbeat_blocked = self.heartbeat_in_flight || self.coordinator == Coordinator::Finding;
-        if let Some(h) = self.membership.poll_timeout().filter(|_| !heartbeat_blocked) {
-            // A muted coordinator connection, or a lookup backing off, holds the heartbeat
-            // back until it is over.
-            let mut due = self.throttles.heartbeat_until(now).map_or(h, |u| h.max(u));
-            if let Coordinator::BackingOff(until) = self.coordinator {
-                due = due.max(until);
-            }
-            t = t.min(due);
-        }
-        // Fetch pacing and retries mean nothing once closing (`drive_nodes` sends nothing
-        // then; the close phases have their own deadline).
-        if self.closing.is_none() {
-            for n in self.nodes.values().filter(|n| !n.session.in_flight()) {
-                if let Some(r) = n.retry_at {
-                    t = t.min(r);
-                }
-            }
-            if let Some(a) = self.next_pace_deadline(now) {
-                t = t.min(a);
-            }
-        }
-        // A refresh is only sent for a subscription (`drive_group`): with none (left, or
-        // leaving), a wanted one waits for the next.
-        if let Some(r) = self.metadata.wakeup().filter(|_| !self.membership.subscription().is_empty()) {
-            t = t.min(r);
-        }
-        if let Some(c) = &self.closing {
-            t = t.min(c.deadline);
-        }
-        if let Some(p) = self.poll_interval_deadline() {
-            t = t.min(p);
-        }
-        if let Some(p) = self.pattern.wakeup() {
-            t = t.min(p);
-        }
-        t.max(now)
     }
 
     /// A command from the public handle.
