@@ -98,12 +98,17 @@ async fn long_handlers_keep_their_records_by_renewal_and_every_record_is_accepte
     let lapses = metric(&running, "lock-lapses-total");
     let released_unstarted = metric(&running, "records-released-unstarted-total");
     let kept = metric(&running, "records-kept-unstarted-total");
+    let unseen = running
+        .metrics()
+        .get(kafka_share::consumer::FETCH_MANAGER, "records-released-unseen-total")
+        .unwrap_or(-1.0);
     let report = running.shutdown(Duration::from_secs(20)).await.expect("shutdown");
     let seen = seen.lock().unwrap();
     let redelivered = seen.values().filter(|v| v.iter().any(|&c| c > 1)).count();
     let most = seen.values().flat_map(|v| v.iter().copied()).max().unwrap_or(0);
     println!(
         "renewals {renewals}, lapses {lapses}, released unstarted {released_unstarted}, kept {kept}, \
+         released by the driver {unseen}, \
          redelivered {redelivered}, highest delivery count {most}, {report:?}"
     );
     if common::broker_has_v2() {

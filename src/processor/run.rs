@@ -66,6 +66,11 @@ pub(crate) struct Engine {
     aborted: u64,
     /// Time with no handler running, waiting for records.
     starved: Duration,
+    /// Held while a handler runs: the driver must not take the engine for an application
+    /// that stopped taking records (its keep-alive polls take none while every slot is
+    /// busy) and give the records it buffered back to the group. The ledger decides what
+    /// waits too long, with the records' lock time counted from their fetch.
+    busy: Option<crate::consumer::BusyGuard>,
 }
 
 impl Engine {
@@ -94,6 +99,7 @@ impl Engine {
             fatal: None,
             aborted: 0,
             starved: Duration::ZERO,
+            busy: None,
         }
     }
 
@@ -128,8 +134,12 @@ impl Engine {
             } else if self.stopping.is_some_and(|d| now >= d) {
                 break true;
             }
+            let working = self.ledger.running_units() > 0;
+            if working != self.busy.is_some() {
+                self.busy = working.then(|| self.consumer.busy_guard());
+            }
             self.send(now);
-            let idle = self.ledger.running_units() == 0 && self.stopping.is_none();
+            let idle = !working && self.stopping.is_none();
             self.wait(now).await;
             if idle {
                 self.starved += now.elapsed();
