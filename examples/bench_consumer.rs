@@ -146,6 +146,12 @@ async fn group(a: &Args) -> Result<(), BoxError> {
     }
     for g in groups {
         admin.set_share_auto_offset_reset(g, "earliest").await?;
+        // `--config key=value` (repeatable): more group settings for the run, e.g.
+        // share.partition.max.record.locks for the lock-budget grid (scripts/bench-grid).
+        for kv in a.all("config") {
+            let (k, v) = kv.split_once('=').ok_or_else(|| format!("--config {kv}: use key=value"))?;
+            admin.set_group_config(g, k, v).await?;
+        }
     }
     Ok(())
 }

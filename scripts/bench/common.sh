@@ -43,8 +43,10 @@ bench_produce() { # KS TOPIC RECORDS SIZE PARTITIONS LOG
 }
 
 # share.auto.offset.reset=earliest on GROUP (a new share group starts at the latest offset).
-bench_group() { # KS GROUP LOG
-    "$1" group --bootstrap "$BOOTSTRAP" --group "$2" >"$3" 2>&1
+bench_group() { # KS GROUP LOG: share.auto.offset.reset=earliest, plus GROUP_CONFIG (key=value ...)
+    local extra=() kv
+    for kv in ${GROUP_CONFIG:-}; do extra+=(--config "$kv"); done
+    "$1" group --bootstrap "$BOOTSTRAP" --group "$2" "${extra[@]}" >"$3" 2>&1
 }
 
 # Deletes the topics (a benchmark topic can be hundreds of MB on a shared broker); a failure
