@@ -30,7 +30,9 @@
 //! lz4, zstd. PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL (PLAIN, SCRAM-SHA-256/512,
 //! OAUTHBEARER) with re-authentication; TLS needs the `tls` cargo feature (rustls on ring),
 //! OIDC tokens the `oidc` feature, the OS trust store `tls-native-roots`. The `test-util`
-//! feature adds `test_util`, a fake cluster to test consumer code without a broker.
+//! feature adds `test_util`, a fake cluster to test consumer code without a broker;
+//! `prometheus` the metrics in a Prometheus registry; `otel` trace propagation through
+//! record headers (`trace`: W3C `traceparent`, each record's span a child of its producer's).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
@@ -66,6 +68,9 @@ pub mod prometheus;
 pub mod security;
 #[cfg(feature = "sink")]
 pub mod sink;
+// W3C trace context through record headers, OpenTelemetry parents for `tracing` spans.
+#[cfg(feature = "otel")]
+pub mod trace;
 
 // backoff: the retry backoff; cluster: bootstrap, metadata, the connection pool, SASL login;
 // connection: one broker connection; protocol: the wire codecs; share: the sans-IO

@@ -173,6 +173,15 @@ fn renewal_loop_example_keeps_slow_records_with_renew() {
     assert!(renewals >= 4, "the four slow records are renewed at least once each: {out}");
 }
 
+/// Built only with the `otel` feature (scripts/test turns it on).
+#[cfg(feature = "otel")]
+#[test]
+fn traced_example_processes_each_record_in_its_producers_trace() {
+    let out = run_example("traced", &["10 of 10 records processed in their producer's trace"]);
+    // The console exporter's spans: a producer's span, and a consumer span that has one as parent.
+    assert!(out.contains("Name         : checkout") && out.contains("Kind         : Consumer"), "{out}");
+}
+
 #[test]
 fn blocking_example_stops_on_wakeup() {
     run_example("blocking", &["received 100 records", "records by delivery count: {1: 100}"]);

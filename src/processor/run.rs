@@ -175,6 +175,13 @@ impl Engine {
         let handle = match &mut self.handler {
             Handler::PerRecord(f) => {
                 let Some(d) = deliveries.into_iter().next() else { return };
+                // With `otel`: the record's span, a child of its producer's, around the whole
+                // call (the handler's synchronous part too), entered on every poll of it.
+                #[cfg(feature = "otel")]
+                let span = crate::trace::process_span(d.record(), Some(&self.consumer.config().group_id));
+                #[cfg(feature = "otel")]
+                let fut = tracing::Instrument::instrument(span.in_scope(|| f(d)), span);
+                #[cfg(not(feature = "otel"))]
                 let fut = f(d);
                 self.tasks.spawn(async move {
                     let started = Instant::now();
@@ -189,11 +196,18 @@ impl Engine {
                     self.ledger.finished(&ids, &[], Duration::ZERO, now);
                     return;
                 };
-                self.tasks.spawn(async move {
+                // With `otel`: one span for the call, linked to each record's producer span.
+                #[cfg(feature = "otel")]
+                let span =
+                    crate::trace::batch_span(deliveries.iter().map(|d| d.record()), &self.consumer.config().group_id);
+                let call = async move {
                     let started = Instant::now();
                     let out = h.handle(&deliveries).await;
                     (Done::Batch(out, h), started.elapsed())
-                })
+                };
+                #[cfg(feature = "otel")]
+                let call = tracing::Instrument::instrument(call, span);
+                self.tasks.spawn(call)
             }
         };
         self.units.insert(handle.id(), ids);
