@@ -49,10 +49,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 pub use crate::acquire_mode::AcquireMode;
+pub use crate::metrics::{HistogramSnapshot, MetricsSnapshot};
 pub use callback::AckCallback;
 pub use config::{AcknowledgementMode, ShareConsumerConfig};
 pub use driver::CommitResults;
-pub use metrics::{MetricsSnapshot, CONSUMER, COORDINATOR, FETCH_MANAGER};
+pub use metrics::{CONSUMER, COORDINATOR, FETCH_MANAGER};
 pub use record::{ConsumerRecord, Header, TimestampType, TopicPartition};
 pub use wakeup::WakeupHandle;
 
