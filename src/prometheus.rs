@@ -282,6 +282,26 @@ mod tests {
         assert!(text.contains("fetch_latency_avg{client_id=\"worker \\\"1\\\"\"} 1.5"), "{text}");
     }
 
+    #[test]
+    fn a_producers_metrics_render_under_the_java_producers_group() {
+        let producer = || {
+            let mut s = MetricsSnapshot::default();
+            s.put(crate::producer::PRODUCER, "record-send-total", 7.0);
+            s.put(crate::producer::PRODUCER, "request-latency-avg", 2.5);
+            s.put_histogram(crate::producer::PRODUCER, "request-latency", Default::default());
+            s
+        };
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(SnapshotCollector::new("p", producer)));
+        let text = render(&registry);
+        assert!(text.contains("kafka_producer_metrics_record_send_total{client_id=\"p\"} 7"), "{text}");
+        assert!(text.contains("kafka_producer_metrics_request_latency_avg{client_id=\"p\"} 2.5"), "{text}");
+        // An empty histogram still has its buckets, all zero.
+        let name = "kafka_producer_metrics_request_latency_seconds";
+        assert!(text.contains(&format!("{name}_count{{client_id=\"p\"}} 0")), "{text}");
+        assert!(text.contains(&format!("{name}_bucket{{le=\"+Inf\",client_id=\"p\"}} 0")), "{text}");
+    }
+
     #[tokio::test]
     async fn the_endpoint_serves_get_metrics_only() {
         let mut registry = Registry::default();
