@@ -549,7 +549,8 @@ impl ShareConsumer {
         self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Metrics under the Java names.
+    /// Metrics under the Java names, and the share-fetch latency as a histogram
+    /// ([`MetricsSnapshot::histogram`]`(FETCH_MANAGER, "fetch-latency")`).
     pub fn metrics(&self) -> MetricsSnapshot {
         let mut s = self.shared.metrics.snapshot();
         if let Some(n) = &self.shared.network {
