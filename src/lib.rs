@@ -73,9 +73,11 @@ pub mod sink;
 pub mod trace;
 
 // backoff: the retry backoff; cluster: bootstrap, metadata, the connection pool, SASL login;
-// connection: one broker connection; protocol: the wire codecs; share: the sans-IO
-// share-group state machines. Each says more in its own module docs.
-internal_modules!(backoff, cluster, connection, protocol, share);
+// connection: one broker connection; metrics: the snapshot and the lock-free histogram every
+// client's metrics are read into (its public types are re-exported by `consumer`); protocol:
+// the wire codecs; share: the sans-IO share-group state machines. Each says more in its own
+// module docs.
+internal_modules!(backoff, cluster, connection, metrics, protocol, share);
 // The deterministic simulation of the consumer's driver core (tests only; src/sim/mod.rs).
 #[cfg(test)]
 mod sim;

@@ -12,6 +12,14 @@
 //! Names follow the Prometheus JMX exporter's rendering of Java's: `kafka_<group>_<name>`
 //! with `-` as `_`, e.g. `kafka_consumer_share_fetch_manager_metrics_records_consumed_total`,
 //! labelled `client_id`. A name ending in `-total` is a counter, every other one a gauge.
+//! A snapshot's latency histograms ([`MetricsSnapshot::histograms`]) are Prometheus
+//! histograms in seconds, named the Prometheus way: `kafka_<group>_<name>_seconds` with its
+//! `_bucket{le=..}` (128 µs .. 67 s, powers of two), `_sum` and `_count`, e.g.
+//! `kafka_consumer_share_fetch_manager_metrics_fetch_latency_seconds_bucket`. The Java-named
+//! `-avg` / `-max` gauges stay beside them.
+//!
+//! The same collector renders a producer's [`Producer::metrics`](crate::Producer::metrics)
+//! (group `producer-metrics`: `kafka_producer_metrics_record_send_total`, ...).
 //!
 //! ```no_run
 //! # async fn demo() -> kafka_share::Result<()> {
@@ -32,18 +40,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
 pub use prometheus_client::registry::Registry;
+use prometheus_client::registry::Unit;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use crate::consumer::MetricsSnapshot;
 use crate::error::{Error, Result};
+use crate::metrics::{HistogramSnapshot, MetricsSnapshot};
 
-/// Renders a snapshot source (a consumer's `metrics()`, a processor's `Running::metrics()`)
-/// into the registry it is registered with, at each scrape.
+/// Renders a snapshot source (a consumer's `metrics()`, a processor's `Running::metrics()`, a
+/// producer's `metrics()`) into the registry it is registered with, at each scrape.
 pub struct SnapshotCollector {
     client_id: String,
     source: Box<dyn Fn() -> MetricsSnapshot + Send + Sync>,
@@ -91,8 +101,33 @@ impl Collector for SnapshotCollector {
                 metric.encode(family.encode_family(&labels)?)?;
             }
         }
+        for (group, name, histogram) in snapshot.histograms() {
+            let (prom, _) = prometheus_name(group, name);
+            let help = format!("{group} {name}, in seconds");
+            let mut family = encoder.encode_descriptor(&prom, &help, Some(&Unit::Seconds), MetricType::Histogram)?;
+            let (sum, count, buckets) = prometheus_buckets(histogram);
+            family.encode_family(&labels)?.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+        }
         Ok(())
     }
+}
+
+/// A histogram as `prometheus-client` encodes one: sum in seconds, count, and per bucket its
+/// upper bound in seconds with the count of that bucket alone (the encoder adds them up),
+/// `+Inf` last.
+fn prometheus_buckets(h: &HistogramSnapshot) -> (f64, u64, Vec<(f64, u64)>) {
+    let count = h.count();
+    let mut below = 0;
+    let mut buckets: Vec<(f64, u64)> = h
+        .buckets()
+        .map(|(bound, cumulative)| {
+            let own = cumulative - below;
+            below = cumulative;
+            (bound.as_secs_f64(), own)
+        })
+        .collect();
+    buckets.push((f64::INFINITY, count - below));
+    (h.sum().as_secs_f64(), count, buckets)
 }
 
 /// The registry in Prometheus' text format (OpenMetrics text, as `prometheus-client`
@@ -197,7 +232,38 @@ mod tests {
         let mut s = MetricsSnapshot::default();
         s.put(crate::consumer::FETCH_MANAGER, "records-consumed-total", 42.0);
         s.put(crate::consumer::FETCH_MANAGER, "fetch-latency-avg", 1.5);
+        let h = crate::metrics::Histogram::default();
+        for d in
+            [Duration::from_micros(100), Duration::from_millis(3), Duration::from_millis(3), Duration::from_secs(90)]
+        {
+            h.record(d);
+        }
+        s.put_histogram(crate::consumer::FETCH_MANAGER, "fetch-latency", h.snapshot());
         s
+    }
+
+    #[test]
+    fn a_histogram_renders_as_a_prometheus_histogram_in_seconds() {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(SnapshotCollector::new("w", snapshot)));
+        let text = render(&registry);
+        let name = "kafka_consumer_share_fetch_manager_metrics_fetch_latency_seconds";
+        assert!(text.contains(&format!("# TYPE {name} histogram\n")), "{text}");
+        assert!(text.contains(&format!("# UNIT {name} seconds\n")), "{text}");
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with(&format!("{name}_"))).collect();
+        // 20 bounds and +Inf, cumulative: 100 us under the first, 3 ms twice under 4.096 ms,
+        // 90 s past the last bound.
+        let buckets: Vec<&str> = lines.iter().copied().filter(|l| l.contains("_bucket{")).collect();
+        assert_eq!(buckets.len(), 21, "{text}");
+        assert_eq!(buckets[0], format!("{name}_bucket{{le=\"0.000128\",client_id=\"w\"}} 1"));
+        assert_eq!(buckets[4], format!("{name}_bucket{{le=\"0.002048\",client_id=\"w\"}} 1"));
+        assert_eq!(buckets[5], format!("{name}_bucket{{le=\"0.004096\",client_id=\"w\"}} 3"));
+        assert_eq!(buckets[19], format!("{name}_bucket{{le=\"67.108864\",client_id=\"w\"}} 3"));
+        assert_eq!(buckets[20], format!("{name}_bucket{{le=\"+Inf\",client_id=\"w\"}} 4"));
+        assert!(lines.contains(&format!("{name}_count{{client_id=\"w\"}} 4").as_str()), "{text}");
+        assert!(lines.contains(&format!("{name}_sum{{client_id=\"w\"}} 90.0061").as_str()), "{text}");
+        // The Java-named gauge is still there, under its own name.
+        assert!(text.contains("fetch_latency_avg{client_id=\"w\"} 1.5"), "{text}");
     }
 
     #[test]
@@ -214,6 +280,26 @@ mod tests {
         );
         assert!(text.contains("# TYPE kafka_consumer_share_fetch_manager_metrics_fetch_latency_avg gauge"), "{text}");
         assert!(text.contains("fetch_latency_avg{client_id=\"worker \\\"1\\\"\"} 1.5"), "{text}");
+    }
+
+    #[test]
+    fn a_producers_metrics_render_under_the_java_producers_group() {
+        let producer = || {
+            let mut s = MetricsSnapshot::default();
+            s.put(crate::producer::PRODUCER, "record-send-total", 7.0);
+            s.put(crate::producer::PRODUCER, "request-latency-avg", 2.5);
+            s.put_histogram(crate::producer::PRODUCER, "request-latency", Default::default());
+            s
+        };
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(SnapshotCollector::new("p", producer)));
+        let text = render(&registry);
+        assert!(text.contains("kafka_producer_metrics_record_send_total{client_id=\"p\"} 7"), "{text}");
+        assert!(text.contains("kafka_producer_metrics_request_latency_avg{client_id=\"p\"} 2.5"), "{text}");
+        // An empty histogram still has its buckets, all zero.
+        let name = "kafka_producer_metrics_request_latency_seconds";
+        assert!(text.contains(&format!("{name}_count{{client_id=\"p\"}} 0")), "{text}");
+        assert!(text.contains(&format!("{name}_bucket{{le=\"+Inf\",client_id=\"p\"}} 0")), "{text}");
     }
 
     #[tokio::test]

@@ -1,11 +1,13 @@
-//! A consumer's metrics scraped from the Prometheus endpoint (`kafka_share::prometheus`)
-//! against the real broker: Java's names, the client's label, values that move.
+//! A consumer's and a producer's metrics scraped from the Prometheus endpoint
+//! (`kafka_share::prometheus`) against the real broker: Java's names, the client's label,
+//! values that move, latency histograms with their buckets.
 
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
 use kafka_share::prometheus::{serve, Registry, SnapshotCollector};
 use kafka_share::ShareConsumer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,6 +27,21 @@ fn value(text: &str, name: &str) -> f64 {
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+/// A histogram's `_count`, `_sum` and `+Inf` bucket, checked to be one histogram.
+fn histogram(text: &str, name: &str) -> (f64, f64) {
+    let count = value(text, &format!("{name}_count"));
+    let sum = value(text, &format!("{name}_sum"));
+    let inf = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{name}_bucket{{le=\"+Inf\"")))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no +Inf bucket of {name} in {text}"));
+    assert_eq!(inf, count, "the +Inf bucket of {name} is its count: {text}");
+    assert!(text.contains(&format!("# TYPE {name} histogram")), "{text}");
+    (count, sum)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,5 +67,54 @@ async fn a_consumers_metrics_are_scraped_under_javas_names() {
     let after = scrape(endpoint.local_addr()).await;
     assert_eq!(value(&after, name), 50.0, "{after}");
     assert!(value(&after, "kafka_consumer_share_fetch_manager_metrics_fetch_latency_max") > 0.0, "{after}");
+    // Every ShareFetch that delivered the records is in the histogram, and in fetch-total:
+    // both come from one snapshot.
+    let (fetches, seconds) = histogram(&after, "kafka_consumer_share_fetch_manager_metrics_fetch_latency_seconds");
+    assert!(fetches > 0.0 && seconds > 0.0, "{after}");
+    assert_eq!(fetches, value(&after, "kafka_consumer_share_fetch_manager_metrics_fetch_total"), "{after}");
     consumer.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producers_metrics_are_scraped_under_javas_names() {
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "prom-producer", 3).await;
+    let producer = Producer::connect(ProducerConfig::new(&bs)).await.expect("producer");
+    let mut registry = Registry::default();
+    let p = producer.clone();
+    registry.register_collector(Box::new(SnapshotCollector::new("prom-producer", move || p.metrics())));
+    let endpoint = serve(0, Arc::new(registry)).await.expect("endpoint");
+
+    let sent_total = "kafka_producer_metrics_record_send_total";
+    let before = scrape(endpoint.local_addr()).await;
+    assert_eq!(value(&before, sent_total), 0.0, "{before}");
+    assert!(before.contains(&format!("{sent_total}{{client_id=\"prom-producer\"}}")), "{before}");
+
+    const N: usize = 120;
+    let mut deliveries = Vec::with_capacity(N);
+    for i in 0..N {
+        let record = ProducerRecord::new(&topic, format!("v-{i}")).key(format!("k{i}"));
+        deliveries.push(producer.send(record).await.expect("send"));
+    }
+    for d in deliveries {
+        d.await.expect("delivered");
+    }
+    // Every record is answered: each request's metrics were counted before its answer reached
+    // the futures.
+    let after = scrape(endpoint.local_addr()).await;
+    let retried = value(&after, "kafka_producer_metrics_record_retry_total");
+    // A retried batch is sent again (as Java counts it); on a healthy broker there is none.
+    assert_eq!(value(&after, sent_total), N as f64 + retried, "{after}");
+    assert_eq!(value(&after, "kafka_producer_metrics_record_error_total"), 0.0, "{after}");
+    let requests = value(&after, "kafka_producer_metrics_request_total");
+    assert!(requests >= 1.0, "{after}");
+    assert_eq!(value(&after, "kafka_producer_metrics_requests_in_flight"), 0.0, "{after}");
+    assert!(value(&after, "kafka_producer_metrics_request_latency_max") > 0.0, "{after}");
+    assert!(value(&after, "kafka_producer_metrics_batch_size_avg") > 0.0, "{after}");
+    let (answered, seconds) = histogram(&after, "kafka_producer_metrics_request_latency_seconds");
+    assert!(answered >= 1.0 && answered <= requests && seconds > 0.0, "{after}");
+    let (batches, _) = histogram(&after, "kafka_producer_metrics_record_queue_time_seconds");
+    assert!(batches >= 3.0, "three partitions, a batch each at least: {after}");
+    producer.close(Duration::from_secs(10)).await.unwrap();
 }

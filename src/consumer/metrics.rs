@@ -2,11 +2,12 @@
 //!
 //! Counters are atomics updated by the driver; [`MetricsSnapshot`] reads them at one moment.
 //! Rates are averaged over the consumer's lifetime (Java uses sampled windows; the totals are
-//! exact either way).
+//! exact either way). The share-fetch latency is a histogram too (`fetch-latency`).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::metrics::{ms, Histogram, MetricsSnapshot};
 
 /// Java group name of the fetch metrics.
 pub const FETCH_MANAGER: &str = "consumer-share-fetch-manager-metrics";
@@ -20,9 +21,8 @@ pub const CONSUMER: &str = "consumer-share-metrics";
 pub(crate) struct Metrics {
     started: Instant,
     records_consumed: AtomicU64,
-    fetches: AtomicU64,
-    fetch_latency_ns_total: AtomicU64,
-    fetch_latency_ns_max: AtomicU64,
+    /// Every ShareFetch's latency: also its count (`fetch-total`), mean and maximum.
+    fetch_latency: Histogram,
     acks_sent: AtomicU64,
     ack_errors: AtomicU64,
     heartbeats: AtomicU64,
@@ -37,9 +37,7 @@ impl Metrics {
         Metrics {
             started: Instant::now(),
             records_consumed: AtomicU64::new(0),
-            fetches: AtomicU64::new(0),
-            fetch_latency_ns_total: AtomicU64::new(0),
-            fetch_latency_ns_max: AtomicU64::new(0),
+            fetch_latency: Histogram::default(),
             acks_sent: AtomicU64::new(0),
             ack_errors: AtomicU64::new(0),
             heartbeats: AtomicU64::new(0),
@@ -55,10 +53,7 @@ impl Metrics {
     }
 
     pub(crate) fn record_fetch(&self, latency: Duration) {
-        let ns = latency.as_nanos().min(u64::MAX as u128) as u64;
-        self.fetches.fetch_add(1, Ordering::Relaxed);
-        self.fetch_latency_ns_total.fetch_add(ns, Ordering::Relaxed);
-        self.fetch_latency_ns_max.fetch_max(ns, Ordering::Relaxed);
+        self.fetch_latency.record(latency);
     }
 
     pub(crate) fn record_acks(&self, n: u64, failed: bool) {
@@ -90,28 +85,25 @@ impl Metrics {
     pub(crate) fn snapshot(&self) -> MetricsSnapshot {
         let elapsed = self.started.elapsed().as_secs_f64().max(1e-9);
         let consumed = self.records_consumed.load(Ordering::Relaxed) as f64;
-        let fetches = self.fetches.load(Ordering::Relaxed) as f64;
+        let fetch_latency = self.fetch_latency.snapshot();
+        let fetches = fetch_latency.count() as f64;
         let acks = self.acks_sent.load(Ordering::Relaxed) as f64;
         let ack_err = self.ack_errors.load(Ordering::Relaxed) as f64;
         let hb = self.heartbeats.load(Ordering::Relaxed) as f64;
-        let lat_total = self.fetch_latency_ns_total.load(Ordering::Relaxed) as f64 / 1e6;
-        let lat_max = self.fetch_latency_ns_max.load(Ordering::Relaxed) as f64 / 1e6;
         let last = self.last_poll_ns.load(Ordering::Relaxed);
         let last_poll_ago = if last == u64::MAX {
             -1.0
         } else {
             (self.started.elapsed().as_nanos() as f64 - last as f64).max(0.0) / 1e9
         };
-        let mut v = BTreeMap::new();
-        let mut put = |g: &'static str, n: &'static str, x: f64| {
-            v.insert((g, n), x);
-        };
+        let mut s = MetricsSnapshot::default();
+        let mut put = |g: &'static str, n: &'static str, x: f64| s.put(g, n, x);
         put(FETCH_MANAGER, "records-consumed-total", consumed);
         put(FETCH_MANAGER, "records-consumed-rate", consumed / elapsed);
         put(FETCH_MANAGER, "fetch-total", fetches);
         put(FETCH_MANAGER, "fetch-rate", fetches / elapsed);
-        put(FETCH_MANAGER, "fetch-latency-avg", if fetches > 0.0 { lat_total / fetches } else { 0.0 });
-        put(FETCH_MANAGER, "fetch-latency-max", lat_max);
+        put(FETCH_MANAGER, "fetch-latency-avg", ms(fetch_latency.mean()));
+        put(FETCH_MANAGER, "fetch-latency-max", ms(fetch_latency.max()));
         put(FETCH_MANAGER, "acknowledgements-send-total", acks);
         put(FETCH_MANAGER, "acknowledgements-send-rate", acks / elapsed);
         put(FETCH_MANAGER, "acknowledgements-error-total", ack_err);
@@ -124,39 +116,15 @@ impl Metrics {
         put(COORDINATOR, "rebalance-total", self.rebalances.load(Ordering::Relaxed) as f64);
         put(CONSUMER, "last-poll-seconds-ago", last_poll_ago);
         put(CONSUMER, "poll-total", self.polls.load(Ordering::Relaxed) as f64);
-        MetricsSnapshot { values: v }
+        // Not a Java metric (Java has only the average and maximum): the latencies by bucket.
+        s.put_histogram(FETCH_MANAGER, "fetch-latency", fetch_latency);
+        s
     }
 }
 
 /// Adds the client's connection counters (Java's names, in the consumer group).
 pub(crate) fn add_network(s: &mut MetricsSnapshot, n: &crate::cluster::NetworkStats) {
-    let get = |c: &AtomicU64| c.load(Ordering::Relaxed) as f64;
-    s.put(CONSUMER, "connection-creation-total", get(&n.connections_created));
-    s.put(CONSUMER, "successful-authentication-total", get(&n.authentications));
-    s.put(CONSUMER, "successful-reauthentication-total", get(&n.reauthentications));
-    s.put(CONSUMER, "failed-reauthentication-total", get(&n.failed_reauthentications));
-}
-
-/// Metric values at one moment, keyed by (Java group, Java metric name).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MetricsSnapshot {
-    values: BTreeMap<(&'static str, &'static str), f64>,
-}
-
-impl MetricsSnapshot {
-    pub(crate) fn put(&mut self, group: &'static str, name: &'static str, value: f64) {
-        self.values.insert((group, name), value);
-    }
-
-    /// One metric, e.g. `get(FETCH_MANAGER, "records-consumed-total")`.
-    pub fn get(&self, group: &str, name: &str) -> Option<f64> {
-        self.values.iter().find(|((g, n), _)| *g == group && *n == name).map(|(_, v)| *v)
-    }
-
-    /// Every metric.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &'static str, f64)> + '_ {
-        self.values.iter().map(|((g, n), v)| (*g, *n, *v))
-    }
+    crate::metrics::put_network(s, CONSUMER, n);
 }
 
 #[cfg(test)]
@@ -175,6 +143,9 @@ mod tests {
         assert_eq!(s.get(FETCH_MANAGER, "fetch-latency-max"), Some(8.0));
         assert_eq!(s.get(FETCH_MANAGER, "fetch-latency-avg"), Some(6.0));
         assert_eq!(s.get(FETCH_MANAGER, "acknowledgements-error-total"), Some(3.0));
+        assert_eq!(s.get(FETCH_MANAGER, "fetch-total"), Some(2.0));
+        let h = s.histogram(FETCH_MANAGER, "fetch-latency").expect("the fetch-latency histogram");
+        assert_eq!((h.count(), h.sum(), h.max()), (2, Duration::from_millis(12), Duration::from_millis(8)));
         assert_eq!(s.get(CONSUMER, "last-poll-seconds-ago"), Some(-1.0));
         m.record_poll();
         assert!(m.snapshot().get(CONSUMER, "last-poll-seconds-ago").unwrap() >= 0.0);

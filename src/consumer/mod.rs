@@ -49,10 +49,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 pub use crate::acquire_mode::AcquireMode;
+pub use crate::metrics::{HistogramSnapshot, MetricsSnapshot};
 pub use callback::AckCallback;
 pub use config::{AcknowledgementMode, ShareConsumerConfig};
 pub use driver::CommitResults;
-pub use metrics::{MetricsSnapshot, CONSUMER, COORDINATOR, FETCH_MANAGER};
+pub use metrics::{CONSUMER, COORDINATOR, FETCH_MANAGER};
 pub use record::{ConsumerRecord, Header, TimestampType, TopicPartition};
 pub use wakeup::WakeupHandle;
 
@@ -548,7 +549,8 @@ impl ShareConsumer {
         self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Metrics under the Java names.
+    /// Metrics under the Java names, and the share-fetch latency as a histogram
+    /// ([`MetricsSnapshot::histogram`]`(FETCH_MANAGER, "fetch-latency")`).
     pub fn metrics(&self) -> MetricsSnapshot {
         let mut s = self.shared.metrics.snapshot();
         if let Some(n) = &self.shared.network {

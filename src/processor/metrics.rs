@@ -1,72 +1,11 @@
 //! The engine's metrics, under the consumer's naming (group [`PROCESSOR`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
-use crate::consumer::MetricsSnapshot;
+use crate::metrics::{ms, Histogram, MetricsSnapshot};
 
 /// The metric group of the processing engine (beside the consumer's Java groups).
 pub const PROCESSOR: &str = "consumer-share-processor-metrics";
-
-/// A latency histogram: buckets of powers of two microseconds (1 us .. ~36 min), atomics
-/// only, so handlers finishing on any thread can record without a lock.
-#[derive(Debug)]
-pub(crate) struct Histogram {
-    buckets: [AtomicU64; 32],
-    count: AtomicU64,
-    sum_us: AtomicU64,
-    max_us: AtomicU64,
-}
-
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram {
-            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
-            count: AtomicU64::new(0),
-            sum_us: AtomicU64::new(0),
-            max_us: AtomicU64::new(0),
-        }
-    }
-}
-
-impl Histogram {
-    pub(crate) fn record(&self, d: Duration) {
-        let us = d.as_micros().min(u64::MAX as u128) as u64;
-        let bucket = (64 - us.leading_zeros() as usize).min(31);
-        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.sum_us.fetch_add(us, Ordering::Relaxed);
-        self.max_us.fetch_max(us, Ordering::Relaxed);
-    }
-
-    /// The `q` quantile (0..=1) in milliseconds, as the upper edge of its bucket (at most the
-    /// largest value seen); 0 when empty.
-    pub(crate) fn quantile_ms(&self, q: f64) -> f64 {
-        let count = self.count.load(Ordering::Relaxed);
-        if count == 0 {
-            return 0.0;
-        }
-        let rank = ((count as f64) * q.clamp(0.0, 1.0)).ceil().max(1.0) as u64;
-        let mut seen = 0;
-        for (i, b) in self.buckets.iter().enumerate() {
-            seen += b.load(Ordering::Relaxed);
-            if seen >= rank {
-                let upper_us = if i == 0 { 1 } else { 1u64 << i };
-                return (upper_us.min(self.max_us.load(Ordering::Relaxed).max(1))) as f64 / 1000.0;
-            }
-        }
-        self.max_us.load(Ordering::Relaxed) as f64 / 1000.0
-    }
-
-    fn put(&self, s: &mut MetricsSnapshot, avg: &'static str, max: &'static str, p50: &'static str, p99: &'static str) {
-        let count = self.count.load(Ordering::Relaxed);
-        let sum = self.sum_us.load(Ordering::Relaxed) as f64 / 1000.0;
-        s.put(PROCESSOR, avg, if count > 0 { sum / count as f64 } else { 0.0 });
-        s.put(PROCESSOR, max, self.max_us.load(Ordering::Relaxed) as f64 / 1000.0);
-        s.put(PROCESSOR, p50, self.quantile_ms(0.5));
-        s.put(PROCESSOR, p99, self.quantile_ms(0.99));
-    }
-}
 
 /// Live counters of one engine.
 #[derive(Debug, Default)]
@@ -116,30 +55,53 @@ impl ProcessorMetrics {
         s.put(PROCESSOR, "records-kept-unstarted-total", get(&self.kept));
         s.put(PROCESSOR, "lock-lapses-total", get(&self.lapsed));
         s.put(PROCESSOR, "handler-panics-total", get(&self.handler_panics));
-        self.handler_time
-            .put(s, "handler-time-avg", "handler-time-max", "handler-time-p50", "handler-time-p99");
-        self.outcome_time
-            .put(s, "outcome-time-avg", "outcome-time-max", "outcome-time-p50", "outcome-time-p99");
-        self.wait_time.put(s, "wait-time-avg", "wait-time-max", "wait-time-p50", "wait-time-p99");
+        put_latency(
+            s,
+            &self.handler_time,
+            ["handler-time", "handler-time-avg", "handler-time-max", "handler-time-p50", "handler-time-p99"],
+        );
+        put_latency(
+            s,
+            &self.outcome_time,
+            ["outcome-time", "outcome-time-avg", "outcome-time-max", "outcome-time-p50", "outcome-time-p99"],
+        );
+        put_latency(
+            s,
+            &self.wait_time,
+            ["wait-time", "wait-time-avg", "wait-time-max", "wait-time-p50", "wait-time-p99"],
+        );
     }
+}
+
+/// A latency as its histogram and as Java-style gauges in ms: `[histogram, avg, max, p50, p99]`.
+fn put_latency(s: &mut MetricsSnapshot, h: &Histogram, [name, avg, max, p50, p99]: [&'static str; 5]) {
+    let h = h.snapshot();
+    s.put(PROCESSOR, avg, ms(h.mean()));
+    s.put(PROCESSOR, max, ms(h.max()));
+    s.put(PROCESSOR, p50, ms(h.quantile(0.5)));
+    s.put(PROCESSOR, p99, ms(h.quantile(0.99)));
+    s.put_histogram(PROCESSOR, name, h);
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
-    fn quantiles_come_from_the_buckets_and_never_exceed_the_max() {
-        let h = Histogram::default();
-        assert_eq!(h.quantile_ms(0.5), 0.0);
+    fn handler_time_is_a_histogram_and_its_gauges() {
+        let m = ProcessorMetrics::default();
         for _ in 0..99 {
-            h.record(Duration::from_millis(1));
+            m.handler_time.record(Duration::from_millis(1));
         }
-        h.record(Duration::from_millis(500));
-        let p50 = h.quantile_ms(0.5);
-        assert!((1.0..=2.1).contains(&p50), "{p50}");
-        let p100 = h.quantile_ms(1.0);
-        assert!((500.0..=525.0).contains(&p100), "{p100}");
-        assert!(h.quantile_ms(0.99) <= 2.1);
+        m.handler_time.record(Duration::from_millis(500));
+        let mut s = MetricsSnapshot::default();
+        m.put(&mut s);
+        assert_eq!(s.get(PROCESSOR, "handler-time-max"), Some(500.0));
+        assert_eq!(s.get(PROCESSOR, "handler-time-p50"), Some(1.024));
+        assert_eq!(s.get(PROCESSOR, "handler-time-avg"), Some(5.99));
+        assert_eq!(s.histogram(PROCESSOR, "handler-time").map(|h| h.count()), Some(100));
+        assert_eq!(s.histogram(PROCESSOR, "wait-time").map(|h| h.count()), Some(0));
     }
 }

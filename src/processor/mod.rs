@@ -58,7 +58,9 @@
 //!   size, so the records that fail on their own are found and the others get through.
 //! - Metrics: [`Running::metrics`], the consumer's metrics plus the group
 //!   [`PROCESSOR`]: records in flight and queued, handler time,
-//!   acquisition-to-start and acquisition-to-outcome time (avg, max, p50, p99 in ms), renewals, releases of unstarted
+//!   acquisition-to-start and acquisition-to-outcome time (avg, max, p50, p99 in ms, and
+//!   as the histograms `handler-time`, `wait-time`, `outcome-time`:
+//!   [`MetricsSnapshot::histogram`]), renewals, releases of unstarted
 //!   records (`records-released-unstarted-total`) and those kept instead
 //!   (`records-kept-unstarted-total`), lapses.
 //!

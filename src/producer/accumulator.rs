@@ -56,6 +56,12 @@ pub(crate) struct Drained {
     pub next_wakeup: Option<Instant>,
 }
 
+/// A batch the sender took: its completion, and its records (for the metrics).
+pub(crate) struct InFlight {
+    pub done: Arc<BatchDone>,
+    pub records: usize,
+}
+
 /// All unsent batches, by topic and partition.
 pub(crate) struct Accumulator {
     topics: HashMap<Arc<str>, TopicQueues>,
@@ -65,8 +71,8 @@ pub(crate) struct Accumulator {
     pub flushing: usize,
     /// No more sends: everything is sent at once.
     pub closing: bool,
-    /// The completions of batches handed to the sender, for `flush` to wait on.
-    pub in_flight: HashMap<usize, Arc<BatchDone>>,
+    /// The batches handed to the sender, for `flush` to wait on.
+    pub in_flight: HashMap<usize, InFlight>,
     /// Sequence numbers, when idempotence is on.
     pub seqs: Option<Sequences>,
 }
@@ -250,7 +256,7 @@ impl Accumulator {
     /// Every unanswered batch's completion (queued and in flight), for `flush`.
     pub(super) fn incomplete(&self) -> Vec<Arc<BatchDone>> {
         let queued = self.topics.values().flat_map(|t| t.partitions.iter().flatten()).map(|b| b.done.clone());
-        queued.chain(self.in_flight.values().cloned()).collect()
+        queued.chain(self.in_flight.values().map(|f| f.done.clone())).collect()
     }
 
     /// Whether no batch is queued.

@@ -29,7 +29,10 @@ pub(super) async fn reserve(shared: &Shared, size: usize) -> Result<Reservation>
         Err(TryAcquireError::Closed) => return Err(Error::Closed),
         Err(TryAcquireError::NoPermits) => {
             let max_block = shared.config.max_block;
-            match tokio::time::timeout(max_block, memory.acquire_many(n)).await {
+            let started = tokio::time::Instant::now();
+            let waited = tokio::time::timeout(max_block, memory.acquire_many(n)).await;
+            shared.metrics.buffer_wait(started.elapsed(), waited.is_err());
+            match waited {
                 Ok(Ok(p)) => p,
                 Ok(Err(_)) => return Err(Error::Closed),
                 Err(_) => {

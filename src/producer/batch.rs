@@ -37,6 +37,8 @@ pub(crate) struct Batch {
     pub order: u64,
     /// The stamp the finished payload carries (it changes when a reset restamps the batch).
     written: Option<ProducerStamp>,
+    /// The records' encoded size before compression, known once finished (for the metrics).
+    pub uncompressed: usize,
     /// Buffer memory held until the batch is answered (released on drop).
     reserved: usize,
     memory: Arc<Semaphore>,
@@ -65,6 +67,7 @@ impl Batch {
             stamp: None,
             order: 0,
             written: None,
+            uncompressed: 0,
             reserved: 0,
             memory,
         }
@@ -102,6 +105,7 @@ impl Batch {
     pub(super) fn finish(&mut self, compression: Compression) -> Result<Bytes, CodecError> {
         let stamp = self.stamp.unwrap_or(ProducerStamp::NONE);
         if let Some(b) = self.builder.take() {
+            self.uncompressed = b.size_estimate();
             self.payload = Some(b.finish_stamped(compression, stamp)?);
             self.written = self.stamp;
         }

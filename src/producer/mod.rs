@@ -53,6 +53,7 @@ mod accumulator;
 mod admission;
 mod batch;
 mod config;
+mod metrics;
 mod partitioner;
 mod record;
 mod request;
@@ -67,6 +68,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinHandle;
 
 pub use config::{Acks, ProducerConfig};
+pub use metrics::PRODUCER;
 // Java's key hash, for tests that check where a key lands: not API (a custom partitioner
 // would be a trait, not the hash).
 #[cfg(feature = "unstable-internals")]
@@ -83,6 +85,7 @@ use sequences::Sequences;
 use crate::cluster::Cluster;
 use crate::config::Properties;
 use crate::error::{Error, Result};
+use crate::metrics::MetricsSnapshot;
 use crate::protocol::records::{Header, RecordInput};
 
 /// A producer. Cheap to clone: clones share the buffer, the batches and the background task.
@@ -185,6 +188,7 @@ impl Producer {
             closed: Default::default(),
             abort: Default::default(),
             owns_cluster,
+            metrics: Default::default(),
         });
         let task = tokio::spawn(sender::run(shared.clone()));
         Producer { inner: Arc::new(Inner { shared, task: Mutex::new(Some(task)) }) }
@@ -193,6 +197,27 @@ impl Producer {
     /// The settings in use.
     pub fn config(&self) -> &ProducerConfig {
         &self.inner.shared.config
+    }
+
+    /// Metrics under the Java producer's names (group [`PRODUCER`]: `record-send-total`,
+    /// `request-latency-avg`, ...), and the request latency and record queue time as
+    /// histograms ([`MetricsSnapshot::histogram`]). The same snapshot type as the
+    /// consumer's, so `kafka_share::prometheus::SnapshotCollector` renders it (feature
+    /// `prometheus`).
+    ///
+    /// What is counted where: `record-send-total` counts the records of each Produce request
+    /// queued on a connection (a retried batch again, as in Java); `record-retry-total` the
+    /// records of batches scheduled for a retry; `record-error-total` the records that failed
+    /// for good (refused, expired, not encodable, or dropped by a `close` that timed out);
+    /// `request-total` and `request-latency-*` Produce requests only (Java counts every
+    /// request of its network client); `batch-size-*` bytes as sent (compressed);
+    /// `compression-rate-avg` the mean of compressed / uncompressed per batch sent.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        let shared = &self.inner.shared;
+        let buffer = (shared.config.buffer_memory, shared.memory.available_permits());
+        let mut s = shared.metrics.snapshot(buffer);
+        crate::metrics::put_network(&mut s, PRODUCER, &shared.cluster.network_stats());
+        s
     }
 
     /// The cluster handle. (Feature `unstable-internals`.)

@@ -10,8 +10,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use super::batch::Batch;
+use super::metrics::{ProducerMetrics, SentBatch};
 use super::record::BatchOutcome;
 use super::sequences::ProducerId;
 use crate::cluster::{Cluster, TrafficClass};
@@ -112,6 +114,7 @@ pub(crate) async fn produce(
     acks: i16,
     compression: Compression,
     turn: Turn,
+    metrics: Arc<ProducerMetrics>,
 ) -> Done {
     let mut topics: Vec<TopicProduceData> = Vec::new();
     let mut sent = Vec::with_capacity(batches.len());
@@ -121,6 +124,7 @@ pub(crate) async fn produce(
             Ok(bytes) => bytes,
             Err(source) => {
                 let context = Context::api("Produce").partition(&*b.topic, b.partition);
+                metrics.failed(b.records);
                 b.done.complete(Err(Error::Codec { context, source }));
                 failed.push(b);
                 continue;
@@ -156,16 +160,30 @@ pub(crate) async fn produce(
     drop(turn.mine); // queued (or failed): the next request may go
     let result = match queued {
         Err(e) => Err(e),
-        Ok((conn, response)) => match tokio::time::timeout(timeout, response).await {
-            Ok(r) => r,
-            Err(_) => {
-                // As `Connection::call_timeout`: a broker that does not answer gets a new
-                // connection, and a late answer is never matched to anything.
-                let e = Error::Timeout { what: format!("Produce to broker {node}"), after: timeout };
-                conn.conn.close(Some(e.clone()));
-                Err(e)
+        Ok((conn, response)) => {
+            let now = Instant::now();
+            metrics.request_sent(sent.iter().map(|b| SentBatch {
+                records: b.records,
+                bytes: b.size(),
+                uncompressed: b.uncompressed,
+                queued: now.saturating_duration_since(b.created),
+            }));
+            match tokio::time::timeout(timeout, response).await {
+                Ok(r) => {
+                    if r.is_ok() {
+                        metrics.request_answered(now.elapsed());
+                    }
+                    r
+                }
+                Err(_) => {
+                    // As `Connection::call_timeout`: a broker that does not answer gets a new
+                    // connection, and a late answer is never matched to anything.
+                    let e = Error::Timeout { what: format!("Produce to broker {node}"), after: timeout };
+                    conn.conn.close(Some(e.clone()));
+                    Err(e)
+                }
             }
-        },
+        }
     };
     Done::Produce { node, batches: sent, failed, result }
 }

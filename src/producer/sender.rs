@@ -12,9 +12,10 @@ use tokio::task::{Id, JoinError, JoinSet};
 use tokio::time::Instant;
 use tracing::debug;
 
-use super::accumulator::Accumulator;
+use super::accumulator::{Accumulator, InFlight};
 use super::batch::Batch;
 use super::config::ProducerConfig;
+use super::metrics::ProducerMetrics;
 use super::record::BatchDone;
 use super::record::BatchOutcome;
 use super::request::{find_partition, init_producer_id, partition_result, produce, Done, Turn};
@@ -38,6 +39,7 @@ pub(crate) struct Shared {
     pub abort: AtomicBool,
     /// Close the cluster's connections when the task ends (the producer dialed them).
     pub owns_cluster: bool,
+    pub metrics: Arc<ProducerMetrics>,
 }
 
 impl Shared {
@@ -115,7 +117,7 @@ impl Sender {
                     .cluster
                     .with_metadata(|md| acc.drain(now, md, |n| per_node.get(&n).copied().unwrap_or(0)));
                 for b in d.requests.values().flatten() {
-                    acc.in_flight.insert(key(&b.done), b.done.clone());
+                    acc.in_flight.insert(key(&b.done), InFlight { done: b.done.clone(), records: b.records });
                 }
                 let stop = acc.closing && acc.is_empty() && d.requests.is_empty() && self.tasks.is_empty();
                 (d, stop)
@@ -129,6 +131,7 @@ impl Sender {
                     _ => format!("waiting for a retry after {} attempts", b.attempts),
                 };
                 let what = format!("delivering {} records to {}-{} ({why})", b.records, b.topic, b.partition);
+                self.shared.metrics.failed(b.records);
                 b.done.complete(Err(Error::Timeout { what, after: timeout }));
             }
             let sent_any = !drained.requests.is_empty();
@@ -167,7 +170,9 @@ impl Sender {
         let (mine, next) = oneshot::channel();
         let after = self.line.insert(node, next);
         let turn = Turn { after, mine };
-        let task = produce(self.shared.cluster.clone(), node, batches, cfg.acks.wire(), cfg.compression, turn);
+        let metrics = self.shared.metrics.clone();
+        let task = produce(self.shared.cluster.clone(), node, batches, cfg.acks.wire(), cfg.compression, turn, metrics);
+        self.shared.metrics.in_flight(true);
         let handle = self.tasks.spawn(task);
         self.task_kind.insert(handle.id(), Kind::Produce { node });
         *self.per_node.entry(node).or_default() += 1;
@@ -232,6 +237,7 @@ impl Sender {
                 if let Some(n) = self.per_node.get_mut(&node) {
                     *n = n.saturating_sub(1);
                 }
+                self.shared.metrics.in_flight(false);
             }
             Some(Kind::Metadata) => self.metadata_busy = false,
             Some(Kind::ProducerId) => self.init_busy = false,
@@ -253,7 +259,7 @@ impl Sender {
             Ok((_, Done::Metadata { topics, result })) => self.on_metadata(topics, result),
             Ok((_, Done::ProducerId(result))) => self.on_producer_id(result),
             // A task that panicked dropped its batches, which failed their futures.
-            Err(_) => self.shared.lock().in_flight.retain(|_, d| !d.is_done()),
+            Err(_) => self.shared.lock().in_flight.retain(|_, f| !f.done.is_done()),
         }
     }
 
@@ -335,11 +341,15 @@ impl Sender {
                         continue;
                     }
                     match self.retry(&mut b, e, now, verdict == Verdict::Retry) {
-                        Ok(()) => retries.push(b),
+                        Ok(()) => {
+                            self.shared.metrics.retried(b.records);
+                            retries.push(b)
+                        }
                         Err(e) => {
                             if let Some(seqs) = acc.seqs.as_mut() {
                                 seqs.failed(&b, false);
                             }
+                            self.shared.metrics.failed(b.records);
                             b.done.complete(Err(e));
                             finished.push(b);
                         }
@@ -368,7 +378,14 @@ impl Sender {
 
     /// Close timed out: fail everything still queued or in flight.
     async fn abort_all(&mut self) {
-        let left = self.shared.lock().take_all();
+        let (left, unanswered) = {
+            let mut acc = self.shared.lock();
+            // Only this task completes in-flight batches (a request task fails just the ones
+            // it could not encode, before this), so the ones not done yet fail below.
+            let unanswered: usize = acc.in_flight.values().filter(|f| !f.done.is_done()).map(|f| f.records).sum();
+            (acc.take_all(), unanswered)
+        };
+        self.shared.metrics.failed(left.iter().map(|b| b.records).sum::<usize>() + unanswered);
         drop(left); // each dropped batch fails its futures with Closed
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
