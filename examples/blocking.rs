@@ -83,7 +83,7 @@ fn consume(consumer: blocking::ShareConsumer, progress: mpsc::Sender<usize>) -> 
             Ok(records) => {
                 for record in &records {
                     received += 1;
-                    *by_delivery_count.entry(record.delivery_count()).or_default() += 1;
+                    *by_delivery_count.entry(record.delivery_count).or_default() += 1;
                 }
                 let _ = progress.send(received);
             }

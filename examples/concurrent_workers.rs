@@ -57,7 +57,7 @@ async fn process(record: &ConsumerRecord) -> Result<(), Failure> {
     let value = record.value_str().unwrap_or_default();
     let id: u64 = value.strip_prefix("job-").and_then(|id| id.parse().ok()).ok_or(Failure::Poison)?;
     tokio::time::sleep(Duration::from_millis(5 + id % 20)).await;
-    if id % 10 == 3 && record.delivery_count() == 1 {
+    if id % 10 == 3 && record.delivery_count == 1 {
         return Err(Failure::Retriable);
     }
     Ok(())
@@ -83,7 +83,7 @@ async fn run() -> Result<(), BoxError> {
         let records = consumer.poll(Duration::from_secs(1)).await?;
         let mut batch = JoinSet::new();
         for record in records {
-            *by_delivery_count.entry(record.delivery_count()).or_default() += 1;
+            *by_delivery_count.entry(record.delivery_count).or_default() += 1;
             let (consumer, workers, busy) = (consumer.clone(), workers.clone(), busy.clone());
             batch.spawn(async move {
                 let _slot = workers.acquire_owned().await.expect("the semaphore is never closed");

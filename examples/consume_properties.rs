@@ -58,7 +58,7 @@ async fn run() -> Result<usize, BoxError> {
             received += 1;
             last = Instant::now();
             let value = r.value.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
-            println!("{}-{} offset {} (delivery {}): {value}", r.topic(), r.partition, r.offset, r.delivery_count());
+            println!("{}-{} offset {} (delivery {}): {value}", r.topic, r.partition, r.offset, r.delivery_count);
         }
     }
     consumer.close(Duration::from_secs(10)).await?;

@@ -77,14 +77,14 @@ async fn run() -> Result<(), BoxError> {
     let mut by_delivery_count = BTreeMap::<i16, usize>::new();
     while done.len() < n && start.elapsed() < DEADLINE {
         for record in consumer.poll(Duration::from_secs(1)).await? {
-            *by_delivery_count.entry(record.delivery_count()).or_default() += 1;
+            *by_delivery_count.entry(record.delivery_count).or_default() += 1;
             match parse_order(&record) {
                 Err(why) => {
                     // Unprocessable: REJECT it so it is never delivered again (archived, or
                     // sent to the group's dead-letter topic if one is configured).
-                    println!("rejecting {}-{}@{}: {why}", record.topic(), record.partition, record.offset);
+                    println!("rejecting {}-{}@{}: {why}", record.topic, record.partition, record.offset);
                     consumer.acknowledge_offset(
-                        record.topic(),
+                        &record.topic,
                         record.partition,
                         record.offset,
                         AcknowledgeType::Reject,
@@ -92,7 +92,7 @@ async fn run() -> Result<(), BoxError> {
                     rejected += 1;
                     done.insert((record.partition, record.offset));
                 }
-                Ok(id) if id % 10 == 0 && record.delivery_count() == 1 => {
+                Ok(id) if id % 10 == 0 && record.delivery_count == 1 => {
                     // Pretend processing failed for now: RELEASE makes the record available
                     // again at once, with a higher delivery count.
                     consumer.acknowledge_with(&record, AcknowledgeType::Release)?;

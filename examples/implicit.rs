@@ -54,7 +54,7 @@ async fn run() -> Result<(), BoxError> {
         }
         for record in &records {
             received += 1;
-            *by_delivery_count.entry(record.delivery_count()).or_default() += 1;
+            *by_delivery_count.entry(record.delivery_count).or_default() += 1;
         }
     }
     let finished = Instant::now();

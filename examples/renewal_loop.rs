@@ -73,7 +73,7 @@ async fn run() -> Result<(), BoxError> {
             let wait = consumer.acquisition_lock_timeout().unwrap_or(Duration::from_secs(10)) / 2;
             let task = processing.entry(key).or_insert_with(|| {
                 // First delivery (not a renewed one coming back): start the work.
-                *by_delivery_count.entry(record.delivery_count()).or_default() += 1;
+                *by_delivery_count.entry(record.delivery_count).or_default() += 1;
                 tokio::spawn(process(record.value_str().unwrap_or_default().to_string()))
             });
             match tokio::time::timeout(wait, task).await {

@@ -189,12 +189,12 @@ fn new_span(record: &ConsumerRecord, group: Option<&str>) -> tracing::Span {
     let span = tracing::info_span!(
         target: "kafka_share::trace",
         "kafka.share.process",
-        otel.name = format!("process {}", record.topic()),
+        otel.name = format!("process {}", record.topic),
         otel.kind = "consumer",
         messaging.system = "kafka",
         messaging.operation.name = "process",
         messaging.operation.type = "process",
-        messaging.destination.name = record.topic(),
+        messaging.destination.name = &*record.topic,
         messaging.destination.partition.id = %record.partition,
         messaging.kafka.offset = record.offset,
         messaging.kafka.message.delivery_count = i64::from(record.delivery_count),
@@ -224,7 +224,7 @@ fn set_remote_parent(span: &tracing::Span, cx: Context) {
 /// is named when the batch has one.
 pub(crate) fn batch_span<'a>(records: impl IntoIterator<Item = &'a ConsumerRecord>, group: &str) -> tracing::Span {
     let records: Vec<&ConsumerRecord> = records.into_iter().collect();
-    let topic = records.first().map(|r| r.topic()).filter(|t| records.iter().all(|r| r.topic() == *t));
+    let topic = records.first().map(|r| &*r.topic).filter(|t| records.iter().all(|r| &*r.topic == *t));
     let span = tracing::info_span!(
         target: "kafka_share::trace",
         "kafka.share.process",

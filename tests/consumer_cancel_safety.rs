@@ -39,8 +39,8 @@ async fn dropped_polls_strand_no_records() {
         tokio::select! {
             r = c.poll(Duration::from_secs(2)) => {
                 for rec in r.expect("poll") {
-                    assert_eq!(rec.delivery_count, 1, "{}-{} offset {} was delivered again", rec.topic(), rec.partition, rec.offset);
-                    assert!(seen.insert((rec.partition, rec.offset)), "{}-{} offset {} twice", rec.topic(), rec.partition, rec.offset);
+                    assert_eq!(rec.delivery_count, 1, "{}-{} offset {} was delivered again", rec.topic, rec.partition, rec.offset);
+                    assert!(seen.insert((rec.partition, rec.offset)), "{}-{} offset {} twice", rec.topic, rec.partition, rec.offset);
                 }
             }
             _ = tokio::time::sleep(timer) => dropped += 1,

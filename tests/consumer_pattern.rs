@@ -14,7 +14,7 @@ const N: usize = 20;
 fn per_topic(records: &[ConsumerRecord]) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for r in records {
-        *m.entry(r.topic().to_string()).or_default() += 1;
+        *m.entry(r.topic.to_string()).or_default() += 1;
     }
     m
 }

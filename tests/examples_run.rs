@@ -219,7 +219,7 @@ async fn stream_yields_every_record_once_and_ends_when_closed() {
     let got = take_records(&mut records, 300, Duration::from_secs(30)).await;
     let distinct: HashSet<(i32, i64)> = got.iter().map(|r| (r.partition, r.offset)).collect();
     assert_eq!(distinct.len(), 300, "every record once");
-    assert!(got.iter().all(|r| r.delivery_count() == 1));
+    assert!(got.iter().all(|r| r.delivery_count == 1));
     let results = consumer.commit_sync(Duration::from_secs(10)).await.unwrap();
     assert!(results.values().all(|r| r.is_ok()), "{results:?}");
 
@@ -258,13 +258,10 @@ async fn stream_in_explicit_mode_redelivers_released_records_and_yields_wakeup()
             Ok(Some(r)) => r.expect("a record"),
             other => panic!("after {} records: {:?}", seen.len(), other.map(|o| o.map(|r| r.map(|r| r.offset)))),
         };
-        let ack = if r.offset % 5 == 0 && r.delivery_count() == 1 {
-            AcknowledgeType::Release
-        } else {
-            AcknowledgeType::Accept
-        };
+        let ack =
+            if r.offset % 5 == 0 && r.delivery_count == 1 { AcknowledgeType::Release } else { AcknowledgeType::Accept };
         consumer.acknowledge_with(&r, ack).unwrap();
-        seen.push((r.offset, r.delivery_count()));
+        seen.push((r.offset, r.delivery_count));
     }
     let mut again: Vec<i64> = seen.iter().filter(|(_, dc)| *dc == 2).map(|(o, _)| *o).collect();
     again.sort();

@@ -229,7 +229,7 @@ async fn records_outside_the_acquired_ranges_are_never_delivered() {
     assert_eq!(offs, (0..12).collect::<Vec<_>>(), "each acquired record once, no neighbours");
     for r in &got {
         assert_eq!(r.value_str(), Some(record_value(0, r.offset).as_str()));
-        assert_eq!(r.delivery_count(), 1);
+        assert_eq!(r.delivery_count, 1);
     }
     c.close(T).await.unwrap();
     fake.assert_clean();

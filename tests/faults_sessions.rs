@@ -51,7 +51,7 @@ async fn session_not_found_fails_the_piggybacked_acks_and_reopens_at_epoch_0() {
     assert!(failed_req.epoch().unwrap() > 0);
     assert_eq!(next.epoch(), Some(0), "reopen at epoch 0: {}", next.summary());
     assert!(next.acks().is_empty(), "no acks on the reopening request: {}", next.summary());
-    assert!(again.iter().all(|r| r.delivery_count() == 2), "redelivered");
+    assert!(again.iter().all(|r| r.delivery_count == 2), "redelivered");
     c.close(T).await.unwrap();
     fake.assert_clean();
 }
@@ -90,7 +90,7 @@ async fn dropped_connection_fails_pending_acks_and_reopens_at_epoch_0() {
     assert!(results[&TopicPartition::new(fake.topic(), 0)].is_err(), "{results:?}");
     // The broker released the records when the connection dropped: they come back.
     let again = poll_all_at_once(&fake, &c, 5).await;
-    assert!(again.iter().all(|r| r.delivery_count() == 2));
+    assert!(again.iter().all(|r| r.delivery_count == 2));
     let (failed_req, next) = after_first_acks(&fake).await;
     assert_eq!(next.epoch(), Some(0), "{}", next.summary());
     assert!(next.acks().is_empty());
@@ -183,7 +183,7 @@ async fn leader_change_sends_no_old_acks_to_the_new_leader_and_fetches_from_it()
     assert!(poll_while_not(&c, T, &mut got, || fake.done(0).len() == 10).await, "{}", fake.dump());
     let log = fake.share_log();
     assert!(log.iter().any(|l| l.node == 2 && l.is_fetch() && l.listed().contains(&0)), "fetched from the new leader");
-    assert!(got.iter().any(|r| r.delivery_count() == 2), "redelivered by the new leader");
+    assert!(got.iter().any(|r| r.delivery_count == 2), "redelivered by the new leader");
     // Node 2 only ever saw acks for records it delivered (assert_clean checks the holder), and
     // each offset was accepted there exactly once.
     let on_new: Vec<_> = fake.acks_sent().into_iter().filter(|(n, _, _)| *n == 2).collect();

@@ -199,7 +199,7 @@ async fn reads_through_reauthentications(name: &str) {
             metric("successful-reauthentication-total")
         );
         for r in consumer.poll(Duration::from_millis(500)).await.expect("poll") {
-            assert!(got.insert(r.offset, r.delivery_count()).is_none(), "offset {} came twice", r.offset);
+            assert!(got.insert(r.offset, r.delivery_count).is_none(), "offset {} came twice", r.offset);
             consumer.acknowledge(&r).expect("ack");
             if connections_at_first_record.is_none() {
                 connections_at_first_record = Some(metric("connection-creation-total"));

@@ -116,7 +116,7 @@ async fn a_batch_is_one_json_array_post() {
     let arr = body.as_array().expect("a JSON array");
     assert_eq!(arr.len(), N);
     for (r, j) in records.iter().zip(arr) {
-        assert_eq!(j["topic"], r.topic());
+        assert_eq!(j["topic"], &*r.topic);
         assert_eq!(j["partition"], r.partition);
         assert_eq!(j["offset"], r.offset);
         assert_eq!(j["timestamp"], r.timestamp);

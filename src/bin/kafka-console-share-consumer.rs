@@ -124,11 +124,11 @@ async fn consume(consumer: &ShareConsumer, a: &Args, formatter: &Formatter, coun
         for r in printed {
             if let Err(e) = consumer.acknowledge_with(r, ack) {
                 if !a.reject_message_on_error {
-                    return Err(format!("acknowledging {}-{}@{}: {e}", r.topic(), r.partition, r.offset));
+                    return Err(format!("acknowledging {}-{}@{}: {e}", r.topic, r.partition, r.offset));
                 }
-                eprintln!("{PROG}: error acknowledging {}-{}@{}, rejecting it: {e}", r.topic(), r.partition, r.offset);
+                eprintln!("{PROG}: error acknowledging {}-{}@{}, rejecting it: {e}", r.topic, r.partition, r.offset);
                 if let Err(e) = consumer.acknowledge_with(r, AcknowledgeType::Reject) {
-                    eprintln!("{PROG}: rejecting {}-{}@{} failed too: {e}", r.topic(), r.partition, r.offset);
+                    eprintln!("{PROG}: rejecting {}-{}@{} failed too: {e}", r.topic, r.partition, r.offset);
                 }
             }
         }

@@ -510,14 +510,14 @@ pub(crate) fn acknowledge_in_slot(
     Some(match slot.batch.set(slot.index, ack_type) {
         Set::Done => Ok(()),
         Set::Superseded => Err(superseded(record)),
-        Set::NotHeld => Err(already_sent(record.topic(), record.partition, record.offset)),
+        Set::NotHeld => Err(already_sent(&record.topic, record.partition, record.offset)),
     })
 }
 
 /// The error for acknowledging a delivery whose lock expired and that was delivered again.
 pub(super) fn superseded(record: &ConsumerRecord) -> Error {
     Error::LockExpired {
-        topic: record.topic().to_string(),
+        topic: record.topic.to_string(),
         partition: record.partition,
         offset: record.offset,
         delivery_count: record.delivery_count,

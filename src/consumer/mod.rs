@@ -377,9 +377,9 @@ impl ShareConsumer {
             return done;
         }
         if ack_type == AcknowledgeType::Renew {
-            return Err(renew_needs_the_record(record.topic(), record.partition, record.offset));
+            return Err(renew_needs_the_record(&record.topic, record.partition, record.offset));
         }
-        self.acknowledge_held(record.topic(), record.partition, record.offset, ack_type)
+        self.acknowledge_held(&record.topic, record.partition, record.offset, ack_type)
     }
 
     /// Acknowledges every record of earlier polls that is not acknowledged yet with `ack_type`

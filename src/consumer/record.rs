@@ -12,7 +12,8 @@ pub use crate::topic_partition::TopicPartition;
 /// One record delivered to this consumer, held under an acquisition lock until acknowledged.
 #[derive(Clone)]
 pub struct ConsumerRecord {
-    pub(crate) topic: Arc<str>,
+    /// Topic name (shared by the records of one fetch: cloning it is cheap).
+    pub topic: Arc<str>,
     /// Partition index.
     pub partition: i32,
     /// Offset in the partition.
@@ -80,19 +81,9 @@ impl ConsumerRecord {
         }
     }
 
-    /// Topic name.
-    pub fn topic(&self) -> &str {
-        &self.topic
-    }
-
     /// The record's topic-partition.
     pub fn topic_partition(&self) -> TopicPartition {
         TopicPartition::new(self.topic.to_string(), self.partition)
-    }
-
-    /// The delivery count (Java's `deliveryCount()`).
-    pub fn delivery_count(&self) -> i16 {
-        self.delivery_count
     }
 
     /// When this consumer's hold on the record ends at the latest (conservative: it may end a

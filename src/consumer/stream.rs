@@ -11,7 +11,7 @@
 //! let mut records = consumer.stream(Duration::from_secs(1));
 //! while let Some(record) = records.next().await {
 //!     let record = record?; // or match: a failed poll is yielded, and the stream goes on
-//!     println!("{}-{}@{}", record.topic(), record.partition, record.offset);
+//!     println!("{}-{}@{}", record.topic, record.partition, record.offset);
 //! }
 //! // The stream ends once the consumer is closed (e.g. by another task).
 //! # Ok(()) }

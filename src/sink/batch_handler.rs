@@ -183,5 +183,5 @@ impl SinkHandler {
 }
 
 pub(crate) fn describe(r: &SinkRecord) -> String {
-    format!("{}-{}@{} (delivery {})", r.topic(), r.partition, r.offset, r.delivery_count)
+    format!("{}-{}@{} (delivery {})", r.topic, r.partition, r.offset, r.delivery_count)
 }

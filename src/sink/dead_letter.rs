@@ -49,7 +49,7 @@ impl DeadLetter {
         if self.context_headers {
             let p = ERROR_HEADER_PREFIX;
             let context = [
-                ("topic", record.topic().to_string()),
+                ("topic", record.topic.to_string()),
                 ("partition", record.partition.to_string()),
                 ("offset", record.offset.to_string()),
                 ("connector.name", self.connector.clone()),

@@ -181,7 +181,7 @@ fn record_json(r: &SinkRecord, encoding: Encoding) -> Result<Value, String> {
         headers.push(json!({ "key": name, "value": v }));
     }
     Ok(json!({
-        "topic": r.topic(),
+        "topic": &*r.topic,
         "partition": r.partition,
         "offset": r.offset,
         "timestamp": r.timestamp,

@@ -132,7 +132,7 @@ impl KafkaSink {
         }
         let topic = match self.target.as_ref()? {
             Target::Topic(t) => t.clone(),
-            Target::Format(f) => f.replace("${topic}", r.topic()),
+            Target::Format(f) => f.replace("${topic}", &r.topic),
         };
         let mut out = ProducerRecord {
             topic,

@@ -368,7 +368,7 @@ fn verdict_error(e: &tokio_postgres::Error, doing: &str) -> SinkError {
 
 /// Inserts `records` in one statement.
 async fn insert(conn: &Conn, records: &[&SinkRecord]) -> Result<u64, tokio_postgres::Error> {
-    let topics: Vec<&str> = records.iter().map(|r| r.topic()).collect();
+    let topics: Vec<&str> = records.iter().map(|r| &*r.topic).collect();
     let partitions: Vec<i32> = records.iter().map(|r| r.partition).collect();
     let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
     let keys: Vec<Option<&[u8]>> = records.iter().map(|r| r.key.as_deref()).collect();
