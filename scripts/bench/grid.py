@@ -88,6 +88,7 @@ def main():
     a.add_argument("--rounds", type=int, default=1)
     a.add_argument("--run-id", required=True)
     a.add_argument("--seconds", type=int, default=0)
+    a.add_argument("--commit", default=None, help="the commit the run measured (default: HEAD now)")
     args = a.parse_args()
     cells = load(args.cells)
     clients = []
@@ -102,7 +103,9 @@ def main():
     else:
         svg = os.path.splitext(out_abs)[0] + "-grid.svg"
     chart(cells, clients, svg)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    commit = args.commit or subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
     w = []
     w.append("## The share-fetch ceiling: partitions x lock budget\n")
     w.append(f"Written by `scripts/bench-grid` (`--records {args.records} --rounds {args.rounds}`), run "
@@ -132,6 +135,11 @@ def main():
         bad = [f"{r['client']}: {r.get('error')}" for r in c["rows"] if not r.get("ok")]
         rel = os.path.relpath(c["run"], REPO)
         w.append(f"- {c['p']} partitions, {c['l']} locks: `{rel}`" + (f"; failed: {'; '.join(bad)}" if bad else ""))
+    # The findings, written by hand for the run they name (scripts/bench/grid-analysis.md).
+    analysis = os.path.join(os.path.dirname(__file__), "grid-analysis.md")
+    if os.path.exists(analysis) and not args.out.startswith("target/"):
+        w.append("")
+        w.append(open(analysis).read().strip())
     section.write(args.out, "bench-grid", "\n".join(w))
 
 
