@@ -65,6 +65,21 @@ impl DriverCore {
             }
             return;
         }
+        // A phase whose condition already holds gives way to the next in the same call: no
+        // input may come to drive the core again (a consumer with no share session sends
+        // nothing and waits for nothing), and no timer but the close's deadline is armed.
+        loop {
+            let before = self.closing.as_ref().map(|c| std::mem::discriminant(&c.phase));
+            self.advance_close(now);
+            if self.closing.as_ref().map(|c| std::mem::discriminant(&c.phase)) == before {
+                return;
+            }
+        }
+    }
+
+    /// One step of the close: the next phase once the current one's condition holds.
+    fn advance_close(&mut self, now: Instant) {
+        let Some(c) = &self.closing else { return };
         match c.phase {
             ClosePhase::Draining => {
                 if self.nodes.values().all(|n| !n.session.in_flight()) {

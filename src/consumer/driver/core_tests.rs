@@ -565,3 +565,18 @@ fn a_consumer_subscribed_to_nothing_arms_no_timer() {
     let c = core();
     assert_eq!(c.next_timer(Instant::now()), None);
 }
+
+#[test]
+fn closing_a_consumer_with_nothing_to_end_finishes_in_the_same_turn() {
+    // Never subscribed: no session to end, no group to leave. Nothing will come back to drive
+    // the core again (no request is sent, no timer but the close's deadline is armed), so
+    // the close must finish in the turn that started it, not at its deadline.
+    let t0 = Instant::now();
+    let mut c = core();
+    let (tx, mut rx) = oneshot::channel();
+    c.handle_command(Command::Close { acks: Vec::new(), deadline: t0 + Duration::from_secs(5), reply: Some(tx) }, t0);
+    c.drive(t0);
+    assert!(drain(&mut c).is_empty());
+    assert!(c.is_finished(t0), "finished at once, not at the deadline");
+    assert!(matches!(rx.try_recv(), Ok(Ok(()))), "the close succeeded");
+}
