@@ -128,6 +128,8 @@ fn init_logging(format: LogFormat) {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // First: a SIGTERM from here on stops the worker cleanly (see `stop_signal`).
+    let stop = stop_signal(|m| eprintln!("kafka-share-sink: {m}"));
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(msg) if msg.is_empty() => {
@@ -193,7 +195,7 @@ async fn main() -> ExitCode {
     };
     say(&format!("kafka-share-sink: running {} connector(s); stop with SIGINT or SIGTERM", connectors.len()));
 
-    stop_signal(|m| tracing::warn!("{m}")).await;
+    stop.await;
     tracing::info!("stopping");
     match worker.shutdown(SHUTDOWN_TIMEOUT).await {
         Ok(()) => {
