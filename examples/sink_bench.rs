@@ -66,6 +66,13 @@ impl SinkTask for SlowSink {
 
 #[tokio::main]
 async fn main() {
+    // RUST_LOG=kafka_share::connection=trace shows every request on the wire, timed.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     if let Err(e) = run().await {
         eprintln!("sink_bench: {e}");
         std::process::exit(1);
@@ -112,6 +119,11 @@ async fn run() -> Result<(), BoxError> {
         r = tokio::signal::ctrl_c() => r?,
     }
     eprintln!("sink_bench: stopping");
+    if std::env::var_os("SINK_BENCH_METRICS").is_some() {
+        for (k, v) in connector.metrics().iter() {
+            eprintln!("sink_bench: metric {k} = {v}");
+        }
+    }
     worker.shutdown(Duration::from_secs(30)).await?;
     Ok(())
 }

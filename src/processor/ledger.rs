@@ -36,6 +36,9 @@ pub(crate) struct Limits {
     pub batch_size: usize,
     /// Records acquired beyond what the running handlers hold, ready for the next free slot.
     pub prefetch: usize,
+    /// The prefetch is one call's worth per slot, and follows the slots when they change
+    /// (the sink's tasks come and go).
+    pub prefetch_follows_slots: bool,
     /// How long a record may wait unstarted before it goes back to the group (None: a
     /// quarter of the lock, 5 s until the lock is known).
     pub max_unstarted: Option<Duration>,
@@ -130,6 +133,16 @@ impl Ledger {
     pub(crate) fn set_lock(&mut self, lock: Option<Duration>) {
         if let Some(l) = lock {
             self.lock = l;
+        }
+    }
+
+    /// The handler slots now (the batch form's pool changes while running).
+    pub(crate) fn set_slots(&mut self, slots: usize) {
+        if slots != self.limits.slots {
+            self.limits.slots = slots;
+            if self.limits.prefetch_follows_slots {
+                self.limits.prefetch = slots * self.limits.batch_size.max(1);
+            }
         }
     }
 
@@ -259,8 +272,12 @@ impl Ledger {
             self.waiting.retain(|id| !ids.contains(id));
             return Some(ids);
         }
-        // Then the kept records (the oldest), then the queue.
-        let n = self.limits.batch_size.max(1).min(self.kept.len() + self.queued.len());
+        // Then the kept records (the oldest), then the queue, spread over the free slots: a
+        // call that takes a whole batch while other slots stay idle would make its records
+        // wait for each other (and a slow call would hold them all).
+        let held = self.kept.len() + self.queued.len();
+        let free = self.limits.slots.saturating_sub(self.running_units).max(1);
+        let n = self.limits.batch_size.max(1).min(held.div_ceil(free));
         if n == 0 {
             return None;
         }

@@ -15,6 +15,7 @@ fn limits(slots: usize, batch_size: usize) -> Limits {
         slots,
         batch_size,
         prefetch: slots * batch_size,
+        prefetch_follows_slots: false,
         max_unstarted: None,
         max_retries: 2,
         backoff: Duration::from_millis(100),
@@ -285,4 +286,29 @@ fn a_running_batch_smaller_than_the_batch_size_leaves_no_room_to_start_more() {
     p.received(answer(0..200, t0), t0);
     p.start(t0);
     assert_eq!(p.want(), 500, "with a prefetch of one batch: that batch");
+}
+
+#[test]
+fn a_pool_spreads_what_is_queued_over_its_free_handlers_and_follows_its_size() {
+    // Twelve sink tasks on one engine: a fetch of 600 records goes to every free task, not
+    // to the first one in a batch of 500 while eleven stay idle (a slow put would hold
+    // them all).
+    let t0 = Instant::now();
+    let mut l = Ledger::new(Limits { prefetch_follows_slots: true, ..limits(12, 500) }, true, Arc::default());
+    l.set_lock(Some(LOCK));
+    l.received(answer(0..600, t0), t0);
+    let units = l.start(t0);
+    assert_eq!(units.len(), 12);
+    assert!(units.iter().all(|u| u.ids.len() == 50), "{:?}", units.iter().map(|u| u.ids.len()).collect::<Vec<_>>());
+    // Records come in while all but two are busy: those two share them, at most 500 each.
+    for u in &units[..2] {
+        l.finished(&u.ids, &vec![Outcome::Accept; u.ids.len()], Duration::ZERO, t0);
+    }
+    l.received(answer(600..1700, t0), t0);
+    let sizes: Vec<usize> = l.start(t0).iter().map(|u| u.ids.len()).collect();
+    assert_eq!(sizes, vec![500, 500]);
+    // A task removed (a slot less) shrinks the room, the prefetch with it.
+    let before = l.want();
+    l.set_slots(11);
+    assert_eq!(before - l.want(), 500, "one batch of prefetch less");
 }

@@ -53,7 +53,8 @@
 //!   handlers still running; the close then releases their records. Cancel-safe: dropping
 //!   the `shutdown` future leaves the shutdown running in the background.
 //! - **Batches** ([`Processor::run_batches`], for sinks): one [`BatchHandler`] call at a time
-//!   per engine, with the next batch already acquired while it runs. A batch whose records
+//!   per engine, with the next batch already acquired while it runs;
+//!   [`Processor::run_batch_pool`]: a call per idle handler, the records spread over them. A batch whose records
 //!   come back as `Retry` is split: each record goes next into a batch of at most half the
 //!   size, so the records that fail on their own are found and the others get through.
 //! - Metrics: [`Running::metrics`], the consumer's metrics plus the group
@@ -70,6 +71,7 @@
 
 mod ledger;
 pub mod metrics;
+mod pool;
 mod run;
 
 use std::future::Future;
@@ -77,13 +79,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::consumer::{ConsumerRecord, MetricsSnapshot, ShareConsumer, ShareConsumerConfig};
 use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
 
 pub use metrics::PROCESSOR;
+pub(crate) use pool::{PoolControl, Retired};
 
 /// What becomes of one record, as its handler decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,13 +253,18 @@ impl ProcessorConfig {
         self
     }
 
-    fn limits(&self, batch: bool, max_poll_records: usize) -> ledger::Limits {
-        let (slots, batch_size) =
-            if batch { (1, self.batch_size.unwrap_or(max_poll_records).max(1)) } else { (self.concurrency, 1) };
+    /// `handlers`: the batch form's pool size (None: the per-record form).
+    fn limits(&self, handlers: Option<usize>, max_poll_records: usize) -> ledger::Limits {
+        let batch = handlers.is_some();
+        let (slots, batch_size) = match handlers {
+            Some(n) => (n, self.batch_size.unwrap_or(max_poll_records).max(1)),
+            None => (self.concurrency, 1),
+        };
         ledger::Limits {
             slots,
             batch_size,
             prefetch: self.prefetch.unwrap_or(slots * batch_size),
+            prefetch_follows_slots: batch && self.prefetch.is_none(),
             max_unstarted: self.max_unstarted,
             max_retries: self.max_retries,
             backoff: self.retry_backoff,
@@ -311,21 +319,48 @@ impl Processor {
         Fut: Future<Output = Outcome> + Send + 'static,
     {
         let handler: run::RecordFn = Arc::new(move |d| Box::pin(handler(d)));
-        self.start(run::Handler::PerRecord(handler))
+        self.start(run::Handler::PerRecord(handler), None)
     }
 
-    /// Starts the engine with a batch handler (see [`BatchHandler`]).
+    /// Starts the engine with a batch handler (see [`BatchHandler`]): one call at a time.
     pub fn run_batches<H: BatchHandler>(self, handler: H) -> Running {
-        self.start(run::Handler::Batch(Some(Box::new(handler))))
+        self.run_batch_pool(vec![handler])
     }
 
-    fn start(self, handler: run::Handler) -> Running {
-        let batch = matches!(handler, run::Handler::Batch(_));
-        let limits = self.config.limits(batch, self.consumer.config().max_poll_records);
+    /// Starts the engine with a pool of batch handlers: up to one call per handler at once,
+    /// each call on whichever handler is idle, so a batch never waits behind a slow call
+    /// while another handler could take it. Records are spread over the idle handlers
+    /// (at most [`batch_size`](ProcessorConfig::batch_size) per call). A handler's
+    /// [`Stop`] stops the engine, as in [`run_batches`](Self::run_batches). An empty pool
+    /// stops at once with [`Error::InvalidArgument`].
+    pub fn run_batch_pool<H: BatchHandler>(self, handlers: Vec<H>) -> Running {
+        let handlers = handlers
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| (i as u64, Box::new(h) as Box<dyn BatchHandler>))
+            .collect();
+        self.start(run::Handler::Batches(pool::Pool::new(handlers, None)), None)
+    }
+
+    /// The sink runtime's form: a pool that changes while the engine runs (`PoolControl`),
+    /// in which a handler's Stop or panic retires that handler alone (told on `retired`),
+    /// and an empty pool waits for handlers.
+    pub(crate) fn run_retiring_pool(self, retired: mpsc::UnboundedSender<pool::Retired>) -> (Running, PoolControl) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let running = self.start(run::Handler::Batches(pool::Pool::new(Vec::new(), Some(retired))), Some(rx));
+        (running, PoolControl { tx })
+    }
+
+    fn start(self, handler: run::Handler, commands: Option<mpsc::UnboundedReceiver<pool::PoolCommand>>) -> Running {
+        let handlers = match &handler {
+            run::Handler::Batches(pool) => Some(pool.slots()),
+            run::Handler::PerRecord(_) => None,
+        };
+        let limits = self.config.limits(handlers, self.consumer.config().max_poll_records);
         let metrics = Arc::new(metrics::ProcessorMetrics::default());
         let (signal, signals) = watch::channel(Signal::Run);
         let consumer = Arc::new(self.consumer);
-        let engine = run::Engine::new(consumer.clone(), limits, metrics.clone(), handler, signals);
+        let engine = run::Engine::new(consumer.clone(), limits, metrics.clone(), handler, signals, commands);
         let task = tokio::spawn(engine.run());
         Running {
             handle: ProcessorHandle { signal: Arc::new(signal) },

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::ledger::{Ledger, Limits, Unit};
 use super::metrics::ProcessorMetrics;
+use super::pool::{HandlerKey, Pool, PoolCommand};
 use super::{BatchHandler, Delivery, Outcome, Report, Signal, Stop};
 use crate::consumer::driver::PollAnswer;
 use crate::consumer::ShareConsumer;
@@ -23,14 +24,14 @@ pub(crate) type RecordFn = Arc<dyn Fn(Delivery) -> BoxFuture<'static, Outcome> +
 
 pub(crate) enum Handler {
     PerRecord(RecordFn),
-    /// The batch handler, out (None) while a call runs: it moves into the call's task and
-    /// comes back with its outcomes.
-    Batch(Option<Box<dyn BatchHandler>>),
+    /// The batch handlers, one per slot: a call moves its handler into the call's task and
+    /// it comes back with the outcomes.
+    Batches(Pool),
 }
 
 enum Done {
     Record(Outcome),
-    Batch(std::result::Result<Vec<Outcome>, Stop>, Box<dyn BatchHandler>),
+    Batch(std::result::Result<Vec<Outcome>, Stop>, HandlerKey, Box<dyn BatchHandler>),
 }
 
 /// How long a poll that waits for records stays under way before it is asked again (so the
@@ -55,7 +56,10 @@ pub(crate) struct Engine {
     signals: watch::Receiver<Signal>,
     signals_open: bool,
     tasks: JoinSet<(Done, Duration)>,
-    units: HashMap<tokio::task::Id, Vec<usize>>,
+    /// Each call's records, and its batch handler's key.
+    units: HashMap<tokio::task::Id, (Vec<usize>, Option<HandlerKey>)>,
+    /// Changes to the batch handlers' pool while running (the sink's tasks).
+    commands: Option<mpsc::UnboundedReceiver<PoolCommand>>,
     poll: Option<PendingPoll>,
     last_keepalive: Instant,
     poll_backoff: Duration,
@@ -80,6 +84,7 @@ impl Engine {
         metrics: Arc<ProcessorMetrics>,
         handler: Handler,
         signals: watch::Receiver<Signal>,
+        commands: Option<mpsc::UnboundedReceiver<PoolCommand>>,
     ) -> Engine {
         let renew = consumer.renew_supported();
         Engine {
@@ -91,6 +96,7 @@ impl Engine {
             signals_open: true,
             tasks: JoinSet::new(),
             units: HashMap::new(),
+            commands,
             poll: None,
             last_keepalive: Instant::now(),
             poll_backoff: Duration::from_millis(100),
@@ -124,6 +130,14 @@ impl Engine {
             }
             self.ledger.set_lock(self.consumer.acquisition_lock_timeout());
             self.ledger.set_renew(self.consumer.renew_supported());
+            if let Handler::Batches(pool) = &self.handler {
+                let (slots, retiring) = (pool.slots(), pool.retiring());
+                self.ledger.set_slots(slots);
+                if !retiring && slots == 0 && self.ledger.running_units() == 0 && self.fatal.is_none() {
+                    self.fatal = Some(Error::InvalidArgument("the processor was given no batch handler to run".into()));
+                    self.begin_stop(now, now);
+                }
+            }
             self.ledger.tick(now);
             if self.stopping.is_none() {
                 for unit in self.ledger.start(now) {
@@ -189,9 +203,9 @@ impl Engine {
                     (Done::Record(outcome), started.elapsed())
                 })
             }
-            Handler::Batch(slot) => {
-                let Some(mut h) = slot.take() else {
-                    // Cannot be: the ledger starts one batch at a time. Give them back.
+            Handler::Batches(pool) => {
+                let Some((key, mut h)) = pool.take() else {
+                    // Cannot be: the ledger starts no more calls than the pool has slots.
                     let now = Instant::now();
                     self.ledger.finished(&ids, &[], Duration::ZERO, now);
                     return;
@@ -203,14 +217,16 @@ impl Engine {
                 let call = async move {
                     let started = Instant::now();
                     let out = h.handle(&deliveries).await;
-                    (Done::Batch(out, h), started.elapsed())
+                    (Done::Batch(out, key, h), started.elapsed())
                 };
                 #[cfg(feature = "otel")]
                 let call = tracing::Instrument::instrument(call, span);
-                self.tasks.spawn(call)
+                let handle = self.tasks.spawn(call);
+                self.units.insert(handle.id(), (ids, Some(key)));
+                return;
             }
         };
-        self.units.insert(handle.id(), ids);
+        self.units.insert(handle.id(), (ids, None));
     }
 
     /// Hands the decided acknowledgements to the driver, and keeps a poll under way.
@@ -295,6 +311,11 @@ impl Engine {
                     self.on_done(done);
                 }
             }
+            Some(cmd) = recv(&mut self.commands) => {
+                if let Handler::Batches(pool) = &mut self.handler {
+                    pool.command(cmd);
+                }
+            }
             answer = poll => {
                 self.poll = None;
                 self.on_answer(answer.unwrap_or(Ok(PollAnswer::default())));
@@ -329,16 +350,24 @@ impl Engine {
         let now = Instant::now();
         match done {
             Ok((id, (done, elapsed))) => {
-                let ids = self.units.remove(&id).unwrap_or_default();
+                let (ids, _) = self.units.remove(&id).unwrap_or_default();
                 match done {
                     Done::Record(outcome) => self.ledger.finished(&ids, &[outcome], elapsed, now),
-                    Done::Batch(out, h) => {
-                        if let Handler::Batch(slot) = &mut self.handler {
-                            *slot = Some(h);
-                        }
+                    Done::Batch(out, key, h) => {
+                        let Handler::Batches(pool) = &mut self.handler else { return };
                         match out {
-                            Ok(outcomes) => self.ledger.finished(&ids, &outcomes, elapsed, now),
+                            Ok(outcomes) => {
+                                pool.returned(key, h);
+                                self.ledger.finished(&ids, &outcomes, elapsed, now);
+                            }
+                            Err(Stop(reason)) if pool.retiring() => {
+                                // Its records go back; the other handlers go on.
+                                drop(h);
+                                pool.retire(key, reason);
+                                self.ledger.finished(&ids, &[], elapsed, now);
+                            }
                             Err(Stop(reason)) => {
+                                pool.returned(key, h);
                                 self.ledger.finished(&ids, &[], elapsed, now);
                                 if self.fatal.is_none() {
                                     self.fatal = Some(Error::ProcessorStopped { reason });
@@ -350,7 +379,7 @@ impl Engine {
                 }
             }
             Err(e) => {
-                let ids = self.units.remove(&e.id()).unwrap_or_default();
+                let (ids, key) = self.units.remove(&e.id()).unwrap_or_default();
                 if e.is_panic() {
                     ProcessorMetrics::add(&self.metrics.handler_panics, 1);
                     tracing::error!(records = ids.len(), "a handler panicked: its records are released");
@@ -358,12 +387,15 @@ impl Engine {
                     self.aborted += ids.len() as u64;
                 }
                 self.ledger.finished(&ids, &[], Duration::ZERO, now);
-                if e.is_panic() && matches!(self.handler, Handler::Batch(None)) {
-                    // The batch handler went down with its task: nothing left to call.
-                    if self.fatal.is_none() {
-                        self.fatal = Some(Error::ProcessorStopped { reason: "the batch handler panicked".into() });
+                if let (Handler::Batches(pool), Some(key)) = (&mut self.handler, key) {
+                    // The batch handler went down with its task: it is out of the pool.
+                    let why = if e.is_panic() { "the batch handler panicked" } else { "the batch handler was aborted" };
+                    let retiring = pool.retiring();
+                    pool.retire(key, why.into());
+                    if e.is_panic() && !retiring && self.fatal.is_none() {
+                        self.fatal = Some(Error::ProcessorStopped { reason: why.into() });
+                        self.begin_stop(now, now);
                     }
-                    self.begin_stop(now, now);
                 }
             }
         }
@@ -406,5 +438,17 @@ impl Engine {
             return Err(e);
         }
         closed.map(|()| report)
+    }
+}
+
+/// The next pool command (pending forever without a channel, or once it closed).
+async fn recv(commands: &mut Option<mpsc::UnboundedReceiver<PoolCommand>>) -> Option<PoolCommand> {
+    let Some(rx) = commands.as_mut() else { return std::future::pending().await };
+    match rx.recv().await {
+        Some(cmd) => Some(cmd),
+        None => {
+            *commands = None;
+            std::future::pending().await
+        }
     }
 }

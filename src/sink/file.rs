@@ -204,14 +204,18 @@ impl SinkTask for FileSink {
 
     fn flush(&mut self) -> BoxFuture<'_, Result<(), SinkError>> {
         Box::pin(async move {
-            if self.output.is_none() {
+            let Some(output) = &self.output else {
                 return Ok(()); // never started: nothing to make durable
+            };
+            if matches!(*lock(output), Output::File { .. }) {
+                // `put` handed every line to the kernel already; syncing here, per batch (the
+                // runtime flushes before each acknowledgement), would cost a disk sync per
+                // batch that Connect's FileStreamSink never pays (`file.fsync.on.put` asks
+                // for it). Nothing to do, so no hop to a blocking thread either.
+                return Ok(());
             }
             self.with_output(|out| match out {
                 Output::Stdout => std::io::stdout().flush().map_err(|e| io_error("flushing", out, e)),
-                // `put` handed every line to the kernel already; syncing here, per batch (the
-                // runtime flushes before each acknowledgement), would cost a disk sync per
-                // batch that Connect's FileStreamSink never pays. `file.fsync.on.put` asks for it.
                 Output::File { .. } => Ok(()),
             })
             .await

@@ -78,6 +78,7 @@ mod postgres_tls;
 mod prometheus;
 mod registry;
 mod task;
+mod task_pool;
 mod task_runner;
 mod worker;
 

@@ -1,11 +1,7 @@
-//! One sink task on its own share consumer, until stopped.
+//! One sink task on its own share consumer, until stopped: implicit mode
+//! (`share.acknowledgement.mode=implicit`; explicit mode runs the connector's tasks on one
+//! engine, `task_pool.rs`).
 //!
-//! Explicit mode (the default) runs the task on the processing engine
-//! (`crate::processor`, see `batch_handler.rs` for each `put` answer's outcome): the next
-//! batch is acquired while `put` runs, the engine renews the locks of a long `put`, and each
-//! batch's acknowledgements leave as soon as it is done, without a poll barrier.
-//!
-//! # Implicit mode
 //! The consumer accepts a poll's records on the next poll, so nothing can be released: a
 //! retriable error is retried in place (up to `share.max.delivery.count` attempts, then the
 //! dead-letter path) and a fatal error closes the consumer, which releases the batch. This
@@ -19,10 +15,9 @@ use tokio::sync::watch;
 
 use crate::consumer::{AcquireMode, ShareConsumer};
 use crate::error::Error;
-use crate::processor::{Processor, ProcessorConfig};
 
-use super::batch_handler::{describe, SinkHandler};
-use super::config::{ErrorTolerance, SinkAckMode};
+use super::batch_handler::describe;
+use super::config::ErrorTolerance;
 use super::connector::ConnectorShared;
 use super::task::{SinkError, SinkRecord, SinkTask};
 
@@ -44,14 +39,9 @@ pub(crate) async fn run_task(id: usize, shared: Arc<ConnectorShared>, stop: watc
     };
     shared.metrics.task_started();
     tracing::info!(connector = %name, task = id, "task started");
-    let failed = if shared.config.ack_mode == SinkAckMode::Explicit {
-        runner.run_engine(stop).await
-    } else {
-        let result = runner.run(stop).await;
-        let failed = result.is_err();
-        runner.finish(result).await;
-        failed
-    };
+    let result = runner.run(stop).await;
+    let failed = result.is_err();
+    runner.finish(result).await;
     shared.metrics.task_ended(failed);
     tracing::info!(connector = %name, task = id, failed, "task stopped");
 }
@@ -110,60 +100,6 @@ impl Runner {
             return Err(format!("starting the sink: {e}"));
         }
         Ok(Runner { id, shared, consumer, sink: Mutex::new(sink) })
-    }
-
-    /// Explicit mode: the task on the processing engine until `stop` (or a failure).
-    /// Returns whether it failed.
-    async fn run_engine(self, mut stop: watch::Receiver<bool>) -> bool {
-        let Runner { id, shared, consumer, sink } = self;
-        let name = shared.config.name.clone();
-        let sink = Arc::new(tokio::sync::Mutex::new(sink.into_inner().unwrap_or_else(|p| p.into_inner())));
-        let max = shared.config.max_delivery_count.max(1) as u32;
-        let config = ProcessorConfig::new()
-            // A record that keeps failing alone reaches the dead-letter path by the handler's
-            // count (share.max.delivery.count attempts alone), before the engine's own limit.
-            .max_retries(max)
-            .retry_backoff(Duration::from_millis(100), Duration::from_secs(5))
-            .shutdown_timeout(CLOSE_TIMEOUT);
-        // record_limit asks for no prefetch ("acquire only what the next put takes"): then
-        // the engine acquires the next batch only once `put` returned. It suits sinks whose
-        // `put` is sometimes very slow (a prefetched batch would wait behind it, locked:
-        // bench-sink's head-of-line case, 19k records/s prefetching, 44.6k without); the
-        // default (batch_optimized, one batch prefetched) suits fast sinks (the plain case,
-        // 580-700k prefetching, about 235k without).
-        let config =
-            if consumer.config().acquire_mode == AcquireMode::RecordLimit { config.prefetch(0) } else { config };
-        let handler = SinkHandler { id, shared: shared.clone(), sink: sink.clone() };
-        let running = Processor::new(consumer, config).run_batches(handler);
-        let handle = running.handle();
-        let join = running.join();
-        tokio::pin!(join);
-        let result = tokio::select! {
-            r = &mut join => r,
-            // A dropped sender is a stop too (the connector is gone).
-            _ = stop.changed() => {
-                handle.shutdown(CLOSE_TIMEOUT);
-                join.await
-            }
-        };
-        let failed = match &result {
-            Ok(report) => {
-                tracing::info!(connector = %name, task = id, ?report, "engine stopped");
-                false
-            }
-            Err(e) => {
-                shared.failed(id, e.to_string());
-                true
-            }
-        };
-        let mut sink = sink.lock().await;
-        if !failed {
-            if let Err(e) = sink.flush().await {
-                tracing::warn!(connector = %name, task = id, "flush at stop failed: {e}");
-            }
-        }
-        sink.stop().await;
-        failed
     }
 
     fn sink(&mut self) -> &mut Box<dyn SinkTask> {

@@ -1,9 +1,12 @@
 //! The worker: runs connectors, each as a set of tasks on one share group.
 //!
-//! A task is one tokio task with its own [`ShareConsumer`](crate::ShareConsumer) (see
-//! `task_runner.rs`). Tasks never coordinate: the share group hands records to whichever
-//! consumer asks, so adding or removing a task touches no other task, and two worker
-//! processes on the same connector configuration split the work through the broker.
+//! In explicit mode (the default) a connector is one [`ShareConsumer`](crate::ShareConsumer)
+//! and one processing engine, and its tasks are the engine's batch handlers (see
+//! `task_pool.rs`): a batch goes to whichever task is free. In implicit mode each task is a
+//! tokio task with its own consumer (`task_runner.rs`). Either way adding or removing a
+//! task leaves the others running, and two worker processes on the same connector
+//! configuration split the work through the broker (the share group hands records to
+//! whichever consumer asks).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,6 +25,7 @@ use super::connector::ConnectorShared;
 use super::dead_letter::DeadLetter;
 use super::metrics::{SinkMetrics, SinkMetricsSnapshot};
 use super::registry::Registry;
+use super::task_pool::TaskPool;
 use super::task_runner::run_task;
 
 /// The group setting `share.acquisition.lock.timeout.ms` stands for.
@@ -116,6 +120,7 @@ impl Worker {
             inner: Arc::new(ConnectorInner {
                 shared,
                 tasks: Mutex::new(Vec::new()),
+                pool: Mutex::new(None),
                 changes: tokio::sync::Mutex::new(()),
                 next_id: AtomicUsize::new(0),
                 stopped: AtomicBool::new(false),
@@ -238,7 +243,10 @@ struct TaskHandle {
 
 struct ConnectorInner {
     shared: Arc<ConnectorShared>,
+    /// Implicit mode: one tokio task (and consumer) per task.
     tasks: Mutex<Vec<TaskHandle>>,
+    /// Explicit mode: the connector's consumer and engine, its tasks as batch handlers.
+    pool: Mutex<Option<Arc<TaskPool>>>,
     /// Serializes `set_tasks` and `stop`, so two changes never count the same tasks.
     changes: tokio::sync::Mutex<()>,
     next_id: AtomicUsize,
@@ -282,6 +290,10 @@ impl Connector {
         if self.inner.stopped.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
+        if self.inner.shared.config.ack_mode == SinkAckMode::Explicit {
+            self.set_pool_tasks(n).await;
+            return Ok(());
+        }
         let removed: Vec<TaskHandle> = {
             let mut tasks = self.handles();
             tasks.retain(|t| !t.join.is_finished());
@@ -303,8 +315,47 @@ impl Connector {
         Ok(())
     }
 
+    fn pool(&self) -> Option<Arc<TaskPool>> {
+        self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Explicit mode's `set_tasks`: tasks added to or removed from the connector's engine
+    /// (a new engine if it is not running: the first call, or after its consumer failed).
+    async fn set_pool_tasks(&self, n: usize) {
+        let pool = match self.pool().filter(|p| !p.is_finished()) {
+            Some(p) => p,
+            None if n == 0 => return,
+            None => match TaskPool::start(self.inner.shared.clone()).await {
+                Ok(p) => {
+                    let p = Arc::new(p);
+                    *self.inner.pool.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone());
+                    p
+                }
+                Err(why) => {
+                    // Each task that could not start is a failure, as in implicit mode.
+                    for _ in 0..n {
+                        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+                        self.inner.shared.failed(id, why.clone());
+                    }
+                    return;
+                }
+            },
+        };
+        let live = pool.live();
+        for _ in live.len()..n {
+            let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+            pool.add(id).await;
+        }
+        // The newest go first; each leaves once its put ends.
+        let extra = live.len().saturating_sub(n);
+        futures::future::join_all(live.iter().rev().take(extra).map(|&id| pool.remove(id))).await;
+    }
+
     /// How many tasks run.
     pub fn tasks(&self) -> usize {
+        if let Some(pool) = self.pool() {
+            return pool.live().len();
+        }
         self.handles().iter().filter(|t| !t.join.is_finished()).count()
     }
 
@@ -332,7 +383,15 @@ impl Connector {
             let _ = t.stop.send(true);
         }
         let aborts: Vec<_> = tasks.iter().map(|t| t.join.abort_handle()).collect();
-        let all = futures::future::join_all(tasks.into_iter().map(|t| t.join));
+        let pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let all = async {
+            let stop_pool = async {
+                if let Some(p) = &pool {
+                    p.stop().await;
+                }
+            };
+            futures::future::join(futures::future::join_all(tasks.into_iter().map(|t| t.join)), stop_pool).await
+        };
         let outcome = tokio::time::timeout(timeout, all).await;
         if let Some(dlq) = &self.inner.shared.dead_letter {
             dlq.close().await;
@@ -345,6 +404,9 @@ impl Connector {
             Err(_) => {
                 for a in aborts {
                     a.abort();
+                }
+                if let Some(p) = &pool {
+                    p.abort();
                 }
                 Err(Error::Timeout { what: format!("stopping connector {}", self.name()), after: timeout })
             }

@@ -98,7 +98,7 @@ impl DriverCore {
             }
         }
         if let Some(n) = self.nodes.get_mut(&node) {
-            n.pace.fetched(records, now);
+            n.pace.fetched(records, !sent.acks.is_empty(), now);
             n.redeliveries.expire(now, lock);
         }
         self.complete_answered_acks(node, &sent, answers);

@@ -82,11 +82,18 @@ impl Pace {
         self.outstanding = self.outstanding.saturating_sub(n);
     }
 
-    /// A fetch answered with `records` records.
-    pub(crate) fn fetched(&mut self, records: usize, now: Instant) {
+    /// A fetch answered with `records` records; `carried_acks`: it carried acknowledgements.
+    ///
+    /// An empty no-wait fetch parks the session, unless it carried acks: the broker answers
+    /// the fetch part without waiting for the acks beside it, so the window those acks free
+    /// (a partition acquires at most `share.partition.max.record.locks` offsets past its
+    /// oldest unacknowledged one) shows only to the next fetch. Parked, that fetch would wait
+    /// for more acks or `fetch.max.wait.ms`; a slow record holding the window open makes
+    /// this the common case (bench-sink's head-of-line case).
+    pub(crate) fn fetched(&mut self, records: usize, carried_acks: bool, now: Instant) {
         if records > 0 {
             self.last_response = records;
-        } else if self.nowait_in_flight {
+        } else if self.nowait_in_flight && !carried_acks {
             self.parked = Some(now);
         }
         self.nowait_in_flight = false;
@@ -232,9 +239,19 @@ impl DriverCore {
         if let Some(since) = n.pace.parked {
             // Nothing new since the broker said it had nothing: wait for acks (which un-park
             // the session), or long-poll for a poll that finds nothing buffered, or after a
-            // while anyway (to learn of new records, moved leaders, a lost session).
-            let waiting = owed && self.buffer.is_empty();
-            return if waiting || now >= since + self.park_limit() { FetchPlan::LongPoll } else { FetchPlan::None };
+            // while anyway (to learn of new records, moved leaders, a lost session). But while
+            // records from this broker are out with the application (the processing engine's
+            // running handlers), their acks are what the broker waits for, and a long poll
+            // would hold them back on the session for `fetch.max.wait.ms` (one request at a
+            // time): then only a no-wait fetch, after the quiet time.
+            let unacked = n.pace.outstanding > 0;
+            let waiting = owed && self.buffer.is_empty() && !unacked;
+            return match (waiting, now >= since + self.park_limit()) {
+                (true, _) => FetchPlan::LongPoll,
+                (false, true) if unacked => FetchPlan::NoWait,
+                (false, true) => FetchPlan::LongPoll,
+                (false, false) => FetchPlan::None,
+            };
         }
         if holding {
             FetchPlan::NoWait
@@ -383,7 +400,7 @@ impl DriverCore {
     }
 
     /// How long a parked session stays quiet without a reason to fetch.
-    fn park_limit(&self) -> Duration {
+    pub(super) fn park_limit(&self) -> Duration {
         self.cfg.fetch_max_wait.max(Duration::from_millis(100))
     }
 
@@ -456,15 +473,18 @@ mod tests {
     fn pace_parks_only_after_an_empty_no_wait_fetch_and_acks_unpark_it() {
         let now = Instant::now();
         let mut p = Pace { nowait_in_flight: false, ..Pace::default() };
-        p.fetched(0, now);
+        p.fetched(0, false, now);
         assert!(p.parked.is_none(), "an empty long poll does not park");
         p.nowait_in_flight = true;
-        p.fetched(0, now);
+        p.fetched(0, true, now);
+        assert!(p.parked.is_none(), "an empty no-wait fetch that carried acks does not park");
+        p.nowait_in_flight = true;
+        p.fetched(0, false, now);
         assert_eq!(p.parked, Some(now));
         p.note_acks(true, now);
         assert!(p.parked.is_none() && p.acks_since == Some(now));
         p.nowait_in_flight = true;
-        p.fetched(1200, now);
+        p.fetched(1200, false, now);
         assert_eq!((p.last_response, p.parked), (1200, None));
         p.delivered(10);
         p.settled(4);
