@@ -93,6 +93,20 @@ impl<H: Clone + PartialEq> SharePartition<H> {
         self.next_expiry
     }
 
+    /// The earliest deadline of a lock held now, exactly (a scan of the in-flight window,
+    /// where [`next_expiry`](Self::next_expiry) is a bound): for a simulation that must wake
+    /// at the moment a record goes back, and not before.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn earliest_lock_deadline(&self) -> Option<Instant> {
+        self.offsets[self.start..self.end]
+            .iter()
+            .filter_map(|o| match &o.state {
+                ShareState::Acquired { until, .. } => Some(*until),
+                _ => None,
+            })
+            .min()
+    }
+
     /// Locks that lapsed by `now` give their records back: available again, or archived at
     /// the delivery limit. Returns how many lapsed.
     pub(crate) fn expire(&mut self, now: Instant) -> usize {

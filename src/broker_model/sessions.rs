@@ -162,6 +162,12 @@ impl<K: Ord + Clone> ShareSessions<K> {
         gone.into_iter().filter_map(|k| self.by_key.remove(&k).map(|s| (k, s))).collect()
     }
 
+    /// The keys of every session, in order. (The simulation's; the fake never lists them.)
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &K> {
+        self.by_key.keys()
+    }
+
     pub(crate) fn get(&self, key: &K) -> Option<&Session> {
         self.by_key.get(key)
     }
