@@ -125,10 +125,13 @@ fn session_errors_and_epochs() {
     let (mut c, now) = cluster();
     join(&mut c, 0, now);
     assert_eq!(answer(c.share_fetch(1, 0, 7, &fetch(&c, 0, &[(0, vec![])]), now)).error_code, 0);
-    // A wrong epoch ends the session and releases what it held.
+    // A wrong epoch is refused and the session kept as it was, as on Kafka.
     let r = answer(c.share_fetch(1, 0, 7, &fetch(&c, 5, &[]), now));
     assert_eq!(r.error_code, ErrorCode::INVALID_SHARE_SESSION_EPOCH.0);
-    assert_eq!(c.parts[0].share.offsets()[0].state, ShareState::Available);
+    assert!(matches!(c.parts[0].share.offsets()[0].state, ShareState::Acquired { .. }));
+    assert_eq!(answer(c.share_fetch(1, 0, 7, &fetch(&c, 1, &[]), now)).error_code, 0);
+    // Closed (epoch -1), it is gone.
+    answer(c.share_fetch(1, 0, 7, &fetch(&c, -1, &[]), now));
     let r = answer(c.share_fetch(1, 0, 7, &fetch(&c, 2, &[]), now));
     assert_eq!(r.error_code, ErrorCode::SHARE_SESSION_NOT_FOUND.0);
     c.session_limit.insert(1);
