@@ -240,12 +240,13 @@ impl SimCluster {
         got
     }
 
-    /// Releases what a session holds (it ended: closed, replaced, its connection lost, its
-    /// broker crashed).
-    pub(crate) fn release_session(&mut self, session: u64) {
+    /// Releases what `client` holds through broker `node` (its session there ended: closed,
+    /// its connection lost, its broker crashed, forgotten by a fault). As Kafka releases by
+    /// member id: the records of the client's older, replaced sessions there go back too.
+    pub(crate) fn release_member(&mut self, node: i32, client: ClientId) {
         self.version += 1;
         for p in &mut self.parts {
-            p.share.release_where(|h| h.session == session);
+            p.share.release_where(|h| h.client == client && h.node == node);
         }
     }
 
@@ -278,8 +279,8 @@ impl SimCluster {
             return;
         }
         self.up.insert(node, false);
-        for (_, s) in self.sessions.end_where(|(n, _), _| *n == node) {
-            self.release_session(s.id);
+        for ((n, c), _) in self.sessions.end_where(|(n, _), _| *n == node) {
+            self.release_member(n, c);
         }
         let led: Vec<i32> = (0..self.cfg.partitions)
             .filter(|p| self.partition(*p).is_some_and(|x| x.leader == Some(node)))

@@ -50,11 +50,10 @@ fn endpoint(node: i32) -> NodeEndpoint {
 impl SimCluster {
     /// Checks a share request's session and epoch by the broker model's rules; opens or
     /// advances the session. Returns the top-level error code and the session id (0 when
-    /// none). The faults come first (a forced error, a session limit). A wrong epoch is
-    /// refused and the session kept, as on Kafka. One rule stays the simulation's, stricter
-    /// than Kafka's (the seeds were built on it): a replaced session gives back what it held
-    /// at once (Kafka leaves it to the locks; here the holder is the session, so nothing
-    /// could acknowledge those records meanwhile).
+    /// none). The faults come first (a forced error, a session limit); then Kafka's rules: a
+    /// wrong epoch is refused and the session kept, epoch 0 replaces the session and leaves
+    /// what the old one held to its locks (nothing can acknowledge those records meanwhile:
+    /// the sim's holder is the session).
     fn check_session(
         &mut self,
         node: i32,
@@ -66,10 +65,10 @@ impl SimCluster {
     ) -> (i16, u64) {
         let key = (node, client);
         if let Some(code) = self.forced_errors.remove(&key) {
-            if code == ErrorCode::SHARE_SESSION_NOT_FOUND.0 || code == ErrorCode::INVALID_SHARE_SESSION_EPOCH.0 {
-                if let Some(s) = self.sessions.end(&key) {
-                    self.release_session(s.id);
-                }
+            let forgets =
+                code == ErrorCode::SHARE_SESSION_NOT_FOUND.0 || code == ErrorCode::INVALID_SHARE_SESSION_EPOCH.0;
+            if forgets && self.sessions.end(&key).is_some() {
+                self.release_member(node, client);
             }
             return (code, 0);
         }
@@ -82,13 +81,9 @@ impl SimCluster {
             self.sessions.acknowledge(&key, epoch)
         };
         match used {
-            Ok(SessionUse::Opened { id, replaced }) => {
-                if let Some(old) = replaced {
-                    self.release_session(old.id); // replaced: what it held goes back
-                }
-                (0, id)
-            }
-            Ok(SessionUse::Next { id } | SessionUse::Final { id }) => (0, id),
+            // A replaced session's records stay acquired, as on Kafka: they go back when their
+            // locks lapse, or with the member's others when its session here ends.
+            Ok(SessionUse::Opened { id, .. } | SessionUse::Next { id } | SessionUse::Final { id }) => (0, id),
             Err(refusal) => {
                 match refusal {
                     SessionRefusal::AcksOnInitialFetch => {
@@ -105,15 +100,15 @@ impl SimCluster {
 
     /// Ends a session closed by epoch -1: what it still holds goes back.
     fn close_session(&mut self, node: i32, client: ClientId) {
-        if let Some(s) = self.sessions.end(&(node, client)) {
-            self.release_session(s.id);
+        if self.sessions.end(&(node, client)).is_some() {
+            self.release_member(node, client);
         }
     }
 
     /// A connection closed: the sessions it opened end.
     pub(crate) fn conn_closed(&mut self, node: i32, conn: u64) {
-        for (_, s) in self.sessions.end_where(|(n, _), s| *n == node && s.conn == conn) {
-            self.release_session(s.id);
+        for ((n, c), _) in self.sessions.end_where(|(n, _), s| *n == node && s.conn == conn) {
+            self.release_member(n, c);
         }
     }
 
