@@ -33,8 +33,9 @@ pub(crate) enum AckRefusal {
     /// Offsets the member does not hold: never delivered to it, held by another member, or
     /// already done.
     NotHeld { offsets: Vec<i64> },
-    /// Offsets whose lock, held by this member, lapsed before the acks came (none of the
-    /// refused ones is [`NotHeld`](AckRefusal::NotHeld)).
+    /// Offsets whose lock, held by this member, lapsed before the acks came, whatever
+    /// became of them since (delivered to another member, even accepted there); none of the
+    /// refused ones is [`NotHeld`](AckRefusal::NotHeld).
     Lapsed { offsets: Vec<i64> },
 }
 
@@ -126,7 +127,7 @@ impl<H: Clone + PartialEq> SharePartition<H> {
             if s.holder() == Some(holder) {
                 continue;
             }
-            if s.lapsed.as_ref() == Some(holder) && !s.is_done() {
+            if s.lapsed.as_ref() == Some(holder) {
                 lapsed.push(o);
             } else {
                 not_held.push(o);
@@ -221,6 +222,28 @@ mod tests {
         let late = p.acknowledge(&"a", &[batch(0, 0, &[1])], false, now + LOCK);
         assert_eq!(late, Err(AckRefusal::Lapsed { offsets: vec![0] }));
         assert_eq!(p.get(0).map(|o| &o.state), Some(&ShareState::Available));
+    }
+
+    #[test]
+    fn a_late_ack_stays_late_after_another_member_accepted_the_record() {
+        let now = Instant::now();
+        let mut p = held(1, "a", now);
+        let later = now + LOCK;
+        p.acquire(&"b", 1, later);
+        assert!(p.acknowledge(&"b", &[batch(0, 0, &[1])], false, later).is_ok());
+        let late = p.acknowledge(&"a", &[batch(0, 0, &[1])], false, later);
+        assert_eq!(late, Err(AckRefusal::Lapsed { offsets: vec![0] }));
+    }
+
+    #[test]
+    fn a_record_acquired_again_by_its_lapsed_holder_is_its_own_again() {
+        let now = Instant::now();
+        let mut p = held(1, "a", now);
+        let later = now + LOCK;
+        p.acquire(&"a", 1, later);
+        assert!(p.acknowledge(&"a", &[batch(0, 0, &[1])], false, later).is_ok());
+        let twice = p.acknowledge(&"a", &[batch(0, 0, &[1])], false, later);
+        assert_eq!(twice, Err(AckRefusal::NotHeld { offsets: vec![0] }), "a second ack is a client bug");
     }
 
     #[test]

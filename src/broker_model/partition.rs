@@ -148,6 +148,9 @@ impl<H: Clone + PartialEq> SharePartition<H> {
                 continue;
             }
             o.delivery = o.delivery.saturating_add(1);
+            if o.lapsed.as_ref() == Some(holder) {
+                o.lapsed = None; // its own again: a second ack of it is no late one
+            }
             o.state = ShareState::Acquired { holder: holder.clone(), until };
             o.acquired_at = Some(now);
             taken += 1;
