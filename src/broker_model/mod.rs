@@ -1,8 +1,13 @@
 //! One broker-side model of share groups (KIP-932), as Kafka 4.4 keeps them, for the two
 //! brokers the crate's tests run against: the public fake cluster (`test_util`, feature
-//! `test-util`: TCP and the wall clock) and, in time, the simulation (`sim`: virtual time and
-//! seeded faults). In the shape of franz-go's `kfake/share_groups.go`: the state lives here,
-//! each wrapper's per-API handlers only decode, call it and encode.
+//! `test-util`: TCP and the wall clock) and the simulation (`sim`, test builds: virtual time
+//! and seeded faults). In the shape of franz-go's `kfake/share_groups.go`: the state and its
+//! rules live here; each wrapper's per-API handlers decode, add their faults and bookkeeping
+//! (the fake's request log and violations, the sim's ledger), call it and encode.
+//!
+//! The lock holder is a type parameter: the fake holds by member id, as Kafka does; the
+//! simulation by (client, broker, session), so an ack sent on the wrong session is refused
+//! where Kafka would take it, and the simulation sees the client bug.
 //!
 //! - `record_state.rs`: the share state of one offset (available, acquired with a lock
 //!   deadline, acknowledged, archived and why) and its delivery count; a leaf.

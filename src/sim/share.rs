@@ -137,10 +137,11 @@ impl SimCluster {
             self.violation(format!("{what}: client {client} acked unknown partition {p}"));
             return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
         };
-        // The shape first (KafkaApis does, before it looks for the leader); the sim's client
-        // never sends offsets outside the log either.
+        // The shape first (KafkaApis does, before it looks for the leader). Offsets outside
+        // the log are refused here already, before the routing check reads their deliveries
+        // (with the model's code; a correct client never sends them).
         let end = part.share.log_end();
-        let outside = batches.iter().any(|b| b.first_offset < 0 || b.last_offset >= end);
+        let outside = batches.iter().find(|b| b.first_offset < 0 || b.last_offset >= end);
         if let Err(e) = validate_batches(batches, renew_allowed) {
             match e {
                 AckRefusal::TypeNotAllowed { offset, ty } => {
@@ -151,9 +152,10 @@ impl SimCluster {
             }
             return e.code().0;
         }
-        if outside {
-            self.violation(format!("{what}: client {client} sent invalid batches for partition {p}: {batches:?}"));
-            return ErrorCode::INVALID_REQUEST.0;
+        if let Some(b) = outside {
+            let refusal = AckRefusal::OutsideLog { first: b.first_offset, last: b.last_offset, log_end: end };
+            self.violation(format!("{what}: client {client} acked outside the log of partition {p}: {refusal:?}"));
+            return refusal.code().0;
         }
         let acks: Vec<(i64, i8)> = batches
             .iter()
