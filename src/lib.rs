@@ -78,6 +78,11 @@ pub mod trace;
 // the wire codecs; share: the sans-IO share-group state machines. Each says more in its own
 // module docs.
 internal_modules!(backoff, cluster, connection, metrics, protocol, share);
+// The broker-side share model (share partitions, locks, the delivery limit, share sessions)
+// that the fake cluster serves from; clock-free (src/broker_model/mod.rs).
+#[cfg(any(test, feature = "test-util"))]
+#[cfg_attr(not(feature = "test-util"), allow(dead_code))]
+mod broker_model;
 // The deterministic simulation of the consumer's driver core (tests only; src/sim/mod.rs).
 #[cfg(test)]
 mod sim;

@@ -154,6 +154,50 @@ async fn a_dropped_connection_releases_the_session_and_its_records() {
 }
 
 #[tokio::test]
+async fn a_late_ack_after_the_lock_lapsed_is_refused_and_no_violation() {
+    let fake = FakeCluster::start(FakeConfig::default().records(3).lock_timeout_ms(200)).await;
+    let conn = connect(&fake).await;
+    conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    assert_eq!(fake.held().len(), 3);
+    assert!(fake_broker::eventually(Duration::from_secs(5), || fake.held().is_empty()).await, "the locks lapse");
+    assert_eq!(fake.state(0, 0), RecordState::Available);
+    let r = conn.call(&ack(1, 0, 2, 1), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].error_code, 121, "INVALID_RECORD_STATE");
+    assert!(fake.problems().is_empty(), "a late ack is a race, not a client bug: {:?}", fake.problems());
+    let r = conn.call(&fetch(2, 0, vec![]), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].acquired_records[0].delivery_count, 2);
+}
+
+#[tokio::test]
+async fn a_wrong_epoch_is_refused_and_the_session_kept() {
+    let fake = FakeCluster::single(1, 3).await;
+    let conn = connect(&fake).await;
+    conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    let r = conn.call(&fetch(5, 0, vec![]), 2).await.unwrap();
+    assert_eq!(r.error_code, 123);
+    assert_eq!(fake.held().len(), 3, "nothing released");
+    let r = conn.call(&fetch(1, 0, vec![batch(0, 2, 1)]), 2).await.unwrap();
+    assert_eq!((r.error_code, r.responses[0].partitions[0].acknowledge_error_code), (0, 0), "the session goes on");
+    assert_eq!(fake.done(0), vec![0, 1, 2]);
+}
+
+#[tokio::test]
+async fn epoch_0_replaces_the_session_and_the_member_keeps_its_records() {
+    let fake = FakeCluster::single(1, 3).await;
+    let conn = connect(&fake).await;
+    conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    // A new session for the same member: its records stay acquired by the member (Kafka holds
+    // by member id), so the new session acknowledges them.
+    let r = conn.call(&fetch(0, 0, vec![]), 2).await.unwrap();
+    assert!(r.responses.iter().all(|t| t.partitions.iter().all(|p| p.acquired_records.is_empty())));
+    assert_eq!(fake.held().len(), 3);
+    let r = conn.call(&ack(1, 0, 2, 1), 2).await.unwrap();
+    assert_eq!(r.responses[0].partitions[0].error_code, 0);
+    assert_eq!(fake.done(0), vec![0, 1, 2]);
+    fake.assert_clean();
+}
+
+#[tokio::test]
 async fn acks_for_wild_offset_ranges_are_caught_without_expanding_them() {
     let fake = FakeCluster::single(1, 3).await;
     let conn = connect(&fake).await;

@@ -248,7 +248,9 @@ async fn share_acknowledge_timeout_fails_the_acks_and_reopens_at_epoch_0() {
 
 #[tokio::test]
 async fn fenced_member_fails_held_acks_locally_and_rejoins() {
-    let fake = FakeCluster::single(1, 5).await;
+    // The new session (epoch 0) replaces the old one, whose records stay acquired, as on
+    // Kafka: they come back when their locks lapse, so the lock is short.
+    let fake = FakeCluster::start(FakeConfig::default().records(5).lock_timeout_ms(2000)).await;
     let c = fake.consumer(explicit(fake.consumer_config("g"))).await;
     let got = poll_all_at_once(&fake, &c, 5).await;
     fake.script(Rule::on(HEARTBEAT, Action::TopLevelError(110)));
@@ -262,9 +264,11 @@ async fn fenced_member_fails_held_acks_locally_and_rejoins() {
     let results = c.commit_sync(T).await.unwrap();
     assert!(results[&TopicPartition::new(fake.topic(), 0)].is_err(), "{results:?}");
     assert!(fake.acks_sent().iter().all(|(_, _, a)| a.kind != 1), "stale acks sent:\n{}", fake.dump());
-    // The next poll fetches on a new session (epoch 0) and gets the records again.
+    // The next poll fetches on a new session (epoch 0) and gets the records again once their
+    // locks lapsed: their second delivery.
     let again = poll_until(&c, 5, T).await;
     assert_eq!(again.len(), 5, "{}", fake.dump());
+    assert!(again.iter().all(|r| r.delivery_count == 2), "{}", fake.dump());
     assert!(fake.count(|l| l.is_fetch() && l.epoch() == Some(0)) >= 2, "{}", fake.dump());
     for r in &again {
         c.acknowledge(r).unwrap();

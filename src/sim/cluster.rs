@@ -1,7 +1,10 @@
 //! The simulated cluster's state in virtual time: brokers, the topic's partitions with the
-//! share state of every offset, leaders, crashes. The group coordinator is in `group.rs`,
-//! the share RPCs in `share.rs`, the values of the share state (offsets, deliveries,
-//! sessions) in `state.rs`.
+//! share state of every offset, leaders, crashes. The share state itself (offsets, locks,
+//! delivery counts, the delivery limit, share sessions and epochs) is the broker model's
+//! (`crate::broker_model`), the one the fake cluster serves from too; here it is wrapped with
+//! virtual time, seeded faults and the ledger the invariants read. The group coordinator is in
+//! `group.rs`, the share RPCs in `share.rs`, what the sim adds to an offset (its deliveries,
+//! gaps) in `state.rs`.
 //!
 //! Nothing here reads a clock: every call takes `now`, an `Instant` the runner computes as
 //! base + virtual offset. Nothing iterates a `HashMap`: the same calls give the same state.
@@ -16,7 +19,10 @@ use crate::protocol::share::AcquiredRecords;
 
 use super::group::Group;
 use super::invariants::Ledger;
-use super::state::{released, ClientId, Delivery, Offset, Session, State};
+use super::state::{ClientId, Delivery, Holder, OffsetLog};
+use crate::broker_model::partition::{ShareLimits, SharePartition};
+use crate::broker_model::record_state::ShareState;
+use crate::broker_model::sessions::ShareSessions;
 
 /// The simulated topic's name.
 pub(crate) const TOPIC: &str = "sim-topic";
@@ -75,7 +81,10 @@ pub(crate) struct Partition {
     /// None while no live broker can lead it.
     pub leader: Option<i32>,
     pub leader_epoch: i32,
-    pub offsets: Vec<Offset>,
+    /// The share state of every offset (the broker model's).
+    pub share: SharePartition<Holder>,
+    /// What the sim adds to each offset, by offset: its deliveries, whether it is a gap.
+    pub log: Vec<OffsetLog>,
 }
 
 /// Everything the simulated cluster knows.
@@ -88,8 +97,7 @@ pub(crate) struct SimCluster {
     pub up: BTreeMap<i32, bool>,
     pub group: Group,
     /// Share sessions by (broker, client).
-    pub sessions: BTreeMap<(i32, ClientId), Session>,
-    pub next_session: u64,
+    pub sessions: ShareSessions<(i32, ClientId)>,
     /// Epoch-0 fetches get SHARE_SESSION_LIMIT_REACHED on these brokers (a fault).
     pub session_limit: BTreeSet<i32>,
     /// The next share request of a client to a broker gets this top-level error (a fault).
@@ -112,13 +120,14 @@ pub(crate) struct SimCluster {
 impl SimCluster {
     pub(crate) fn new(cfg: SimConfig) -> SimCluster {
         let n = cfg.brokers.len().max(1);
+        let limits = ShareLimits { lock: cfg.lock, delivery_limit: cfg.delivery_limit };
+        let len = cfg.records_per_partition.max(0) as usize;
         let parts = (0..cfg.partitions)
             .map(|p| Partition {
                 leader: cfg.brokers.get(p as usize % n).copied(),
                 leader_epoch: 0,
-                offsets: (0..cfg.records_per_partition)
-                    .map(|_| Offset { state: State::Available, delivery: 0, history: Vec::new(), gap: false })
-                    .collect(),
+                share: SharePartition::new(len, limits),
+                log: vec![OffsetLog::default(); len],
             })
             .collect();
         let coordinator = cfg.brokers.first().copied().unwrap_or(1);
@@ -127,8 +136,7 @@ impl SimCluster {
             topic_id: uuid::Uuid::from_u128(0x51a1_0000_0000_4000_8000_0000_0000_0001),
             parts,
             group: Group::new(coordinator, cfg.heartbeat_interval, cfg.member_timeout),
-            sessions: BTreeMap::new(),
-            next_session: 1,
+            sessions: ShareSessions::default(),
             session_limit: BTreeSet::new(),
             forced_errors: BTreeMap::new(),
             forced_ack_errors: BTreeMap::new(),
@@ -149,6 +157,11 @@ impl SimCluster {
         self.violations.push(what);
     }
 
+    /// The brokers where `client` has a share session open.
+    pub(crate) fn brokers_with_sessions_of(&self, client: ClientId) -> Vec<i32> {
+        self.sessions.keys().filter(|(_, c)| *c == client).map(|(n, _)| *n).collect()
+    }
+
     pub(crate) fn partition(&self, p: i32) -> Option<&Partition> {
         usize::try_from(p).ok().and_then(|i| self.parts.get(i))
     }
@@ -160,15 +173,8 @@ impl SimCluster {
             return;
         }
         self.version += 1;
-        let limit = self.cfg.delivery_limit;
         for part in &mut self.parts {
-            for o in &mut part.offsets {
-                if let State::Acquired { until, .. } = o.state {
-                    if until <= now {
-                        o.state = released(o.delivery, limit);
-                    }
-                }
-            }
+            part.share.expire(now);
         }
         for client in self.group.expire(now) {
             self.release_client(client);
@@ -181,15 +187,7 @@ impl SimCluster {
         if v == self.version {
             return cached;
         }
-        let locks = self
-            .parts
-            .iter()
-            .flat_map(|p| &p.offsets)
-            .filter_map(|o| match o.state {
-                State::Acquired { until, .. } => Some(until),
-                _ => None,
-            })
-            .min();
+        let locks = self.parts.iter().filter_map(|p| p.share.earliest_lock_deadline()).min();
         let next = [locks, self.group.next_expiry()].into_iter().flatten().min();
         self.next_change.set((self.version, next));
         next
@@ -197,21 +195,18 @@ impl SimCluster {
 
     /// Whether every record is done (accepted or archived).
     pub(crate) fn all_done(&self) -> bool {
-        self.parts
-            .iter()
-            .flat_map(|p| &p.offsets)
-            .all(|o| matches!(o.state, State::Acknowledged | State::Archived))
+        self.parts.iter().flat_map(|p| p.share.offsets()).all(|o| o.is_done())
     }
 
     /// Counts of (available, acquired, acknowledged, archived) offsets.
     pub(crate) fn census(&self) -> [usize; 4] {
         let mut c = [0; 4];
-        for o in self.parts.iter().flat_map(|p| &p.offsets) {
+        for o in self.parts.iter().flat_map(|p| p.share.offsets()) {
             c[match o.state {
-                State::Available => 0,
-                State::Acquired { .. } => 1,
-                State::Acknowledged => 2,
-                State::Archived => 3,
+                ShareState::Available => 0,
+                ShareState::Acquired { .. } => 1,
+                ShareState::Acknowledged => 2,
+                ShareState::Archived(_) => 3,
             }] += 1;
         }
         c
@@ -229,79 +224,51 @@ impl SimCluster {
         now: Instant,
     ) -> Vec<AcquiredRecords> {
         self.version += 1;
-        let until = now + self.cfg.lock;
-        let mut got: Vec<AcquiredRecords> = Vec::new();
         let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
-            return got;
+            return Vec::new();
         };
-        let mut taken = 0;
-        for (i, o) in part.offsets.iter_mut().enumerate() {
-            if taken >= max {
-                break;
-            }
-            if o.state != State::Available {
-                continue;
-            }
-            o.delivery = o.delivery.saturating_add(1);
-            o.state = State::Acquired { client, node, session, until };
-            o.history.push((client, Delivery { node, session, count: o.delivery, acked: false }));
-            taken += 1;
-            let off = i as i64;
-            match got.last_mut() {
-                Some(r) if r.last_offset + 1 == off && r.delivery_count == o.delivery => r.last_offset = off,
-                _ => got.push(AcquiredRecords { first_offset: off, last_offset: off, delivery_count: o.delivery }),
-            }
-        }
+        let got = part.share.acquire(&Holder { client, node, session }, max, now);
         for r in &got {
             for off in r.first_offset..=r.last_offset {
+                let delivery = Delivery { node, session, count: r.delivery_count, acked: false };
+                if let Some(log) = part.log.get_mut(off as usize) {
+                    log.history.push((client, delivery));
+                }
                 self.ledger.delivered(client, node, session, p, off, r.delivery_count);
             }
         }
         got
     }
 
-    /// Releases what a session holds (it ended: closed, replaced, its connection lost, its
-    /// broker crashed).
-    pub(crate) fn release_session(&mut self, session: u64) {
+    /// Releases what `client` holds through broker `node` (its session there ended: closed,
+    /// its connection lost, its broker crashed, forgotten by a fault). As Kafka releases by
+    /// member id: the records of the client's older, replaced sessions there go back too.
+    pub(crate) fn release_member(&mut self, node: i32, client: ClientId) {
         self.version += 1;
-        let limit = self.cfg.delivery_limit;
-        for o in self.parts.iter_mut().flat_map(|p| &mut p.offsets) {
-            if matches!(o.state, State::Acquired { session: s, .. } if s == session) {
-                o.state = released(o.delivery, limit);
-            }
+        for p in &mut self.parts {
+            p.share.release_where(|h| h.client == client && h.node == node);
         }
     }
 
     /// Releases everything a client holds anywhere (it left the group or was removed).
     pub(crate) fn release_client(&mut self, client: ClientId) {
         self.version += 1;
-        let limit = self.cfg.delivery_limit;
-        for o in self.parts.iter_mut().flat_map(|p| &mut p.offsets) {
-            if matches!(o.state, State::Acquired { client: c, .. } if c == client) {
-                o.state = released(o.delivery, limit);
-            }
+        for p in &mut self.parts {
+            p.share.release_where(|h| h.client == client);
         }
-        let gone: Vec<(i32, ClientId)> = self.sessions.keys().filter(|(_, c)| *c == client).copied().collect();
-        for k in gone {
-            self.sessions.remove(&k);
-        }
+        self.sessions.end_where(|(_, c), _| *c == client);
     }
 
     /// Moves a partition's leadership: the new leader loads its share state without the old
     /// leader's acquisitions (they are released).
     pub(crate) fn move_leader(&mut self, p: i32, to: Option<i32>) {
         self.version += 1;
-        let limit = self.cfg.delivery_limit;
         let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
             return;
         };
         part.leader = to;
         part.leader_epoch += 1;
-        for o in &mut part.offsets {
-            if matches!(o.state, State::Acquired { .. }) {
-                o.state = released(o.delivery, limit);
-            }
-        }
+        part.share.release_where(|_| true);
     }
 
     /// A broker crashes: its sessions vanish, its partitions move to the next live broker
@@ -312,11 +279,8 @@ impl SimCluster {
             return;
         }
         self.up.insert(node, false);
-        let gone: Vec<(i32, ClientId)> = self.sessions.keys().filter(|(n, _)| *n == node).copied().collect();
-        for k in gone {
-            if let Some(s) = self.sessions.remove(&k) {
-                self.release_session(s.id);
-            }
+        for ((n, c), _) in self.sessions.end_where(|(n, _), _| *n == node) {
+            self.release_member(n, c);
         }
         let led: Vec<i32> = (0..self.cfg.partitions)
             .filter(|p| self.partition(*p).is_some_and(|x| x.leader == Some(node)))
@@ -357,10 +321,10 @@ impl SimCluster {
     }
 
     /// The cluster with these (partition, offset)s as gaps: offsets without a record (see
-    /// [`Offset::gap`]).
+    /// [`OffsetLog::gap`]).
     pub(crate) fn with_gaps(mut self, gaps: &[(i32, i64)]) -> SimCluster {
         for &(p, o) in gaps {
-            let offset = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)?.offsets.get_mut(o as usize));
+            let offset = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)?.log.get_mut(o as usize));
             if let Some(off) = offset {
                 off.gap = true;
                 self.ledger.gap(p, o);
@@ -383,8 +347,8 @@ impl SimCluster {
     ) -> (Option<Bytes>, Option<(i64, i64)>) {
         let mut out = BytesMut::new();
         let mut corrupted = None;
-        let offsets = &self.parts[p as usize].offsets;
-        let gap = |o: i64| offsets.get(o as usize).is_some_and(|x| x.gap);
+        let log = &self.parts[p as usize].log;
+        let gap = |o: i64| log.get(o as usize).is_some_and(|x| x.gap);
         let mut first_batch = true;
         for r in ranges {
             let mut o = r.first_offset;

@@ -1,9 +1,11 @@
 //! A deterministic simulation of the share consumer's driver core against a simulated
 //! cluster, in virtual time, under faults drawn from a seed (issue 12, part 2).
 //!
-//! - `cluster.rs`, `group.rs`, `share.rs`: the simulated brokers, coordinator and share RPCs;
-//!   `state.rs`: the share state they keep (offsets, deliveries, sessions); `topology.rs`:
-//!   the client's view of them.
+//! - `cluster.rs`, `group.rs`, `share.rs`: the simulated brokers, coordinator and share RPCs,
+//!   around the crate's one broker model (`crate::broker_model`: share partitions, locks, the
+//!   delivery limit, acknowledgement checks, share sessions and epochs; the fake cluster's
+//!   too), fed virtual time; `state.rs`: what the sim adds (who holds a lock, every
+//!   delivery, gaps); `topology.rs`: the client's view of them.
 //! - `net.rs`: connections and requests in flight; `faults.rs`: the seed's fault schedule.
 //! - `app.rs`: the application (`handle_app.rs`: through the handle's bookkeeping);
 //!   `invariants.rs`: what must hold; `run.rs`: the runner (`run/network.rs`: its network

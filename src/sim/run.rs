@@ -529,7 +529,7 @@ impl<'f> Sim<'f> {
     /// left open (an abandoned one: the connection's close ends it) is only counted.
     fn closed_cleanly(&mut self, client: ClientId) {
         self.cluster.ledger.closed(client);
-        let sessions: Vec<i32> = self.cluster.sessions.keys().filter(|(_, c)| *c == client).map(|(n, _)| *n).collect();
+        let sessions: Vec<i32> = self.cluster.brokers_with_sessions_of(client);
         if !sessions.is_empty() {
             self.sessions_left_open += 1;
             self.log(|| format!("client {client} closed with share sessions open on brokers {sessions:?}"));
@@ -538,8 +538,8 @@ impl<'f> Sim<'f> {
             .cluster
             .parts
             .iter()
-            .flat_map(|p| &p.offsets)
-            .filter(|o| matches!(o.state, super::state::State::Acquired { client: c, .. } if c == client))
+            .flat_map(|p| p.share.offsets())
+            .filter(|o| o.holder().is_some_and(|h| h.client == client))
             .count();
         if held > 0 {
             self.cluster

@@ -1,5 +1,7 @@
-//! The share RPCs on the simulated brokers (their sessions' state is in `state.rs`): ShareFetch (acquire, with
-//! piggybacked acks) and ShareAcknowledge (RENEW at v2), as a 4.2+ broker answers them.
+//! The share RPCs on the simulated brokers: ShareFetch (acquire, with piggybacked acks) and
+//! ShareAcknowledge (RENEW at v2), as a 4.2+ broker answers them. Sessions, epochs and the
+//! acknowledgement checks are the broker model's (`crate::broker_model`); here they meet the
+//! seeded faults and the ledger.
 //!
 //! A fetch that finds nothing to hand out waits (long poll): the broker keeps it as
 //! [`Parked`] and answers when records become available or its `MaxWaitMs` passes.
@@ -7,6 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use crate::broker_model::acknowledge::{validate_batches, AckRefusal};
+use crate::broker_model::sessions::{SessionRefusal, SessionUse};
 use crate::error::ErrorCode;
 use crate::protocol::share::{
     AcknowledgePartitionResponse, AcknowledgeTopicResponse, AcknowledgementBatch, FetchPartitionResponse,
@@ -16,7 +20,7 @@ use crate::protocol::share::{
 use crate::share::acks::AckKind;
 
 use super::cluster::SimCluster;
-use super::state::{released, ClientId, Session, State};
+use super::state::{ClientId, Holder};
 
 /// A fetch waiting for records.
 #[derive(Debug, Clone)]
@@ -35,14 +39,6 @@ pub(crate) enum FetchOutcome {
     Wait(Parked),
 }
 
-fn next_epoch(e: i32) -> i32 {
-    if e == i32::MAX {
-        1
-    } else {
-        e + 1
-    }
-}
-
 fn no_leader() -> LeaderIdAndEpoch {
     LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 }
 }
@@ -52,8 +48,12 @@ fn endpoint(node: i32) -> NodeEndpoint {
 }
 
 impl SimCluster {
-    /// Checks a share request's session and epoch; opens, advances or closes the session.
-    /// Returns the top-level error code and the session id (0 when none).
+    /// Checks a share request's session and epoch by the broker model's rules; opens or
+    /// advances the session. Returns the top-level error code and the session id (0 when
+    /// none). The faults come first (a forced error, a session limit); then Kafka's rules: a
+    /// wrong epoch is refused and the session kept, epoch 0 replaces the session and leaves
+    /// what the old one held to its locks (nothing can acknowledge those records meanwhile:
+    /// the sim's holder is the session).
     fn check_session(
         &mut self,
         node: i32,
@@ -65,63 +65,50 @@ impl SimCluster {
     ) -> (i16, u64) {
         let key = (node, client);
         if let Some(code) = self.forced_errors.remove(&key) {
-            if code == ErrorCode::SHARE_SESSION_NOT_FOUND.0 || code == ErrorCode::INVALID_SHARE_SESSION_EPOCH.0 {
-                if let Some(s) = self.sessions.remove(&key) {
-                    self.release_session(s.id);
-                }
+            let forgets =
+                code == ErrorCode::SHARE_SESSION_NOT_FOUND.0 || code == ErrorCode::INVALID_SHARE_SESSION_EPOCH.0;
+            if forgets && self.sessions.end(&key).is_some() {
+                self.release_member(node, client);
             }
             return (code, 0);
         }
-        if epoch == 0 {
-            if !is_fetch {
-                return (ErrorCode::INVALID_SHARE_SESSION_EPOCH.0, 0);
-            }
-            if has_acks {
-                self.violation(format!("client {client}: an epoch-0 ShareFetch to broker {node} carried acks"));
-                return (ErrorCode::INVALID_REQUEST.0, 0);
-            }
-            if self.session_limit.contains(&node) {
-                return (ErrorCode::SHARE_SESSION_LIMIT_REACHED.0, 0);
-            }
-            if let Some(old) = self.sessions.remove(&key) {
-                self.release_session(old.id); // replaced: what it held goes back
-            }
-            let id = self.next_session;
-            self.next_session += 1;
-            self.sessions.insert(key, Session { id, epoch: 1, conn, parts: BTreeSet::new() });
-            return (0, id);
+        if epoch == 0 && is_fetch && !has_acks && self.session_limit.contains(&node) {
+            return (ErrorCode::SHARE_SESSION_LIMIT_REACHED.0, 0);
         }
-        let Some(s) = self.sessions.get_mut(&key) else {
-            return (ErrorCode::SHARE_SESSION_NOT_FOUND.0, 0);
+        let used = if is_fetch {
+            self.sessions.fetch(&key, conn, epoch, has_acks)
+        } else {
+            self.sessions.acknowledge(&key, epoch)
         };
-        if epoch == -1 {
-            return (0, s.id);
+        match used {
+            // A replaced session's records stay acquired, as on Kafka: they go back when their
+            // locks lapse, or with the member's others when its session here ends.
+            Ok(SessionUse::Opened { id, .. } | SessionUse::Next { id } | SessionUse::Final { id }) => (0, id),
+            Err(refusal) => {
+                match refusal {
+                    SessionRefusal::AcksOnInitialFetch => {
+                        self.violation(format!("client {client}: an epoch-0 ShareFetch to broker {node} carried acks"));
+                    }
+                    SessionRefusal::InvalidEpoch { .. }
+                    | SessionRefusal::NotFound
+                    | SessionRefusal::InitialAcknowledge => {}
+                }
+                (refusal.code().0, 0)
+            }
         }
-        if epoch != s.epoch {
-            let id = s.id;
-            self.sessions.remove(&key);
-            self.release_session(id);
-            return (ErrorCode::INVALID_SHARE_SESSION_EPOCH.0, 0);
-        }
-        s.epoch = next_epoch(s.epoch);
-        (0, s.id)
     }
 
     /// Ends a session closed by epoch -1: what it still holds goes back.
     fn close_session(&mut self, node: i32, client: ClientId) {
-        if let Some(s) = self.sessions.remove(&(node, client)) {
-            self.release_session(s.id);
+        if self.sessions.end(&(node, client)).is_some() {
+            self.release_member(node, client);
         }
     }
 
     /// A connection closed: the sessions it opened end.
     pub(crate) fn conn_closed(&mut self, node: i32, conn: u64) {
-        let gone: Vec<(i32, ClientId)> =
-            self.sessions.iter().filter(|((n, _), s)| *n == node && s.conn == conn).map(|(k, _)| *k).collect();
-        for k in gone {
-            if let Some(s) = self.sessions.remove(&k) {
-                self.release_session(s.id);
-            }
+        for ((n, c), _) in self.sessions.end_where(|(n, _), s| *n == node && s.conn == conn) {
+            self.release_member(n, c);
         }
     }
 
@@ -150,41 +137,37 @@ impl SimCluster {
             self.violation(format!("{what}: client {client} acked unknown partition {p}"));
             return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
         };
-        let end = part.offsets.len() as i64;
-        let mut acks: Vec<(i64, AckKind)> = Vec::new();
-        let mut prev: Option<i64> = None;
-        for b in batches {
-            let len = i128::from(b.last_offset) - i128::from(b.first_offset) + 1;
-            let types_ok = b.acknowledge_types.len() == 1 || b.acknowledge_types.len() as i128 == len;
-            if len < 1
-                || prev.is_some_and(|l| b.first_offset <= l)
-                || !types_ok
-                || b.first_offset < 0
-                || b.last_offset >= end
-            {
-                self.violation(format!("{what}: client {client} sent invalid batches for partition {p}: {batches:?}"));
-                return ErrorCode::INVALID_REQUEST.0;
+        // The shape first (KafkaApis does, before it looks for the leader). Offsets outside
+        // the log are refused here already, before the routing check reads their deliveries
+        // (with the model's code; a correct client never sends them).
+        let end = part.share.log_end();
+        let outside = batches.iter().find(|b| b.first_offset < 0 || b.last_offset >= end);
+        if let Err(e) = validate_batches(batches, renew_allowed) {
+            match e {
+                AckRefusal::TypeNotAllowed { offset, ty } => {
+                    self.violation(format!("{what}: client {client} sent type {ty} for partition {p} offset {offset}"))
+                }
+                _ => self
+                    .violation(format!("{what}: client {client} sent invalid batches for partition {p}: {batches:?}")),
             }
-            prev = Some(b.last_offset);
-            for (i, o) in (b.first_offset..=b.last_offset).enumerate() {
-                let t = if b.acknowledge_types.len() == 1 { b.acknowledge_types[0] } else { b.acknowledge_types[i] };
-                let kind = match t {
-                    0 => AckKind::Gap,
-                    1 => AckKind::Accept,
-                    2 => AckKind::Release,
-                    3 => AckKind::Reject,
-                    4 if renew_allowed => AckKind::Renew,
-                    _ => {
-                        self.violation(format!("{what}: client {client} sent type {t} for partition {p} offset {o}"));
-                        return ErrorCode::INVALID_REQUEST.0;
-                    }
-                };
-                acks.push((o, kind));
-            }
+            return e.code().0;
         }
+        if let Some(b) = outside {
+            let refusal = AckRefusal::OutsideLog { first: b.first_offset, last: b.last_offset, log_end: end };
+            self.violation(format!("{what}: client {client} acked outside the log of partition {p}: {refusal:?}"));
+            return refusal.code().0;
+        }
+        let acks: Vec<(i64, i8)> = batches
+            .iter()
+            .flat_map(|b| {
+                (b.first_offset..=b.last_offset).enumerate().map(move |(i, o)| {
+                    (o, if b.acknowledge_types.len() == 1 { b.acknowledge_types[0] } else { b.acknowledge_types[i] })
+                })
+            })
+            .collect();
         // Routing: each ack must go to the broker and session that delivered the record, once.
-        for &(o, kind) in &acks {
-            let hist = &self.parts[p as usize].offsets[o as usize].history;
+        for &(o, t) in &acks {
+            let hist = &self.parts[p as usize].log[o as usize].history;
             let mine = hist.iter().rev().find(|(c, d)| *c == client && d.node == node && d.session == session);
             let problem = match mine {
                 Some((_, d)) if d.acked => Some(format!("twice (delivery {})", d.count)),
@@ -198,40 +181,33 @@ impl SimCluster {
                 }),
             };
             if let Some(problem) = problem {
+                let kind = ack_kind(t);
                 self.violation(format!("{what}: client {client} acked {kind:?} p{p} offset {o} {problem}"));
             }
         }
         if self.partition(p).is_some_and(|x| x.leader != Some(node)) {
             return ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
         }
-        // All or nothing per partition, as the broker does.
-        let held = acks.iter().all(|&(o, _)| {
-            matches!(self.parts[p as usize].offsets[o as usize].state,
-                State::Acquired { client: c, session: s, .. } if c == client && s == session)
-        });
-        if !held {
-            for &(o, kind) in &acks {
-                self.ledger.refused(client, p, o, kind);
+        // All or nothing per partition, as the broker does (the model's check).
+        let holder = Holder { client, node, session };
+        let applied = self.parts[p as usize].share.acknowledge(&holder, batches, renew_allowed, now);
+        let applied = match applied {
+            Ok(applied) => {
+                self.version += 1;
+                applied
             }
-            return ErrorCode::INVALID_RECORD_STATE.0;
-        }
-        self.version += 1;
-        let limit = self.cfg.delivery_limit;
-        let lock = self.cfg.lock;
-        for (o, kind) in acks {
-            let off = &mut self.parts[p as usize].offsets[o as usize];
-            let delivery = off.delivery;
-            match kind {
-                AckKind::Renew => {
-                    off.state = State::Acquired { client, node, session, until: now + lock };
+            Err(refusal) => {
+                for &(o, t) in &acks {
+                    self.ledger.refused(client, p, o, ack_kind(t));
                 }
-                AckKind::Accept => off.state = State::Acknowledged,
-                AckKind::Release => off.state = released(delivery, limit),
-                AckKind::Reject | AckKind::Gap => off.state = State::Archived,
+                return refusal.code().0;
             }
+        };
+        for (o, kind, delivery) in applied {
             if kind != AckKind::Renew {
+                let log = &mut self.parts[p as usize].log[o as usize];
                 let mine =
-                    off.history.iter_mut().rev().find(|(c, d)| *c == client && d.node == node && d.session == session);
+                    log.history.iter_mut().rev().find(|(c, d)| *c == client && d.node == node && d.session == session);
                 if let Some((_, d)) = mine {
                     d.acked = true;
                 }
@@ -268,12 +244,8 @@ impl SimCluster {
         }
         let mut parts: BTreeMap<i32, FetchPartitionResponse> = BTreeMap::new();
         if let Some(s) = self.sessions.get_mut(&(node, client)) {
-            for p in r.topics.iter().flat_map(|t| &t.partitions) {
-                s.parts.insert(p.partition_index);
-            }
-            for p in r.forgotten_topics_data.iter().flat_map(|t| &t.partitions) {
-                s.parts.remove(p);
-            }
+            let added = r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.partition_index);
+            s.update(added, r.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().copied()));
         }
         for p in r.topics.iter().flat_map(|t| &t.partitions) {
             if p.acknowledgement_batches.is_empty() {
@@ -494,6 +466,17 @@ impl SimCluster {
             resp.responses = vec![AcknowledgeTopicResponse { topic_id: self.topic_id, partitions }];
         }
         resp
+    }
+}
+
+/// The kind of a wire type that passed `validate_batches` (types there are 0..=4).
+fn ack_kind(t: i8) -> AckKind {
+    match t {
+        0 => AckKind::Gap,
+        1 => AckKind::Accept,
+        2 => AckKind::Release,
+        3 => AckKind::Reject,
+        _ => AckKind::Renew,
     }
 }
 

@@ -15,10 +15,16 @@ use crate::share::acks::AckKind;
 
 use super::cluster::{record_value, SimCluster, SimConfig, TOPIC};
 use super::share::FetchOutcome;
-use super::state::State;
+use crate::broker_model::record_state::{Archived, ShareState};
 
 fn cluster() -> (SimCluster, Instant) {
-    let cfg = SimConfig { partitions: 2, records_per_partition: 6, brokers: vec![1, 2], ..Default::default() };
+    cluster_with(|_| {})
+}
+
+/// The test cluster, with `f` changing its config first.
+fn cluster_with(f: impl FnOnce(&mut SimConfig)) -> (SimCluster, Instant) {
+    let mut cfg = SimConfig { partitions: 2, records_per_partition: 6, brokers: vec![1, 2], ..Default::default() };
+    f(&mut cfg);
     (SimCluster::new(cfg), Instant::now())
 }
 
@@ -91,14 +97,13 @@ fn fetch_acquires_and_a_piggybacked_ack_is_applied() {
     }
     let r = answer(c.share_fetch(1, 0, 7, &fetch(&c, 1, &[(0, accept(0, 2))]), now));
     assert_eq!(r.responses[0].partitions[0].acknowledge_error_code, 0);
-    assert_eq!(c.parts[0].offsets[1].state, State::Acknowledged);
+    assert_eq!(c.parts[0].share.offsets()[1].state, ShareState::Acknowledged);
     assert!(c.violations.is_empty() && c.ledger.violations.is_empty(), "{:?} {:?}", c.violations, c.ledger.violations);
 }
 
 #[test]
 fn expired_locks_redeliver_until_the_delivery_limit_archives() {
-    let (mut c, mut now) = cluster();
-    c.cfg.delivery_limit = 2;
+    let (mut c, mut now) = cluster_with(|cfg| cfg.delivery_limit = 2);
     join(&mut c, 0, now);
     for round in 1..=2 {
         let epoch = if round == 1 { 0 } else { 1 };
@@ -107,8 +112,12 @@ fn expired_locks_redeliver_until_the_delivery_limit_archives() {
         now += c.cfg.lock;
         c.tick(now);
     }
-    assert_eq!(c.parts[0].offsets[0].state, State::Archived, "delivered twice with a limit of 2");
-    assert_eq!(c.parts[0].offsets[3].state, State::Available, "never delivered");
+    assert_eq!(
+        c.parts[0].share.offsets()[0].state,
+        ShareState::Archived(Archived::DeliveryLimit),
+        "delivered twice with a limit of 2"
+    );
+    assert_eq!(c.parts[0].share.offsets()[3].state, ShareState::Available, "never delivered");
 }
 
 #[test]
@@ -116,10 +125,13 @@ fn session_errors_and_epochs() {
     let (mut c, now) = cluster();
     join(&mut c, 0, now);
     assert_eq!(answer(c.share_fetch(1, 0, 7, &fetch(&c, 0, &[(0, vec![])]), now)).error_code, 0);
-    // A wrong epoch ends the session and releases what it held.
+    // A wrong epoch is refused and the session kept as it was, as on Kafka.
     let r = answer(c.share_fetch(1, 0, 7, &fetch(&c, 5, &[]), now));
     assert_eq!(r.error_code, ErrorCode::INVALID_SHARE_SESSION_EPOCH.0);
-    assert_eq!(c.parts[0].offsets[0].state, State::Available);
+    assert!(matches!(c.parts[0].share.offsets()[0].state, ShareState::Acquired { .. }));
+    assert_eq!(answer(c.share_fetch(1, 0, 7, &fetch(&c, 1, &[]), now)).error_code, 0);
+    // Closed (epoch -1), it is gone.
+    answer(c.share_fetch(1, 0, 7, &fetch(&c, -1, &[]), now));
     let r = answer(c.share_fetch(1, 0, 7, &fetch(&c, 2, &[]), now));
     assert_eq!(r.error_code, ErrorCode::SHARE_SESSION_NOT_FOUND.0);
     c.session_limit.insert(1);
@@ -157,7 +169,7 @@ fn a_leader_move_answers_not_leader_and_names_the_new_one() {
     join(&mut c, 0, now);
     answer(c.share_fetch(1, 0, 7, &fetch(&c, 0, &[(0, vec![])]), now));
     c.move_leader(0, Some(2));
-    assert_eq!(c.parts[0].offsets[0].state, State::Available, "the new leader knows no acquisitions");
+    assert_eq!(c.parts[0].share.offsets()[0].state, ShareState::Available, "the new leader knows no acquisitions");
     c.ledger.app_acked(0, 0, 0, 1, AckKind::Accept);
     let r = answer(c.share_fetch(1, 0, 7, &fetch(&c, 1, &[(0, accept(0, 0))]), now));
     let p = &r.responses[0].partitions[0];
@@ -178,20 +190,18 @@ fn a_crash_ends_sessions_and_moves_leadership_and_the_coordinator() {
     join(&mut c, 0, now);
     answer(c.share_fetch(1, 0, 7, &fetch(&c, 0, &[(0, vec![])]), now));
     c.crash(1);
-    assert!(c.sessions.is_empty());
+    assert!(c.sessions.keys().next().is_none());
     assert_eq!(c.parts[0].leader, Some(2));
     assert_eq!(c.group.coordinator, 2);
-    assert_eq!(c.parts[0].offsets[0].state, State::Available);
+    assert_eq!(c.parts[0].share.offsets()[0].state, ShareState::Available);
     c.restart(1);
     assert!(c.is_up(1));
 }
 
 #[test]
 fn a_fetch_with_nothing_to_give_waits_until_records_come_back() {
-    let (mut c, now) = cluster();
-    c.cfg.records_per_partition = 2;
+    let (mut c, now) = cluster_with(|cfg| cfg.records_per_partition = 2);
     join(&mut c, 0, now);
-    c.parts.iter_mut().for_each(|p| p.offsets.truncate(2));
     let mut req = fetch(&c, 0, &[(0, vec![])]);
     answer(c.share_fetch(1, 0, 7, &req, now));
     req.share_session_epoch = 1;

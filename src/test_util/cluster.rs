@@ -13,8 +13,9 @@ use super::config::MAX_RECORDS_PER_PARTITION;
 use super::log::{check_epochs, AckedOffset, Logged, Req};
 use super::records::{self, RecordState};
 use super::script::Rule;
-use super::state::{self, OffsetState, Shared, State};
+use super::state::{self, Shared, State};
 use super::{server, FakeConfig};
+use crate::broker_model::record_state::OffsetShare;
 use crate::producer::ProducerRecord;
 use crate::protocol::records::{Compression, RecordInput};
 use crate::{ShareConsumer, ShareConsumerConfig};
@@ -50,8 +51,8 @@ fn index(st: &State, what: &str, p: i32) -> usize {
 }
 
 /// The state of offset `o` of partition `p`; panics, naming `what`, if there is no such offset.
-fn offset<'a>(st: &'a State, what: &str, p: i32, o: i64) -> &'a OffsetState {
-    let offsets = &st.parts[index(st, what, p)].offsets;
+fn offset<'a>(st: &'a State, what: &str, p: i32, o: i64) -> &'a OffsetShare<String> {
+    let offsets = st.parts[index(st, what, p)].share.offsets();
     match usize::try_from(o).ok().and_then(|i| offsets.get(i)) {
         Some(s) => s,
         None => {
@@ -134,8 +135,12 @@ impl FakeCluster {
         FakeCluster::start(FakeConfig::default().partitions(partitions).records(records)).await
     }
 
+    /// The state, with the locks that lapsed by now given back: what the test reads is what
+    /// the next request would find.
     fn lock(&self) -> MutexGuard<'_, state::State> {
-        self.shared.lock()
+        let mut st = self.shared.lock();
+        st.expire_locks(Instant::now());
+        st
     }
 
     /// host:port of a node.
@@ -259,12 +264,13 @@ impl FakeCluster {
         let mut st = self.lock();
         let i = index(&st, "produce_generated", p);
         let part = &mut st.parts[i];
-        if part.offsets.len().saturating_add(n) > MAX_RECORDS_PER_PARTITION as usize {
+        if part.records.len().saturating_add(n) > MAX_RECORDS_PER_PARTITION as usize {
             panic!("FakeCluster::produce_generated: partition {p} would hold more than {MAX_RECORDS_PER_PARTITION} records");
         }
-        let first = part.offsets.len() as i64;
-        part.offsets.extend(std::iter::repeat_with(Default::default).take(n));
-        first..part.offsets.len() as i64
+        let first = part.share.log_end();
+        part.share.push(n);
+        part.records.resize(part.records.len() + n, None);
+        first..part.share.log_end()
     }
 
     /// Appends one record to partition `p`; `what` names the public method for a panic.
@@ -272,11 +278,11 @@ impl FakeCluster {
         let mut st = self.lock();
         let i = index(&st, what, p);
         let part = &mut st.parts[i];
-        if part.offsets.len() >= MAX_RECORDS_PER_PARTITION as usize {
+        if part.records.len() >= MAX_RECORDS_PER_PARTITION as usize {
             panic!("FakeCluster::{what}: partition {p} already holds {MAX_RECORDS_PER_PARTITION} records");
         }
-        part.offsets.push(OffsetState { record: Some(Arc::new(record)), ..Default::default() });
-        part.offsets.len() as i64 - 1
+        part.push(Some(Arc::new(record)));
+        part.share.log_end() - 1
     }
 
     /// Marks offsets of partition `p` as holding no record (compacted away).
@@ -361,9 +367,8 @@ impl FakeCluster {
     pub fn drop_sessions(&self, node: i32) {
         let mut st = self.lock();
         check_node(&st, "drop_sessions", node);
-        let keys: Vec<(i32, String)> = st.sessions.keys().filter(|(n, _)| *n == node).cloned().collect();
-        for (n, m) in keys {
-            st.drop_session(n, &m);
+        for ((n, m), _) in st.sessions.end_where(|(n, _), _| *n == node) {
+            st.release_member(n, &m);
         }
     }
 
@@ -373,8 +378,8 @@ impl FakeCluster {
         let st = self.lock();
         let mut out = Vec::new();
         for (p, part) in st.parts.iter().enumerate() {
-            for (o, s) in part.offsets.iter().enumerate() {
-                if s.holder.is_some() && !s.done {
+            for (o, s) in part.share.offsets().iter().enumerate() {
+                if s.holder().is_some() {
                     out.push((p as i32, o as i64));
                 }
             }
@@ -400,10 +405,11 @@ impl FakeCluster {
     pub fn done(&self, p: i32) -> Vec<i64> {
         let st = self.lock();
         st.parts[index(&st, "done", p)]
-            .offsets
+            .share
+            .offsets()
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.done)
+            .filter(|(_, s)| s.is_done())
             .map(|(o, _)| o as i64)
             .collect()
     }
@@ -422,7 +428,7 @@ impl FakeCluster {
     /// If the topic has no partition `p`.
     pub fn states(&self, p: i32) -> Vec<RecordState> {
         let st = self.lock();
-        st.parts[index(&st, "states", p)].offsets.iter().map(RecordState::of).collect()
+        st.parts[index(&st, "states", p)].share.offsets().iter().map(RecordState::of).collect()
     }
 
     /// The offsets of partition `p` a consumer acknowledged with ACCEPT, ascending.
@@ -443,8 +449,20 @@ impl FakeCluster {
 
     fn offsets_in(&self, p: i32, what: &str, state: RecordState) -> Vec<i64> {
         let st = self.lock();
-        let offsets = &st.parts[index(&st, what, p)].offsets;
+        let offsets = st.parts[index(&st, what, p)].share.offsets();
         (0..offsets.len()).filter(|i| RecordState::of(&offsets[*i]) == state).map(|i| i as i64).collect()
+    }
+
+    /// The in-flight window of partition `p`'s share state: from the share-partition start
+    /// offset (SPSO: every offset below it is accepted, rejected, a gap or archived) to the
+    /// share-partition end offset (SPEO: one past the last offset ever acquired).
+    ///
+    /// # Panics
+    /// If the topic has no partition `p`.
+    pub fn share_window(&self, p: i32) -> Range<i64> {
+        let st = self.lock();
+        let share = &st.parts[index(&st, "share_window", p)].share;
+        share.start_offset()..share.end_offset()
     }
 
     /// When offset `o` of partition `p` was last acquired (None: never).

@@ -18,8 +18,14 @@ pub struct FakeConfig {
     pub share_version: i16,
     /// Offer ShareFetch / ShareAcknowledge v1 only (Kafka 4.1).
     pub v1_only: bool,
-    /// AcquisitionLockTimeoutMs reported.
+    /// The acquisition lock (`share.record.lock.duration.ms`): reported as
+    /// AcquisitionLockTimeoutMs, and a record not acknowledged this long after it was acquired
+    /// goes back (to be delivered again, its delivery count one higher).
     pub lock_timeout_ms: i32,
+    /// `share.delivery.count.limit`: a record given back (RELEASE, a lapsed lock, a session
+    /// that ended) after this many deliveries is archived, never delivered again. Kafka's
+    /// default, 5; Kafka allows 2 to 10.
+    pub delivery_limit: i16,
     /// The group coordinator node.
     pub coordinator: i32,
     /// The topic name.
@@ -41,6 +47,7 @@ impl Default for FakeConfig {
             share_version: 1,
             v1_only: false,
             lock_timeout_ms: 30_000,
+            delivery_limit: 5,
             coordinator: 1,
             topic: "test-topic".into(),
             heartbeat_interval_ms: 100,
@@ -100,9 +107,15 @@ impl FakeConfig {
         self
     }
 
-    /// AcquisitionLockTimeoutMs.
+    /// The acquisition lock, in milliseconds (see [`FakeConfig::lock_timeout_ms`]).
     pub fn lock_timeout_ms(mut self, ms: i32) -> Self {
         self.lock_timeout_ms = ms;
+        self
+    }
+
+    /// `share.delivery.count.limit` (see [`FakeConfig::delivery_limit`]).
+    pub fn delivery_limit(mut self, n: i16) -> Self {
+        self.delivery_limit = n;
         self
     }
 
@@ -132,6 +145,11 @@ impl FakeConfig {
             format!("share.version {} is negative", self.share_version)
         } else if self.lock_timeout_ms <= 0 {
             format!("the acquisition lock timeout must be positive, not {} ms", self.lock_timeout_ms)
+        } else if !(2..=10).contains(&self.delivery_limit) {
+            format!(
+                "the delivery limit must be 2 to 10 (as Kafka's share.delivery.count.limit), not {}",
+                self.delivery_limit
+            )
         } else if self.heartbeat_interval_ms <= 0 {
             format!("the heartbeat interval must be positive, not {} ms", self.heartbeat_interval_ms)
         } else if let Err(e) = crate::topic_name::validate_topic_name(&self.topic) {
@@ -173,6 +191,7 @@ mod tests {
         assert!(problem(FakeConfig::default().records(-1)).contains("-1 records per partition"));
         assert!(problem(FakeConfig::default().records(MAX_RECORDS_PER_PARTITION + 1)).contains("in memory"));
         assert!(problem(FakeConfig::default().lock_timeout_ms(0)).contains("lock timeout"));
+        assert!(problem(FakeConfig::default().delivery_limit(1)).contains("delivery limit"));
         assert!(problem(FakeConfig { heartbeat_interval_ms: 0, ..FakeConfig::default() }).contains("heartbeat"));
         assert!(problem(FakeConfig { topic: "a b".into(), ..FakeConfig::default() }).contains("' '"));
     }

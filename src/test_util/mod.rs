@@ -91,17 +91,48 @@
 //! # }
 //! ```
 //!
+//! # Acquisition locks and the delivery limit
+//! As on Kafka, a record a member acquired is locked for it for
+//! [`FakeConfig::lock_timeout_ms`] (30 s by default, Kafka's `share.record.lock.duration.ms`):
+//! if the member neither acknowledges it nor renews the lock in that time (on the fake's wall
+//! clock, from the moment it acquired the record), the lock lapses and the record is
+//! available again, to be delivered to whoever fetches next with its delivery count one
+//! higher; the member's late acknowledgement is refused (INVALID_RECORD_STATE). A record given
+//! back (RELEASE, a lapsed lock, a share session that ended) after
+//! [`FakeConfig::delivery_limit`] deliveries (5 by default, Kafka's
+//! `share.delivery.count.limit`) is archived instead ([`RecordState::Archived`]) and never
+//! delivered again. So a test can show what its code does with a slow or stuck consumer:
+//!
+//! ```rust
+//! # async fn example() -> kafka_share::Result<()> {
+//! use std::time::Duration;
+//! use kafka_share::test_util::{FakeCluster, FakeConfig};
+//!
+//! // A lock of one second, and a record that may be delivered twice.
+//! let fake = FakeCluster::start(FakeConfig::default().records(1).lock_timeout_ms(1000).delivery_limit(2)).await;
+//! let stuck = fake.consumer(fake.consumer_config("g")).await;
+//! // ... `stuck` polls the record and never comes back: a second later another member of
+//! // "g" gets it with `delivery_count` 2; if that one is stuck too, the record is archived.
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `tests/fake_redelivery.rs` in the crate's repository has both cases through a
+//! [`ShareConsumer`].
+//!
 //! # What it is, and is not
 //! One topic ([`FakeConfig::topic`]) of N partitions, each led by one of the nodes, with
-//! per-offset share state: available, acquired by a member (delivery count + 1), or done.
-//! Share sessions per (node, member) with their epochs, closed with their connection; group
+//! per-offset share state as Kafka keeps it: available, acquired by a member under a lock
+//! (delivery count + 1), accepted, or archived (rejected, a gap, or at the delivery limit).
+//! Share sessions per (node, member) with their epochs as Kafka checks them (a request with
+//! the wrong epoch is refused and the session kept; epoch 0 replaces the session, and what the
+//! old one held stays acquired until its locks lapse), closed with their connection (what the
+//! member held there goes back); group
 //! members heartbeat to the coordinator and are all assigned every partition
 //! ([`FakeCluster::set_assignment`] changes that). It serves ApiVersions, Metadata,
 //! FindCoordinator, ShareGroupHeartbeat, ShareFetch and ShareAcknowledge (v1 and v2, or v1
 //! only with [`FakeConfig::v1_only`]): enough for a [`ShareConsumer`], not for a producer or
 //! the admin client. It is not a broker:
-//! - acquisition locks never expire: a record stays acquired until it is acknowledged or its
-//!   share session ends, and no delivery count limit archives it;
 //! - a group reads every partition from offset 0 (a new group on Kafka starts at the latest
 //!   offset unless `share.auto.offset.reset` says otherwise);
 //! - no security protocols, no compression (it sends plain record batches).
@@ -116,6 +147,10 @@
 //! sends makes it panic.
 //!
 //! [`ShareConsumer`]: crate::ShareConsumer
+//!
+//! Inside, the share state is the crate's one broker model (share partitions, locks, the
+//! delivery limit, share sessions: `src/broker_model/`); this module adds TCP, the wall
+//! clock, the request log and the scripted faults around it.
 
 mod cluster;
 pub mod code;

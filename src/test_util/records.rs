@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use super::state::OffsetState;
+use crate::broker_model::record_state::{Archived, OffsetShare, ShareState};
 use crate::producer::ProducerRecord;
 use crate::protocol::records::{Header, RecordInput};
 
@@ -13,11 +13,14 @@ use crate::protocol::records::{Header, RecordInput};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RecordState {
-    /// Waiting for a consumer: never delivered yet, or given back (RELEASE, a closed or lost
-    /// share session, a leader change).
+    /// Waiting for a consumer: never delivered yet, or given back (RELEASE, a lapsed
+    /// acquisition lock, a closed or lost share session, a leader change) before its
+    /// delivery limit.
     Available,
-    /// Delivered and not yet acknowledged: a member holds it. (The fake never expires an
-    /// acquisition lock: a held record stays held until acknowledged or its session ends.)
+    /// Delivered and not yet acknowledged: a member holds its acquisition lock, until the
+    /// member acknowledges it, its share session ends, or the lock lapses
+    /// ([`FakeConfig::lock_timeout_ms`](super::FakeConfig::lock_timeout_ms) after it was
+    /// acquired).
     Acquired,
     /// Acknowledged with ACCEPT: processed, never delivered again.
     Accepted,
@@ -26,17 +29,22 @@ pub enum RecordState {
     /// Acknowledged as a gap: the offset holds no record (see
     /// [`FakeCluster::set_gaps`](super::FakeCluster::set_gaps)).
     Gap,
+    /// Given back after its last allowed delivery
+    /// ([`FakeConfig::delivery_limit`](super::FakeConfig::delivery_limit)): archived, never
+    /// delivered again.
+    Archived,
 }
 
 impl RecordState {
     /// The state of an offset.
-    pub(crate) fn of(s: &OffsetState) -> RecordState {
-        match (s.done, s.done_by) {
-            (true, Some(0)) => RecordState::Gap,
-            (true, Some(3)) => RecordState::Rejected,
-            (true, _) => RecordState::Accepted,
-            (false, _) if s.holder.is_some() => RecordState::Acquired,
-            (false, _) => RecordState::Available,
+    pub(crate) fn of(s: &OffsetShare<String>) -> RecordState {
+        match s.state {
+            ShareState::Available => RecordState::Available,
+            ShareState::Acquired { .. } => RecordState::Acquired,
+            ShareState::Acknowledged => RecordState::Accepted,
+            ShareState::Archived(Archived::Rejected) => RecordState::Rejected,
+            ShareState::Archived(Archived::Gap) => RecordState::Gap,
+            ShareState::Archived(Archived::DeliveryLimit) => RecordState::Archived,
         }
     }
 }

@@ -13,16 +13,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::code;
 use super::script::{Action, Effects};
-use super::state::{Partition, Session, Shared, State};
+use super::state::{Partition, Shared, State};
 use super::wire::Out;
-
-fn next_epoch(e: i32) -> i32 {
-    if e == i32::MAX {
-        1
-    } else {
-        e + 1
-    }
-}
+use crate::broker_model::sessions::SessionRefusal;
 
 fn reply_fetch(shared: &Shared, resp: &ShareFetchResponse, version: i16) -> Out {
     let mut buf = BytesMut::new();
@@ -46,37 +39,33 @@ fn reply_ack(shared: &Shared, resp: &ShareAcknowledgeResponse, version: i16) -> 
     }
 }
 
-/// Session bookkeeping common to both APIs. Returns a top-level error code to answer with.
+/// Session bookkeeping common to both APIs, by the broker model's rules (`broker_model/sessions.rs`):
+/// opens, advances or refuses the member's session on `node`. Returns a top-level error code
+/// to answer with (0: go on). An epoch out of sequence, a ShareAcknowledge at epoch 0 and
+/// acks on an epoch-0 ShareFetch are client bugs: violations. A replaced session's records
+/// stay acquired, as on Kafka: they go back when their locks lapse.
 fn check_session(st: &mut State, node: i32, conn: u64, member: &str, epoch: i32, api: &str, has_acks: bool) -> i16 {
     let key = (node, member.to_string());
-    match epoch {
-        0 if api == "ShareAcknowledge" => {
-            st.violation(format!("ShareAcknowledge at epoch 0 (node {node})"));
-            code::INVALID_SHARE_SESSION_EPOCH
+    let used = if api == "ShareAcknowledge" {
+        st.sessions.acknowledge(&key, epoch)
+    } else {
+        st.sessions.fetch(&key, conn, epoch, has_acks)
+    };
+    let Err(refusal) = used else {
+        return 0;
+    };
+    let problem = match &refusal {
+        SessionRefusal::NotFound => None,
+        SessionRefusal::InitialAcknowledge => Some(format!("ShareAcknowledge at epoch 0 (node {node})")),
+        SessionRefusal::AcksOnInitialFetch => Some(format!("ShareFetch at epoch 0 carrying acks (node {node})")),
+        SessionRefusal::InvalidEpoch { expected, got } => {
+            Some(format!("{api} epoch {got} on node {node}, session expects {expected}"))
         }
-        0 if has_acks => {
-            st.violation(format!("ShareFetch at epoch 0 carrying acks (node {node})"));
-            code::INVALID_REQUEST
-        }
-        0 => {
-            st.drop_session(node, member);
-            st.sessions.insert(key, Session { epoch: 1, conn, parts: Default::default() });
-            0
-        }
-        e => match st.sessions.get_mut(&key) {
-            None => code::SHARE_SESSION_NOT_FOUND,
-            Some(_) if e == -1 => 0,
-            Some(s) if s.epoch != e => {
-                let want = s.epoch;
-                st.violation(format!("{api} epoch {e} on node {node}, session expects {want}"));
-                code::INVALID_SHARE_SESSION_EPOCH
-            }
-            Some(s) => {
-                s.epoch = next_epoch(e);
-                0
-            }
-        },
+    };
+    if let Some(problem) = problem {
+        st.violation(problem);
     }
+    refusal.code().0
 }
 
 fn leader_of(part: &Partition) -> LeaderIdAndEpoch {
@@ -126,19 +115,18 @@ pub(super) async fn fetch(
             return reply_fetch(shared, &resp, version);
         }
         if let Some(s) = st.sessions.get_mut(&(node, member.to_string())) {
-            s.parts.extend(r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.partition_index));
-            for p in r.forgotten_topics_data.iter().flat_map(|t| &t.partitions) {
-                s.parts.remove(p);
-            }
+            let added = r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.partition_index);
+            s.update(added, r.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().copied()));
         }
+        let now = Instant::now();
         for p in r.topics.iter().flat_map(|t| &t.partitions) {
             if p.acknowledgement_batches.is_empty() {
                 continue;
             }
             let i = p.partition_index;
-            let c = fx
-                .ack_error(i)
-                .unwrap_or_else(|| st.apply_acks(node, member, i, &p.acknowledgement_batches, false, "ShareFetch"));
+            let c = fx.ack_error(i).unwrap_or_else(|| {
+                st.apply_acks(node, member, i, &p.acknowledgement_batches, false, now, "ShareFetch")
+            });
             let e = parts.entry(i).or_insert_with(|| FetchPartitionResponse {
                 partition_index: i,
                 current_leader: LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 },
@@ -164,7 +152,7 @@ pub(super) async fn fetch(
         let done = {
             let mut st = shared.lock();
             let found = gather(&mut st, node, member, r, fx, &mut parts, &mut resp.node_endpoints);
-            found || !st.sessions.contains_key(&(node, member.to_string()))
+            found || st.sessions.get(&(node, member.to_string())).is_none()
         };
         if done || Instant::now() >= deadline {
             break;
@@ -232,11 +220,12 @@ fn gather(
         if remaining == 0 {
             continue;
         }
-        let got = st.acquire(p, member, remaining);
+        let got = st.acquire(p, member, remaining, Instant::now());
         if got.is_empty() {
             continue;
         }
-        remaining -= got.len();
+        let taken: i64 = got.iter().map(|r| r.last_offset - r.first_offset + 1).sum();
+        remaining = remaining.saturating_sub(taken as usize);
         found = true;
         let e = parts.entry(p).or_insert(blank);
         let built = match st.partition(p) {
@@ -259,21 +248,15 @@ fn gather(
     found
 }
 
-/// The record batches and acquired ranges for acquired `(offset, delivery)` pairs; an error if
-/// the records do not fit in a batch.
+/// The record batches for the acquired runs `got`, and the runs; an error if the records do
+/// not fit in a batch.
 pub(super) fn build_records(
     part: &Partition,
     p: i32,
-    got: &[(i64, i16)],
+    got: &[AcquiredRecords],
 ) -> Result<(Option<Bytes>, Vec<AcquiredRecords>), String> {
-    let mut ranges: Vec<AcquiredRecords> = Vec::new();
-    for &(o, d) in got {
-        match ranges.last_mut() {
-            Some(r) if r.last_offset + 1 == o && r.delivery_count == d => r.last_offset = o,
-            _ => ranges.push(AcquiredRecords { first_offset: o, last_offset: o, delivery_count: d }),
-        }
-    }
-    let end = part.offsets.len() as i64;
+    let ranges = got.to_vec();
+    let end = part.share.log_end();
     let mut data: Vec<i64> = Vec::new();
     let mut gap_runs: Vec<(i64, i64)> = Vec::new();
     for r in &ranges {
@@ -335,7 +318,7 @@ pub fn record_value(p: i32, offset: i64) -> String {
 fn data_batch(part: &Partition, p: i32, offsets: &[i64]) -> Result<(i64, Bytes), String> {
     let mut b = BatchBuilder::new();
     for &o in offsets {
-        let produced = usize::try_from(o).ok().and_then(|i| part.offsets.get(i)).and_then(|s| s.record.as_deref());
+        let produced = usize::try_from(o).ok().and_then(|i| part.records.get(i)).and_then(|r| r.as_deref());
         let generated;
         let record = match produced {
             Some(r) => r,
@@ -381,19 +364,20 @@ pub(super) fn acknowledge(shared: &Shared, node: i32, version: i16, r: &ShareAck
         return reply_ack(shared, &resp, version);
     }
     let epoch = r.share_session_epoch;
-    let conn = st.sessions.get(&(node, member.to_string())).map(|s| s.conn).unwrap_or(0);
-    let c = check_session(&mut st, node, conn, member, epoch, "ShareAcknowledge", true);
+    // A ShareAcknowledge opens no session: the connection matters only at epoch 0.
+    let c = check_session(&mut st, node, 0, member, epoch, "ShareAcknowledge", true);
     if c != 0 {
         resp.error_code = c;
         drop(st);
         return reply_ack(shared, &resp, version);
     }
     let renew_ok = r.is_renew_ack && version >= 2;
+    let now = Instant::now();
     let mut partitions = Vec::new();
     for p in r.topics.iter().flat_map(|t| &t.partitions) {
         let i = p.partition_index;
         let c = fx.ack_error(i).unwrap_or_else(|| {
-            st.apply_acks(node, member, i, &p.acknowledgement_batches, renew_ok, "ShareAcknowledge")
+            st.apply_acks(node, member, i, &p.acknowledgement_batches, renew_ok, now, "ShareAcknowledge")
         });
         let mut leader = LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 };
         if c == code::NOT_LEADER_OR_FOLLOWER {

@@ -7,8 +7,11 @@ use std::time::{Duration, Instant};
 
 use tokio::task::AbortHandle;
 
+use crate::broker_model::acknowledge::{validate_batches, AckRefusal};
+use crate::broker_model::partition::{ShareLimits, SharePartition};
+use crate::broker_model::sessions::ShareSessions;
 use crate::protocol::records::{Compression, RecordInput};
-use crate::protocol::share::AcknowledgementBatch;
+use crate::protocol::share::{AcknowledgementBatch, AcquiredRecords};
 
 use super::code;
 use super::log::{Logged, Req};
@@ -59,30 +62,17 @@ impl Shared {
     }
 }
 
-/// The share state of one offset.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct OffsetState {
-    /// Deliveries so far.
-    pub delivery: i16,
-    /// The member holding its acquisition lock.
-    pub holder: Option<String>,
-    /// Accepted, rejected or acknowledged as a gap (archived).
-    pub done: bool,
-    /// The acknowledgement that made it done (wire type: 0 Gap, 1 Accept, 3 Reject).
-    pub done_by: Option<i8>,
-    /// When it was last acquired.
-    pub acquired_at: Option<Instant>,
-    /// The record produced at this offset (`FakeCluster::produce`); None: a generated one
-    /// (key `k{offset}`, value `record_value`).
-    pub record: Option<Arc<RecordInput>>,
-}
-
-/// One partition of the fake topic.
-#[derive(Debug, Clone, Default)]
+/// One partition of the fake topic: its leader, its share state (the broker model's
+/// [`SharePartition`], held by member ids), and what its records are.
+#[derive(Debug, Clone)]
 pub(super) struct Partition {
     pub leader: i32,
     pub leader_epoch: i32,
-    pub offsets: Vec<OffsetState>,
+    /// The share state of every offset.
+    pub share: SharePartition<String>,
+    /// The record produced at each offset (`FakeCluster::produce`), by offset; None: a
+    /// generated one (key `k{offset}`, value `record_value`).
+    pub records: Vec<Option<Arc<RecordInput>>>,
     /// Offsets with no record (compacted away): acquired and handed out as gaps.
     pub gaps: BTreeSet<i64>,
     /// Cover each gap run with an empty record batch instead of leaving it out.
@@ -95,15 +85,12 @@ pub(super) struct Partition {
     pub compression: Compression,
 }
 
-/// A share session on one node.
-#[derive(Debug, Clone)]
-pub(super) struct Session {
-    /// The epoch the next request must carry.
-    pub epoch: i32,
-    /// The connection that opened it.
-    pub conn: u64,
-    /// The partitions it fetches.
-    pub parts: BTreeSet<i32>,
+impl Partition {
+    /// Appends `record` (None: a generated one).
+    pub(super) fn push(&mut self, record: Option<Arc<RecordInput>>) {
+        self.share.push(1);
+        self.records.push(record);
+    }
 }
 
 /// A group member as the coordinator knows it.
@@ -128,7 +115,8 @@ pub(super) struct State {
     pub topic_id: uuid::Uuid,
     pub ports: BTreeMap<i32, u16>,
     pub parts: Vec<Partition>,
-    pub sessions: HashMap<(i32, String), Session>,
+    /// Share sessions by (node, member id).
+    pub sessions: ShareSessions<(i32, String)>,
     pub in_flight: HashMap<(i32, String), u64>,
     pub members: HashMap<String, Member>,
     pub assignment: Vec<i32>,
@@ -144,12 +132,22 @@ pub(super) struct State {
 
 impl State {
     pub(super) fn new(cfg: FakeConfig) -> State {
+        let limits = ShareLimits {
+            lock: Duration::from_millis(cfg.lock_timeout_ms.max(1) as u64),
+            delivery_limit: cfg.delivery_limit,
+        };
+        let len = cfg.records_per_partition as usize;
         let parts = (0..cfg.partitions)
             .map(|p| Partition {
                 leader: cfg.leaders.get(p as usize).copied().unwrap_or(cfg.nodes[0]),
                 leader_epoch: 0,
-                offsets: vec![OffsetState::default(); cfg.records_per_partition as usize],
-                ..Default::default()
+                share: SharePartition::new(len, limits),
+                records: vec![None; len],
+                gaps: BTreeSet::new(),
+                empty_batches: false,
+                pad: false,
+                corrupt: BTreeSet::new(),
+                compression: Compression::None,
             })
             .collect();
         State {
@@ -158,7 +156,7 @@ impl State {
             cfg,
             ports: BTreeMap::new(),
             parts,
-            sessions: HashMap::new(),
+            sessions: ShareSessions::default(),
             in_flight: HashMap::new(),
             members: HashMap::new(),
             rules: Vec::new(),
@@ -211,22 +209,29 @@ impl State {
         }
         self.record(node, conn, 0, Req::ConnClosed);
         self.in_flight.retain(|_, c| *c != conn);
-        let gone: Vec<(i32, String)> =
-            self.sessions.iter().filter(|(_, s)| s.conn == conn).map(|(k, _)| k.clone()).collect();
-        for (n, m) in gone {
-            self.drop_session(n, &m);
+        for ((n, m), _) in self.sessions.conn_closed(conn) {
+            self.release_member(n, &m);
         }
     }
 
     /// Forgets a session and releases what its member holds on partitions this node leads.
     pub(super) fn drop_session(&mut self, node: i32, member: &str) {
-        self.sessions.remove(&(node, member.to_string()));
+        self.sessions.end(&(node, member.to_string()));
+        self.release_member(node, member);
+    }
+
+    /// Releases what `member` holds on the partitions `node` leads (its session there ended):
+    /// available again, or archived at the delivery limit.
+    pub(super) fn release_member(&mut self, node: i32, member: &str) {
         for p in self.parts.iter_mut().filter(|p| p.leader == node) {
-            for o in p.offsets.iter_mut() {
-                if o.holder.as_deref() == Some(member) && !o.done {
-                    o.holder = None;
-                }
-            }
+            p.share.release_where(|h| h == member);
+        }
+    }
+
+    /// Locks that lapsed by `now` give their records back, on every partition.
+    pub(super) fn expire_locks(&mut self, now: Instant) {
+        for p in &mut self.parts {
+            p.share.expire(now);
         }
     }
 
@@ -236,53 +241,34 @@ impl State {
         if let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) {
             part.leader = node;
             part.leader_epoch += 1;
-            for o in part.offsets.iter_mut() {
-                if !o.done {
-                    o.holder = None;
-                }
-            }
+            part.share.release_where(|_| true);
         }
     }
 
-    /// Acquires up to `max` available offsets of partition `p` for `member`; returns
-    /// (offset, delivery count) ascending.
-    pub(super) fn acquire(&mut self, p: i32, member: &str, max: usize) -> Vec<(i64, i16)> {
-        let mut out = Vec::new();
-        let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
-            return out;
-        };
-        for (i, o) in part.offsets.iter_mut().enumerate() {
-            if out.len() >= max {
-                break;
-            }
-            if o.done || o.holder.is_some() {
-                continue;
-            }
-            o.delivery = o.delivery.saturating_add(1);
-            o.holder = Some(member.to_string());
-            o.acquired_at = Some(Instant::now());
-            out.push((i as i64, o.delivery));
+    /// Acquires up to `max` available offsets of partition `p` for `member` at `now`;
+    /// returns the acquired runs, ascending.
+    pub(super) fn acquire(&mut self, p: i32, member: &str, max: usize, now: Instant) -> Vec<AcquiredRecords> {
+        match usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) {
+            Some(part) => part.share.acquire(&member.to_string(), max, now),
+            None => Vec::new(),
         }
-        out
     }
 
     /// Undoes [`acquire`](Self::acquire) of `got` on partition `p`: the offsets are available
     /// again, their delivery not counted.
-    pub(super) fn release(&mut self, p: i32, got: &[(i64, i16)]) {
-        let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
-            return;
-        };
-        for &(o, _) in got {
-            if let Some(s) = usize::try_from(o).ok().and_then(|i| part.offsets.get_mut(i)) {
-                s.holder = None;
-                s.delivery = s.delivery.saturating_sub(1);
-            }
+    pub(super) fn release(&mut self, p: i32, got: &[AcquiredRecords]) {
+        if let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) {
+            part.share.unacquire(got);
         }
     }
 
     /// Applies one partition's acknowledgement batches from `member` on `node`; returns the
-    /// partition error code (0: applied). Invalid batches and acks for records the member does
-    /// not hold are violations (a correct client never sends them).
+    /// partition error code (0: applied). Checked in Kafka's order: the batches' shape, then
+    /// the leader, then the records' state. Invalid batches and acks for records the member
+    /// does not hold are violations (a correct client never sends them); an ack that comes
+    /// after its lock lapsed is refused the same way, but is no violation (a late ack is a
+    /// race, not a client bug).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn apply_acks(
         &mut self,
         node: i32,
@@ -290,76 +276,43 @@ impl State {
         p: i32,
         batches: &[AcknowledgementBatch],
         renew_allowed: bool,
+        now: Instant,
         what: &str,
     ) -> i16 {
-        let Some(part) = self.partition(p) else {
+        if self.partition(p).is_none() {
             self.violation(format!("{what}: acks for unknown partition {p}"));
             return code::UNKNOWN_TOPIC_OR_PARTITION;
-        };
+        }
+        if let Err(e) = validate_batches(batches, renew_allowed) {
+            let why = match e {
+                AckRefusal::TypeNotAllowed { offset, ty } => {
+                    format!("acknowledge type {ty} not allowed here (partition {p} offset {offset})")
+                }
+                _ => format!("invalid acknowledgement batches for partition {p}: {batches:?}"),
+            };
+            self.violation(format!("{what}: {why}"));
+            return e.code().0;
+        }
+        let part = &mut self.parts[p as usize];
         if part.leader != node {
             return code::NOT_LEADER_OR_FOLLOWER;
         }
-        let log_end = part.offsets.len() as i64;
-        let mut acks: Vec<(i64, i8)> = Vec::new();
-        let mut prev_last: Option<i64> = None;
-        for b in batches {
-            // As i128: a client may send any two offsets, and their distance must not overflow.
-            let len = i128::from(b.last_offset) - i128::from(b.first_offset) + 1;
-            let types_ok = b.acknowledge_types.len() == 1 || b.acknowledge_types.len() as i128 == len;
-            if len < 1 || prev_last.is_some_and(|l| b.first_offset <= l) || !types_ok {
-                self.violation(format!("{what}: invalid acknowledgement batches for partition {p}: {batches:?}"));
-                return code::INVALID_REQUEST;
-            }
-            // Offsets outside the log are held by no one; checked before the batch is expanded,
-            // so a wild range costs nothing.
-            if b.first_offset < 0 || b.last_offset >= log_end {
-                self.violation(format!(
-                    "{what}: acks from {member} for records it does not hold: partition {p} offsets {}..={}, outside its log (0..{log_end})",
-                    b.first_offset, b.last_offset
-                ));
-                return code::INVALID_RECORD_STATE;
-            }
-            prev_last = Some(b.last_offset);
-            for (i, o) in (b.first_offset..=b.last_offset).enumerate() {
-                let t = if b.acknowledge_types.len() == 1 { b.acknowledge_types[0] } else { b.acknowledge_types[i] };
-                if !(0..=4).contains(&t) || (t == 4 && !renew_allowed) {
-                    self.violation(format!("{what}: acknowledge type {t} not allowed here (partition {p} offset {o})"));
-                    return code::INVALID_REQUEST;
+        match part.share.acknowledge(&member.to_string(), batches, renew_allowed, now) {
+            Ok(_) => 0,
+            Err(e) => {
+                let why = match &e {
+                    AckRefusal::OutsideLog { first, last, log_end } => {
+                        Some(format!("partition {p} offsets {first}..={last}, outside its log (0..{log_end})"))
+                    }
+                    AckRefusal::NotHeld { offsets } => Some(format!("partition {p} offsets {offsets:?}")),
+                    _ => None,
+                };
+                if let Some(why) = why {
+                    self.violation(format!("{what}: acks from {member} for records it does not hold: {why}"));
                 }
-                acks.push((o, t));
+                e.code().0
             }
         }
-        let part = &self.parts[p as usize];
-        let bad: Vec<i64> = acks
-            .iter()
-            .filter(|(o, _)| {
-                usize::try_from(*o)
-                    .ok()
-                    .and_then(|i| part.offsets.get(i))
-                    .is_none_or(|s| s.done || s.holder.as_deref() != Some(member))
-            })
-            .map(|(o, _)| *o)
-            .collect();
-        if !bad.is_empty() {
-            self.violation(format!(
-                "{what}: acks from {member} for records it does not hold: partition {p} offsets {bad:?}"
-            ));
-            return code::INVALID_RECORD_STATE;
-        }
-        let part = &mut self.parts[p as usize];
-        for (o, t) in acks {
-            let s = &mut part.offsets[o as usize];
-            match t {
-                2 => s.holder = None,
-                4 => {}
-                _ => {
-                    s.holder = None;
-                    s.done = true;
-                    s.done_by = Some(t);
-                }
-            }
-        }
-        0
     }
 
     /// Overlaps that were not explained by the other connection closing at about that time.
