@@ -326,6 +326,33 @@ async fn sigterm_acknowledges_what_was_printed() {
 }
 
 #[tokio::test]
+async fn sigterm_while_connecting_ends_the_run_cleanly() {
+    // A listener that accepts and never answers: the tool is still connecting when the
+    // signal comes. Its handlers are installed before it connects, so the accepted
+    // connection says they are in place; the default action would kill it instead.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-console-share-consumer"))
+        .args(["--bootstrap-server", &addr, "--topic", "console-connecting", "--group", "console-connecting"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start kafka-console-share-consumer");
+    let (_held, _) = tokio::time::timeout(RUN_LIMIT, listener.accept()).await.expect("it connects").expect("accept");
+    let pid = child.id().expect("running").to_string();
+    let kill = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("run kill");
+    assert!(kill.success());
+    let out = tokio::time::timeout(RUN_LIMIT, child.wait_with_output())
+        .await
+        .expect("exits after SIGTERM")
+        .unwrap();
+    assert!(out.status.success(), "exit after SIGTERM while connecting: {:?} {}", out.status, stderr(&out));
+    assert!(stderr(&out).contains("Processed a total of 0 messages"), "{}", stderr(&out));
+}
+
+#[tokio::test]
 async fn bad_usage_exits_one_with_a_message() {
     let topic = "console-usage";
     for (args, message) in [

@@ -52,12 +52,23 @@ async fn main() -> ExitCode {
         (Ok(f), Ok(p)) => (f, p),
         (Err(u), _) | (_, Err(u)) => return usage(&u.0),
     };
-    let consumer = match ShareConsumer::from_properties(&props).await {
-        Ok(c) => c,
-        Err(e) => return failed(&e.to_string()),
+    // Watched from before the connect: a SIGTERM while connecting ends the run cleanly instead
+    // of killing the process by the signal's default action.
+    let stop = stop_signal(|m| eprintln!("{PROG}: {m}"));
+    tokio::pin!(stop);
+    let consumer = tokio::select! {
+        biased;
+        _ = &mut stop => {
+            eprintln!("Processed a total of 0 messages");
+            return ExitCode::SUCCESS;
+        }
+        c = ShareConsumer::from_properties(&props) => match c {
+            Ok(c) => c,
+            Err(e) => return failed(&e.to_string()),
+        },
     };
     let mut count = 0u64;
-    let end = consume(&consumer, &a, &formatter, &mut count).await;
+    let end = consume(&consumer, &a, &formatter, &mut count, stop).await;
     // Acknowledgements made so far go with the close; every record not printed is released.
     let closed = consumer.close(None).await;
     eprintln!("Processed a total of {count} messages");
@@ -80,7 +91,13 @@ fn failed(m: &str) -> ExitCode {
 
 /// Polls, prints and acknowledges until the run ends: Ok for the normal ends, Err(message)
 /// for an error.
-async fn consume(consumer: &ShareConsumer, a: &Args, formatter: &Formatter, count: &mut u64) -> Result<(), String> {
+async fn consume(
+    consumer: &ShareConsumer,
+    a: &Args,
+    formatter: &Formatter,
+    count: &mut u64,
+    mut stop: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+) -> Result<(), String> {
     let topic = a.topic.clone().unwrap_or_default();
     consumer.subscribe([topic]).map_err(|e| e.to_string())?;
     let ack = match a.ack {
@@ -89,8 +106,6 @@ async fn consume(consumer: &ShareConsumer, a: &Args, formatter: &Formatter, coun
         Ack::Reject => AcknowledgeType::Reject,
     };
     let timeout = a.timeout_ms.map(Duration::from_millis);
-    let stop = stop_signal(|m| eprintln!("{PROG}: {m}"));
-    tokio::pin!(stop);
     let mut waiting_since = Instant::now();
     loop {
         if a.max_messages.is_some_and(|max| *count >= max) {
