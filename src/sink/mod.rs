@@ -35,10 +35,13 @@
 //! ```
 //!
 //! # Behaviour
-//! - Each task has its own share consumer in the connector's group (`share.group.id`, default
-//!   `connect-<name>`), explicit acknowledgement by default, run on the processing engine
-//!   ([`crate::processor`]): the next batch is acquired while `put` runs, and a batch's
-//!   acknowledgements leave as soon as `put` and `flush` returned. `Ok` ACCEPTs the batch; a
+//! - A connector is one share consumer in its group (`share.group.id`, default
+//!   `connect-<name>`), explicit acknowledgement by default, and one processing engine
+//!   ([`crate::processor`]) whose batch handlers are the connector's tasks: a batch goes to
+//!   whichever task is free (the records spread over the free tasks), never waiting behind
+//!   another task's slow `put`; the next batches are acquired while `put`s run, and a
+//!   batch's acknowledgements leave as soon as `put` and `flush` returned. (In implicit mode
+//!   each task has a share consumer of its own.) `Ok` ACCEPTs the batch; a
 //!   retriable error tries it again here (its locks kept, delivery count unchanged), split in
 //!   halves on each retry so that a record failing on its own is told apart from its
 //!   batch-mates; a record that failed for good (a per-record failure, or
