@@ -86,6 +86,7 @@ use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
 
 pub use metrics::PROCESSOR;
+#[cfg(feature = "sink")]
 pub(crate) use pool::{PoolControl, Retired};
 
 /// What becomes of one record, as its handler decides.
@@ -345,6 +346,7 @@ impl Processor {
     /// The sink runtime's form: a pool that changes while the engine runs (`PoolControl`),
     /// in which a handler's Stop or panic retires that handler alone (told on `retired`),
     /// and an empty pool waits for handlers.
+    #[cfg(feature = "sink")]
     pub(crate) fn run_retiring_pool(self, retired: mpsc::UnboundedSender<pool::Retired>) -> (Running, PoolControl) {
         let (tx, rx) = mpsc::unbounded_channel();
         let running = self.start(run::Handler::Batches(pool::Pool::new(Vec::new(), Some(retired))), Some(rx));

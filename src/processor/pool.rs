@@ -17,6 +17,7 @@ use super::BatchHandler;
 pub(crate) type HandlerKey = u64;
 
 /// What the owner of a pool asks of the running engine.
+#[cfg_attr(not(feature = "sink"), allow(dead_code))] // the sink runtime is its one user
 pub(crate) enum PoolCommand {
     /// One handler (one slot) more.
     Add(HandlerKey, Box<dyn BatchHandler>),
@@ -26,11 +27,13 @@ pub(crate) enum PoolCommand {
 }
 
 /// Changes a running engine's pool (crate-internal: the sink runtime's tasks).
+#[cfg_attr(not(feature = "sink"), allow(dead_code))] // the sink runtime is its one user
 #[derive(Clone)]
 pub(crate) struct PoolControl {
     pub(super) tx: mpsc::UnboundedSender<PoolCommand>,
 }
 
+#[cfg_attr(not(feature = "sink"), allow(dead_code))] // the sink runtime is its one user
 impl PoolControl {
     /// Adds a handler; false when the engine is gone.
     pub(crate) fn add(&self, key: HandlerKey, handler: Box<dyn BatchHandler>) -> bool {
