@@ -332,7 +332,7 @@ async fn sigterm_while_connecting_ends_the_run_cleanly() {
     // connection says they are in place; the default action would kill it instead.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-console-share-consumer"))
+    let child = Command::new(env!("CARGO_BIN_EXE_kafka-console-share-consumer"))
         .args(["--bootstrap-server", &addr, "--topic", "console-connecting", "--group", "console-connecting"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
