@@ -22,6 +22,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import scale_chart  # noqa: E402
 import section  # noqa: E402
 
 NAME = "bench-scale"
@@ -193,6 +194,50 @@ def produce_table(rows, meta):
     return out
 
 
+def medians(rows, part, side, f):
+    """{param: median of f(result)} over the ok runs of part and side."""
+    out = {}
+    for (s, p), all_ in groups(rows, part, side).items():
+        v = med([d for d in all_ if d["status"] == "ok"], lambda d: f(d["result"]) if "result" in d else None)
+        if v is not None:
+            out[p] = v
+    return out
+
+
+def chart(rows, meta, path):
+    """The report's chart at path; False when no run gave figures."""
+    panels = []
+    ps = sorted({d["param"] for d in rows if d["part"] == "drain"})
+
+    def drain_panel(title, f):
+        series = {}
+        for side, name in (("ours", "kafka-share"), ("java", "Java")):
+            m = medians(rows, "drain", side, f)
+            series[name] = [m.get(p) for p in ps]
+        panels.append((title + ", by partitions", ["{:,}".format(p) for p in ps], series))
+
+    if ps:
+        drain_panel("CPU s per million records", lambda r: r["cpu_drain_s"] / r["records"] * 1e6)
+        drain_panel("first record (s)", lambda r: r["first_s"])
+        drain_panel("peak RSS (MB)", lambda r: r["hwm_kb"] / 1024)
+        drain_panel("idle CPU (ms/s)", lambda r: 1000 * r["idle_cpu_s"] / r["idle_s"])
+    ns = sorted({d["param"] for d in rows if d["part"] == "idle"})
+    if ns:
+        rss = medians(rows, "idle", "ours", lambda r: (r["rss_kb"] - r["base_rss_kb"]) / r["consumers"])
+        cpu = medians(rows, "idle", "ours", lambda r: 1000 * r["idle_cpu_s"] / r["idle_s"])
+        panels.append(("RSS per consumer (KB), N in one process", ns, {"kafka-share": [rss.get(n) for n in ns]}))
+        panels.append(("idle CPU of the process (ms/s), N consumers", ns, {"kafka-share": [cpu.get(n) for n in ns]}))
+    prod = {side: medians(rows, "produce", side, lambda r: r["records_per_sec"]) for side in PRODUCERS}
+    if any(prod.values()):
+        panels.append(("idempotent producer, records/s", ["%d partitions" % meta["produce_partitions"]],
+                       {"kafka-share": [next(iter(prod["ours"].values()), None)],
+                        "Java": [next(iter(prod["java"].values()), None)]}))
+    if not any(v is not None for _, _, series in panels for vs in series.values() for v in vs):
+        return False
+    scale_chart.write(path, "How cost grows (medians of %d round(s), run %s)" % (meta["rounds"], meta["run"]), panels)
+    return True
+
+
 def version(cmd):
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
@@ -213,6 +258,11 @@ def report(run_dir, out):
              meta["records"], meta["partitions"], meta["consumers"], meta["idle_s"], meta["produce_records"],
              meta["rounds"], meta["run"], meta["duration"], meta["profile"], meta["commit"],
              " with local changes" if meta["dirty"] else ""), ""]
+    # The chart beside the report: benches/bench-scale.svg for a full run, as bench-peers'.
+    out_dir = os.path.dirname(os.path.abspath(out))
+    rel = "smoke.svg" if meta["smoke"] else "benches/bench-scale.svg"
+    if chart(rows, meta, os.path.join(out_dir, rel)):
+        b += ["![How cost grows](%s)" % rel, ""]
     if "drain" in parts:
         b += ["### One share consumer, 10 to 1,000 partitions", "",
               "One consumer in a fresh share group (implicit acknowledgement) reads a topic of %s records of %d B, "
