@@ -16,7 +16,8 @@
 //! Both print one line `RESULT {json}`. The process measures itself from /proc/self (CPU
 //! user+sys, resident set, peak resident set, open sockets), so a phase can be told from the
 //! start-up (the idle windows' CPU from the threads' schedstat, in nanoseconds); requests are counted at the wire: a tracing layer counts the connection task's
-//! `send` events (one per request written, every API), by API name.
+//! `send` events (one per request written, every API), by API name, and the bytes of its
+//! `send` and `recv` events.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,13 +62,24 @@ async fn run(requests: Requests) -> Result<(), BoxError> {
     }
 }
 
-/// Requests written to brokers, by API name (the `api` field of the connection's `send`).
+/// Requests written to brokers, by API name (the `api` field of the connection's `send`), and
+/// the bytes of requests and responses (keys `>bytes`, `<bytes`: no API name starts so).
 #[derive(Clone, Default)]
 struct Requests(Arc<Mutex<BTreeMap<String, u64>>>);
+
+const BYTES_OUT: &str = ">bytes";
+const BYTES_IN: &str = "<bytes";
 
 impl Requests {
     fn snapshot(&self) -> BTreeMap<String, u64> {
         self.0.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Bytes sent and received since `before`.
+    fn bytes_since(&self, before: &BTreeMap<String, u64>) -> (u64, u64) {
+        let now = self.snapshot();
+        let d = |k: &str| now.get(k).copied().unwrap_or(0) - before.get(k).copied().unwrap_or(0);
+        (d(BYTES_OUT), d(BYTES_IN))
     }
 
     /// Requests since `before`, by API, as a JSON object, and their total.
@@ -75,7 +87,7 @@ impl Requests {
         let now = self.snapshot();
         let mut total = 0;
         let mut parts = Vec::new();
-        for (api, n) in &now {
+        for (api, n) in now.iter().filter(|(k, _)| !k.ends_with("bytes")) {
             let d = n - before.get(api).copied().unwrap_or(0);
             if d > 0 {
                 total += d;
@@ -86,13 +98,27 @@ impl Requests {
     }
 }
 
+/// The fields of one connection event that matter here: "send" or "recv", its API, its bytes.
 #[derive(Default)]
 struct SendEvent {
-    is_send: bool,
+    message: String,
     api: Option<String>,
+    bytes: u64,
 }
 
 impl Visit for SendEvent {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        if field.name() == "bytes" {
+            self.bytes = value;
+        }
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        if field.name() == "bytes" {
+            self.bytes = value.max(0) as u64;
+        }
+    }
+
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "api" {
             self.api = Some(value.to_string());
@@ -101,7 +127,7 @@ impl Visit for SendEvent {
 
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         match field.name() {
-            "message" => self.is_send = format!("{value:?}") == "send",
+            "message" => self.message = format!("{value:?}"),
             "api" => self.api = Some(format!("{value:?}").trim_matches('"').to_string()),
             _ => {}
         }
@@ -112,10 +138,14 @@ impl<S: tracing::Subscriber> Layer<S> for Requests {
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
         let mut v = SendEvent::default();
         event.record(&mut v);
-        if v.is_send {
-            if let Ok(mut m) = self.0.lock() {
+        let Ok(mut m) = self.0.lock() else { return };
+        match v.message.as_str() {
+            "send" => {
                 *m.entry(v.api.unwrap_or_else(|| "?".into())).or_default() += 1;
+                *m.entry(BYTES_OUT.into()).or_default() += v.bytes;
             }
+            "recv" => *m.entry(BYTES_IN.into()).or_default() += v.bytes,
+            _ => {}
         }
     }
 }
@@ -221,11 +251,12 @@ async fn drain(a: &Args, requests: &Requests) -> Result<(), BoxError> {
     let idle_cpu = cpu_since(&cpu0);
     let after = Proc::now();
     let (by_api, total) = requests.since(&before);
+    let (out, inn) = requests.bytes_since(&before);
     let _ = c.close(Duration::from_secs(5)).await;
     println!(
         "RESULT {{\"records\":{got},\"first_s\":{:.4},\"drain_s\":{drain_s:.4},\"cpu_drain_s\":{:.2},\
          \"hwm_kb\":{},\"idle_s\":{idle_wall:.3},\"idle_cpu_s\":{idle_cpu:.4},\"idle_requests\":{total},\
-         \"idle_by_api\":{by_api},\"idle_rss_kb\":{},\"sockets\":{},\"late_records\":{late}}}",
+         \"idle_by_api\":{by_api},\"idle_bytes_out\":{out},\"idle_bytes_in\":{inn},\"idle_rss_kb\":{},\"sockets\":{},\"late_records\":{late}}}",
         first_s.unwrap_or(-1.0),
         drained.cpu_s,
         drained.hwm_kb,
@@ -284,6 +315,7 @@ async fn idle(a: &Args, requests: &Requests) -> Result<(), BoxError> {
     let idle_cpu = cpu_since(&cpu0);
     let after = Proc::now();
     let (by_api, total) = requests.since(&before_req);
+    let (out, inn) = requests.bytes_since(&before_req);
 
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
@@ -295,7 +327,8 @@ async fn idle(a: &Args, requests: &Requests) -> Result<(), BoxError> {
     println!(
         "RESULT {{\"consumers\":{k},\"join_s\":{join_s:.3},\"base_rss_kb\":{},\"rss_kb\":{},\"hwm_kb\":{},\
          \"base_sockets\":{},\"sockets\":{},\"idle_s\":{idle_wall:.3},\"idle_cpu_s\":{idle_cpu:.4},\
-         \"idle_requests\":{total},\"idle_by_api\":{by_api},\"records\":{}}}",
+         \"idle_requests\":{total},\"idle_by_api\":{by_api},\"idle_bytes_out\":{out},\"idle_bytes_in\":{inn},\
+         \"records\":{}}}",
         base.rss_kb,
         after.rss_kb,
         after.hwm_kb,

@@ -123,6 +123,15 @@ def by_api(rows):
     return ", ".join(parts) or "–"
 
 
+def io_rate(rows):
+    """Bytes per second of requests out / responses in over the idle window (ours only)."""
+    if not rows or "idle_bytes_out" not in rows[0]["result"]:
+        return "–"
+    o = med(rows, lambda d: d["result"]["idle_bytes_out"] / d["result"]["idle_s"])
+    i = med(rows, lambda d: d["result"]["idle_bytes_in"] / d["result"]["idle_s"])
+    return "{:,.0f} / {:,.0f}".format(o, i)
+
+
 def groups(rows, part, side=None):
     out = {}
     for d in rows:
@@ -133,8 +142,8 @@ def groups(rows, part, side=None):
 
 def drain_table(rows):
     out = ["| client | partitions | first record (s) | records/s | CPU s / M records | peak RSS (MB) | idle requests/s "
-           "| idle CPU (ms/s) | idle requests/s by API | runs ok |",
-           "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|"]
+           "| idle CPU (ms/s) | idle requests/s by API | idle bytes/s out / in | runs ok |",
+           "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|"]
     g = groups(rows, "drain")
     for side in SIDES:
         for (s, p), all_ in sorted(g.items()):
@@ -142,20 +151,21 @@ def drain_table(rows):
                 continue
             ok = [d for d in all_ if d["status"] == "ok"]
             r = lambda f: med(ok, lambda d: f(d["result"]))  # noqa: E731
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
                 SIDES[side], "{:,}".format(p), fmt(r(lambda x: x["first_s"])),
                 "–" if not ok else "{:,.0f}".format(r(lambda x: x["records"] / x["drain_s"])),
                 fmt(r(lambda x: x["cpu_drain_s"] / x["records"] * 1e6)), fmt(r(lambda x: x["hwm_kb"] / 1024), "%.1f"),
                 fmt(r(lambda x: x["idle_requests"] / x["idle_s"]), "%.1f"),
                 fmt(r(lambda x: 1000 * x["idle_cpu_s"] / x["idle_s"]), "%.1f"),
-                by_api(ok) if side == "ours" else "(no per-API count)", len(ok), len(all_)))
+                by_api(ok) if side == "ours" else "(no per-API count)", io_rate(ok), len(ok), len(all_)))
     return out
 
 
 def idle_table(rows):
     out = ["| consumers | all joined (s) | RSS above the base (MB) | RSS per consumer (KB) | sockets | per consumer "
-           "| idle CPU (ms/s) | per consumer (ms/s) | requests/s | per consumer | requests/s by API | runs ok |",
-           "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|"]
+           "| idle CPU (ms/s) | per consumer (ms/s) | requests/s | per consumer | requests/s by API | bytes/s out / in "
+           "| runs ok |",
+           "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|"]
     for (_, n), all_ in sorted(groups(rows, "idle").items()):
         ok = [d for d in all_ if d["status"] == "ok"]
         r = lambda f: med(ok, lambda d: f(d["result"]))  # noqa: E731
@@ -164,10 +174,10 @@ def idle_table(rows):
         cpu = r(lambda x: 1000 * x["idle_cpu_s"] / x["idle_s"])
         req = r(lambda x: x["idle_requests"] / x["idle_s"])
         per = lambda v, spec="%.2f": fmt(None if v is None else v / n, spec)  # noqa: E731
-        out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
+        out.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
             n, fmt(r(lambda x: x["join_s"])), fmt(rss, "%.1f"), per(None if rss is None else rss * 1024, "%.0f"),
             fmt(socks, "%.0f"), per(socks, "%.1f"), fmt(cpu, "%.1f"), per(cpu, "%.2f"), fmt(req, "%.1f"),
-            per(req, "%.2f"), by_api(ok), len(ok), len(all_)))
+            per(req, "%.2f"), by_api(ok), io_rate(ok), len(ok), len(all_)))
     return out
 
 
@@ -271,8 +281,8 @@ def report(run_dir, out):
               "all records over the time from `subscribe` to `commit_sync`'s confirmation. **CPU s / M records** and "
               "**peak RSS**: the process's own (/proc/self; the JVM's CPU count), up to the end of the drain, start-up "
               "included. **idle**: over the idle window, requests the client wrote to the broker per second (ours "
-              "counted at the wire, by API; Java's from its `request-total` metrics) and process CPU per second "
-              "(ours at 10 ms resolution: /proc ticks). Java runs with `-Xmx512m`." % (
+              "counted at the wire, by API, with the bytes of requests and responses; Java's from its "
+              "`request-total` metrics) and process CPU per second (ours from the threads' schedstat). Java runs with `-Xmx512m`." % (
                   "{:,}".format(meta["records"]), meta["size"], meta["idle_s"]), ""]
         b += drain_table(rows) + [""]
     if "idle" in parts:
