@@ -216,6 +216,8 @@ async fn drain(a: &Args, requests: &Requests) -> Result<(), BoxError> {
     let n: u64 = a.num("records", 0)?;
     let idle_s: f64 = a.num("idle-s", 10.0)?;
     let timeout = Duration::from_secs(a.num("timeout-s", 300)?);
+    // Sockets the process holds before the client (inherited ones, the runtime's).
+    let base_sockets = Proc::now().sockets;
     let c = ShareConsumer::connect(config(a, "scale-drain".into())?).await?;
 
     let start = Instant::now();
@@ -256,7 +258,8 @@ async fn drain(a: &Args, requests: &Requests) -> Result<(), BoxError> {
     println!(
         "RESULT {{\"records\":{got},\"first_s\":{:.4},\"drain_s\":{drain_s:.4},\"cpu_drain_s\":{:.2},\
          \"hwm_kb\":{},\"idle_s\":{idle_wall:.3},\"idle_cpu_s\":{idle_cpu:.4},\"idle_requests\":{total},\
-         \"idle_by_api\":{by_api},\"idle_bytes_out\":{out},\"idle_bytes_in\":{inn},\"idle_rss_kb\":{},\"sockets\":{},\"late_records\":{late}}}",
+         \"idle_by_api\":{by_api},\"idle_bytes_out\":{out},\"idle_bytes_in\":{inn},\"idle_rss_kb\":{},\
+         \"base_sockets\":{base_sockets},\"sockets\":{},\"late_records\":{late}}}",
         first_s.unwrap_or(-1.0),
         drained.cpu_s,
         drained.hwm_kb,

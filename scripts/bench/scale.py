@@ -142,8 +142,8 @@ def groups(rows, part, side=None):
 
 def drain_table(rows):
     out = ["| client | partitions | first record (s) | records/s | CPU s / M records | peak RSS (MB) | idle requests/s "
-           "| idle CPU (ms/s) | idle requests/s by API | idle bytes/s out / in | runs ok |",
-           "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|"]
+           "| idle CPU (ms/s) | idle requests/s by API | idle bytes/s out / in | sockets | runs ok |",
+           "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|"]
     g = groups(rows, "drain")
     for side in SIDES:
         for (s, p), all_ in sorted(g.items()):
@@ -151,13 +151,13 @@ def drain_table(rows):
                 continue
             ok = [d for d in all_ if d["status"] == "ok"]
             r = lambda f: med(ok, lambda d: f(d["result"]))  # noqa: E731
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d/%d |" % (
                 SIDES[side], "{:,}".format(p), fmt(r(lambda x: x["first_s"])),
                 "–" if not ok else "{:,.0f}".format(r(lambda x: x["records"] / x["drain_s"])),
                 fmt(r(lambda x: x["cpu_drain_s"] / x["records"] * 1e6)), fmt(r(lambda x: x["hwm_kb"] / 1024), "%.1f"),
                 fmt(r(lambda x: x["idle_requests"] / x["idle_s"]), "%.1f"),
                 fmt(r(lambda x: 1000 * x["idle_cpu_s"] / x["idle_s"]), "%.1f"),
-                by_api(ok) if side == "ours" else "(no per-API count)", io_rate(ok), len(ok), len(all_)))
+                by_api(ok) if side == "ours" else "(no per-API count)", io_rate(ok), fmt(r(lambda x: x["sockets"] - x["base_sockets"] if "base_sockets" in x else None), "%.0f"), len(ok), len(all_)))
     return out
 
 
@@ -282,7 +282,7 @@ def report(run_dir, out):
               "**peak RSS**: the process's own (/proc/self; the JVM's CPU count), up to the end of the drain, start-up "
               "included. **idle**: over the idle window, requests the client wrote to the broker per second (ours "
               "counted at the wire, by API, with the bytes of requests and responses; Java's from its "
-              "`request-total` metrics) and process CPU per second (ours from the threads' schedstat). Java runs with `-Xmx512m`." % (
+              "`request-total` metrics) and process CPU per second (ours from the threads' schedstat). **sockets**: sockets the process opened and holds at the end (/proc/self/fd, less those it had before the client). Java runs with `-Xmx512m`." % (
                   "{:,}".format(meta["records"]), meta["size"], meta["idle_s"]), ""]
         b += drain_table(rows) + [""]
     if "idle" in parts:

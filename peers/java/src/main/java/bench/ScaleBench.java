@@ -26,7 +26,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * Reads N records, confirms them with commitSync, then keeps polling (1 s at a time) for
  * --idle-s seconds. Prints RESULT {json} with the fields of ours: the process CPU (the JVM's
  * own count, user+sys of every thread), peak and current RSS (/proc/self/status), and the
- * requests sent while idle, from the client's "request-total" metrics (the per-client
+ * open sockets at the end (/proc/self/fd), the requests sent while idle, from the client's "request-total" metrics (the per-client
  * counters, not the per-node ones, so each request counts once; no per-API split).
  */
 public final class ScaleBench {
@@ -65,6 +65,20 @@ public final class ScaleBench {
         return 0;
     }
 
+    private static long sockets() throws Exception {
+        long n = 0;
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            for (Path fd : (Iterable<Path>) fds::iterator) {
+                try {
+                    if (Files.readSymbolicLink(fd).toString().startsWith("socket:")) n++;
+                } catch (java.io.IOException e) {
+                    // closed between the listing and the read: not open any more
+                }
+            }
+        }
+        return n;
+    }
+
     private static double requests(KafkaShareConsumer<?, ?> c) {
         double total = 0;
         for (Map.Entry<MetricName, ? extends Metric> e : c.metrics().entrySet()) {
@@ -80,6 +94,8 @@ public final class ScaleBench {
         long n = Long.parseLong(req(a, "records"));
         double idleS = Double.parseDouble(a.getOrDefault("idle-s", "10"));
         long timeoutNs = Long.parseLong(a.getOrDefault("timeout-s", "300")) * 1_000_000_000L;
+        // Sockets the process holds before the client (inherited ones, the JVM's).
+        long baseSockets = sockets();
         Properties p = new Properties();
         p.put("bootstrap.servers", req(a, "bootstrap"));
         p.put("group.id", req(a, "group"));
@@ -111,8 +127,8 @@ public final class ScaleBench {
             long reqs = Math.round(requests(c) - req0);
             System.out.printf("RESULT {\"records\":%d,\"first_s\":%.4f,\"drain_s\":%.4f,\"cpu_drain_s\":%.2f,"
                     + "\"hwm_kb\":%d,\"idle_s\":%.3f,\"idle_cpu_s\":%.2f,\"idle_requests\":%d,\"idle_by_api\":{},"
-                    + "\"idle_rss_kb\":%d,\"late_records\":%d}%n",
-                got, first / 1e9, drainS, cpuDrain, hwm, idleWall, idleCpu, reqs, statusKb("VmRSS:"), late);
+                    + "\"idle_rss_kb\":%d,\"base_sockets\":%d,\"sockets\":%d,\"late_records\":%d}%n",
+                got, first / 1e9, drainS, cpuDrain, hwm, idleWall, idleCpu, reqs, statusKb("VmRSS:"), baseSockets, sockets(), late);
             c.close(Duration.ofSeconds(5));
         }
     }
