@@ -12,6 +12,7 @@
 //! cargo run --release --example bench_consumer -- latency --bootstrap B --topic T --group G
 //!       --records N [--warmup-ms 5000] [--timeout-s 120]
 //! cargo run --release --example bench_consumer -- cleanup --bootstrap B --topic T [--topic T2 ...]
+//!       [--group G ...]
 //! ```
 //!
 //! `consume` times from just before `subscribe` (the consumers are already connected) to
@@ -156,13 +157,24 @@ async fn group(a: &Args) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Deletes the benchmark's topics (they hold gigabytes on a broker other tests share).
+/// Deletes the benchmark's topics (they hold gigabytes on a broker other tests share) and,
+/// with `--group` (repeatable), its share groups (empty by then: their members have left).
 async fn cleanup(a: &Args) -> Result<(), BoxError> {
     let admin = Admin::connect_to(a.req("bootstrap")?).await?;
     let topics = a.all("topic");
-    for (t, r) in topics.iter().zip(admin.delete_topics(&topics).await?) {
-        if let Err(e) = r {
-            eprintln!("bench_consumer: deleting topic {t}: {e}");
+    if !topics.is_empty() {
+        for (t, r) in topics.iter().zip(admin.delete_topics(&topics).await?) {
+            if let Err(e) = r {
+                eprintln!("bench_consumer: deleting topic {t}: {e}");
+            }
+        }
+    }
+    let groups = a.all("group");
+    if !groups.is_empty() {
+        for (g, r) in groups.iter().zip(admin.delete_share_groups(&groups).await?) {
+            if let Err(e) = r {
+                eprintln!("bench_consumer: deleting share group {g}: {e}");
+            }
         }
     }
     Ok(())

@@ -271,12 +271,14 @@ def main():
         f"run `{meta['run_id']}`, {meta['duration_s']} s. Do not edit by hand: run the script again "
         "(the findings at the end come from `scripts/bench/analysis.md`).\n"
     )
-    w("Two more scripts own sections at the end of this file, each rewritten only by its own run "
+    w("Three more scripts own sections at the end of this file, each rewritten only by its own run "
       "(bench-peers keeps them): `scripts/bench-sink` (*Sink runtime vs Kafka Connect*: the sink runtime "
-      "against Kafka Connect standalone, a plain and a head-of-line case) and `scripts/bench-process` "
+      "against Kafka Connect standalone, a plain and a head-of-line case), `scripts/bench-process` "
       "(*Processing with concurrent handlers*: the processor engine against a batch-barrier loop on "
       "`ShareConsumer` and Java's `KafkaShareConsumer` with a 64-thread pool, the same simulated work on "
-      "every side: 1 ms per record, 500 ms for one in 1000).\n")
+      "every side: 1 ms per record, 500 ms for one in 1000) and `scripts/bench-scale` (*How cost grows*: "
+      "one consumer on 10 to 1,000 partitions, ours and Java's, join, CPU, memory and idle requests; "
+      "1 to 100 consumers in one process; the idempotent producer against Java's).\n")
     w("One broker, one topic, every client in its own fresh share group "
       "(`share.auto.offset.reset=earliest`), one client at a time, interleaved over the rounds "
       "(each round rotates the order). Figures are medians over the rounds.\n")

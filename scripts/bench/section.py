@@ -4,14 +4,14 @@
     ...
     <!-- NAME:end -->
 
-scripts/bench-sink and scripts/bench-process each replace their own section of the report
+scripts/bench-sink, scripts/bench-process and scripts/bench-scale each replace their own section of the report
 (appended when the file has none); scripts/bench-peers rewrites the whole file but keeps
 these sections (SECTIONS).
 """
 import os
 
 # The sections other scripts own in the file bench-peers writes.
-SECTIONS = ("bench-sink", "bench-process", "bench-peers-steady", "join", "bench-grid")
+SECTIONS = ("bench-sink", "bench-process", "bench-peers-steady", "join", "bench-grid", "bench-scale")
 
 
 def markers(name):
