@@ -57,7 +57,7 @@ async fn copies_records_with_key_value_headers_timestamp_and_partition() {
     let admin = common::admin().await;
     let source = common::new_topic(&admin, "sink-kafka-src", 2).await;
     let target = format!("{source}.copy");
-    admin.create_topic(&target, 2).await.expect("create target topic");
+    common::create_kept_topic(&admin, &target, 2).await;
     produce_source(&source).await;
     let records = read_all(&source, N).await;
     assert_eq!(records.len(), N);

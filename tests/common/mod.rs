@@ -85,8 +85,22 @@ fn rand_u32() -> u32 {
 /// Creates a fresh topic with `partitions` partitions and returns its name.
 pub async fn new_topic(admin: &Admin, prefix: &str, partitions: i32) -> String {
     let name = unique(prefix);
-    admin.create_topic(&name, partitions).await.expect("create topic");
+    create_kept_topic(admin, &name, partitions).await;
     name
+}
+
+/// Creates topic `name` with `retention.ms=-1`. Tests write records with fixed timestamps
+/// from 2023 (their output is compared byte for byte), and with the broker's default
+/// retention (7 days by record timestamp) its periodic check deleted them mid-test once the
+/// segment rolled: a Java consumer found the topic empty (CI, `prints_what_java_prints`).
+pub async fn create_kept_topic(admin: &Admin, name: &str, partitions: i32) {
+    let topic = kafka_share::admin::NewTopic::new(name, partitions).config("retention.ms", "-1");
+    let results = admin.create_topics(&[topic]).await.expect("create topic");
+    for r in results {
+        if let Err(e) = r {
+            panic!("create topic {name}: {e}");
+        }
+    }
 }
 
 /// Produces `n` records `"{prefix}-{i}"` (key `k{i}`) round-robin over `partitions`
