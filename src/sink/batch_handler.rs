@@ -90,13 +90,24 @@ impl SinkHandler {
                 return Err(Stop(e.to_string()));
             }
         }
+        // Counted first, then added once each: three shared counters per batch, not per record.
+        let (mut accepted, mut released, mut rejected) = (0, 0, 0);
         for o in &out {
             match o {
-                Outcome::Accept => m.accepted(1),
-                Outcome::Release => m.released(1),
-                Outcome::Reject => m.rejected(1),
+                Outcome::Accept => accepted += 1,
+                Outcome::Release => released += 1,
+                Outcome::Reject => rejected += 1,
                 _ => {}
             }
+        }
+        if accepted > 0 {
+            m.accepted(accepted);
+        }
+        if released > 0 {
+            m.released(released);
+        }
+        if rejected > 0 {
+            m.rejected(rejected);
         }
         m.acknowledge_time(started.elapsed());
         Ok(out)

@@ -1,16 +1,23 @@
 //! What every task of one connector shares: its settings, the task factory, the metrics,
 //! the dead-letter path and the failures. The worker (`worker.rs`) makes it; each task's
-//! runner (`task_runner.rs`) and its batch handler (`batch_handler.rs`) read it.
+//! runner (`task_runner.rs`) and its batch handler (`batch_handler.rs`) read it. It also
+//! connects a connector's consumers and opens its tasks, the same way for both modes (the
+//! task pool's one consumer, implicit mode's one per task).
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use crate::consumer::ShareConsumerConfig;
+use crate::consumer::{AcquireMode, ShareConsumer, ShareConsumerConfig};
+use crate::error::Error;
 
 use super::config::ConnectorConfig;
 use super::dead_letter::DeadLetter;
 use super::metrics::SinkMetrics;
-use super::task::SinkTaskFactory;
+use super::task::{SinkTask, SinkTaskFactory};
+
+/// How long a consumer that failed to subscribe gets to leave the group.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What every task of one connector shares.
 pub(crate) struct ConnectorShared {
@@ -34,5 +41,56 @@ impl ConnectorShared {
     pub(super) fn failed(&self, id: usize, why: String) {
         tracing::error!(connector = %self.config.name, task = id, "task failed: {why}");
         self.failures.lock().unwrap_or_else(|p| p.into_inner()).push((id, why));
+    }
+
+    /// Connects a consumer and subscribes it to the connector's topics. `client_id` is the
+    /// one it gets unless the user set `consumer.override.client.id`, so broker logs and
+    /// group descriptions tell connectors (and implicit mode's tasks) apart. When
+    /// record_limit was this runtime's choice and the cluster refuses it, the consumer
+    /// falls back to batch_optimized, and so does every later one at once.
+    pub(super) async fn connect_consumer(&self, client_id: String) -> Result<ShareConsumer, String> {
+        let cfg = &self.config;
+        let mut ccfg = self.consumer.clone();
+        if !cfg.consumer_overrides.contains_key("client.id") {
+            ccfg.cluster.client_id = client_id;
+        }
+        if self.record_limit_fallback && self.record_limit_refused.load(Ordering::Relaxed) {
+            ccfg.acquire_mode = AcquireMode::BatchOptimized;
+        }
+        let consumer = match ShareConsumer::connect(ccfg.clone()).await {
+            Err(Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, .. }) if self.record_limit_fallback => {
+                self.record_limit_refused.store(true, Ordering::Relaxed);
+                ccfg.acquire_mode = AcquireMode::BatchOptimized;
+                ShareConsumer::connect(ccfg).await
+            }
+            other => other,
+        }
+        .map_err(|e| format!("connecting the consumer: {e}"))?;
+        let subscribed = match &cfg.topics_regex {
+            Some(re) => consumer.subscribe_pattern(re),
+            None => consumer.subscribe(cfg.topics.iter().cloned()),
+        };
+        if let Err(e) = subscribed {
+            let _ = consumer.close(CLOSE_TIMEOUT).await;
+            return Err(format!("subscribing: {e}"));
+        }
+        Ok(consumer)
+    }
+
+    /// Creates one sink task from the factory, starts it and opens it on the connector's
+    /// topics; a task that fails to start or open is stopped before the error returns.
+    pub(super) async fn open_task(&self) -> Result<Box<dyn SinkTask>, String> {
+        let cfg = &self.config;
+        let mut sink = self.factory.create(&cfg.task_config).map_err(|e| format!("creating the task: {e}"))?;
+        let opened = async {
+            sink.start(&cfg.task_config).await?;
+            sink.open(&cfg.topics).await
+        }
+        .await;
+        if let Err(e) = opened {
+            sink.stop().await;
+            return Err(format!("starting the sink: {e}"));
+        }
+        Ok(sink)
     }
 }

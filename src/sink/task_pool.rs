@@ -11,15 +11,13 @@
 //! the next `set_tasks` starts a new consumer.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::consumer::{AcquireMode, ShareConsumer};
-use crate::error::Error;
+use crate::consumer::AcquireMode;
 use crate::processor::{PoolControl, Processor, ProcessorConfig, ProcessorHandle, Retired};
 
 use super::batch_handler::SinkHandler;
@@ -50,7 +48,8 @@ fn lock(tasks: &Tasks) -> std::sync::MutexGuard<'_, BTreeMap<usize, SharedSink>>
 impl TaskPool {
     /// Connects the connector's consumer and starts its engine, with no task yet.
     pub(crate) async fn start(shared: Arc<ConnectorShared>) -> Result<TaskPool, String> {
-        let consumer = connect(&shared).await?;
+        // One client id per connector, so broker logs and group descriptions tell them apart.
+        let consumer = shared.connect_consumer(format!("{}-{}", shared.config.group_id, shared.config.name)).await?;
         let cfg = &shared.config;
         let max = cfg.max_delivery_count.max(1) as u32;
         let config = ProcessorConfig::new()
@@ -84,19 +83,10 @@ impl TaskPool {
     /// recorded as the task's failure.
     pub(crate) async fn add(&self, id: usize) {
         let cfg = &self.shared.config;
-        let mut sink = match self.shared.factory.create(&cfg.task_config) {
+        let sink = match self.shared.open_task().await {
             Ok(s) => s,
-            Err(e) => return self.shared.failed(id, format!("creating the task: {e}")),
+            Err(e) => return self.shared.failed(id, e),
         };
-        let opened = async {
-            sink.start(&cfg.task_config).await?;
-            sink.open(&cfg.topics).await
-        }
-        .await;
-        if let Err(e) = opened {
-            sink.stop().await;
-            return self.shared.failed(id, format!("starting the sink: {e}"));
-        }
         let sink: SharedSink = Arc::new(tokio::sync::Mutex::new(sink));
         lock(&self.tasks).insert(id, sink.clone());
         let handler = SinkHandler { id, shared: self.shared.clone(), sink: sink.clone() };
@@ -140,38 +130,6 @@ impl TaskPool {
             }
         }
     }
-}
-
-/// The connector's consumer, subscribed (record_limit falls back to batch_optimized on a
-/// cluster without ShareFetch v2 when that mode was the runtime's choice).
-async fn connect(shared: &ConnectorShared) -> Result<ShareConsumer, String> {
-    let cfg = &shared.config;
-    let mut ccfg = shared.consumer.clone();
-    // One client id per connector, so broker logs and group descriptions tell them apart.
-    if !cfg.consumer_overrides.contains_key("client.id") {
-        ccfg.cluster.client_id = format!("{}-{}", cfg.group_id, cfg.name);
-    }
-    if shared.record_limit_fallback && shared.record_limit_refused.load(Ordering::Relaxed) {
-        ccfg.acquire_mode = AcquireMode::BatchOptimized;
-    }
-    let consumer = match ShareConsumer::connect(ccfg.clone()).await {
-        Err(Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, .. }) if shared.record_limit_fallback => {
-            shared.record_limit_refused.store(true, Ordering::Relaxed);
-            ccfg.acquire_mode = AcquireMode::BatchOptimized;
-            ShareConsumer::connect(ccfg).await
-        }
-        other => other,
-    }
-    .map_err(|e| format!("connecting the consumer: {e}"))?;
-    let subscribed = match &cfg.topics_regex {
-        Some(re) => consumer.subscribe_pattern(re),
-        None => consumer.subscribe(cfg.topics.iter().cloned()),
-    };
-    if let Err(e) = subscribed {
-        let _ = consumer.close(CLOSE_TIMEOUT).await;
-        return Err(format!("subscribing: {e}"));
-    }
-    Ok(consumer)
 }
 
 /// Follows the engine: a retired task is recorded and stopped; when the engine ends, every

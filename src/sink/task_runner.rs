@@ -7,14 +7,12 @@
 //! dead-letter path) and a fatal error closes the consumer, which releases the batch. This
 //! mode keeps the poll -> put -> poll loop.
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::consumer::{AcquireMode, ShareConsumer};
-use crate::error::Error;
+use crate::consumer::ShareConsumer;
 
 use super::batch_handler::describe;
 use super::config::ErrorTolerance;
@@ -61,44 +59,15 @@ struct Runner {
 impl Runner {
     async fn start(id: usize, shared: Arc<ConnectorShared>) -> Result<Runner, String> {
         let cfg = &shared.config;
-        let mut sink = shared.factory.create(&cfg.task_config).map_err(|e| format!("creating the task: {e}"))?;
-        let mut ccfg = shared.consumer.clone();
         // One client id per task, so broker logs and group descriptions tell tasks apart.
-        if !cfg.consumer_overrides.contains_key("client.id") {
-            ccfg.cluster.client_id = format!("{}-{}-task-{id}", cfg.group_id, cfg.name);
-        }
-        if shared.record_limit_fallback && shared.record_limit_refused.load(Ordering::Relaxed) {
-            ccfg.acquire_mode = AcquireMode::BatchOptimized;
-        }
-        let consumer = match ShareConsumer::connect(ccfg.clone()).await {
-            Err(Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, .. })
-                if shared.record_limit_fallback =>
-            {
-                shared.record_limit_refused.store(true, Ordering::Relaxed);
-                ccfg.acquire_mode = AcquireMode::BatchOptimized;
-                ShareConsumer::connect(ccfg).await
+        let consumer = shared.connect_consumer(format!("{}-{}-task-{id}", cfg.group_id, cfg.name)).await?;
+        let sink = match shared.open_task().await {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = consumer.close(CLOSE_TIMEOUT).await;
+                return Err(e);
             }
-            other => other,
-        }
-        .map_err(|e| format!("connecting the consumer: {e}"))?;
-        let subscribed = match &cfg.topics_regex {
-            Some(re) => consumer.subscribe_pattern(re),
-            None => consumer.subscribe(cfg.topics.iter().cloned()),
         };
-        if let Err(e) = subscribed {
-            let _ = consumer.close(CLOSE_TIMEOUT).await;
-            return Err(format!("subscribing: {e}"));
-        }
-        let opened = async {
-            sink.start(&cfg.task_config).await?;
-            sink.open(&cfg.topics).await
-        }
-        .await;
-        if let Err(e) = opened {
-            sink.stop().await;
-            let _ = consumer.close(CLOSE_TIMEOUT).await;
-            return Err(format!("starting the sink: {e}"));
-        }
         Ok(Runner { id, shared, consumer, sink: Mutex::new(sink) })
     }
 
