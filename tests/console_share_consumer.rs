@@ -12,7 +12,7 @@ use std::time::Duration;
 use kafka_share::admin::Admin;
 use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 
 /// Longest a tool run may take before the test gives up on it (it is killed).
 const RUN_LIMIT: Duration = Duration::from_secs(120);
@@ -50,6 +50,29 @@ async fn java(args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// Our tool, started with its output piped (killed if the test ends first).
+fn spawn_ours(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_kafka-console-share-consumer"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start kafka-console-share-consumer")
+}
+
+/// Sends SIGTERM (as a service manager would) and waits for the exit.
+async fn terminate(child: Child) -> Output {
+    let pid = child.id().expect("running").to_string();
+    let kill = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("run kill");
+    assert!(kill.success());
+    tokio::time::timeout(RUN_LIMIT, child.wait_with_output())
+        .await
+        .expect("exits after SIGTERM")
+        .expect("wait")
 }
 
 fn stdout(out: &Output) -> String {
@@ -297,14 +320,7 @@ async fn sigterm_acknowledges_what_was_printed() {
     let topic = common::new_topic(&admin, "console-term", 1).await;
     produce_varied(&topic, 1, 6).await;
     let g = group(&admin, "console-term").await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-console-share-consumer"))
-        .args(["--bootstrap-server", &common::bootstrap(), "--topic", &topic, "--group", &g])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start kafka-console-share-consumer");
+    let mut child = spawn_ours(&["--bootstrap-server", &common::bootstrap(), "--topic", &topic, "--group", &g]);
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let read_six = async {
         for _ in 0..6 {
@@ -312,13 +328,7 @@ async fn sigterm_acknowledges_what_was_printed() {
         }
     };
     tokio::time::timeout(RUN_LIMIT, read_six).await.expect("six records printed");
-    let pid = child.id().expect("running").to_string();
-    let kill = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("run kill");
-    assert!(kill.success());
-    let out = tokio::time::timeout(RUN_LIMIT, child.wait_with_output())
-        .await
-        .expect("exits after SIGTERM")
-        .unwrap();
+    let out = terminate(child).await;
     assert!(out.status.success(), "exit after SIGTERM: {:?} {}", out.status, stderr(&out));
     assert!(stderr(&out).contains("Processed a total of 6 messages"), "{}", stderr(&out));
     // The close sent the acceptances.
@@ -332,22 +342,10 @@ async fn sigterm_while_connecting_ends_the_run_cleanly() {
     // connection says they are in place; the default action would kill it instead.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr").to_string();
-    let child = Command::new(env!("CARGO_BIN_EXE_kafka-console-share-consumer"))
-        .args(["--bootstrap-server", &addr, "--topic", "console-connecting", "--group", "console-connecting"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start kafka-console-share-consumer");
+    let child =
+        spawn_ours(&["--bootstrap-server", &addr, "--topic", "console-connecting", "--group", "console-connecting"]);
     let (_held, _) = tokio::time::timeout(RUN_LIMIT, listener.accept()).await.expect("it connects").expect("accept");
-    let pid = child.id().expect("running").to_string();
-    let kill = std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("run kill");
-    assert!(kill.success());
-    let out = tokio::time::timeout(RUN_LIMIT, child.wait_with_output())
-        .await
-        .expect("exits after SIGTERM")
-        .unwrap();
+    let out = terminate(child).await;
     assert!(out.status.success(), "exit after SIGTERM while connecting: {:?} {}", out.status, stderr(&out));
     assert!(stderr(&out).contains("Processed a total of 0 messages"), "{}", stderr(&out));
 }
