@@ -1,7 +1,7 @@
 //! Telling the driver that the application waits inside one of our calls.
 //!
 //! The driver gives buffered records back to the group when the application stops taking
-//! them (no poll for a quarter of the lock: `driver/pace.rs`). An application blocked in
+//! them (no poll for a quarter of the lock: `driver/activity.rs`). An application blocked in
 //! `commit_sync` while the broker holds the answer (seconds, in a leader failover) has not
 //! stopped: released then, its prefetched records would come back with a burnt delivery
 //! attempt, and the RELEASEs would queue behind the same stuck broker. The driver core reads

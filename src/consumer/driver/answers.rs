@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{debug, warn};
 
+use super::sessions::Answered;
 use super::{DriverCore, Fetched};
 use crate::cluster::BrokerInfo;
 use crate::consumer::record::ConsumerRecord;
@@ -21,7 +22,7 @@ use crate::share::TopicIdPartition;
 type AckResults = BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>;
 
 /// The acknowledgement answers of one response: results to report, and the partitions whose
-/// acks were queued again (`ack_retry.rs`).
+/// acks were queued again (`sessions/ack_retry.rs`).
 #[derive(Default)]
 struct AckAnswers {
     results: AckResults,
@@ -49,30 +50,25 @@ impl DriverCore {
             Ok(r) => r,
             Err(e) => return self.request_failed(node, sent, e, now),
         };
-        let Some(n) = self.nodes.get_mut(&node) else {
-            return;
-        };
-        if sent.generation != n.session.generation() {
-            // The session was reset meanwhile: the broker released what this response
-            // acquired when the session went, but it did apply (or refuse) the acks it carried.
-            let answered = resp.responses.iter().flat_map(|t| {
-                t.partitions.iter().map(move |p| {
-                    (t.topic_id, p.partition_index, p.acknowledge_error_code, &p.acknowledge_error_message)
-                })
-            });
-            return self.complete_stale(node, &sent, "ShareFetch", answered);
+        match self.sessions.handle_answer(node, &sent) {
+            Answered::Gone => return,
+            Answered::Stale => {
+                // The session was reset meanwhile: the broker released what this response
+                // acquired when the session went, but it did apply (or refuse) the acks it
+                // carried.
+                let answered = resp.responses.iter().flat_map(|t| {
+                    t.partitions.iter().map(move |p| {
+                        (t.topic_id, p.partition_index, p.acknowledge_error_code, &p.acknowledge_error_message)
+                    })
+                });
+                return self.complete_stale(node, &sent, "ShareFetch", answered);
+            }
+            Answered::Current => {}
         }
-        n.in_flight_acks = false;
-        n.session.on_success(&sent);
         // A response whose partitions all failed must not be answered by an immediate refetch:
         // back off until metadata (or the broker) changes its mind.
         let partition_errors = resp.responses.iter().flat_map(|t| &t.partitions).any(|p| p.error_code != 0);
-        if partition_errors {
-            let delay = n.backoff.next_delay();
-            n.hold_until(now + delay);
-        } else {
-            n.backoff.reset();
-        }
+        self.sessions.handle_partition_errors(node, partition_errors, now);
         if resp.acquisition_lock_timeout_ms > 0 {
             self.shared
                 .acquisition_lock_timeout_ms
@@ -97,10 +93,7 @@ impl DriverCore {
                 records += self.take_records(node, sent.generation, tp, p, deadline, now);
             }
         }
-        if let Some(n) = self.nodes.get_mut(&node) {
-            n.pace.fetched(records, !sent.acks.is_empty(), now);
-            n.redeliveries.expire(now, lock);
-        }
+        self.sessions.handle_fetched(node, records, !sent.acks.is_empty(), lock, now);
         self.complete_answered_acks(node, &sent, answers);
         if moved {
             self.reconcile_assignment(now);
@@ -108,15 +101,11 @@ impl DriverCore {
     }
 
     /// A share-session answer asked for a throttle: the session sends nothing more until it
-    /// ends (`throttle.rs`). The close phases do not wait for it: the broker holds their
+    /// ends (`sessions/throttle.rs`). The close phases do not wait for it: the broker holds their
     /// requests while the connection is muted, within the close's own deadline.
     fn note_share_throttle(&mut self, node: i32, throttle_ms: i32, now: Instant) {
-        let Some(until) = self.throttles.note_share(node, throttle_ms, now) else {
-            return;
-        };
-        debug!(node, throttle_ms, "broker throttled the share session's connection");
-        if let Some(n) = self.nodes.get_mut(&node) {
-            n.hold_until(until);
+        if self.sessions.handle_throttle(node, throttle_ms, now).is_some() {
+            debug!(node, throttle_ms, "broker throttled the share session's connection");
         }
     }
 
@@ -139,19 +128,14 @@ impl DriverCore {
         }
         let ranges: Vec<AcquiredRange> = p.acquired_records.iter().map(|&a| AcquiredRange::from(a)).collect();
         let topic: Arc<str> = self.topic_name(&tp.topic_id).unwrap_or_else(|| Arc::from(tp.topic_id.to_string()));
-        let Some(n) = self.nodes.get_mut(&node) else {
+        if !self.sessions.handle_acquired(node, tp, &ranges, now) {
             return 0;
-        };
-        for r in &ranges {
-            n.redeliveries.acquired(tp, r.first_offset, r.last_offset, r.delivery_count, now);
         }
         let options = DecodeOptions { check_crcs: self.cfg.check_crcs, max_decompressed: self.cfg.max_decompressed() };
         match decode_acquired_with(p.records.unwrap_or_default(), &ranges, options) {
             Ok(set) => {
                 for (first, last) in set.gaps {
-                    for o in first..=last {
-                        n.session.queue_ack(tp, o, AckKind::Gap);
-                    }
+                    self.sessions.queue_acks(node, tp, first..=last, AckKind::Gap);
                 }
                 for bad in set.corrupt {
                     warn!(
@@ -159,9 +143,7 @@ impl DriverCore {
                         last_offset = bad.last_offset, error = %bad.error, "corrupt record batch: its acquired records are rejected"
                     );
                     for &(first, last) in &bad.acquired {
-                        for o in first..=last {
-                            n.session.queue_ack(tp, o, AckKind::Reject);
-                        }
+                        self.sessions.queue_acks(node, tp, first..=last, AckKind::Reject);
                     }
                     let error = Error::CorruptRecord {
                         topic: topic.to_string(),
@@ -203,9 +185,7 @@ impl DriverCore {
                 // records may be fine, so they go back to the group.
                 warn!(topic = %topic, partition = tp.partition, error = %e, "invalid acquired ranges: records released");
                 for r in &ranges {
-                    for o in r.first_offset..=r.last_offset {
-                        n.session.queue_ack(tp, o, AckKind::Release);
-                    }
+                    self.sessions.queue_acks(node, tp, r.first_offset..=r.last_offset, AckKind::Release);
                 }
                 0
             }
@@ -224,13 +204,13 @@ impl DriverCore {
                 let name = self.topic_name(&tp.topic_id);
                 match name {
                     Some(name) if leader.0 >= 0 => self.topology.learn_leader(&name, tp.partition, leader.0, leader.1),
-                    _ => self.metadata.want(),
+                    _ => self.group.want_metadata(),
                 }
                 debug!(%tp, node, leader = leader.0, "partition moved");
                 true
             }
             c if ErrorCode(c).is_unknown_topic_or_partition() => {
-                self.metadata.want();
+                self.group.want_metadata();
                 false
             }
             c => {
@@ -262,17 +242,16 @@ impl DriverCore {
             Ok(r) => r,
             Err(e) => return self.request_failed(node, sent, e, now),
         };
-        let Some(n) = self.nodes.get_mut(&node) else {
-            return;
-        };
-        if sent.generation != n.session.generation() {
-            let answered = resp.responses.iter().flat_map(|t| {
-                t.partitions.iter().map(move |p| (t.topic_id, p.partition_index, p.error_code, &p.error_message))
-            });
-            return self.complete_stale(node, &sent, "ShareAcknowledge", answered);
+        match self.sessions.handle_answer(node, &sent) {
+            Answered::Gone => return,
+            Answered::Stale => {
+                let answered = resp.responses.iter().flat_map(|t| {
+                    t.partitions.iter().map(move |p| (t.topic_id, p.partition_index, p.error_code, &p.error_message))
+                });
+                return self.complete_stale(node, &sent, "ShareAcknowledge", answered);
+            }
+            Answered::Current => {}
         }
-        n.in_flight_acks = false;
-        n.session.on_success(&sent);
         if let Some(ms) = resp.acquisition_lock_timeout_ms.filter(|ms| *ms > 0) {
             self.shared.acquisition_lock_timeout_ms.store(ms as i64, Ordering::Relaxed);
         }
@@ -307,7 +286,8 @@ impl DriverCore {
         now: Instant,
         answers: &mut AckAnswers,
     ) {
-        match self.ack_outcome(node, tp, acks, r, now) {
+        let closing = self.closing.is_some();
+        match self.sessions.ack_outcome(node, tp, acks, r, closing, &*self.topology, now) {
             Some(r) => {
                 answers.results.insert(tp, (acks.offsets(), r));
             }
@@ -336,21 +316,7 @@ impl DriverCore {
     /// never sent and fail with the plain cause.
     fn request_failed(&mut self, node: i32, sent: Sent, e: Error, now: Instant) {
         debug!(node, error = %e, "share request failed");
-        let stale = match self.nodes.get_mut(&node) {
-            Some(n) => {
-                // This was the session's one request in flight, of its generation or (stale)
-                // of the one a reset ended: nothing else was sent meanwhile.
-                n.session.clear_in_flight();
-                n.in_flight_acks = false;
-                let stale = sent.generation != n.session.generation();
-                if !stale {
-                    let delay = n.backoff.next_delay();
-                    n.hold_until(now + delay);
-                }
-                stale
-            }
-            None => true,
-        };
+        let stale = self.sessions.handle_request_failed(node, &sent, now);
         let results: AckResults = sent.acks.iter().map(|(tp, a)| (*tp, (a.offsets(), Err(e.clone())))).collect();
         if stale {
             // A reset failed the acks still queued and started over; these were in flight.
@@ -368,7 +334,7 @@ impl DriverCore {
         }
         if e.is_connection_error() || matches!(e, Error::Timeout { .. }) {
             // The broker may be gone: learn who leads its partitions now.
-            self.metadata.want();
+            self.group.want_metadata();
         }
         self.complete_acks(Some(node), results);
         let unsent = match &e {
@@ -397,12 +363,7 @@ impl DriverCore {
                 (TopicIdPartition { topic_id, partition }, code_result(code, message.clone(), api, node))
             })
             .collect();
-        if let Some(n) = self.nodes.get_mut(&node) {
-            n.session.clear_in_flight();
-            // The old request was the session's one in flight: nothing of the new generation
-            // was sent meanwhile.
-            n.in_flight_acks = false;
-        }
+        self.sessions.handle_stale_answer(node);
         let results: AckResults = sent
             .acks
             .iter()
@@ -414,13 +375,9 @@ impl DriverCore {
     /// Resets a broker's session: queued acks fail with `e`, buffered records from it are
     /// dropped (the broker released them when the session went).
     pub(super) fn reset_session(&mut self, node: i32, e: Error) {
-        let Some(n) = self.nodes.get_mut(&node) else {
+        let Some(failed) = self.sessions.reset(node) else {
             return;
         };
-        let failed = n.session.reset();
-        n.pace.reset();
-        n.ack_retries.clear();
-        n.redeliveries.clear();
         self.buffer.retain(|f| f.node != node);
         let results: AckResults = failed.into_iter().map(|(tp, a)| (tp, (a.offsets(), Err(e.clone())))).collect();
         self.complete_acks(Some(node), results);

@@ -7,9 +7,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tracing::warn;
 
-use super::{AckEntry, DriverCore, Node, Transmit};
+use super::{AckEntry, DriverCore};
 use crate::error::{Error, Result};
-use crate::share::membership::{MemberState, Membership};
 
 pub(super) enum ClosePhase {
     /// Waiting for in-flight requests to finish before sending the final acks.
@@ -47,6 +46,7 @@ impl DriverCore {
         if let Some(w) = self.waiter.take() {
             let _ = w.reply.send(Err(Error::Closed));
         }
+        self.group.handle_close();
         self.closing = Some(Closing { phase: ClosePhase::Draining, deadline, reply });
     }
 
@@ -59,7 +59,7 @@ impl DriverCore {
             if let Some(c) = &mut self.closing {
                 c.phase = ClosePhase::Leaving;
             }
-            self.membership = Membership::new(self.cfg.group_id.clone(), None); // stop heartbeating
+            self.group.stop(); // stop heartbeating
             if let Some(r) = r {
                 let _ = r.send(Err(Error::Timeout { what: format!("close ({unfinished})"), after: Duration::ZERO }));
             }
@@ -82,27 +82,16 @@ impl DriverCore {
         let Some(c) = &self.closing else { return };
         match c.phase {
             ClosePhase::Draining => {
-                if self.nodes.values().all(|n| !n.session.in_flight()) {
-                    let group = self.cfg.group_id.clone();
-                    let member = self.membership.member_id().to_string();
-                    let mut sends = Vec::new();
-                    for (id, n) in self.nodes.iter_mut() {
-                        if let Some((req, sent)) = n.session.build_close(&group, &member) {
-                            n.in_flight_acks = !sent.acks.is_empty();
-                            sends.push((*id, req, sent));
-                        }
-                    }
-                    for (id, req, sent) in sends {
-                        self.outbox.push_back(Transmit::Acknowledge { node: id, request: req, sent });
-                    }
+                if !self.sessions.any_in_flight() {
+                    self.sessions.close_all(self.group.member_id(), &mut self.outbox);
                     if let Some(c) = &mut self.closing {
                         c.phase = ClosePhase::SessionsClosing;
                     }
                 }
             }
             ClosePhase::SessionsClosing => {
-                if self.nodes.values().all(|n| !n.session.in_flight()) {
-                    self.membership.leave(now);
+                if !self.sessions.any_in_flight() {
+                    self.group.leave(now);
                     if let Some(c) = &mut self.closing {
                         c.phase = ClosePhase::Leaving;
                     }
@@ -114,20 +103,15 @@ impl DriverCore {
 
     /// What a close that ran out of time leaves undone, in words for its error.
     pub(super) fn close_unfinished(&self) -> String {
-        let busy = |f: &dyn Fn(&Node) -> bool| {
-            let mut ids: Vec<i32> = self.nodes.iter().filter(|(_, n)| f(n)).map(|(id, _)| *id).collect();
-            ids.sort_unstable();
-            ids.iter().map(|id| id.to_string()).collect::<Vec<_>>().join(", ")
-        };
         let leave = "the group was not left (the broker drops the member after the group's session timeout)";
         match self.closing.as_ref().map(|c| &c.phase) {
             Some(ClosePhase::Draining) => format!(
                 "requests to brokers [{}] did not finish, so the final acknowledgements were not sent: the brokers release the unacknowledged records when the connections drop, and acknowledgements not sent are lost; {leave}",
-                busy(&|n| n.session.in_flight())
+                self.sessions.in_flight_list()
             ),
             Some(ClosePhase::SessionsClosing) => format!(
                 "brokers [{}] did not answer the final acknowledgements, so their outcome is unknown (records not acknowledged are released when the sessions end); {leave}",
-                busy(&|n| n.session.in_flight())
+                self.sessions.in_flight_list()
             ),
             _ => format!("the acknowledgements were sent, but {leave}"),
         }
@@ -141,8 +125,7 @@ impl DriverCore {
         if !matches!(c.phase, ClosePhase::Leaving) {
             return false;
         }
-        let leaving = self.membership.is_active() || matches!(self.membership.state(), MemberState::Leaving);
-        let unanswered = leaving || self.heartbeat_in_flight;
+        let unanswered = self.group.leave_unanswered();
         if unanswered && now < c.deadline {
             return false;
         }

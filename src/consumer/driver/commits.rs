@@ -108,8 +108,7 @@ impl DriverCore {
             let sent_to = self.renewing.get(&(tp, offset)).copied();
             if sent_to.is_some_and(|to| node.is_none_or(|n| n == to)) {
                 self.renewing.remove(&(tp, offset));
-                let lock_deadline =
-                    node.and_then(|n| self.nodes.get(&n)).and_then(|n| n.redeliveries.lock_until(tp, offset, None));
+                let lock_deadline = node.and_then(|n| self.sessions.lock_until(n, tp, offset));
                 self.renewed.push(Renewed { tp, offset, result: r.clone(), lock_deadline });
             }
         }
@@ -117,9 +116,9 @@ impl DriverCore {
 
     /// Completes commit waiters whose nodes have nothing left in flight or queued.
     pub(super) fn settle_commits(&mut self) {
-        let nodes = &self.nodes;
+        let sessions = &self.sessions;
         for w in &mut self.commits {
-            w.nodes.retain(|id| nodes.get(id).is_some_and(|n| n.session.has_acks() || n.in_flight_acks));
+            w.nodes.retain(|id| sessions.has_pending_acks(*id));
         }
         let (done, pending): (Vec<_>, Vec<_>) =
             std::mem::take(&mut self.commits).into_iter().partition(|w| w.nodes.is_empty());

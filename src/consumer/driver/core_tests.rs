@@ -249,8 +249,8 @@ fn an_ack_linger_starts_when_the_ack_is_queued_not_when_the_first_ack_ever_was()
     let (tx, _rx2) = oneshot::channel();
     c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: vec![accept(6)], reply: tx }, t2);
     c.drive(t2);
-    assert!(!c.acks_overdue(1, t2), "an ack queued just now is not overdue");
-    assert!(c.acks_overdue(1, t2 + Duration::from_millis(100)), "after its own linger it is");
+    assert!(!acks_overdue(&c, 1, t2), "an ack queued just now is not overdue");
+    assert!(acks_overdue(&c, 1, t2 + Duration::from_millis(100)), "after its own linger it is");
 }
 
 #[test]
@@ -450,6 +450,25 @@ fn answer_fetches(c: &mut DriverCore, now: Instant) {
     }
 }
 
+/// Whether broker `id`'s queued acks would go on their own now (the session manager's
+/// decision, given the core's demand).
+fn acks_overdue(c: &DriverCore, id: i32, now: Instant) -> bool {
+    let d = super::sessions::Demand {
+        buffer: &c.buffer,
+        waiting: c.waiting_for_records(),
+        app_idle: c.app_idle(now),
+        drain_per_sec: c.drain.per_sec(now),
+        poll_size: c.poll_size,
+        lock: c.lock_duration(),
+        can_fetch: c.fatal.is_none() && c.group.is_active(),
+        commits: &c.commits,
+        eager_acks: c.eager_acks,
+        member: c.group.member_id(),
+        renew_ok: true,
+    };
+    c.sessions.acks_overdue(id, now, &d)
+}
+
 fn released_unseen(c: &DriverCore) -> f64 {
     c.shared
         .metrics
@@ -460,7 +479,7 @@ fn released_unseen(c: &DriverCore) -> f64 {
 
 /// Whether RELEASE acks are queued on broker 1's session.
 fn releases_queued(c: &DriverCore) -> bool {
-    c.nodes.get(&1).is_some_and(|n| n.pace.releases_queued)
+    c.sessions.releases_queued(1)
 }
 
 #[test]
@@ -535,9 +554,9 @@ fn the_engines_outcomes_do_not_linger_and_the_public_acks_still_do() {
     c.drive(t0);
     let _ = long_poll(&mut c);
     c.handle_command(Command::Commit { acks: vec![accept(5)], reply: None }, t0);
-    assert!(!c.acks_overdue(1, t0), "a public ack nobody waits for lingers");
+    assert!(!acks_overdue(&c, 1, t0), "a public ack nobody waits for lingers");
     c.handle_command(Command::Outcomes(vec![accept(6)]), t0);
-    assert!(c.acks_overdue(1, t0), "from the engine's first outcome, queued acks go at once");
+    assert!(acks_overdue(&c, 1, t0), "from the engine's first outcome, queued acks go at once");
 }
 
 #[test]
@@ -617,21 +636,11 @@ fn a_parked_session_whose_records_are_out_does_not_long_poll_over_their_acks() {
     for (node, sent, sent_at, _) in sent {
         c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t1);
     }
-    assert!(c.nodes[&1].pace.parked.is_some());
+    assert!(c.sessions.parked(1));
     c.drive(t1);
     assert!(fetches(&mut c).is_empty(), "no long poll over the records that are out");
     // After the quiet time: a no-wait look, not a long poll.
-    let t2 = t1 + c.park_limit();
+    let t2 = t1 + c.sessions.park_limit();
     c.drive(t2);
     assert_eq!(fetches(&mut c).iter().map(|f| f.3).collect::<Vec<_>>(), vec![0]);
-}
-
-#[test]
-fn an_empty_fetch_that_carried_acks_does_not_park() {
-    // The broker answers a fetch's records without waiting for the acks beside it: the
-    // window they free shows to the next fetch, which must not wait for more acks.
-    let mut p = super::pace::Pace { nowait_in_flight: true, ..Default::default() };
-    let now = Instant::now();
-    p.fetched(0, true, now);
-    assert!(p.parked.is_none());
 }

@@ -3,7 +3,6 @@
 use std::time::Instant;
 
 use super::{Delivered, DriverCore, Fetched, PollAnswer, PollWaiter};
-use crate::share::acks::AckKind;
 
 impl DriverCore {
     /// Answers a waiting poll if there is something to answer with.
@@ -43,9 +42,7 @@ impl DriverCore {
             for record in front.records.drain(..take) {
                 out.push(Delivered { record, tp: front.tp, node: front.node, generation: front.generation });
             }
-            if let Some(n) = self.nodes.get_mut(&front.node) {
-                n.pace.delivered(take);
-            }
+            self.sessions.delivered(front.node, take);
             if front.records.is_empty() {
                 self.buffer.pop_front();
             }
@@ -73,9 +70,7 @@ impl DriverCore {
         renewed.append(&mut self.renewed);
         self.renewed = renewed;
         for d in back.records.into_iter().rev() {
-            if let Some(n) = self.nodes.get_mut(&d.node) {
-                n.pace.settled(1);
-            }
+            self.sessions.handed_back(d.node, 1);
             match self.buffer.front_mut() {
                 Some(f) if f.tp == d.tp && f.node == d.node && f.generation == d.generation => {
                     f.records.push_front(d.record)
@@ -113,14 +108,7 @@ impl DriverCore {
                 kept.push_back(f);
                 continue;
             }
-            if let Some(n) = self.nodes.get_mut(&f.node) {
-                if n.session.generation() == f.generation && !f.records.is_empty() {
-                    for r in &f.records {
-                        n.session.queue_ack(f.tp, r.offset, AckKind::Release);
-                    }
-                    n.pace.releases_queued = true;
-                }
-            }
+            self.sessions.release(f.node, f.generation, f.tp, f.records.iter().map(|r| r.offset));
         }
         self.buffer = kept;
     }

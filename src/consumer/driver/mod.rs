@@ -1,7 +1,8 @@
 //! The consumer's driver, in two parts (see DESIGN.md, "The driver core"):
 //!
-//! * [`DriverCore`], sans-IO: it owns the membership and share-session state machines, the
-//!   fetched-but-not-delivered buffer, pacing, the close phases and the commit waiters. It is
+//! * [`DriverCore`], sans-IO: it owns two sub-machines, the group manager (`group/`) and the
+//!   session manager (`sessions/`, where the pacing policy lives), and itself keeps the
+//!   fetched-but-not-delivered buffer, the close phases and the commit waiters. It is
 //!   fed commands (from the public handle), events (finished requests) and `now`, and emits
 //!   [`Transmit`]s (requests to send) and replies (the oneshot senders inside commands). It
 //!   never reads the clock, spawns a task or touches a socket (`state_machine.rs`).
@@ -13,24 +14,21 @@
 //! buffered), then send every `Transmit` it queued. Acks reach the core with the
 //! poll/commit/close that follows them, as in the Java client.
 
-mod ack_retry;
+mod activity;
 mod answers;
+mod assignment;
 mod close;
 mod commits;
 #[cfg(test)]
 mod core_tests;
 mod deliver;
 mod group;
-mod metadata_refresh;
-mod pace;
-mod pattern;
 mod poll_interval;
-mod send;
+mod sessions;
 mod shell;
 #[cfg(all(test, feature = "test-util"))]
 mod shell_tests;
 mod state_machine;
-mod throttle;
 mod timers;
 mod topic_errors;
 pub(crate) mod topic_pattern;
@@ -53,13 +51,10 @@ use tracing::{debug, warn};
 use super::config::ShareConsumerConfig;
 use super::metrics::Metrics;
 use super::record::{ConsumerRecord, TopicPartition};
-use crate::acquire_mode::AcquireMode;
-use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
 use crate::share::acks::AckKind;
-use crate::share::membership::Membership;
-use crate::share::session::{FetchParams, Sent, ShareSession};
+use crate::share::session::Sent;
 use crate::share::TopicIdPartition;
 
 /// One acknowledgement on its way to the driver, tagged with where its record came from.
@@ -130,7 +125,7 @@ pub(crate) enum Command {
     },
     /// The processing engine's outcomes: acks that nobody waits for but that free records
     /// the broker holds for this member. From the first one on, queued acks that no fetch
-    /// carries now go at once instead of lingering (see `pace::ACK_LINGER`): the engine asks
+    /// carries now go at once instead of lingering (see `ACK_LINGER` in `sessions/pace.rs`): the engine asks
     /// for records only as slots free, so a fetch may not come soon, and lingering acks keep
     /// the partition's lock budget (`share.partition.max.record.locks`) taken.
     Outcomes(Vec<AckEntry>),
@@ -172,27 +167,6 @@ pub(crate) enum Event {
     TopicList(Result<Vec<String>>),
 }
 
-/// Per-broker state around its share session.
-pub(crate) struct Node {
-    pub session: ShareSession,
-    pub backoff: Backoff,
-    pub retry_at: Option<Instant>,
-    pub in_flight_acks: bool,
-    pub pace: pace::Pace,
-    /// Offsets this session acquired again, so late acks of older deliveries are refused.
-    pub redeliveries: crate::share::redeliveries::Redeliveries,
-    /// Partitions whose acks are being retried after a transient error (`ack_retry.rs`).
-    pub ack_retries: HashMap<TopicIdPartition, ack_retry::AckRetry>,
-}
-
-impl Node {
-    /// The session sends nothing before `at` (a backoff, a throttle): a later wait already set
-    /// stands.
-    pub(crate) fn hold_until(&mut self, at: Instant) {
-        self.retry_at = Some(self.retry_at.map_or(at, |t| t.max(at)));
-    }
-}
-
 /// Records fetched from one partition, not yet handed out.
 pub(crate) struct Fetched {
     pub tp: TopicIdPartition,
@@ -223,17 +197,6 @@ pub(crate) struct Shared {
     pub request_panics: Arc<shell::RequestPanics>,
 }
 
-/// Where the group coordinator is, as far as the core knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Coordinator {
-    Unknown,
-    /// A FindCoordinator is in flight.
-    Finding,
-    /// The last lookup failed (retriable): the next one waits until then.
-    BackingOff(Instant),
-    Known(i32),
-}
-
 impl Shared {
     /// Nothing measured or learned yet: the lock duration unknown until a broker says it.
     pub(crate) fn new(renew_supported: bool, network: Option<Arc<crate::cluster::NetworkStats>>) -> Shared {
@@ -256,13 +219,10 @@ pub(crate) struct DriverCore {
     topology: Arc<dyn Topology>,
     cfg: ShareConsumerConfig,
     shared: Arc<Shared>,
-    membership: Membership,
-    coordinator: Coordinator,
-    /// Spaces out coordinator lookups that fail (the shell sends each lookup once).
-    coordinator_backoff: Backoff,
-    heartbeat_in_flight: bool,
-    metadata: metadata_refresh::MetadataRefresh,
-    nodes: HashMap<i32, Node>,
+    /// Coordinator, membership, heartbeats, metadata and pattern refreshes (`group/`).
+    group: group::GroupManager,
+    /// Every broker's share session and its pacing (`sessions/`).
+    sessions: sessions::SessionManager,
     buffer: VecDeque<Fetched>,
     waiter: Option<PollWaiter>,
     commits: Vec<CommitWaiter>,
@@ -270,9 +230,8 @@ pub(crate) struct DriverCore {
     outbox: VecDeque<Transmit>,
     fatal: Option<Error>,
     closing: Option<Closing>,
-    record_limit_turn: usize,
-    drain: pace::DrainRate,
-    activity: pace::Activity,
+    drain: activity::DrainRate,
+    activity: activity::Activity,
     topic_errors: topic_errors::TopicErrors,
     /// RENEWs sent and not answered yet, by partition and offset: the broker they went to.
     /// An answer counts for a renewal only from that broker: the same offset may meanwhile
@@ -281,15 +240,8 @@ pub(crate) struct DriverCore {
     renewing: HashMap<(TopicIdPartition, i64), i32>,
     /// Outcomes of renewals, for the next poll.
     renewed: Vec<Renewed>,
-    /// A pattern subscription's topic listings (`pattern.rs`).
-    pattern: pattern::PatternRefresh,
     /// Partitions the application paused: not fetched (see `reconcile_assignment`).
     paused: HashSet<TopicPartition>,
-    /// Set while the member is out of the group for a missed poll interval: the
-    /// subscription the next poll rejoins with.
-    stale: poll_interval::StaleSubscription,
-    /// Connections a broker muted with a throttle time (`throttle.rs`).
-    throttles: throttle::Throttles,
     /// Records the last poll asked for: the smallest fetch batch_optimized makes, and
     /// record_limit's exact fetch size. The public poll always asks for `max.poll.records`;
     /// the processing engine asks for the room it has, so a slow engine acquires only that.
@@ -299,84 +251,17 @@ pub(crate) struct DriverCore {
 }
 
 impl DriverCore {
-    fn fetch_params(&self, no_wait: bool, now: Instant) -> FetchParams {
-        let max = self.cfg.max_poll_records.min(i32::MAX as usize) as i32;
-        FetchParams {
-            max_wait_ms: if no_wait { 0 } else { self.cfg.fetch_max_wait.as_millis().min(i32::MAX as u128) as i32 },
-            min_bytes: self.cfg.fetch_min_bytes,
-            max_bytes: self.cfg.fetch_max_bytes,
-            max_records: self.fetch_max_records(now).min(i32::MAX as usize) as i32,
-            batch_size: max,
-            acquire_mode: match self.cfg.acquire_mode {
-                AcquireMode::BatchOptimized => 0,
-                AcquireMode::RecordLimit => 1,
-            },
-        }
-    }
-
-    /// Queues acks on the sessions that delivered their records; returns, with the reason,
-    /// those that must not be sent: their session was reset since (the broker released the
-    /// records: sending would only earn INVALID_RECORD_STATE), or the session holds a newer
-    /// delivery of the offset (the ack would land on a delivery nobody processed).
+    /// Queues acks on the sessions that delivered their records (the session manager's
+    /// `route_acks`); returns, with the reason, those that must not be sent.
     fn route_acks(&mut self, acks: Vec<AckEntry>, now: Instant) -> Vec<(AckEntry, Error)> {
-        let mut failed = Vec::new();
-        let mut lapsed = Vec::new();
         let lock = self.lock_duration();
         let renew_ok = self.shared.renew_supported.load(std::sync::atomic::Ordering::Relaxed);
-        // Acks come in runs of one broker (a poll's records do): one lookup of the node a
-        // run, not one a record (hashing the node id was a tenth of the implicit-mode cost).
-        let mut acks = acks.into_iter().peekable();
-        while let Some(first) = acks.next() {
-            let node = first.node;
-            // The handle refuses RENEW on a cluster without ShareAcknowledge v2; one that got
-            // here anyway (the cluster learned to be v1 since) must not wait in the queue
-            // forever, nor go to a broker that would reject its whole batch (LANDSCAPE bug 13).
-            let refused = |a: &AckEntry| (a.kind == AckKind::Renew && !renew_ok).then_some(Error::RenewUnsupported);
-            let Some(n) = self.nodes.get_mut(&node) else {
-                let mut next = Some(first);
-                while let Some(a) = next.take().or_else(|| acks.next_if(|a| a.node == node)) {
-                    let e = refused(&a).unwrap_or_else(|| session_gone(node));
-                    failed.push((a, e));
-                }
-                continue;
-            };
-            let mut next = Some(first);
-            while let Some(a) = next.take().or_else(|| acks.next_if(|a| a.node == node)) {
-                if let Some(e) = refused(&a) {
-                    failed.push((a, e));
-                    continue;
-                }
-                if n.session.generation() != a.generation {
-                    failed.push((a, session_gone(node)));
-                    continue;
-                }
-                // A delivery whose lock has lapsed cannot be acknowledged: the broker may have
-                // handed the record to someone else, delivered it to us again, or (once the
-                // group moved past it) take the acknowledgement without a word.
-                let superseded = n.redeliveries.check(a.tp, a.offset, a.delivery_count).is_err();
-                let deadline = n.redeliveries.lock_until(a.tp, a.offset, a.lock_deadline);
-                if superseded || deadline.is_some_and(|d| now >= d) {
-                    lapsed.push((a, superseded));
-                    continue;
-                }
-                if a.kind == AckKind::Renew {
-                    // Renewed from when the broker takes it, no earlier than now.
-                    n.redeliveries.renewed(a.tp, a.offset, now + lock);
-                    self.renewing.insert((a.tp, a.offset), node);
-                } else {
-                    n.redeliveries.settled(a.tp, a.offset);
-                    n.pace.settled(1);
-                }
-                if a.kind == AckKind::Release {
-                    // Released records are for the other members: no refill from this broker
-                    // until the application polls again.
-                    n.pace.refill = false;
-                    n.pace.releases_queued = true;
-                }
-                n.session.queue_ack(a.tp, a.offset, a.kind)
-            }
+        let routed = self.sessions.route_acks(acks, now, lock, renew_ok);
+        let mut failed = routed.failed;
+        for (tp, offset, node) in routed.renewing {
+            self.renewing.insert((tp, offset), node);
         }
-        for (a, superseded) in lapsed {
+        for (a, superseded) in routed.lapsed {
             debug!(tp = %a.tp, offset = a.offset, delivery = a.delivery_count, superseded, "ack of a lapsed delivery refused");
             let tp = self.to_topic_partition(&a.tp);
             let e = Error::LockExpired {

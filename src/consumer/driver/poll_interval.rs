@@ -8,18 +8,17 @@
 //! The next poll rejoins with the same member id; acknowledgements of the records held from
 //! before fail (their session is gone), as after any session loss.
 
-use std::collections::BTreeSet;
 use std::time::Instant;
 
 use tracing::warn;
 
-use super::{session_gone, DriverCore, Transmit};
+use super::{session_gone, DriverCore};
 
 impl DriverCore {
     /// When the application must poll next before the member leaves (None: no poll yet, a
     /// poll waits, or the member is not in the group).
     pub(super) fn poll_interval_deadline(&self) -> Option<Instant> {
-        if self.closing.is_some() || self.stale.is_some() || self.waiter.is_some() || !self.membership.is_active() {
+        if self.closing.is_some() || self.group.is_stale() || self.waiter.is_some() || !self.group.is_active() {
             return None;
         }
         self.activity.last_poll_call.map(|t| t + self.cfg.max_poll_interval)
@@ -35,20 +34,14 @@ impl DriverCore {
             max_poll_interval_ms = self.cfg.max_poll_interval.as_millis() as u64,
             "no poll within max.poll.interval.ms: leaving the group and releasing this member's records; the next poll rejoins. Poll more often, process less per poll (max.poll.records), or raise max.poll.interval.ms"
         );
-        self.stale = Some(self.membership.subscription().clone());
-        self.membership.leave(now);
+        self.group.leave_stale(now);
         self.release_buffer(|_| true);
         self.reconcile_assignment(now);
-        let (group, member) = (self.cfg.group_id.clone(), self.membership.member_id().to_string());
-        let ids: Vec<i32> = self.nodes.keys().copied().collect();
-        for id in ids {
-            let Some(n) = self.nodes.get_mut(&id) else { continue };
+        for id in self.sessions.ids() {
             // Closing the session releases everything it acquired. One in flight now (rare:
             // nothing fetches for an application that stopped polling) is dropped by the
             // reset below; its connection's session then ends with the broker's own timeout.
-            if let Some((req, sent)) = n.session.build_close(&group, &member) {
-                self.outbox.push_back(Transmit::Acknowledge { node: id, request: req, sent });
-            }
+            self.sessions.close_session(id, self.group.member_id(), &mut self.outbox);
             // A new generation: acks of the records held from before fail at once.
             self.reset_session(id, session_gone(id));
         }
@@ -56,12 +49,8 @@ impl DriverCore {
 
     /// The first poll (or subscribe) after leaving for a missed poll interval rejoins.
     pub(super) fn rejoin_if_stale(&mut self, now: Instant) {
-        if let Some(topics) = self.stale.take() {
-            self.membership.subscribe(topics, now);
+        if self.group.rejoin_if_stale(now) {
             self.reconcile_assignment(now);
         }
     }
 }
-
-/// The subscription a member that left for a missed poll interval rejoins with.
-pub(crate) type StaleSubscription = Option<BTreeSet<String>>;

@@ -1,23 +1,30 @@
 //! The driver core's entry points: construction, the requests it emits, and the calls that
-//! feed it (`handle_command`, `handle_event`, `handle_gone`, `drive`). The decisions
-//! themselves live in the sibling files (`send.rs`, `answers.rs`, `group.rs`, `deliver.rs`,
-//! `pace.rs`, ...), all on [`DriverCore`]; its deadlines are named in `timers.rs`.
+//! feed it (`handle_command`, `handle_event`, `handle_gone`, `drive`). The decisions live
+//! in two owned sub-machines and the parent: the group manager (`group/`: coordinator,
+//! membership, heartbeats, metadata and pattern refreshes), the session manager
+//! (`sessions/`: every broker's share session, its pacing, throttles, ack retries and
+//! redeliveries), and on [`DriverCore`] itself delivery to the handle (`deliver.rs`,
+//! `activity.rs`), the answers walked into the buffer (`answers.rs`), the assignment mapped
+//! onto brokers (`assignment.rs`), commits (`commits.rs`) and close (`close.rs`). Each
+//! sub-machine queues its requests on the core's outbox and names its deadlines, which
+//! `timers.rs` gathers.
 //!
 //! Style of quinn-proto: the caller owns IO and time. It feeds inputs with `now`, calls
 //! `drive(now)`, drains [`DriverCore::poll_transmit`], and calls `drive` again by
 //! [`DriverCore::poll_timeout`] (the earliest of its named timers) if nothing happens sooner.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ShareGroupHeartbeatRequest;
 use tracing::warn;
 
-use super::{pace, Command, CommitResults, CommitWaiter, Coordinator, DriverCore, Event, PollWaiter, Shared, Topology};
+use super::group::GroupManager;
+use super::sessions::{Demand, SessionManager};
+use super::{Command, CommitResults, CommitWaiter, DriverCore, Event, PollWaiter, Shared, Topology};
 use crate::consumer::config::ShareConsumerConfig;
 use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
-use crate::share::membership::Membership;
 use crate::share::session::Sent;
 
 /// A request the core decided to send. The shell sends it and feeds the answer (or the
@@ -44,31 +51,23 @@ impl DriverCore {
     pub(crate) fn new(cfg: ShareConsumerConfig, shared: Arc<Shared>, topology: Arc<dyn Topology>) -> DriverCore {
         let cfg_poll_size = cfg.max_poll_records.max(1);
         DriverCore {
-            coordinator_backoff: cfg.cluster.backoff(),
-            membership: Membership::new(cfg.group_id.clone(), cfg.client_rack.clone()),
+            sessions: SessionManager::new(&cfg),
+            group: GroupManager::new(&cfg),
             topology,
             cfg,
             shared,
-            coordinator: Coordinator::Unknown,
-            heartbeat_in_flight: false,
-            metadata: Default::default(),
-            nodes: HashMap::new(),
             buffer: VecDeque::new(),
             waiter: None,
             commits: Vec::new(),
             outbox: VecDeque::new(),
             fatal: None,
             closing: None,
-            record_limit_turn: 0,
-            drain: pace::DrainRate::default(),
-            activity: pace::Activity::default(),
+            drain: Default::default(),
+            activity: Default::default(),
             topic_errors: Default::default(),
             renewing: HashMap::new(),
             renewed: Vec::new(),
-            pattern: Default::default(),
             paused: HashSet::new(),
-            stale: None,
-            throttles: Default::default(),
             poll_size: cfg_poll_size,
             eager_acks: false,
         }
@@ -76,19 +75,15 @@ impl DriverCore {
 
     /// The member id this consumer joins with.
     pub(crate) fn member_id(&self) -> &str {
-        self.membership.member_id()
+        self.group.member_id()
     }
 
     /// A command from the public handle.
     pub(crate) fn handle_command(&mut self, cmd: Command, now: Instant) {
         match cmd {
             Command::Subscribe(topics) => {
-                self.stale = None; // a new subscription replaces the one to rejoin with
-                if self.closing.is_none() {
-                    self.pattern.clear();
-                    self.membership.subscribe(topics, now);
+                if self.group.subscribe(topics, now) {
                     self.topic_errors.subscription_changed();
-                    self.metadata.want();
                     self.reconcile_assignment(now);
                 }
             }
@@ -121,11 +116,7 @@ impl DriverCore {
                 let failed = self.route_acks(acks, now);
                 let mut waiter = CommitWaiter { nodes: HashSet::new(), results: CommitResults::default(), reply };
                 self.report_local_failures(failed, Some(&mut waiter));
-                for (id, n) in &self.nodes {
-                    if n.session.has_acks() || n.in_flight_acks {
-                        waiter.nodes.insert(*id);
-                    }
-                }
+                waiter.nodes.extend(self.sessions.pending_ack_nodes());
                 if waiter.nodes.is_empty() {
                     if let Some(r) = waiter.reply.take() {
                         let _ = r.send(waiter.results);
@@ -139,10 +130,7 @@ impl DriverCore {
                 let failed = self.route_acks(acks, now);
                 self.report_local_failures(failed, None);
             }
-            Command::SubscribePattern(sub) => {
-                self.stale = None;
-                self.subscribe_pattern(sub, now);
-            }
+            Command::SubscribePattern(sub) => self.group.subscribe_pattern(sub, now),
             Command::Requeue(back) => self.requeue(back),
             Command::Paused(paused) => {
                 self.paused = paused;
@@ -168,7 +156,6 @@ impl DriverCore {
     /// Decides whatever the state machines want sent now (queued for `poll_transmit`), and
     /// answers a waiting poll from the buffer.
     pub(crate) fn drive(&mut self, now: Instant) {
-        self.drive_pattern(now);
         self.drive_group(now);
         self.report_topic_error();
         // A poll answered from the buffer first: the fetch plan then sees whether a poll
@@ -176,15 +163,40 @@ impl DriverCore {
         self.try_deliver(now);
         self.release_if_idle(now);
         self.enforce_poll_interval(now);
-        self.drive_nodes(now);
+        self.drive_sessions(now);
         self.drive_close(now);
-        let open: BTreeMap<i32, i32> = self
-            .nodes
-            .iter()
-            .filter(|(_, n)| n.session.is_open())
-            .map(|(id, n)| (*id, n.session.epoch()))
-            .collect();
+        let open = self.sessions.open_epochs();
         *self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()) = open;
+    }
+
+    /// The session manager's turn: what each broker's session sends now, given what the
+    /// application wants (the [`Demand`] it reads).
+    fn drive_sessions(&mut self, now: Instant) {
+        if self.closing.is_some() {
+            return;
+        }
+        let waiting = self.waiting_for_records();
+        let app_idle = self.app_idle(now);
+        let lock = self.lock_duration();
+        let demand = Demand {
+            buffer: &self.buffer,
+            waiting,
+            app_idle,
+            drain_per_sec: self.drain.per_sec(now),
+            poll_size: self.poll_size,
+            lock,
+            can_fetch: self.fatal.is_none() && self.group.is_active(),
+            commits: &self.commits,
+            eager_acks: self.eager_acks,
+            member: self.group.member_id(),
+            renew_ok: self.shared.renew_supported.load(std::sync::atomic::Ordering::Relaxed),
+        };
+        self.sessions.poll_transmit(now, &demand, &mut self.outbox);
+    }
+
+    /// How long a fetch may wait at the broker (the shell adds it to the request timeout).
+    pub(crate) fn fetch_max_wait(&self) -> Duration {
+        self.cfg.fetch_max_wait
     }
 
     /// The next request to send, in the order decided.

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Coordinator, DriverCore};
+use super::DriverCore;
 
 /// A named deadline of the core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,9 +19,11 @@ pub(crate) enum Timer {
     Heartbeat,
     /// A broker's session may send again: its backoff or throttle ends.
     SessionRetry(i32),
-    /// Pacing: queued acknowledgements become overdue, a parked session's quiet time ends, or
-    /// buffered records go back to the group for want of a poll.
+    /// Pacing (the session manager's): queued acknowledgements become overdue, or a parked
+    /// session's quiet time ends.
     Pace,
+    /// Buffered records go back to the group for want of a poll (`activity.rs`).
+    Idle,
     /// A metadata refresh is due (or its backoff ends).
     Metadata,
     /// A pattern subscription lists the topics again.
@@ -47,19 +49,17 @@ impl DriverCore {
                 }
             }
         };
-        arm(Timer::Heartbeat, self.heartbeat_deadline(now));
-        // Fetch pacing and retries mean nothing once closing (`drive_nodes` sends nothing
+        arm(Timer::Heartbeat, self.group.heartbeat_deadline(now));
+        // Fetch pacing and retries mean nothing once closing (the session manager sends nothing
         // then; the close phases have their own deadline).
         if self.closing.is_none() {
-            for (&id, n) in self.nodes.iter().filter(|(_, n)| !n.session.in_flight()) {
-                arm(Timer::SessionRetry(id), n.retry_at);
-            }
-            arm(Timer::Pace, self.next_pace_deadline(now));
+            self.sessions.arm_timers(now, &mut arm);
+            // Only a deadline still ahead: one that passed was seen by the `drive` that
+            // followed it, so as a deadline it would only make the shell spin.
+            arm(Timer::Idle, self.idle_deadline().filter(|&t| t > now));
         }
-        // A refresh is only sent for a subscription (`drive_group`): with none (left, or
-        // leaving), a wanted one waits for the next.
-        arm(Timer::Metadata, self.metadata.wakeup().filter(|_| !self.membership.subscription().is_empty()));
-        arm(Timer::Pattern, self.pattern.wakeup());
+        arm(Timer::Metadata, self.group.metadata_deadline());
+        arm(Timer::Pattern, self.group.pattern_deadline());
         arm(Timer::PollInterval, self.poll_interval_deadline());
         arm(Timer::Close, self.closing.as_ref().map(|c| c.deadline));
         best
@@ -69,21 +69,5 @@ impl DriverCore {
     /// `now`.
     pub(crate) fn poll_timeout(&self, now: Instant) -> Instant {
         self.next_timer(now).map_or(now + UNARMED, |(_, at)| at).max(now)
-    }
-
-    /// When the next heartbeat may go. One due while another is in flight, or while the
-    /// coordinator is being looked up, waits for that answer (an input wakes the core): as
-    /// a deadline it would only make the shell spin. A muted coordinator connection, or a
-    /// lookup backing off, holds it back until that is over.
-    fn heartbeat_deadline(&self, now: Instant) -> Option<Instant> {
-        if self.heartbeat_in_flight || self.coordinator == Coordinator::Finding {
-            return None;
-        }
-        let h = self.membership.poll_timeout()?;
-        let mut due = self.throttles.heartbeat_until(now).map_or(h, |u| h.max(u));
-        if let Coordinator::BackingOff(until) = self.coordinator {
-            due = due.max(until);
-        }
-        Some(due)
     }
 }

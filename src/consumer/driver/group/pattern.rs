@@ -7,15 +7,16 @@
 //! member's subscription changes only when the matched names do, so a quiet cluster costs
 //! one Metadata request per interval and no heartbeat field.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::{debug, info};
 
-use super::topic_pattern::PatternSubscription;
-use super::{DriverCore, Transmit};
+use super::GroupManager;
 use crate::backoff::Backoff;
+use crate::consumer::driver::topic_pattern::PatternSubscription;
+use crate::consumer::driver::Transmit;
 use crate::error::Result;
 
 /// The shortest interval between listings, whatever `metadata.max.age.ms` says.
@@ -23,7 +24,7 @@ const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The driver's side of a pattern subscription.
 #[derive(Default)]
-pub(crate) struct PatternRefresh {
+pub(super) struct PatternRefresh {
     /// The pattern subscribed to; `None` for a subscription by names (or none).
     current: Option<Arc<PatternSubscription>>,
     /// When to list the topics next.
@@ -36,45 +37,47 @@ pub(crate) struct PatternRefresh {
 
 impl PatternRefresh {
     /// When the driver must wake up to list the topics.
-    pub(crate) fn wakeup(&self) -> Option<Instant> {
+    pub(super) fn wakeup(&self) -> Option<Instant> {
         self.next_at.filter(|_| self.current.is_some() && !self.in_flight)
     }
 
     /// A subscription by names replaces the pattern.
-    pub(crate) fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.current = None;
         self.next_at = None;
     }
 }
 
-impl DriverCore {
+impl GroupManager {
     /// A new pattern subscription: list the topics now.
-    pub(super) fn subscribe_pattern(&mut self, sub: Arc<PatternSubscription>, now: Instant) {
-        if self.closing.is_some() {
+    pub(in crate::consumer::driver) fn subscribe_pattern(&mut self, sub: Arc<PatternSubscription>, now: Instant) {
+        self.stale = None;
+        if self.closing {
             return;
         }
         debug!(pattern = sub.pattern.as_str(), "pattern subscription");
         let p = &mut self.pattern;
         p.current = Some(sub);
         p.next_at = Some(now);
-        p.backoff = self.cfg.cluster.backoff();
+        p.backoff = self.backoff.clone();
     }
 
     /// Sends the listing when it is due.
-    pub(super) fn drive_pattern(&mut self, now: Instant) {
+    pub(super) fn poll_pattern(&mut self, now: Instant, out: &mut VecDeque<Transmit>) {
         let due = self.pattern.wakeup().is_some_and(|t| t <= now);
-        if !due || self.closing.is_some() {
+        if !due || self.closing {
             return;
         }
         self.pattern.in_flight = true;
-        self.outbox.push_back(Transmit::ListTopics);
+        out.push_back(Transmit::ListTopics);
     }
 
-    /// A listing came back: subscribe the member to the topics that match, if they changed.
-    pub(super) fn on_topic_list(&mut self, r: Result<Vec<String>>, now: Instant) {
+    /// A listing came back: subscribes the member to the topics that match, if they changed.
+    /// Returns whether the subscription changed (the core then maps the assignment again).
+    pub(in crate::consumer::driver) fn handle_topic_list(&mut self, r: Result<Vec<String>>, now: Instant) -> bool {
         self.pattern.in_flight = false;
         let Some(sub) = self.pattern.current.clone() else {
-            return; // the pattern was replaced by names (or dropped) meanwhile
+            return false; // the pattern was replaced by names (or dropped) meanwhile
         };
         let topics = match r {
             Ok(topics) => topics,
@@ -82,21 +85,20 @@ impl DriverCore {
                 let delay = self.pattern.backoff.next_delay();
                 debug!(error = %e, ?delay, "listing topics for the pattern subscription failed; trying again");
                 self.pattern.next_at = Some(now + delay);
-                return;
+                return false;
             }
         };
         self.pattern.backoff.reset();
-        self.pattern.next_at = Some(now + self.cfg.metadata_max_age.max(MIN_INTERVAL));
+        self.pattern.next_at = Some(now + self.metadata_max_age.max(MIN_INTERVAL));
         let matched: BTreeSet<String> = sub.pattern.select(&topics);
         sub.set_matched(matched.clone());
-        if self.closing.is_some() || matched == *self.membership.subscription() {
-            return;
+        if self.closing || matched == *self.membership.subscription() {
+            return false;
         }
         info!(pattern = sub.pattern.as_str(), topics = ?matched, "the topics matching the pattern changed");
         // As `Command::Subscribe`: an empty set leaves the group until a topic matches.
         self.membership.subscribe(matched, now);
-        self.topic_errors.subscription_changed();
         self.metadata.want();
-        self.reconcile_assignment(now);
+        true
     }
 }

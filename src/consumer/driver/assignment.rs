@@ -1,4 +1,5 @@
-//! Membership: coordinator lookup, heartbeats, and turning the assignment into fetch sets.
+//! The group's answers as the core takes them: the group manager's outcomes, and turning
+//! the assignment into each broker's fetch set (the session manager's `set_wanted`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
@@ -7,53 +8,29 @@ use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use tracing::{debug, info, warn};
 
 use super::topic_errors::PollAnswer;
-use super::{Coordinator, DriverCore, Node, TopicPartition, Transmit};
+use super::{DriverCore, TopicPartition};
 use crate::error::{Error, Result};
 use crate::share::membership::Outcome;
-use crate::share::session::ShareSession;
 use crate::share::TopicIdPartition;
 
 impl DriverCore {
+    /// The group manager's turn: metadata, topic listings, coordinator lookups, heartbeats.
     pub(super) fn drive_group(&mut self, now: Instant) {
-        if self.metadata.due(now) && !self.membership.subscription().is_empty() {
-            self.metadata.sent(now);
-            let topics: Vec<String> = self.membership.subscription().iter().cloned().collect();
-            self.outbox.push_back(Transmit::Metadata { topics });
+        if self.group.poll_transmit(now, &mut self.outbox) {
+            self.shared.metrics.record_heartbeat();
         }
-        if self.heartbeat_in_flight
-            || self.membership.poll_timeout().is_none_or(|t| t > now)
-            || self.throttles.heartbeat_until(now).is_some()
-        {
-            return;
-        }
-        let coordinator = match self.coordinator {
-            Coordinator::Known(node) => node,
-            Coordinator::Finding => return,
-            Coordinator::BackingOff(until) if until > now => return,
-            Coordinator::Unknown | Coordinator::BackingOff(_) => {
-                self.coordinator = Coordinator::Finding;
-                self.outbox.push_back(Transmit::FindCoordinator { group: self.cfg.group_id.clone() });
-                return;
-            }
-        };
-        let Some(req) = self.membership.poll_heartbeat(now) else {
-            return;
-        };
-        self.heartbeat_in_flight = true;
-        self.shared.metrics.record_heartbeat();
-        self.outbox.push_back(Transmit::Heartbeat { node: coordinator, request: req });
     }
 
     /// A Metadata answer for the subscription: per-topic refusals wait for the next poll
     /// (see `topic_errors.rs`), then the assignment is mapped onto the brokers again.
     pub(super) fn on_metadata(&mut self, r: Result<Vec<(String, i16)>>, now: Instant) {
-        self.metadata.answered(r.is_ok());
+        self.group.handle_metadata(r.is_ok());
         match r {
             Ok(errors) => {
                 for (topic, code) in &errors {
                     debug!(topic, code, "metadata refused a subscribed topic");
                 }
-                self.topic_errors.on_metadata(self.membership.subscription(), &errors);
+                self.topic_errors.on_metadata(self.group.subscription(), &errors);
             }
             Err(e) => {
                 debug!(error = %e, "metadata refresh failed");
@@ -90,57 +67,40 @@ impl DriverCore {
         }
     }
 
-    /// A coordinator lookup's answer. The shell sends each lookup once; retries of a
-    /// retriable failure are the core's, backing off (`retry.backoff.ms` doubling to
-    /// `retry.backoff.max.ms`) for as long as the member wants a coordinator.
-    pub(super) fn on_coordinator(&mut self, r: Result<i32>, now: Instant) {
-        self.coordinator = Coordinator::Unknown;
-        match r {
-            Ok(node) => {
-                debug!(group = self.cfg.group_id, node, "group coordinator");
-                self.coordinator_backoff.reset();
-                self.coordinator = Coordinator::Known(node);
-            }
-            Err(e) if e.is_retriable() => {
-                let delay = self.coordinator_backoff.next_delay();
-                debug!(error = %e, ?delay, "coordinator lookup failed; retrying");
-                self.coordinator = Coordinator::BackingOff(now + delay);
-            }
-            Err(e) => self.set_fatal(e),
+    /// A pattern subscription's listing: a changed subscription is mapped again.
+    pub(super) fn on_topic_list(&mut self, r: Result<Vec<String>>, now: Instant) {
+        if self.group.handle_topic_list(r, now) {
+            self.topic_errors.subscription_changed();
+            self.reconcile_assignment(now);
         }
     }
 
+    /// A coordinator lookup's answer (the group manager retries what can be retried).
+    pub(super) fn on_coordinator(&mut self, r: Result<i32>, now: Instant) {
+        if let Some(e) = self.group.handle_coordinator(r, now) {
+            self.set_fatal(e);
+        }
+    }
+
+    /// A heartbeat's answer, as the group manager took it.
     pub(super) fn on_heartbeat(&mut self, r: Result<ShareGroupHeartbeatResponse>, now: Instant) {
-        self.heartbeat_in_flight = false;
-        let outcome = match r {
-            Ok(resp) => {
-                self.throttles.note_heartbeat(resp.throttle_time_ms, now);
-                self.membership.handle_response(&resp, now)
-            }
-            Err(e) => self.membership.handle_error(e, now),
-        };
-        self.shared.metrics.set_rebalances(self.membership.rebalances());
+        let outcome = self.group.handle_heartbeat(r, now);
+        self.shared.metrics.set_rebalances(self.group.rebalances());
         match outcome {
-            Outcome::Ok | Outcome::Left => {}
+            Outcome::Ok | Outcome::Left | Outcome::FindCoordinator => {}
             Outcome::AssignmentChanged => {
                 info!(
                     group = self.cfg.group_id,
-                    epoch = self.membership.epoch(),
-                    partitions = self.membership.assignment().values().map(|p| p.len()).sum::<usize>(),
+                    epoch = self.group.epoch(),
+                    partitions = self.group.assignment().values().map(|p| p.len()).sum::<usize>(),
                     "assignment changed"
                 );
                 self.reconcile_assignment(now);
             }
-            Outcome::FindCoordinator => {
-                // Look it up again, unless a lookup is already on its way.
-                if let Coordinator::Known(_) = self.coordinator {
-                    self.coordinator = Coordinator::Unknown;
-                }
-            }
             Outcome::Fenced => {
                 info!(group = self.cfg.group_id, "member fenced; rejoining with the same member id");
                 // The broker dropped what we held; our sessions' acks cannot succeed.
-                let ids: Vec<i32> = self.nodes.keys().copied().collect();
+                let ids = self.sessions.ids();
                 for id in ids {
                     self.reset_session(id, crate::consumer::driver::session_gone(id));
                 }
@@ -154,7 +114,7 @@ impl DriverCore {
     pub(super) fn reconcile_assignment(&mut self, now: Instant) {
         let mut per_node: HashMap<i32, BTreeSet<TopicIdPartition>> = HashMap::new();
         let mut missing = false;
-        for (topic_id, parts) in self.membership.assignment() {
+        for (topic_id, parts) in self.group.assignment() {
             let Some(name) = self.topology.topic_name(topic_id) else {
                 missing = true;
                 continue;
@@ -175,34 +135,14 @@ impl DriverCore {
             }
         }
         if missing {
-            self.metadata.want();
+            self.group.want_metadata();
         } else {
-            self.metadata.settled();
-        }
-        for (id, n) in self.nodes.iter_mut() {
-            n.session.set_wanted(per_node.remove(id).unwrap_or_default());
+            self.group.metadata_settled();
         }
         let demand = self.fresh_demand(now);
-        for (id, wanted) in per_node {
-            let mut session = ShareSession::new(id);
-            session.set_wanted(wanted);
-            self.nodes.insert(
-                id,
-                Node {
-                    session,
-                    backoff: self.cfg.cluster.backoff(),
-                    // A broker that muted the connection before this node was made again.
-                    retry_at: self.throttles.share_until(id, now),
-                    in_flight_acks: false,
-                    pace: super::pace::Pace { demand, ..Default::default() },
-                    redeliveries: Default::default(),
-                    ack_retries: Default::default(),
-                },
-            );
-        }
+        self.sessions.set_wanted(per_node, demand, now);
         // Records buffered for partitions we no longer fetch from their broker go back.
-        let wanted: HashMap<i32, BTreeSet<TopicIdPartition>> =
-            self.nodes.iter().map(|(id, n)| (*id, n.session.wanted().clone())).collect();
+        let wanted = self.sessions.wanted();
         self.release_buffer(|f| !wanted.get(&f.node).is_some_and(|w| w.contains(&f.tp)));
     }
 }

@@ -1,30 +1,30 @@
 //! Share sessions outbound: deciding, per broker, whether to send a ShareFetch (with the acks
 //! it can carry) or a ShareAcknowledge now, and building it. Pacing (`pace.rs`) says how
-//! much to fetch; the answers are handled in `answers.rs`.
+//! much to fetch; the answers come back through the manager's `handle_*` (`answers.rs`).
 
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::collections::VecDeque;
+use std::time::Instant;
 
 use super::pace::FetchPlan;
-use super::{DriverCore, Node, Transmit};
+use super::{Demand, Node, SessionManager};
 use crate::acquire_mode::AcquireMode;
-use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
-use crate::share::session::Sent;
+use crate::consumer::driver::Transmit;
+use crate::protocol::share::ShareAcknowledgeRequest;
+use crate::share::session::{FetchParams, Sent};
 
-impl DriverCore {
-    pub(super) fn drive_nodes(&mut self, now: Instant) {
-        if self.closing.is_some() {
-            return;
-        }
-        let group = self.cfg.group_id.clone();
-        let member = self.membership.member_id().to_string();
-        let renew_ok = self.shared.renew_supported.load(Ordering::Relaxed);
+impl SessionManager {
+    /// Queues on `out` what each free session sends now: urgent acks or renewals by
+    /// ShareAcknowledge, a fetch as pacing allows (carrying the queued acks), or acks that
+    /// lingered long enough with no fetch to carry them.
+    pub(in crate::consumer::driver) fn poll_transmit(
+        &mut self,
+        now: Instant,
+        d: &Demand,
+        out: &mut VecDeque<Transmit>,
+    ) {
         let mut ids: Vec<i32> = self.nodes.keys().copied().collect();
         ids.sort_unstable();
-        let fetch_turn = self.record_limit_pick(&ids, now);
-        let urgent_nodes: std::collections::HashSet<i32> =
-            self.commits.iter().flat_map(|w| w.nodes.iter().copied()).collect();
-        let waiting = self.waiting_for_records();
+        let fetch_turn = self.record_limit_pick(&ids, now, d);
         for n in self.nodes.values_mut() {
             n.pace.note_acks(n.session.has_acks(), now);
         }
@@ -34,9 +34,10 @@ impl DriverCore {
             if busy {
                 continue;
             }
-            let plan = self.fetch_plan(id, fetch_turn, now);
-            let overdue = self.acks_overdue(id, now);
-            let params = self.fetch_params(plan == FetchPlan::NoWait, now);
+            let plan = self.fetch_plan(id, fetch_turn, now, d);
+            let overdue = self.acks_overdue(id, now, d);
+            let params = self.fetch_params(plan == FetchPlan::NoWait, d);
+            let group = self.settings.group_id.as_str();
             let Some(n) = self.nodes.get_mut(&id) else {
                 continue;
             };
@@ -45,24 +46,24 @@ impl DriverCore {
             // ShareAcknowledge: piggybacked on a long poll, their results would wait for it.
             // RELEASEs too, unless a poll waits (its fetch carries them): released records
             // are for the other members, now.
-            let urgent = urgent_nodes.contains(&id)
+            let urgent = d.commits.iter().any(|w| w.nodes.contains(&id))
                 || n.session.has_acks_outside_wanted()
-                || (n.pace.releases_queued && !waiting);
-            let send_ack = |n: &mut Node, renew: bool| n.session.build_ack(&group, &member, renew);
-            let ack = if urgent && n.session.has_acks() && !(renew_ok && n.session.has_renew()) {
+                || (n.pace.releases_queued && !d.waiting);
+            let send_ack = |n: &mut Node, renew: bool| n.session.build_ack(group, d.member, renew);
+            let ack = if urgent && n.session.has_acks() && !(d.renew_ok && n.session.has_renew()) {
                 send_ack(n, false)
-            } else if renew_ok && n.session.has_renew() {
+            } else if d.renew_ok && n.session.has_renew() {
                 send_ack(n, true)
             } else {
                 None
             };
             if let Some((req, sent)) = ack {
                 tracing::trace!(node = id, urgent, "acknowledgements go now, by ShareAcknowledge");
-                self.send_ack(id, req, sent);
+                send_acks(n, id, req, sent, out);
                 continue;
             }
             if plan != FetchPlan::None {
-                if let Some((req, sent)) = n.session.build_fetch(&group, &member, params) {
+                if let Some((request, sent)) = n.session.build_fetch(group, d.member, params) {
                     n.in_flight_acks = !sent.acks.is_empty();
                     if n.in_flight_acks {
                         // Their linger is over: acks queued from now on start their own. Kept
@@ -75,11 +76,11 @@ impl DriverCore {
                     n.pace.nowait_in_flight = plan == FetchPlan::NoWait;
                     n.pace.parked = None;
                     n.pace.releases_queued &= n.session.has_acks();
-                    if !waiting && !n.pace.demand {
+                    if !d.waiting && !n.pace.demand {
                         n.pace.refill = false; // the one refill of the last poll
                     }
                     n.pace.demand = false;
-                    self.spawn_fetch(id, req, sent, now);
+                    out.push_back(Transmit::Fetch { node: id, request, sent, sent_at: now });
                     continue;
                 }
             }
@@ -87,30 +88,35 @@ impl DriverCore {
             if overdue {
                 tracing::trace!(node = id, "acknowledgements lingered with no fetch to carry them: ShareAcknowledge");
                 if let Some((req, sent)) = send_ack(n, false) {
-                    self.send_ack(id, req, sent);
+                    send_acks(n, id, req, sent, out);
                 }
             }
         }
     }
 
-    /// Sends a ShareAcknowledge built from the session of `id`.
-    fn send_ack(&mut self, id: i32, req: ShareAcknowledgeRequest, sent: Sent) {
-        if let Some(n) = self.nodes.get_mut(&id) {
-            n.in_flight_acks = true;
-            n.pace.acks_since = None;
-            n.pace.releases_queued &= n.session.has_acks();
+    fn fetch_params(&self, no_wait: bool, d: &Demand) -> FetchParams {
+        let s = &self.settings;
+        let max = s.max_poll_records.min(i32::MAX as usize) as i32;
+        FetchParams {
+            max_wait_ms: if no_wait { 0 } else { s.fetch_max_wait.as_millis().min(i32::MAX as u128) as i32 },
+            min_bytes: s.fetch_min_bytes,
+            max_bytes: s.fetch_max_bytes,
+            max_records: self.fetch_max_records(d).min(i32::MAX as usize) as i32,
+            batch_size: max,
+            acquire_mode: match s.acquire_mode {
+                AcquireMode::BatchOptimized => 0,
+                AcquireMode::RecordLimit => 1,
+            },
         }
-        self.outbox.push_back(Transmit::Acknowledge { node: id, request: req, sent });
     }
 
     /// record_limit: no prefetch. Fetch only for a waiting poll with nothing buffered, from
     /// one broker at a time (taking turns), so no more than max.poll.records are acquired.
-    fn record_limit_pick(&mut self, ids: &[i32], now: Instant) -> Option<i32> {
-        if self.cfg.acquire_mode != AcquireMode::RecordLimit
-            || self.fatal.is_some()
-            || !self.membership.is_active()
-            || !self.wants_records(now)
-            || !self.buffer.is_empty()
+    fn record_limit_pick(&mut self, ids: &[i32], now: Instant, d: &Demand) -> Option<i32> {
+        if self.settings.acquire_mode != AcquireMode::RecordLimit
+            || !d.can_fetch
+            || !self.wants_records(d)
+            || !d.buffer.is_empty()
             || self.nodes.values().any(|n| n.session.in_flight() && !n.session.wanted().is_empty())
         {
             return None;
@@ -134,13 +140,12 @@ impl DriverCore {
         }
         Some(eligible[self.record_limit_turn % eligible.len()])
     }
+}
 
-    fn spawn_fetch(&mut self, node: i32, req: ShareFetchRequest, sent: Sent, now: Instant) {
-        self.outbox.push_back(Transmit::Fetch { node, request: req, sent, sent_at: now });
-    }
-
-    /// How long a fetch may wait at the broker (the shell adds it to the request timeout).
-    pub(crate) fn fetch_max_wait(&self) -> Duration {
-        self.cfg.fetch_max_wait
-    }
+/// Queues a ShareAcknowledge built from the session of `id`.
+fn send_acks(n: &mut Node, id: i32, request: ShareAcknowledgeRequest, sent: Sent, out: &mut VecDeque<Transmit>) {
+    n.in_flight_acks = true;
+    n.pace.acks_since = None;
+    n.pace.releases_queued &= n.session.has_acks();
+    out.push_back(Transmit::Acknowledge { node: id, request, sent });
 }

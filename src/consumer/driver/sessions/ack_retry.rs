@@ -22,32 +22,39 @@ use std::time::Instant;
 
 use tracing::debug;
 
-use super::DriverCore;
+use super::SessionManager;
+use crate::consumer::driver::Topology;
 use crate::error::{Error, ErrorCode, Result};
 use crate::share::acks::PartitionAcks;
 use crate::share::TopicIdPartition;
 
 /// A partition's acks being retried on one session.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct AckRetry {
+pub(super) struct AckRetry {
     /// No attempt starts after this.
     until: Instant,
     /// Some attempt's outcome is unknown (it may have been applied).
     unknown: bool,
 }
 
-impl DriverCore {
+impl SessionManager {
     /// What a partition's acknowledgement answer means: `None` when its acks were queued
     /// again for another attempt, else the result to report.
-    pub(super) fn ack_outcome(
+    ///
+    /// `closing`: the consumer is closing (nothing is retried then); `topology` names the
+    /// broker in an [`Error::OutcomeUnknown`].
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::consumer::driver) fn ack_outcome(
         &mut self,
         node: i32,
         tp: TopicIdPartition,
         acks: &PartitionAcks,
         result: Result<()>,
+        closing: bool,
+        topology: &dyn Topology,
         now: Instant,
     ) -> Option<Result<()>> {
-        let limit = self.ack_retry_limit();
+        let limit = self.settings.ack_retry_limit;
         let n = self.nodes.get_mut(&node)?;
         let retry = n.ack_retries.remove(&tp);
         let code = match &result {
@@ -58,7 +65,7 @@ impl DriverCore {
         if code.is_transient_ack_error() {
             let until = retry.map_or(now + limit, |r| r.until);
             let unknown = retry.is_some_and(|r| r.unknown) || code.is_outcome_unknown();
-            if now < until && self.closing.is_none() {
+            if now < until && !closing {
                 debug!(node, %tp, code = code.0, "acknowledgements not applied yet; trying again");
                 for (offset, ty) in acks.iter() {
                     n.session.queue_ack(tp, offset, ty);
@@ -72,14 +79,9 @@ impl DriverCore {
         }
         if code == ErrorCode::INVALID_RECORD_STATE && retry.is_some_and(|r| r.unknown) {
             // The attempt that timed out most likely took effect.
-            let addr = self.topology.broker_addr(node).unwrap_or_else(|| format!("node {node}"));
+            let addr = topology.broker_addr(node).unwrap_or_else(|| format!("node {node}"));
             return Some(Err(Error::OutcomeUnknown { api: "ShareAcknowledge", addr, cause: Arc::new(result.err()?) }));
         }
         Some(result)
-    }
-
-    /// How long acks are retried: `default.api.timeout.ms`, as Java bounds its retries.
-    fn ack_retry_limit(&self) -> std::time::Duration {
-        self.cfg.default_api_timeout
     }
 }

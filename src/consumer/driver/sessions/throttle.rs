@@ -5,29 +5,27 @@
 //! deadline hostage to a quota the client was told about.
 //!
 //! Two connections matter: a broker's share-session connection (ShareFetch,
-//! ShareAcknowledge) and the coordinator's (ShareGroupHeartbeat). Kept here rather than only
-//! in `Node::retry_at` because a node can be dropped and made again (an assignment change)
-//! while its connection stays muted.
+//! ShareAcknowledge), kept here, and the coordinator's (ShareGroupHeartbeat), kept by the
+//! group manager (`group/`). Kept here rather than only in `Node::retry_at` because a node
+//! can be dropped and made again (an assignment change) while its connection stays muted.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Default)]
-pub(crate) struct Throttles {
+pub(super) struct Throttles {
     /// Per broker: its share-session connection is muted until then.
     share: HashMap<i32, Instant>,
-    /// The coordinator's connection is muted until then.
-    heartbeat: Option<Instant>,
 }
 
 /// The end of a throttle the broker asked for, if it asked for one.
-fn until(throttle_ms: i32, now: Instant) -> Option<Instant> {
+pub(in crate::consumer::driver) fn until(throttle_ms: i32, now: Instant) -> Option<Instant> {
     (throttle_ms > 0).then(|| now + Duration::from_millis(throttle_ms as u64))
 }
 
 impl Throttles {
     /// A share-session answer from `node` asked for `throttle_ms`; returns until when.
-    pub(crate) fn note_share(&mut self, node: i32, throttle_ms: i32, now: Instant) -> Option<Instant> {
+    pub(super) fn note_share(&mut self, node: i32, throttle_ms: i32, now: Instant) -> Option<Instant> {
         let t = until(throttle_ms, now)?;
         let e = self.share.entry(node).or_insert(t);
         *e = (*e).max(t);
@@ -35,20 +33,8 @@ impl Throttles {
     }
 
     /// Until when `node`'s share-session connection is muted, if it still is.
-    pub(crate) fn share_until(&self, node: i32, now: Instant) -> Option<Instant> {
+    pub(super) fn share_until(&self, node: i32, now: Instant) -> Option<Instant> {
         self.share.get(&node).copied().filter(|t| *t > now)
-    }
-
-    /// A heartbeat answer asked for `throttle_ms`.
-    pub(crate) fn note_heartbeat(&mut self, throttle_ms: i32, now: Instant) {
-        if let Some(t) = until(throttle_ms, now) {
-            self.heartbeat = Some(self.heartbeat.map_or(t, |h| h.max(t)));
-        }
-    }
-
-    /// Until when the coordinator's connection is muted, if it still is.
-    pub(crate) fn heartbeat_until(&self, now: Instant) -> Option<Instant> {
-        self.heartbeat.filter(|t| *t > now)
     }
 }
 
@@ -69,9 +55,7 @@ mod tests {
         assert_eq!(t.share_until(1, now + Duration::from_millis(499)), Some(a));
         assert_eq!(t.share_until(1, a), None, "over at its end");
         assert_eq!(t.share_until(2, now), None, "another broker's connection is not muted");
-        t.note_heartbeat(-1, now);
-        assert_eq!(t.heartbeat_until(now), None);
-        t.note_heartbeat(200, now);
-        assert_eq!(t.heartbeat_until(now), Some(now + Duration::from_millis(200)));
+        assert_eq!(until(-1, now), None);
+        assert_eq!(until(200, now), Some(now + Duration::from_millis(200)));
     }
 }
