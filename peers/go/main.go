@@ -4,6 +4,8 @@
 //	go build -o ../../target/bench-peers/bin/franz-go-bench .   (scripts/bench-peers does it)
 //	franz-go-bench consume --bootstrap B --topic T --group G --records N
 //	    [--mode implicit|explicit] [--timeout-s 300]
+//	franz-go-bench failover --bootstrap B --topic T --group G --records N --events FILE
+//	    [--signal-at 20000 --signal-file FILE] [--timeout-s 180]   (failover.go)
 //
 // Times from just before the client is created (it subscribes on creation) until FlushAcks
 // confirms the last acknowledgement; prints RESULT {json}.
@@ -25,6 +27,10 @@ func die(format string, a ...any) {
 }
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "failover" {
+		failover(os.Args[2:])
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != "consume" {
 		die("usage: share-bench consume --bootstrap B --topic T --group G --records N [--mode implicit|explicit]")
 	}
