@@ -6,6 +6,8 @@
 //	    [--mode implicit|explicit] [--timeout-s 300]
 //	franz-go-bench failover --bootstrap B --topic T --group G --records N --events FILE
 //	    [--signal-at 20000 --signal-file FILE] [--timeout-s 180]   (failover.go)
+//	franz-go-bench latency --bootstrap B --topic T --group G --records N
+//	    [--warmup-ms 5000] [--timeout-s 120]   (latency.go)
 //
 // Times from just before the client is created (it subscribes on creation) until FlushAcks
 // confirms the last acknowledgement; prints RESULT {json}.
@@ -29,6 +31,10 @@ func die(format string, a ...any) {
 func main() {
 	if len(os.Args) >= 2 && os.Args[1] == "failover" {
 		failover(os.Args[2:])
+		return
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "latency" {
+		latency(os.Args[2:])
 		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "consume" {

@@ -24,11 +24,15 @@ need_gnu_time() {
 }
 
 # Starts the broker (`scripts/kafka up`; it honours KAFKA_VERSION, KAFKA_PORT_OFFSET,
-# KAFKA_SHARE_STATE) and sets BOOTSTRAP and KAFKA_VER. LOG gets its messages.
-bench_broker_up() { # LOG
-    info "starting the broker (scripts/kafka up)"
-    BOOTSTRAP=$("$SCRIPT_DIR/kafka" up 2>"$1" | tail -n 1) || { cat "$1" >&2; die "scripts/kafka up failed"; }
-    KAFKA_VER=$(cat "${KAFKA_SHARE_STATE:-$SCRIPT_DIR/../target/kafka}/single/version" 2>/dev/null || echo "${KAFKA_VERSION:-4.4.0}")
+# KAFKA_SHARE_STATE) and sets BOOTSTRAP and KAFKA_VER. LOG gets its messages. NODES (default
+# 1): more than 1 starts the cluster of `scripts/kafka up --nodes NODES` instead (topics get
+# its default replication factor, 3).
+bench_broker_up() { # LOG [NODES]
+    local nodes=${2:-1} dir=single args=()
+    if ((nodes > 1)); then dir=cluster args=(--nodes "$nodes"); fi
+    info "starting the broker (scripts/kafka up ${args[*]})"
+    BOOTSTRAP=$("$SCRIPT_DIR/kafka" up "${args[@]}" 2>"$1" | tail -n 1) || { cat "$1" >&2; die "scripts/kafka up failed"; }
+    KAFKA_VER=$(cat "${KAFKA_SHARE_STATE:-$SCRIPT_DIR/../target/kafka}/$dir/version" 2>/dev/null || echo "${KAFKA_VERSION:-4.4.0}")
     info "broker $KAFKA_VER at $BOOTSTRAP"
 }
 

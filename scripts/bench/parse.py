@@ -2,7 +2,7 @@
 
     parse.py run CLIENT ROUND LOG TIMEFILE RC RECORDS SIZE LOAD
     parse.py skip CLIENT ROUND REASON
-    parse.py latency CLIENT LOG RC [LOAD]
+    parse.py latency CLIENT LOG RC [LOAD] [RATE]
     parse.py latency-skip CLIENT REASON
 
 A run's log holds either our harness line `RESULT {json}` (kafka-share, peers/*), or the
@@ -82,10 +82,12 @@ def run(client, rnd, log, timefile, rc, records, size, load):
     print(json.dumps(row))
 
 
-def latency(client, log, rc, load=None):
+def latency(client, log, rc, load=None, rate=None):
     text = open(log, errors="replace").read()
     m = re.findall(r"^LATENCY (\{.*\})\s*$", text, re.M)
     row = {"client": client, "rc": int(rc)}
+    if rate is not None:
+        row["rate"] = int(rate)
     if load is not None:
         row["load1"] = float(load)
     if m:
