@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::cluster::BrokerInfo;
-use crate::consumer::driver::{Command, DriverCore, Event, Shared, Topology, Transmit};
+use crate::consumer::driver::{Command, DriverCore, Event, Output, Shared, Topology, Transmit};
 use crate::consumer::AckCallback;
 use crate::consumer::{AcquireMode, ShareConsumerConfig};
 
@@ -107,6 +107,12 @@ impl Driven for WithCallbacks {
 
     fn drive(&mut self, now: Instant) {
         self.inner.core.drive(now);
+        while let Some(out) = self.inner.core.poll_event() {
+            match out {
+                // The runner reads the brokers' sessions, not the client's view of them.
+                Output::SessionEpochs(_) => {}
+            }
+        }
         self.shared.callbacks.run();
     }
 

@@ -644,3 +644,30 @@ fn a_parked_session_whose_records_are_out_does_not_long_poll_over_their_acks() {
     c.drive(t2);
     assert_eq!(fetches(&mut c).iter().map(|f| f.3).collect::<Vec<_>>(), vec![0]);
 }
+
+/// The epochs outputs queued so far (other outputs dropped).
+fn epochs_told(c: &mut DriverCore) -> Vec<BTreeMap<i32, i32>> {
+    std::iter::from_fn(|| c.poll_event())
+        .filter_map(|o| match o {
+            super::Output::SessionEpochs(e) => Some(e),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn session_epochs_are_told_when_they_change_and_not_on_every_turn() {
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    c.drive(t0);
+    assert_eq!(epochs_told(&mut c), [BTreeMap::from([(1, 1)])], "the session opened: its next epoch");
+    for ms in 1..20 {
+        c.drive(t0 + Duration::from_millis(ms));
+    }
+    assert!(epochs_told(&mut c).is_empty(), "nothing changed: nothing told");
+    let (node, sent, sent_at) = long_poll(&mut c);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t0);
+    c.drive(t0);
+    assert_eq!(epochs_told(&mut c), [BTreeMap::from([(1, 2)])], "the answer moved the epoch");
+}

@@ -23,6 +23,7 @@ mod commits;
 mod core_tests;
 mod deliver;
 mod group;
+mod output;
 mod poll_interval;
 mod sessions;
 mod shell;
@@ -37,6 +38,7 @@ mod topology;
 use close::Closing;
 pub use commits::CommitResults;
 pub(crate) use commits::CommitWaiter;
+pub(crate) use output::Output;
 pub(crate) use shell::Driver;
 pub(crate) use state_machine::Transmit;
 pub(crate) use topology::Topology;
@@ -186,7 +188,8 @@ pub(crate) struct Shared {
     pub metrics: Metrics,
     pub acquisition_lock_timeout_ms: std::sync::atomic::AtomicI64,
     pub renew_supported: std::sync::atomic::AtomicBool,
-    /// Open share sessions: broker node id -> next epoch (for observability and tests).
+    /// Open share sessions: broker node id -> next epoch (for observability and tests),
+    /// written by the shell from `Output::SessionEpochs`.
     pub sessions: std::sync::Mutex<BTreeMap<i32, i32>>,
     /// Connection counters (connections made, SASL logins) for the metrics.
     pub network: Option<Arc<crate::cluster::NetworkStats>>,
@@ -228,6 +231,10 @@ pub(crate) struct DriverCore {
     commits: Vec<CommitWaiter>,
     /// Requests decided and not yet handed to the shell (`poll_transmit`).
     outbox: VecDeque<Transmit>,
+    /// Outputs decided and not yet taken by the shell (`poll_event`).
+    events: VecDeque<Output>,
+    /// The open sessions' epochs as last told (`Output::SessionEpochs`).
+    epochs_told: BTreeMap<i32, i32>,
     fatal: Option<Error>,
     closing: Option<Closing>,
     drain: activity::DrainRate,

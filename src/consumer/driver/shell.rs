@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
 use tracing::{debug, warn};
 
-use super::{Command, DriverCore, Event, Shared, Transmit};
+use super::{Command, DriverCore, Event, Output, Shared, Transmit};
 use crate::cluster::{Cluster, TrafficClass};
 use crate::consumer::config::ShareConsumerConfig;
 use crate::error::{Error, Result};
@@ -23,6 +23,8 @@ use crate::share::session::Sent;
 /// The background task of one share consumer.
 pub(crate) struct Driver {
     core: DriverCore,
+    /// What the handle reads: the shell writes into it what the core outputs (`perform`).
+    shared: Arc<Shared>,
     cluster: Arc<Cluster>,
     /// Requests in flight, each a task that ends in the broker's answer (or why none came).
     tasks: JoinSet<Reply>,
@@ -47,11 +49,12 @@ impl Driver {
         let (group, client) = (cfg.group_id.clone(), cfg.cluster.client_id.clone());
         #[cfg(test)]
         let faults = shared.request_panics.clone();
-        let core = DriverCore::new(cfg, shared, cluster.clone());
+        let core = DriverCore::new(cfg, shared.clone(), cluster.clone());
         // Every event of this consumer's driver carries its group and member id.
         let span = tracing::info_span!("share_consumer", group = %group, member = %core.member_id(), client = %client);
         let driver = Driver {
             core,
+            shared,
             cluster,
             tasks: JoinSet::new(),
             requests: HashMap::new(),
@@ -67,10 +70,12 @@ impl Driver {
         loop {
             let now = Instant::now();
             self.core.drive(now);
+            self.perform();
             while let Some(t) = self.core.poll_transmit() {
                 self.send(t);
             }
             if self.core.is_finished(now) {
+                self.perform();
                 break;
             }
             let wake = self.core.poll_timeout(now);
@@ -93,6 +98,15 @@ impl Driver {
         self.tasks.abort_all();
         self.cluster.close();
         debug!("share consumer driver stopped");
+    }
+
+    /// Performs the core's outputs, in the order it decided them.
+    fn perform(&mut self) {
+        while let Some(out) = self.core.poll_event() {
+            match out {
+                Output::SessionEpochs(open) => *self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()) = open,
+            }
+        }
     }
 
     /// The event answering a finished task, whichever way it ended.
