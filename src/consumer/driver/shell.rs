@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
 use tracing::{debug, warn};
 
-use super::{Command, DriverCore, Event, Output, Shared, Transmit};
+use super::{Command, DriverCore, Event, Shared, Transmit};
 use crate::cluster::{Cluster, TrafficClass};
 use crate::consumer::config::ShareConsumerConfig;
 use crate::error::{Error, Result};
@@ -70,12 +70,16 @@ impl Driver {
         loop {
             let now = Instant::now();
             self.core.drive(now);
-            self.perform();
+            // Records handed back are driven at once, as they were when the core itself
+            // found the poll gone: the fetch plan sees them in the same turn.
+            while self.perform(now) {
+                self.core.drive(now);
+            }
             while let Some(t) = self.core.poll_transmit() {
                 self.send(t);
             }
             if self.core.is_finished(now) {
-                self.perform();
+                self.perform(now);
                 break;
             }
             let wake = self.core.poll_timeout(now);
@@ -100,13 +104,18 @@ impl Driver {
         debug!("share consumer driver stopped");
     }
 
-    /// Performs the core's outputs, in the order it decided them.
-    fn perform(&mut self) {
+    /// Performs the core's outputs, in the order it decided them (replies, callback
+    /// completions, what the handle reads). Records a poll could not take go back to the
+    /// core; returns whether any did.
+    fn perform(&mut self, now: Instant) -> bool {
+        let mut handed_back = false;
         while let Some(out) = self.core.poll_event() {
-            match out {
-                Output::SessionEpochs(open) => *self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()) = open,
+            if let Some(back) = out.perform(&self.shared) {
+                self.core.handle_command(Command::Requeue(back), now);
+                handed_back = true;
             }
         }
+        handed_back
     }
 
     /// The event answering a finished task, whichever way it ended.

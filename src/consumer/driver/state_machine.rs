@@ -121,7 +121,7 @@ impl DriverCore {
                 waiter.nodes.extend(self.sessions.pending_ack_nodes());
                 if waiter.nodes.is_empty() {
                     if let Some(r) = waiter.reply.take() {
-                        let _ = r.send(waiter.results);
+                        self.reply_commit(r, waiter.results);
                     }
                 } else {
                     self.commits.push(waiter);
