@@ -668,7 +668,6 @@ fn epochs_told(c: &mut DriverCore) -> Vec<BTreeMap<i32, i32>> {
     std::iter::from_fn(|| c.poll_event())
         .filter_map(|o| match o {
             super::Output::SessionEpochs(e) => Some(e),
-            #[allow(unreachable_patterns)]
             _ => None,
         })
         .collect()
@@ -688,4 +687,54 @@ fn session_epochs_are_told_when_they_change_and_not_on_every_turn() {
     c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t0);
     c.drive(t0);
     assert_eq!(epochs_told(&mut c), [BTreeMap::from([(1, 2)])], "the answer moved the epoch");
+}
+
+#[test]
+fn a_completion_is_queued_before_the_commit_reply_it_settles() {
+    // The handle runs the callback when the reply wakes it: the completion must be recorded
+    // first, so it comes first in the one queue the shell performs in order.
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    let _ = std::iter::from_fn(|| c.poll_event()).count();
+    let (tx, _rx) = oneshot::channel();
+    c.handle_command(Command::Commit { acks: vec![accept(5)], reply: Some(tx) }, t0);
+    c.drive(t0);
+    for t in drain(&mut c) {
+        match t {
+            Transmit::Acknowledge { node, sent, .. } => {
+                c.handle_event(Event::Ack { node, sent, result: Ok(ShareAcknowledgeResponse::default()) }, t0)
+            }
+            Transmit::Fetch { node, sent, sent_at, .. } => {
+                let result = Ok(ShareFetchResponse::default());
+                c.handle_event(Event::Fetch { node, sent, sent_at, result }, t0)
+            }
+            _ => {}
+        }
+    }
+    c.drive(t0);
+    let order: Vec<&str> = std::iter::from_fn(|| c.poll_event())
+        .filter_map(|o| match o {
+            super::Output::AckCompleted { offsets, result, .. } => {
+                assert_eq!((offsets, result.is_ok()), (vec![5], true));
+                Some("completed")
+            }
+            super::Output::Committed { .. } => Some("committed"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["completed", "committed"]);
+}
+
+#[test]
+fn records_of_a_poll_gone_before_its_answer_is_sent_come_back() {
+    let t0 = Instant::now();
+    let mut c = buffered(t0);
+    let (tx, rx) = oneshot::channel();
+    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: Vec::new(), reply: tx }, t0);
+    c.drive(t0);
+    assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 10, "the poll's answer is decided");
+    drop(rx); // the poll gave up before the shell sent it
+    perform(&mut c);
+    assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 20, "all of it is back");
+    assert_eq!(c.buffer.front().and_then(|f| f.records.front()).map(|r| r.offset), Some(10), "in order");
 }

@@ -10,7 +10,8 @@
 //! `timers.rs` gathers.
 //!
 //! Style of quinn-proto: the caller owns IO and time. It feeds inputs with `now`, calls
-//! `drive(now)`, drains [`DriverCore::poll_transmit`], and calls `drive` again by
+//! `drive(now)`, drains [`DriverCore::poll_transmit`] and [`DriverCore::poll_event`]
+//! (`output.rs`), and calls `drive` again by
 //! [`DriverCore::poll_timeout`] (the earliest of its named timers) if nothing happens sooner.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
