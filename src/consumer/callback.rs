@@ -1,6 +1,7 @@
 //! The acknowledgement commit callback, run on the application's side.
 //!
-//! The driver only records completions (`Callbacks::completed`); the handle runs the callback
+//! The driver only records completions (`Callbacks::completed`, which the shell calls for
+//! each `Output::AckCompleted` of the driver core); the handle runs the callback
 //! over them inside `poll`, `commit_sync`, an awaited `commit_async` and `close`, as Java's
 //! `KafkaShareConsumer` does on the application thread. So the callback never blocks the
 //! background task (heartbeats, fetches), may take locks the application holds elsewhere,

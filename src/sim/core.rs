@@ -7,8 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::cluster::BrokerInfo;
-use crate::consumer::driver::{Command, DriverCore, Event, Shared, Topology, Transmit};
-use crate::consumer::AckCallback;
+use crate::consumer::driver::{Command, DriverCore, Event, Output, Shared, Topology, Transmit};
 use crate::consumer::{AcquireMode, ShareConsumerConfig};
 
 use super::run::{Completion, Driven, SimTransmit};
@@ -35,9 +34,13 @@ impl Topology for SimTopology {
     fn learn_brokers(&self, _brokers: Vec<BrokerInfo>) {}
 }
 
-/// A driver core with its config's timeouts.
+/// A driver core with its config's timeouts, and where its outputs go: the runner performs
+/// them as the shell does, right after each call, except that completions go to the sink
+/// the invariants read instead of to a callback.
 pub(crate) struct RealCore {
     core: DriverCore,
+    shared: Arc<Shared>,
+    completions: Arc<Mutex<Vec<Completion>>>,
     request_timeout: Duration,
     fetch_timeout: Duration,
 }
@@ -56,83 +59,91 @@ impl Default for CoreOptions {
     }
 }
 
-/// A new consumer's core: its config (defaults, group `sim-group`), its topology, and an
-/// acknowledgement commit callback that records every completion for the invariants.
+/// A new consumer's core: its config (defaults, group `sim-group`), its topology, and the
+/// sink every acknowledgement completion goes to for the invariants.
 pub(crate) fn new_core(
     _client: ClientId,
     topology: Arc<SimTopology>,
     completions: Arc<Mutex<Vec<Completion>>>,
     options: CoreOptions,
 ) -> Box<dyn Driven> {
-    let renew = options.renew;
     let cfg = ShareConsumerConfig::new("sim-broker-1:9092", "sim-group").acquire_mode(options.acquire_mode);
-    let shared = Arc::new(Shared::new(renew, None));
-    let sink = completions.clone();
-    let callback: AckCallback = Arc::new(move |tp, offsets, r| {
-        sink.lock().unwrap_or_else(|p| p.into_inner()).push((tp.partition, offsets.to_vec(), r.clone()));
-    });
-    shared.callbacks.set(Some(callback));
+    let shared = Arc::new(Shared::new(options.renew, None));
     let request_timeout = cfg.cluster.request_timeout;
     let fetch_timeout = request_timeout + cfg.fetch_max_wait;
-    let shared_for_runs = shared.clone();
-    Box::new(RealCore { core: DriverCore::new(cfg, shared, topology), request_timeout, fetch_timeout })
-        .with_callbacks(shared_for_runs)
-}
-
-/// A core whose callback completions are collected after every call (the handle runs the
-/// callback on the application's side; here the runner does, after each step).
-struct WithCallbacks {
-    inner: Box<RealCore>,
-    shared: Arc<Shared>,
+    let core = DriverCore::new(cfg, shared.clone(), topology);
+    Box::new(RealCore { core, shared, completions, request_timeout, fetch_timeout })
 }
 
 impl RealCore {
-    fn with_callbacks(self: Box<Self>, shared: Arc<Shared>) -> Box<dyn Driven> {
-        Box::new(WithCallbacks { inner: self, shared })
+    /// Performs the core's outputs in order, as the shell does (`Driver::perform`); returns
+    /// whether records came back from a poll that was gone.
+    fn perform(&mut self, now: Instant) -> bool {
+        let mut handed_back = false;
+        while let Some(out) = self.core.poll_event() {
+            let back = match out {
+                Output::AckCompleted { tp, offsets, result } => {
+                    self.completions.lock().unwrap_or_else(|p| p.into_inner()).push((tp.partition, offsets, result));
+                    None
+                }
+                out => out.perform(&self.shared),
+            };
+            if let Some(back) = back {
+                self.core.handle_command(Command::Requeue(back), now);
+                handed_back = true;
+            }
+        }
+        handed_back
     }
 }
 
-impl Driven for WithCallbacks {
+impl Driven for RealCore {
     fn handle_command(&mut self, cmd: Command, now: Instant) {
-        self.inner.core.handle_command(cmd, now);
+        self.core.handle_command(cmd, now);
+        let _ = self.perform(now);
     }
 
     fn handle_gone(&mut self, now: Instant) {
-        self.inner.core.handle_gone(now);
+        self.core.handle_gone(now);
+        let _ = self.perform(now);
     }
 
     fn handle_event(&mut self, ev: Event, now: Instant) {
-        self.inner.core.handle_event(ev, now);
+        self.core.handle_event(ev, now);
+        let _ = self.perform(now);
     }
 
     fn drive(&mut self, now: Instant) {
-        self.inner.core.drive(now);
-        self.shared.callbacks.run();
+        self.core.drive(now);
+        // As the shell: records handed back are driven in the same turn.
+        while self.perform(now) {
+            self.core.drive(now);
+        }
     }
 
     fn poll_transmit(&mut self) -> Option<SimTransmit> {
-        let t = self.inner.core.poll_transmit()?;
+        let t = self.core.poll_transmit()?;
         Some(match t {
             Transmit::Metadata { topics } => SimTransmit::Metadata { topics },
             Transmit::FindCoordinator { .. } => SimTransmit::FindCoordinator,
             Transmit::Heartbeat { node, request } => SimTransmit::Heartbeat { node, request },
             Transmit::Fetch { node, request, sent, sent_at } => {
-                SimTransmit::Fetch { node, request, sent, sent_at, timeout: self.inner.fetch_timeout }
+                SimTransmit::Fetch { node, request, sent, sent_at, timeout: self.fetch_timeout }
             }
             Transmit::Acknowledge { node, request, sent } => {
-                SimTransmit::Acknowledge { node, request, sent, timeout: self.inner.request_timeout }
+                SimTransmit::Acknowledge { node, request, sent, timeout: self.request_timeout }
             }
             Transmit::ListTopics => SimTransmit::ListTopics,
         })
     }
 
     fn poll_timeout(&self, now: Instant) -> Instant {
-        self.inner.core.poll_timeout(now)
+        self.core.poll_timeout(now)
     }
 
     fn is_finished(&mut self, now: Instant) -> bool {
-        let done = self.inner.core.is_finished(now);
-        self.shared.callbacks.run();
+        let done = self.core.is_finished(now);
+        let _ = self.perform(now);
         done
     }
 }

@@ -55,7 +55,7 @@ impl DriverCore {
                     if !matches!(e, Error::CorruptRecord { .. }) {
                         warn!(group = self.cfg.group_id, error = %e, "subscribed topic refused");
                     }
-                    let _ = w.reply.send(Err(e));
+                    self.reply_poll(w.reply, Err(e));
                 }
             }
             PollAnswer::UpTo(n) => {
@@ -69,7 +69,7 @@ impl DriverCore {
 
     /// A pattern subscription's listing: a changed subscription is mapped again.
     pub(super) fn on_topic_list(&mut self, r: Result<Vec<String>>, now: Instant) {
-        if self.group.handle_topic_list(r, now) {
+        if self.group.handle_topic_list(r, now, &mut self.events) {
             self.topic_errors.subscription_changed();
             self.reconcile_assignment(now);
         }

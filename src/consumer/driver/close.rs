@@ -35,7 +35,7 @@ impl DriverCore {
     ) {
         if self.closing.is_some() {
             if let Some(r) = reply {
-                let _ = r.send(Ok(()));
+                self.reply_close(r, Ok(()));
             }
             return;
         }
@@ -44,7 +44,7 @@ impl DriverCore {
         // Whatever was fetched but never handed out goes back to the broker now.
         self.release_buffer(|_| true);
         if let Some(w) = self.waiter.take() {
-            let _ = w.reply.send(Err(Error::Closed));
+            self.reply_poll(w.reply, Err(Error::Closed));
         }
         self.group.handle_close();
         self.closing = Some(Closing { phase: ClosePhase::Draining, deadline, reply });
@@ -61,7 +61,8 @@ impl DriverCore {
             }
             self.group.stop(); // stop heartbeating
             if let Some(r) = r {
-                let _ = r.send(Err(Error::Timeout { what: format!("close ({unfinished})"), after: Duration::ZERO }));
+                let e = Error::Timeout { what: format!("close ({unfinished})"), after: Duration::ZERO };
+                self.reply_close(r, Err(e));
             }
             return;
         }
@@ -135,12 +136,12 @@ impl DriverCore {
             } else {
                 Ok(())
             };
-            let _ = r.send(outcome);
+            self.reply_close(r, outcome);
         }
         // Everyone still waiting on a commit hears that the consumer closed.
-        for w in self.commits.drain(..) {
+        for w in std::mem::take(&mut self.commits) {
             if let Some(r) = w.reply {
-                let _ = r.send(w.results);
+                self.reply_commit(r, w.results);
             }
         }
         true

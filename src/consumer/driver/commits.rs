@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use tokio::sync::oneshot;
 
+use super::output::Output;
 use super::{AckEntry, DriverCore, Renewed, TopicPartition};
 use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
@@ -81,11 +82,7 @@ impl DriverCore {
                 self.note_renewals(node, tp, &offsets, &r);
             }
             let name = self.to_topic_partition(&tp);
-            // The callback's record first: a completion counted is one the callback will see.
             let count = offsets.len() as u64;
-            if self.shared.callbacks.wanted() {
-                self.shared.callbacks.completed(name.clone(), offsets, r.clone());
-            }
             self.shared.metrics.record_acks(count, r.is_err());
             for w in &mut self.commits {
                 if node.is_none_or(|n| w.nodes.contains(&n)) {
@@ -97,6 +94,9 @@ impl DriverCore {
                     }
                 }
             }
+            // Queued before any reply this completion settles: the handle runs the callback
+            // when that reply arrives, and the shell performs outputs in order.
+            self.events.push_back(Output::AckCompleted { tp: name, offsets, result: r });
         }
         self.settle_commits();
     }
@@ -125,7 +125,7 @@ impl DriverCore {
         self.commits = pending;
         for mut w in done {
             if let Some(r) = w.reply.take() {
-                let _ = r.send(w.results);
+                self.reply_commit(r, w.results);
             }
         }
     }

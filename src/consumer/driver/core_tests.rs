@@ -44,6 +44,16 @@ fn core() -> DriverCore {
     DriverCore::new(ShareConsumerConfig::new("broker1:9092", "g"), shared, Arc::new(OneTopic))
 }
 
+/// Performs the outputs queued so far, as the shell does: replies reach their receivers.
+fn perform(core: &mut DriverCore) {
+    let shared = core.shared.clone();
+    while let Some(out) = core.poll_event() {
+        if let Some(back) = out.perform(&shared) {
+            core.handle_command(Command::Requeue(back), Instant::now());
+        }
+    }
+}
+
 fn drain(core: &mut DriverCore) -> Vec<Transmit> {
     std::iter::from_fn(|| core.poll_transmit()).collect()
 }
@@ -102,11 +112,13 @@ fn close_gives_up_at_its_deadline_and_says_what_is_unfinished() {
     c.handle_command(Command::Close { acks: Vec::new(), deadline, reply: Some(tx) }, t0);
     c.drive(t0);
     assert!(!c.is_finished(t0), "the join heartbeat is unanswered: close waits");
+    perform(&mut c);
     assert!(rx.try_recv().is_err(), "no answer before the deadline");
     assert!(c.poll_timeout(t0) <= deadline, "the core asks to be driven by the deadline");
     // Virtual time jumps to the deadline: no wall-clock wait.
     c.drive(deadline);
     assert!(c.is_finished(deadline));
+    perform(&mut c);
     match rx.try_recv() {
         Ok(Err(Error::Timeout { what, .. })) => assert!(what.contains("the group was not left"), "{what}"),
         other => panic!("{other:?}"),
@@ -120,9 +132,11 @@ fn a_poll_without_records_waits_and_a_zero_timeout_poll_is_answered_at_once() {
     let (tx, mut rx) = oneshot::channel();
     c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: Vec::new(), reply: tx }, t0);
     c.drive(t0);
+    perform(&mut c);
     assert!(rx.try_recv().is_err(), "nothing buffered: the poll waits");
     let (tx, mut rx) = oneshot::channel();
     c.handle_command(Command::Poll { max: 10, wait: false, renewing: false, acks: Vec::new(), reply: tx }, t0);
+    perform(&mut c);
     match rx.try_recv() {
         Ok(Ok(answer)) => assert!(answer.is_empty()),
         other => panic!("{other:?}"),
@@ -196,10 +210,12 @@ fn acks_in_flight_when_the_member_is_fenced_are_still_reported() {
     let fenced = ShareGroupHeartbeatResponse::default().with_error_code(110);
     c.handle_event(Event::Heartbeat(Ok(fenced)), t0);
     c.drive(t0);
+    perform(&mut c);
     assert!(rx.try_recv().is_err(), "the ack is still in flight");
     // Its answer (applied) comes back to a session that has moved on.
     c.handle_event(Event::Ack { node, sent, result: Ok(ShareAcknowledgeResponse::default()) }, t0);
     c.drive(t0);
+    perform(&mut c);
     match rx.try_recv() {
         Ok(results) => assert!(results.is_ok(), "{results:?}"),
         Err(e) => panic!("the commit was never answered: {e:?}"),
@@ -303,6 +319,7 @@ fn without_share_acknowledge_v2_a_renew_fails_here_and_is_never_sent() {
     c.drive(t0);
     let sent = drain(&mut c);
     assert!(!sent.iter().any(|t| matches!(t, Transmit::Acknowledge { .. })), "{:?}", kinds(&sent));
+    perform(&mut c);
     match rx.try_recv() {
         Ok(Ok(answer)) => {
             assert!(matches!(answer.renewed[..], [super::Renewed { result: Err(Error::RenewUnsupported), .. }]))
@@ -597,6 +614,7 @@ fn closing_a_consumer_with_nothing_to_end_finishes_in_the_same_turn() {
     c.drive(t0);
     assert!(drain(&mut c).is_empty());
     assert!(c.is_finished(t0), "finished at once, not at the deadline");
+    perform(&mut c);
     assert!(matches!(rx.try_recv(), Ok(Ok(()))), "the close succeeded");
 }
 
@@ -643,4 +661,80 @@ fn a_parked_session_whose_records_are_out_does_not_long_poll_over_their_acks() {
     let t2 = t1 + c.sessions.park_limit();
     c.drive(t2);
     assert_eq!(fetches(&mut c).iter().map(|f| f.3).collect::<Vec<_>>(), vec![0]);
+}
+
+/// The epochs outputs queued so far (other outputs dropped).
+fn epochs_told(c: &mut DriverCore) -> Vec<BTreeMap<i32, i32>> {
+    std::iter::from_fn(|| c.poll_event())
+        .filter_map(|o| match o {
+            super::Output::SessionEpochs(e) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn session_epochs_are_told_when_they_change_and_not_on_every_turn() {
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    c.drive(t0);
+    assert_eq!(epochs_told(&mut c), [BTreeMap::from([(1, 1)])], "the session opened: its next epoch");
+    for ms in 1..20 {
+        c.drive(t0 + Duration::from_millis(ms));
+    }
+    assert!(epochs_told(&mut c).is_empty(), "nothing changed: nothing told");
+    let (node, sent, sent_at) = long_poll(&mut c);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t0);
+    c.drive(t0);
+    assert_eq!(epochs_told(&mut c), [BTreeMap::from([(1, 2)])], "the answer moved the epoch");
+}
+
+#[test]
+fn a_completion_is_queued_before_the_commit_reply_it_settles() {
+    // The handle runs the callback when the reply wakes it: the completion must be recorded
+    // first, so it comes first in the one queue the shell performs in order.
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    let _ = std::iter::from_fn(|| c.poll_event()).count();
+    let (tx, _rx) = oneshot::channel();
+    c.handle_command(Command::Commit { acks: vec![accept(5)], reply: Some(tx) }, t0);
+    c.drive(t0);
+    for t in drain(&mut c) {
+        match t {
+            Transmit::Acknowledge { node, sent, .. } => {
+                c.handle_event(Event::Ack { node, sent, result: Ok(ShareAcknowledgeResponse::default()) }, t0)
+            }
+            Transmit::Fetch { node, sent, sent_at, .. } => {
+                let result = Ok(ShareFetchResponse::default());
+                c.handle_event(Event::Fetch { node, sent, sent_at, result }, t0)
+            }
+            _ => {}
+        }
+    }
+    c.drive(t0);
+    let order: Vec<&str> = std::iter::from_fn(|| c.poll_event())
+        .filter_map(|o| match o {
+            super::Output::AckCompleted { offsets, result, .. } => {
+                assert_eq!((offsets, result.is_ok()), (vec![5], true));
+                Some("completed")
+            }
+            super::Output::Committed { .. } => Some("committed"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["completed", "committed"]);
+}
+
+#[test]
+fn records_of_a_poll_gone_before_its_answer_is_sent_come_back() {
+    let t0 = Instant::now();
+    let mut c = buffered(t0);
+    let (tx, rx) = oneshot::channel();
+    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: Vec::new(), reply: tx }, t0);
+    c.drive(t0);
+    assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 10, "the poll's answer is decided");
+    drop(rx); // the poll gave up before the shell sent it
+    perform(&mut c);
+    assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 20, "all of it is back");
+    assert_eq!(c.buffer.front().and_then(|f| f.records.front()).map(|r| r.offset), Some(10), "in order");
 }

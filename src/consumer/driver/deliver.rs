@@ -13,8 +13,9 @@ impl DriverCore {
             return;
         }
         if let Some(e) = &self.fatal {
+            let e = e.clone();
             if let Some(w) = self.waiter.take() {
-                let _ = w.reply.send(Err(e.clone()));
+                self.reply_poll(w.reply, Err(e));
             }
             return;
         }
@@ -54,13 +55,12 @@ impl DriverCore {
     }
 
     /// Answers a poll with `records` and the renewal outcomes noted so far, or with the fatal
-    /// error. A poll that gave up at this very moment gets nothing: the driver keeps all of
-    /// it for the next one.
+    /// error. A poll that gave up by the time the shell sends this gets nothing: the shell
+    /// hands it all back (`Command::Requeue`) for the next one.
     pub(super) fn answer(&mut self, w: PollWaiter, records: Vec<Delivered>) {
         let answer = PollAnswer { records, renewed: std::mem::take(&mut self.renewed) };
-        if let Err(Ok(back)) = w.reply.send(self.fatal.clone().map_or(Ok(answer), Err)) {
-            self.requeue(back);
-        }
+        let answer = self.fatal.clone().map_or(Ok(answer), Err);
+        self.reply_poll(w.reply, answer);
     }
 
     /// Takes back what a poll could not hand out: records to the front of the buffer,

@@ -4,14 +4,15 @@
 //!   session manager (`sessions/`, where the pacing policy lives), and itself keeps the
 //!   fetched-but-not-delivered buffer, the close phases and the commit waiters. It is
 //!   fed commands (from the public handle), events (finished requests) and `now`, and emits
-//!   [`Transmit`]s (requests to send) and replies (the oneshot senders inside commands). It
-//!   never reads the clock, spawns a task or touches a socket (`state_machine.rs`).
+//!   [`Transmit`]s (requests to send) and [`Output`]s (replies, acknowledgement completions,
+//!   what the handle reads: `output.rs`), which the shell performs. It never reads the
+//!   clock, spawns a task or touches a socket (`state_machine.rs`).
 //! * `Driver`, the async shell (`shell.rs`): the only place that awaits. It owns the cluster's
 //!   connections, one small tokio task per request in flight, and the real clock.
 //!
 //! One turn of the shell: hand the core one input (command, finished request, or timer),
 //! call `drive` (the core decides what to send and answers a waiting poll if records are
-//! buffered), then send every `Transmit` it queued. Acks reach the core with the
+//! buffered), perform every `Output` it queued, then send every `Transmit`. Acks reach the core with the
 //! poll/commit/close that follows them, as in the Java client.
 
 mod activity;
@@ -23,6 +24,7 @@ mod commits;
 mod core_tests;
 mod deliver;
 mod group;
+mod output;
 mod poll_interval;
 mod sessions;
 mod shell;
@@ -37,6 +39,7 @@ mod topology;
 use close::Closing;
 pub use commits::CommitResults;
 pub(crate) use commits::CommitWaiter;
+pub(crate) use output::Output;
 pub(crate) use shell::Driver;
 pub(crate) use state_machine::Transmit;
 pub(crate) use topology::Topology;
@@ -186,11 +189,13 @@ pub(crate) struct Shared {
     pub metrics: Metrics,
     pub acquisition_lock_timeout_ms: std::sync::atomic::AtomicI64,
     pub renew_supported: std::sync::atomic::AtomicBool,
-    /// Open share sessions: broker node id -> next epoch (for observability and tests).
+    /// Open share sessions: broker node id -> next epoch (for observability and tests),
+    /// written by the shell from `Output::SessionEpochs`.
     pub sessions: std::sync::Mutex<BTreeMap<i32, i32>>,
     /// Connection counters (connections made, SASL logins) for the metrics.
     pub network: Option<Arc<crate::cluster::NetworkStats>>,
-    /// The acknowledgement commit callback and the completions it is to be told of.
+    /// The acknowledgement commit callback and the completions it is to be told of (the
+    /// shell records them from `Output::AckCompleted`; the core never touches this).
     pub callbacks: super::callback::Callbacks,
     /// Request tasks a test makes panic (`shell.rs`).
     #[cfg(test)]
@@ -228,6 +233,10 @@ pub(crate) struct DriverCore {
     commits: Vec<CommitWaiter>,
     /// Requests decided and not yet handed to the shell (`poll_transmit`).
     outbox: VecDeque<Transmit>,
+    /// Outputs decided and not yet taken by the shell (`poll_event`).
+    events: VecDeque<Output>,
+    /// The open sessions' epochs as last told (`Output::SessionEpochs`).
+    epochs_told: BTreeMap<i32, i32>,
     fatal: Option<Error>,
     closing: Option<Closing>,
     drain: activity::DrainRate,

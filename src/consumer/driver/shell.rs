@@ -23,6 +23,8 @@ use crate::share::session::Sent;
 /// The background task of one share consumer.
 pub(crate) struct Driver {
     core: DriverCore,
+    /// What the handle reads: the shell writes into it what the core outputs (`perform`).
+    shared: Arc<Shared>,
     cluster: Arc<Cluster>,
     /// Requests in flight, each a task that ends in the broker's answer (or why none came).
     tasks: JoinSet<Reply>,
@@ -47,11 +49,12 @@ impl Driver {
         let (group, client) = (cfg.group_id.clone(), cfg.cluster.client_id.clone());
         #[cfg(test)]
         let faults = shared.request_panics.clone();
-        let core = DriverCore::new(cfg, shared, cluster.clone());
+        let core = DriverCore::new(cfg, shared.clone(), cluster.clone());
         // Every event of this consumer's driver carries its group and member id.
         let span = tracing::info_span!("share_consumer", group = %group, member = %core.member_id(), client = %client);
         let driver = Driver {
             core,
+            shared,
             cluster,
             tasks: JoinSet::new(),
             requests: HashMap::new(),
@@ -67,10 +70,16 @@ impl Driver {
         loop {
             let now = Instant::now();
             self.core.drive(now);
+            // Records handed back are driven at once, as they were when the core itself
+            // found the poll gone: the fetch plan sees them in the same turn.
+            while self.perform(now) {
+                self.core.drive(now);
+            }
             while let Some(t) = self.core.poll_transmit() {
                 self.send(t);
             }
             if self.core.is_finished(now) {
+                self.perform(now);
                 break;
             }
             let wake = self.core.poll_timeout(now);
@@ -93,6 +102,20 @@ impl Driver {
         self.tasks.abort_all();
         self.cluster.close();
         debug!("share consumer driver stopped");
+    }
+
+    /// Performs the core's outputs, in the order it decided them (replies, callback
+    /// completions, what the handle reads). Records a poll could not take go back to the
+    /// core; returns whether any did.
+    fn perform(&mut self, now: Instant) -> bool {
+        let mut handed_back = false;
+        while let Some(out) = self.core.poll_event() {
+            if let Some(back) = out.perform(&self.shared) {
+                self.core.handle_command(Command::Requeue(back), now);
+                handed_back = true;
+            }
+        }
+        handed_back
     }
 
     /// The event answering a finished task, whichever way it ended.

@@ -10,10 +10,11 @@
 //! `timers.rs` gathers.
 //!
 //! Style of quinn-proto: the caller owns IO and time. It feeds inputs with `now`, calls
-//! `drive(now)`, drains [`DriverCore::poll_transmit`], and calls `drive` again by
+//! `drive(now)`, drains [`DriverCore::poll_transmit`] and [`DriverCore::poll_event`]
+//! (`output.rs`), and calls `drive` again by
 //! [`DriverCore::poll_timeout`] (the earliest of its named timers) if nothing happens sooner.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,6 +61,8 @@ impl DriverCore {
             waiter: None,
             commits: Vec::new(),
             outbox: VecDeque::new(),
+            events: VecDeque::new(),
+            epochs_told: BTreeMap::new(),
             fatal: None,
             closing: None,
             drain: Default::default(),
@@ -119,7 +122,7 @@ impl DriverCore {
                 waiter.nodes.extend(self.sessions.pending_ack_nodes());
                 if waiter.nodes.is_empty() {
                     if let Some(r) = waiter.reply.take() {
-                        let _ = r.send(waiter.results);
+                        self.reply_commit(r, waiter.results);
                     }
                 } else {
                     self.commits.push(waiter);
@@ -165,8 +168,7 @@ impl DriverCore {
         self.enforce_poll_interval(now);
         self.drive_sessions(now);
         self.drive_close(now);
-        let open = self.sessions.open_epochs();
-        *self.shared.sessions.lock().unwrap_or_else(|p| p.into_inner()) = open;
+        self.tell_session_epochs();
     }
 
     /// The session manager's turn: what each broker's session sends now, given what the

@@ -15,6 +15,7 @@ use tracing::{debug, info};
 
 use super::GroupManager;
 use crate::backoff::Backoff;
+use crate::consumer::driver::output::Output;
 use crate::consumer::driver::topic_pattern::PatternSubscription;
 use crate::consumer::driver::Transmit;
 use crate::error::Result;
@@ -74,7 +75,13 @@ impl GroupManager {
 
     /// A listing came back: subscribes the member to the topics that match, if they changed.
     /// Returns whether the subscription changed (the core then maps the assignment again).
-    pub(in crate::consumer::driver) fn handle_topic_list(&mut self, r: Result<Vec<String>>, now: Instant) -> bool {
+    /// What the listing matched goes out as `Output::PatternMatched`, for the handle.
+    pub(in crate::consumer::driver) fn handle_topic_list(
+        &mut self,
+        r: Result<Vec<String>>,
+        now: Instant,
+        out: &mut VecDeque<Output>,
+    ) -> bool {
         self.pattern.in_flight = false;
         let Some(sub) = self.pattern.current.clone() else {
             return false; // the pattern was replaced by names (or dropped) meanwhile
@@ -91,7 +98,7 @@ impl GroupManager {
         self.pattern.backoff.reset();
         self.pattern.next_at = Some(now + self.metadata_max_age.max(MIN_INTERVAL));
         let matched: BTreeSet<String> = sub.pattern.select(&topics);
-        sub.set_matched(matched.clone());
+        out.push_back(Output::PatternMatched { sub: sub.clone(), topics: matched.clone() });
         if self.closing || matched == *self.membership.subscription() {
             return false;
         }

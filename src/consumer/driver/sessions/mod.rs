@@ -173,6 +173,19 @@ impl SessionManager {
     }
 
     /// Open share sessions: broker -> next epoch (for observability and tests).
+    /// Whether the open sessions' epochs are other than `told` (no allocation: this runs on
+    /// every turn of the driver).
+    pub(super) fn epochs_differ(&self, told: &BTreeMap<i32, i32>) -> bool {
+        let mut open = 0;
+        for (id, n) in self.nodes.iter().filter(|(_, n)| n.session.is_open()) {
+            open += 1;
+            if told.get(id) != Some(&n.session.epoch()) {
+                return true;
+            }
+        }
+        open != told.len()
+    }
+
     pub(super) fn open_epochs(&self) -> BTreeMap<i32, i32> {
         self.nodes
             .iter()
