@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -60,7 +61,7 @@ func main() {
 	var ackErr error
 	start := time.Now()
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(*bootstrap),
+		kgo.SeedBrokers(strings.Split(*bootstrap, ",")...),
 		kgo.ClientID("franz-go-bench"),
 		kgo.ConsumeTopics(*topic),
 		kgo.ShareGroup(*group),

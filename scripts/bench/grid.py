@@ -5,6 +5,7 @@ dependency). Reads the cells' bench-peers results (results.jsonl in each run dir
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -130,6 +131,32 @@ def main():
         w.append(f"| {c['p']} | {c['l']} | " + " | ".join(cols) +
                  f" | {ratio(ours, get('classic'))} | {ratio(ours, peer_f)} | {ratio(ours, peer_j)} |")
     w.append("")
+    # The evidence of what bounds a cell, from our explicit consumer's own metrics: how big
+    # each ShareFetch answer is, and how long its round trip takes (the acknowledgements of
+    # the previous answer ride on the request, so this is also the time from an
+    # acknowledgement leaving to the next acquisition). Records in flight for the group are at
+    # most partitions x locks; one consumer with one fetch per broker in flight holds about
+    # one answer's records at a time.
+    traced = []
+    for c in cells:
+        rs = [r for r in c["rows"] if r["client"] == "ks-explicit" and r.get("ok") and r.get("fetches")]
+        if rs:
+            mid = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
+            traced.append((c, mid("fetches"), mid("records_per_fetch"), mid("fetch_avg_ms"), mid("fetch_max_ms")))
+    if traced:
+        w.append("Our explicit consumer's fetches in each cell (its own metrics, medians over the rounds): "
+                 "**records per fetch** is the mean ShareFetch answer, **round trip** the mean time from "
+                 "sending a ShareFetch (carrying the previous answer's acknowledgements) to its answer, the "
+                 "broker's wait included; **budget** is partitions x locks, the records the broker lets be "
+                 "in flight for the group.\n")
+        w.append("| partitions | locks | budget | ShareFetch requests | records per fetch | round trip avg (ms) | "
+                 "round trip max (ms) | records per fetch / budget |")
+        w.append("|--:|--:|--:|--:|--:|--:|--:|--:|")
+        for c, n, per, avg, mx in traced:
+            budget = c["p"] * c["l"]
+            w.append(f"| {c['p']} | {c['l']} | {budget:,} | {n:,.0f} | {per:,.0f} | {avg:.2f} | {mx:.1f} | "
+                     f"{per / budget:.2f} |")
+        w.append("")
     w.append("*ours* is our best share column in the cell. Failed runs and raw logs:\n")
     for c in cells:
         bad = [f"{r['client']}: {r.get('error')}" for r in c["rows"] if not r.get("ok")]

@@ -67,6 +67,14 @@ def run(client, rnd, log, timefile, rc, records, size, load):
         if row.get("elapsed_s"):
             row["rate"] = row["records"] / row["elapsed_s"]
             row["mb_s"] = row["records"] * int(size) / row["elapsed_s"] / 1e6
+    # Our consumer's own account of its fetches (examples/bench_consumer.rs, from the
+    # consumer's metrics): how many ShareFetch requests, records per answer, and the round
+    # trip (send to answer, the broker's wait included). The evidence bench-grid reads.
+    f = re.findall(r"bench_consumer: ([0-9.]+) ShareFetch requests \(([0-9.]+) records each\), "
+                   r"latency avg ([0-9.]+) ms max ([0-9.]+) ms", text)
+    if f:
+        n, per, avg, mx = (float(x) for x in f[-1])
+        row.update(fetches=int(n), records_per_fetch=per, fetch_avg_ms=avg, fetch_max_ms=mx)
     want = int(records)
     if int(rc) == 124 or int(rc) == 137:
         row["error"] = f"killed by the run timeout (exit {rc}); last output: {last_lines(text)}"
