@@ -8,7 +8,7 @@
 //! cargo run --release --example bench_consumer -- consume --bootstrap B --topic T --group G
 //!     [--command-config client.properties]   (security settings; needs --features tls for SSL)
 //!       --records N [--mode implicit|explicit] [--consumers 1] [--max-poll-records 500]
-//!       [--timeout-s 300]
+//!       [--timeout-s 300] [--shared-count DIR --process I]
 //! cargo run --release --example bench_consumer -- latency --bootstrap B --topic T --group G
 //!       --records N [--warmup-ms 5000] [--timeout-s 120]
 //! cargo run --release --example bench_consumer -- cleanup --bootstrap B --topic T [--topic T2 ...]
@@ -18,6 +18,10 @@
 //! `consume` times from just before `subscribe` (the consumers are already connected) to
 //! the moment `commit_sync` confirms the acknowledgement of the last record, and prints one
 //! line `RESULT {json}` with `records`, `bytes` (keys + values) and `elapsed_s`.
+//! With `--shared-count DIR --process I`, several processes share the topic's count: each
+//! writes its own to `DIR/count-I` and stops when the counts in `DIR` add up to N (then
+//! `records` is its own part, and `start_ms` says when its clock started, for the harness
+//! that adds the processes up: `scripts/bench/multi.sh`).
 //! `latency` acknowledges every record explicitly (ACCEPT) and prints `LATENCY {json}` with
 //! p50/p99/max of (wall clock at poll return - record timestamp), in milliseconds, over the
 //! records produced after the warm-up.
@@ -212,6 +216,10 @@ async fn consume(a: &Args) -> Result<(), BoxError> {
         m => return Err(format!("--mode {m:?}: use implicit or explicit").into()),
     };
     let timeout = Duration::from_secs(a.num("timeout-s", 300)?);
+    let shared = match a.get("shared-count") {
+        Some(dir) => Some(SharedCount::new(dir.into(), a.num("process", 0)?)),
+        None => None,
+    };
 
     let mut consumers = Vec::with_capacity(k);
     for i in 0..k {
@@ -222,14 +230,30 @@ async fn consume(a: &Args) -> Result<(), BoxError> {
     // Nanoseconds from start to the first record any consumer got (0: none yet).
     let first = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
+    let start_ms = now_ms();
     let deadline = start + timeout;
+    // The whole group's count when other processes share the topic: ours plus theirs, from
+    // their files, refreshed every 20 ms (one stat and a few small reads).
+    let group = Arc::new(AtomicU64::new(0));
+    let watcher = shared.map(|sc| {
+        let (total, group) = (total.clone(), group.clone());
+        tokio::spawn(async move {
+            loop {
+                let others = sc.publish_and_sum(total.load(Ordering::Relaxed));
+                group.store(others, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    });
     let mut tasks = Vec::with_capacity(k);
     for c in &consumers {
         let (c, total, bytes, first, topic) = (c.clone(), total.clone(), bytes.clone(), first.clone(), topic.clone());
+        let group = group.clone();
         tasks.push(tokio::spawn(async move {
             c.subscribe([topic])?;
             let mut mine = 0u64;
-            while total.load(Ordering::Relaxed) < n && Instant::now() < deadline {
+            let seen = || total.load(Ordering::Relaxed).max(group.load(Ordering::Relaxed));
+            while seen() < n && Instant::now() < deadline {
                 let recs = c.poll(Duration::from_millis(100)).await?;
                 if recs.is_empty() {
                     continue;
@@ -260,6 +284,9 @@ async fn consume(a: &Args) -> Result<(), BoxError> {
         per.push(t.await??);
     }
     let elapsed = start.elapsed().as_secs_f64();
+    if let Some(w) = watcher {
+        w.abort();
+    }
     // Where the time went, from the client's own metrics (summed over consumers).
     let (mut fetches, mut lat_sum, mut lat_max, mut polls) = (0.0, 0.0, 0.0f64, 0.0);
     for c in &consumers {
@@ -280,11 +307,11 @@ async fn consume(a: &Args) -> Result<(), BoxError> {
     }
     let got = total.load(Ordering::Relaxed);
     println!(
-        "RESULT {{\"records\":{got},\"bytes\":{},\"elapsed_s\":{elapsed:.4},\"first_s\":{:.4},\"per_consumer\":{per:?}}}",
+        "RESULT {{\"records\":{got},\"bytes\":{},\"elapsed_s\":{elapsed:.4},\"first_s\":{:.4},\"per_consumer\":{per:?},\"start_ms\":{start_ms}}}",
         bytes.load(Ordering::Relaxed),
         first.load(Ordering::Relaxed) as f64 / 1e9
     );
-    if got < n {
+    if got.max(group.load(Ordering::Relaxed)) < n {
         return Err(format!("timed out after {timeout:?} with {got} of {n} records").into());
     }
     Ok(())
@@ -328,4 +355,33 @@ async fn latency(a: &Args) -> Result<(), BoxError> {
         return Err(format!("timed out after {timeout:?} with {got} of {n} records").into());
     }
     Ok(())
+}
+
+/// The topic's count shared by several bench processes through a directory: each writes its
+/// own to `count-<process>` (whole-file replace by rename, so a reader never sees half a
+/// number) and reads everyone's.
+struct SharedCount {
+    dir: std::path::PathBuf,
+    process: u64,
+}
+
+impl SharedCount {
+    fn new(dir: std::path::PathBuf, process: u64) -> SharedCount {
+        SharedCount { dir, process }
+    }
+
+    /// Writes `mine` and returns the sum over every process's file (ours included).
+    fn publish_and_sum(&self, mine: u64) -> u64 {
+        let tmp = self.dir.join(format!(".count-{}.tmp", self.process));
+        if std::fs::write(&tmp, mine.to_string()).is_ok() {
+            let _ = std::fs::rename(&tmp, self.dir.join(format!("count-{}", self.process)));
+        }
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return mine };
+        let theirs: u64 = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("count-"))
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok()?.trim().parse::<u64>().ok())
+            .sum();
+        theirs.max(mine)
+    }
 }

@@ -18,6 +18,7 @@ NAMES = {
     "ks-explicit": "kafka-share (explicit, 1 consumer)",
     "ks-implicit": "kafka-share (implicit, 1 consumer)",
     "ks-4": "kafka-share (implicit, 4 consumers, 1 process)",
+    "ks-4p": "kafka-share (implicit, 4 processes)",
     "franz-explicit": "franz-go (explicit)",
     "franz-implicit": "franz-go (implicit)",
     "java-explicit": "Java KafkaShareConsumer (explicit)",
@@ -124,7 +125,7 @@ def main():
     for c in cells:
         s = c["s"]
         get = lambda k: (s.get(k) or {}).get("steady")  # noqa: E731
-        ours = max([v for v in (get("ks-explicit"), get("ks-4"), get("ks-implicit")) if v] or [0]) or None
+        ours = max([v for v in (get("ks-explicit"), get("ks-4"), get("ks-4p"), get("ks-implicit")) if v] or [0]) or None
         peer_f = max([v for v in (get("franz-explicit"), get("franz-implicit")) if v] or [0]) or None
         peer_j = max([v for v in (get("java-explicit"), get("java-implicit")) if v] or [0]) or None
         cols = [fmt(get(k)) for k in clients]
