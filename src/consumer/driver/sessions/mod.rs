@@ -172,7 +172,6 @@ impl SessionManager {
         self.nodes.keys().copied().collect()
     }
 
-    /// Open share sessions: broker -> next epoch (for observability and tests).
     /// Whether the open sessions' epochs are other than `told` (no allocation: this runs on
     /// every turn of the driver).
     pub(super) fn epochs_differ(&self, told: &BTreeMap<i32, i32>) -> bool {
@@ -186,6 +185,7 @@ impl SessionManager {
         open != told.len()
     }
 
+    /// Open share sessions: broker -> next epoch (for observability and tests).
     pub(super) fn open_epochs(&self) -> BTreeMap<i32, i32> {
         self.nodes
             .iter()
