@@ -9,7 +9,7 @@
 
 use tokio::sync::mpsc;
 
-use super::driver::Command;
+use super::driver::{Command, FromHandle};
 
 /// While alive, the application counts as inside a consumer call that waits: the driver does
 /// not release buffered records for want of a poll. Sends `Command::Busy(true)` when made and
@@ -20,19 +20,19 @@ use super::driver::Command;
 /// error: there is nothing left to tell.
 #[must_use = "the application counts as busy only while the guard lives"]
 pub(crate) struct BusyGuard {
-    tx: mpsc::UnboundedSender<Command>,
+    tx: mpsc::UnboundedSender<FromHandle>,
 }
 
 impl BusyGuard {
-    pub(crate) fn enter(tx: mpsc::UnboundedSender<Command>) -> BusyGuard {
-        let _ = tx.send(Command::Busy(true));
+    pub(crate) fn enter(tx: mpsc::UnboundedSender<FromHandle>) -> BusyGuard {
+        let _ = tx.send(Command::Busy(true).into());
         BusyGuard { tx }
     }
 }
 
 impl Drop for BusyGuard {
     fn drop(&mut self) {
-        let _ = self.tx.send(Command::Busy(false));
+        let _ = self.tx.send(Command::Busy(false).into());
     }
 }
 
@@ -51,19 +51,19 @@ mod tests {
     use super::super::{ShareConsumer, ShareConsumerConfig};
     use super::*;
 
-    fn consumer() -> (ShareConsumer, mpsc::UnboundedReceiver<Command>) {
+    fn consumer() -> (ShareConsumer, mpsc::UnboundedReceiver<FromHandle>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let cfg = ShareConsumerConfig::new("127.0.0.1:9092", "g");
         (ShareConsumer::new(tx, Arc::new(Shared::new(true, None)), cfg), rx)
     }
 
-    /// The commands sent so far, by name (`Command` has no `Debug`: it carries senders).
-    fn sent(rx: &mut mpsc::UnboundedReceiver<Command>) -> Vec<&'static str> {
+    /// The messages sent so far, by name (`FromHandle` has no `Debug`: it carries senders).
+    fn sent(rx: &mut mpsc::UnboundedReceiver<FromHandle>) -> Vec<&'static str> {
         std::iter::from_fn(|| rx.try_recv().ok())
             .map(|c| match c {
-                Command::Commit { .. } => "commit",
-                Command::Busy(true) => "busy",
-                Command::Busy(false) => "back",
+                FromHandle::Commit { .. } => "commit",
+                FromHandle::Tell(Command::Busy(true)) => "busy",
+                FromHandle::Tell(Command::Busy(false)) => "back",
                 _ => "other",
             })
             .collect()
@@ -76,7 +76,7 @@ mod tests {
         let commit = c.commit_sync(Duration::from_secs(60));
         let answer = async {
             tokio::task::yield_now().await;
-            let Some(Command::Commit { reply: Some(reply), .. }) = rx.recv().await else {
+            let Some(FromHandle::Commit { reply, .. }) = rx.recv().await else {
                 panic!("the commit reaches the driver first");
             };
             assert_eq!(sent(&mut rx), ["busy"], "busy while waiting for the answer");

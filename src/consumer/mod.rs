@@ -63,7 +63,7 @@ use crate::cluster::Cluster;
 use crate::config::Properties;
 use crate::error::{Error, Result};
 pub(crate) use busy::BusyGuard;
-use driver::{Command, Driver, Shared};
+use driver::{Command, Driver, FromHandle, Shared};
 use held::*;
 
 /// Default `close` timeout, as Java's (30 s).
@@ -90,7 +90,7 @@ struct Local {
 /// Methods take `&self`, so an `Arc<ShareConsumer>` can be shared with worker tasks that
 /// acknowledge records while the main task polls (see `examples/concurrent_workers.rs`).
 pub struct ShareConsumer {
-    tx: mpsc::UnboundedSender<Command>,
+    tx: mpsc::UnboundedSender<FromHandle>,
     shared: Arc<Shared>,
     cfg: ShareConsumerConfig,
     /// Tags this consumer's poll batches (see [`PollBatch`]).
@@ -147,7 +147,7 @@ impl ShareConsumer {
         Ok(ShareConsumer::new(tx, shared, cfg))
     }
 
-    fn new(tx: mpsc::UnboundedSender<Command>, shared: Arc<Shared>, cfg: ShareConsumerConfig) -> ShareConsumer {
+    fn new(tx: mpsc::UnboundedSender<FromHandle>, shared: Arc<Shared>, cfg: ShareConsumerConfig) -> ShareConsumer {
         ShareConsumer {
             tx,
             shared,
@@ -177,8 +177,8 @@ impl ShareConsumer {
         self.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn send(&self, cmd: Command) -> Result<()> {
-        self.tx.send(cmd).map_err(|_| Error::Closed)
+    fn send(&self, msg: impl Into<FromHandle>) -> Result<()> {
+        self.tx.send(msg.into()).map_err(|_| Error::Closed)
     }
 
     /// Subscribes to `topics`, replacing any earlier subscription (names or
@@ -307,7 +307,7 @@ impl ShareConsumer {
         };
         let (reply, rx) = oneshot::channel();
         let wait = !timeout.is_zero();
-        self.send(Command::Poll { max: self.cfg.max_poll_records, wait, renewing, acks, reply })?;
+        self.send(FromHandle::Poll { max: self.cfg.max_poll_records, wait, renewing, acks, reply })?;
         // From here the future may be dropped at any await: the guard then gives back to the
         // driver whatever it handed over (see `PollReply`). Nothing above awaits.
         let mut rx = PollReply { rx, tx: &self.tx };
@@ -507,7 +507,7 @@ impl ShareConsumer {
             local.held.take_acks(self.unacknowledged_on_poll())
         };
         let (reply, rx) = oneshot::channel();
-        self.send(Command::Commit { acks, reply: Some(reply) })?;
+        self.send(FromHandle::Commit { acks, reply })?;
         Ok(rx)
     }
 
@@ -597,7 +597,7 @@ impl ShareConsumer {
     async fn send_close(&self, acks: Vec<driver::AckEntry>, timeout: Duration) -> Result<()> {
         let (reply, rx) = oneshot::channel();
         let deadline = Instant::now() + timeout;
-        self.send(Command::Close { acks, deadline, reply: Some(reply) })?;
+        self.send(FromHandle::Close { acks, deadline, reply })?;
         let outcome = tokio::time::timeout(timeout + Duration::from_millis(100), rx).await;
         // The last completions (the final acknowledgements) reach the callback now.
         self.shared.callbacks.run();
@@ -625,7 +625,7 @@ impl Drop for ShareConsumer {
         let acks = local.held.take_acks(Unacked::ReleaseAll);
         let _ = self
             .tx
-            .send(Command::Close { acks, deadline: Instant::now() + Duration::from_secs(5), reply: None });
+            .send(Command::Close { acks, deadline: Instant::now() + Duration::from_secs(5), id: None }.into());
     }
 }
 
@@ -672,7 +672,7 @@ fn renew_needs_the_record(topic: &str, partition: i32, offset: i64) -> Error {
 /// back with `Command::Requeue`, to the front of the buffer.
 struct PollReply<'a> {
     rx: oneshot::Receiver<Result<driver::PollAnswer>>,
-    tx: &'a mpsc::UnboundedSender<Command>,
+    tx: &'a mpsc::UnboundedSender<FromHandle>,
 }
 
 impl Drop for PollReply<'_> {
@@ -680,7 +680,7 @@ impl Drop for PollReply<'_> {
         self.rx.close();
         if let Ok(Ok(back)) = self.rx.try_recv() {
             if !back.is_empty() {
-                let _ = self.tx.send(Command::Requeue(back));
+                let _ = self.tx.send(Command::Requeue(back).into());
             }
         }
     }

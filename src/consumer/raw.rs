@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::driver::{AckEntry, Command, PollAnswer};
+use super::driver::{AckEntry, Command, FromHandle, PollAnswer};
 use super::ShareConsumer;
 use crate::error::Result;
 
@@ -33,7 +33,7 @@ impl ShareConsumer {
     ) -> Result<oneshot::Receiver<Result<PollAnswer>>> {
         self.ready_to_poll(&mut self.lock())?;
         let (reply, rx) = oneshot::channel();
-        self.send(Command::Poll { max, wait, renewing, acks, reply })?;
+        self.send(FromHandle::Poll { max, wait, renewing, acks, reply })?;
         Ok(rx)
     }
 

@@ -1,5 +1,8 @@
 //! The application model: one consumer's user code, speaking to the driver core only through
-//! `Command`s whose oneshot replies it reads with `try_recv` (no runtime, no waiting).
+//! `Command`s; each command that wants an answer carries a `ReplyId`, and the runner hands
+//! the application the core's replies ([`Reply`]) before each of its steps (no runtime, no
+//! waiting). A poll that gives up says so (`Command::PollAbandoned`), as the shell does
+//! when the handle's poll drops its receiver.
 //!
 //! In most seeds it plays the public handle's part too (it builds the `AckEntry`s itself,
 //! explicitly); in others it goes through the handle's own bookkeeping (`handle_app.rs`,
@@ -10,12 +13,10 @@
 
 use std::time::{Duration, Instant};
 
-use rand::Rng;
-use tokio::sync::oneshot;
-
-use crate::consumer::driver::{AckEntry, Command, CommitResults, Delivered, PollAnswer};
+use crate::consumer::driver::{AckEntry, Command, CommitResults, Delivered, PollAnswer, ReplyId};
 use crate::error::Result;
 use crate::share::acks::AckKind;
+use rand::Rng;
 
 use super::cluster::record_value;
 use super::faults::{mix, AppApi, AppPlan, SplitMix};
@@ -28,13 +29,21 @@ pub(crate) const POLL_TIMEOUT: Duration = Duration::from_secs(1);
 /// The close timeout the application gives.
 pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// A reply of the core, to the command of the id it comes with.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    Poll(Result<PollAnswer>),
+    Commit(CommitResults),
+    Close(Result<()>),
+}
+
 /// Where the application is.
 #[derive(Debug)]
 enum Phase {
     /// Will do its next thing at this time.
     Idle(Instant),
     Polling {
-        rx: oneshot::Receiver<Result<PollAnswer>>,
+        id: ReplyId,
         until: Instant,
         renewing: bool,
     },
@@ -43,11 +52,11 @@ enum Phase {
         records: Vec<Delivered>,
     },
     Committing {
-        rx: oneshot::Receiver<CommitResults>,
+        id: ReplyId,
         acks: Vec<AckEntry>,
     },
     Closing {
-        rx: oneshot::Receiver<Result<()>>,
+        id: ReplyId,
         deadline: Instant,
     },
     Closed,
@@ -84,6 +93,10 @@ pub(crate) struct App {
     fail_at: Option<Instant>,
     /// It failed and closed or dropped its consumer: a new one is to join.
     pub replace: bool,
+    /// The id of the last command that wants an answer (ids count up from 1).
+    last_id: u64,
+    /// The reply to the command it waits for, once the core sent it and until it is read.
+    reply: Option<(ReplyId, Reply)>,
 }
 
 impl App {
@@ -112,6 +125,36 @@ impl App {
             problems: Vec::new(),
             notes: Vec::new(),
             closed_ok: false,
+            last_id: 0,
+            reply: None,
+        }
+    }
+
+    /// A new id for a command that wants an answer.
+    fn next_id(&mut self) -> ReplyId {
+        next_id(&mut self.last_id)
+    }
+
+    /// The core replied to command `id`. A reply to a command it waits for no more (a poll
+    /// it left for a close) is dropped, as the handle drops a receiver with its value.
+    pub(crate) fn replied(&mut self, id: ReplyId, reply: Reply) {
+        let waits = match &self.phase {
+            Phase::Polling { id: w, .. } | Phase::Committing { id: w, .. } | Phase::Closing { id: w, .. } => *w == id,
+            _ => false,
+        };
+        if waits {
+            self.reply = Some((id, reply));
+        }
+    }
+
+    /// The reply to command `id`, if it came.
+    fn take_reply(&mut self, id: ReplyId) -> Option<Reply> {
+        match self.reply.take() {
+            Some((of, reply)) if of == id => Some(reply),
+            other => {
+                self.reply = other;
+                None
+            }
         }
     }
 
@@ -150,7 +193,7 @@ impl App {
         self.phase = Phase::Crashed;
         if let Some(h) = self.handle.as_mut() {
             let acks = h.take_for_close(ledger);
-            out.push(Command::Close { acks, deadline: now + Duration::from_secs(5), reply: None });
+            out.push(Command::Close { acks, deadline: now + Duration::from_secs(5), id: None });
         }
         out
     }
@@ -181,10 +224,10 @@ impl App {
             self.note(&acks, ledger);
             acks
         };
-        let (tx, rx) = oneshot::channel();
+        let id = self.next_id();
         let deadline = now + CLOSE_TIMEOUT;
-        self.phase = Phase::Closing { rx, deadline };
-        out.push(Command::Close { acks, deadline, reply: Some(tx) });
+        self.phase = Phase::Closing { id, deadline };
+        out.push(Command::Close { acks, deadline, id: Some(id) });
         out
     }
 
@@ -214,11 +257,11 @@ impl App {
                 if commit && !self.acks.is_empty() {
                     let acks = std::mem::take(&mut self.acks);
                     self.note(&acks, ledger);
-                    let (tx, rx) = oneshot::channel();
-                    out.push(Command::Commit { acks: acks.clone(), reply: Some(tx) });
+                    let id = self.next_id();
+                    out.push(Command::Commit { acks: acks.clone(), id: Some(id) });
                     // As `commit_sync`: the application waits inside it (`BusyGuard`).
                     out.push(Command::Busy(true));
-                    self.phase = Phase::Committing { rx, acks };
+                    self.phase = Phase::Committing { id, acks };
                     return true;
                 }
                 let mut acks = if self.plan.late_acks {
@@ -233,39 +276,36 @@ impl App {
                     acks.append(&mut self.late);
                 }
                 self.note(&acks, ledger);
-                let (tx, rx) = oneshot::channel();
-                out.push(Command::Poll { max: self.plan.max_poll_records, wait: true, renewing, acks, reply: tx });
-                self.phase = Phase::Polling { rx, until: now + POLL_TIMEOUT, renewing };
+                let id = self.next_id();
+                out.push(Command::Poll { max: self.plan.max_poll_records, wait: true, renewing, acks, id });
+                self.phase = Phase::Polling { id, until: now + POLL_TIMEOUT, renewing };
                 true
             }
-            Phase::Polling { mut rx, until, renewing } => match rx.try_recv() {
-                Ok(Ok(answer)) if self.handle.is_some() => {
+            Phase::Polling { id, until, renewing } => match self.take_reply(id) {
+                Some(Reply::Poll(Ok(answer))) if self.handle.is_some() => {
                     self.take_through_handle(answer, now, ledger);
                     true
                 }
-                Ok(Ok(answer)) => {
+                Some(Reply::Poll(Ok(answer))) => {
                     self.take(answer, now, renewing);
                     true
                 }
-                Ok(Err(e)) => {
+                Some(Reply::Poll(Err(e))) => {
                     // Poll errors are the client telling the application something (a
                     // refused topic, a fatal error): note it, poll again a little later.
                     self.problems.push(format!("poll failed: {e}"));
                     self.phase = Phase::Idle(now + Duration::from_millis(100));
                     true
                 }
-                Err(oneshot::error::TryRecvError::Empty) if now < until => {
-                    self.phase = Phase::Polling { rx, until, renewing };
+                None if now < until => {
+                    self.phase = Phase::Polling { id, until, renewing };
                     false
                 }
-                Err(oneshot::error::TryRecvError::Empty) => {
-                    // The poll timed out: the handle drops its receiver; what the core sends
-                    // meanwhile goes back into its buffer.
-                    drop(rx);
-                    self.phase = Phase::Idle(now);
-                    true
-                }
-                Err(oneshot::error::TryRecvError::Closed) => {
+                // The poll timed out (or got another command's reply, which cannot be): the
+                // handle drops its receiver; what the core sends meanwhile goes back into its
+                // buffer.
+                _ => {
+                    out.push(Command::PollAbandoned(id));
                     self.phase = Phase::Idle(now);
                     true
                 }
@@ -279,8 +319,8 @@ impl App {
                 self.phase = Phase::Idle(now);
                 true
             }
-            Phase::Committing { mut rx, acks } => match rx.try_recv() {
-                Ok(results) => {
+            Phase::Committing { id, acks } => match self.take_reply(id) {
+                Some(Reply::Commit(results)) => {
                     for (tp, r) in results.iter() {
                         if r.is_ok() {
                             let mine: Vec<(i64, i16, AckKind)> = acks
@@ -295,19 +335,19 @@ impl App {
                     self.phase = Phase::Idle(now);
                     true
                 }
-                Err(oneshot::error::TryRecvError::Empty) => {
-                    self.phase = Phase::Committing { rx, acks };
+                None => {
+                    self.phase = Phase::Committing { id, acks };
                     false
                 }
-                Err(oneshot::error::TryRecvError::Closed) => {
-                    self.problems.push("commit reply dropped".into());
+                Some(_) => {
+                    self.problems.push("commit answered with another command's reply".into());
                     out.push(Command::Busy(false));
                     self.phase = Phase::Idle(now);
                     true
                 }
             },
-            Phase::Closing { mut rx, deadline } => match rx.try_recv() {
-                Ok(r) => {
+            Phase::Closing { id, deadline } => match self.take_reply(id) {
+                Some(Reply::Close(r)) => {
                     // In time is what matters: a close may report what it could not finish
                     // (a leave stuck behind a heartbeat whose answer was lost).
                     match r {
@@ -317,11 +357,11 @@ impl App {
                     self.phase = Phase::Closed;
                     true
                 }
-                Err(oneshot::error::TryRecvError::Empty) if now <= deadline + Duration::from_millis(1) => {
-                    self.phase = Phase::Closing { rx, deadline };
+                None if now <= deadline + Duration::from_millis(1) => {
+                    self.phase = Phase::Closing { id, deadline };
                     false
                 }
-                Err(_) => {
+                _ => {
                     self.problems.push(format!("close did not finish within its timeout ({CLOSE_TIMEOUT:?})"));
                     self.phase = Phase::Closed;
                     true
@@ -342,18 +382,18 @@ impl App {
         if commit {
             let acks = h.take_for_commit(ledger);
             if !acks.is_empty() {
-                let (tx, rx) = oneshot::channel();
-                out.push(Command::Commit { acks: acks.clone(), reply: Some(tx) });
+                let id = next_id(&mut self.last_id);
+                out.push(Command::Commit { acks: acks.clone(), id: Some(id) });
                 out.push(Command::Busy(true));
-                self.phase = Phase::Committing { rx, acks };
+                self.phase = Phase::Committing { id, acks };
                 return;
             }
         }
         match h.start_poll(ledger) {
             Ok((acks, renewing)) => {
-                let (tx, rx) = oneshot::channel();
-                out.push(Command::Poll { max: self.plan.max_poll_records, wait: true, renewing, acks, reply: tx });
-                self.phase = Phase::Polling { rx, until: now + POLL_TIMEOUT, renewing };
+                let id = next_id(&mut self.last_id);
+                out.push(Command::Poll { max: self.plan.max_poll_records, wait: true, renewing, acks, id });
+                self.phase = Phase::Polling { id, until: now + POLL_TIMEOUT, renewing };
             }
             Err(e) => {
                 self.problems.push(e);
@@ -461,6 +501,12 @@ impl App {
             ledger.app_acked(self.client, a.tp.partition, a.offset, a.delivery_count, a.kind);
         }
     }
+}
+
+/// The id after `last` (a borrow of the counter alone, for where the handle is borrowed).
+fn next_id(last: &mut u64) -> ReplyId {
+    *last += 1;
+    ReplyId(*last)
 }
 
 /// The acknowledgement of a delivered record, as the handle builds it.

@@ -3,13 +3,18 @@
 //! `request.timeout.ms` + `fetch.max.wait.ms` for a ShareFetch, `request.timeout.ms` for a
 //! ShareAcknowledge.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::cluster::BrokerInfo;
-use crate::consumer::driver::{Command, DriverCore, Event, Output, Shared, Topology, Transmit};
+use crate::consumer::driver::{
+    Command, CommitResults, DriverCore, Event, Output, PollAnswer, Replies, ReplyId, Shared, Topology, Transmit,
+};
 use crate::consumer::{AcquireMode, ShareConsumerConfig};
+use crate::error::Result;
 
+use super::app::Reply;
 use super::run::{Completion, Driven, SimTransmit};
 use super::state::ClientId;
 use super::topology::SimTopology;
@@ -43,6 +48,55 @@ pub(crate) struct RealCore {
     completions: Arc<Mutex<Vec<Completion>>>,
     request_timeout: Duration,
     fetch_timeout: Duration,
+    replies: ToApp,
+}
+
+/// The application's side of the replies, as the shell's senders are the handle's: the ids
+/// it still waits for, and the replies to them for the runner to hand over.
+#[derive(Default)]
+struct ToApp {
+    /// Commands handed to the core that want an answer, not answered or abandoned yet.
+    waiting: HashSet<ReplyId>,
+    replies: Vec<(ReplyId, Reply)>,
+}
+
+impl ToApp {
+    /// Notes what `cmd` asks to be answered, or that a poll gave up (as the shell forgets
+    /// the sender of a poll whose receiver closed).
+    fn note(&mut self, cmd: &Command) {
+        match cmd {
+            Command::Poll { id, .. } | Command::Commit { id: Some(id), .. } | Command::Close { id: Some(id), .. } => {
+                self.waiting.insert(*id);
+            }
+            Command::PollAbandoned(id) => {
+                self.waiting.remove(id);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Replies for ToApp {
+    fn polled(&mut self, id: ReplyId, answer: Result<PollAnswer>) -> Option<PollAnswer> {
+        if !self.waiting.remove(&id) {
+            // The poll gave up: as a send on a dropped receiver, the records come back.
+            return answer.ok();
+        }
+        self.replies.push((id, Reply::Poll(answer)));
+        None
+    }
+
+    fn committed(&mut self, id: ReplyId, results: CommitResults) {
+        if self.waiting.remove(&id) {
+            self.replies.push((id, Reply::Commit(results)));
+        }
+    }
+
+    fn closed(&mut self, id: ReplyId, result: Result<()>) {
+        if self.waiting.remove(&id) {
+            self.replies.push((id, Reply::Close(result)));
+        }
+    }
 }
 
 /// How the simulated consumer is set up: whether its brokers take RENEW (ShareAcknowledge v2,
@@ -72,7 +126,7 @@ pub(crate) fn new_core(
     let request_timeout = cfg.cluster.request_timeout;
     let fetch_timeout = request_timeout + cfg.fetch_max_wait;
     let core = DriverCore::new(cfg, shared.clone(), topology);
-    Box::new(RealCore { core, shared, completions, request_timeout, fetch_timeout })
+    Box::new(RealCore { core, shared, completions, request_timeout, fetch_timeout, replies: ToApp::default() })
 }
 
 impl RealCore {
@@ -86,7 +140,7 @@ impl RealCore {
                     self.completions.lock().unwrap_or_else(|p| p.into_inner()).push((tp.partition, offsets, result));
                     None
                 }
-                out => out.perform(&self.shared),
+                out => out.perform(&self.shared, &mut self.replies),
             };
             if let Some(back) = back {
                 self.core.handle_command(Command::Requeue(back), now);
@@ -99,6 +153,7 @@ impl RealCore {
 
 impl Driven for RealCore {
     fn handle_command(&mut self, cmd: Command, now: Instant) {
+        self.replies.note(&cmd);
         self.core.handle_command(cmd, now);
         let _ = self.perform(now);
     }
@@ -145,5 +200,9 @@ impl Driven for RealCore {
         let done = self.core.is_finished(now);
         let _ = self.perform(now);
         done
+    }
+
+    fn take_replies(&mut self) -> Vec<(ReplyId, Reply)> {
+        std::mem::take(&mut self.replies.replies)
     }
 }

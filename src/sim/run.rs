@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::ShareGroupHeartbeatRequest;
 
-use crate::consumer::driver::{Command, Event};
+use crate::consumer::driver::{Command, Event, ReplyId};
 use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest, ShareFetchResponse};
 use crate::share::session::Sent;
@@ -50,6 +50,8 @@ pub(crate) trait Driven {
     fn poll_transmit(&mut self) -> Option<SimTransmit>;
     fn poll_timeout(&self, now: Instant) -> Instant;
     fn is_finished(&mut self, now: Instant) -> bool;
+    /// The replies to the application's commands since the last call (`app::Reply`).
+    fn take_replies(&mut self) -> Vec<(ReplyId, super::app::Reply)>;
 }
 
 /// Makes the core of a new consumer: (client, its topology, its completions sink).
@@ -464,6 +466,9 @@ impl<'f> Sim<'f> {
         }
         for i in 0..self.clients.len() {
             let c = &mut self.clients[i];
+            for (id, reply) in c.core.take_replies() {
+                c.app.replied(id, reply);
+            }
             let mut cmds = if self.closing { c.app.close(now, &mut self.cluster.ledger) } else { Vec::new() };
             cmds.extend(c.app.step(now, &mut self.cluster.ledger));
             for cmd in cmds {

@@ -44,7 +44,7 @@ impl DriverCore {
     /// corrupt batch once the records ahead of it are handed out; until then the poll may take
     /// only those (see `topic_errors.rs`). Call it before `try_deliver`.
     pub(super) fn report_topic_error(&mut self) {
-        let waiting = self.waiter.as_ref().is_some_and(|w| !w.reply.is_closed());
+        let waiting = self.waiter.as_ref().is_some_and(|w| !w.abandoned);
         if !waiting || self.fatal.is_some() || !self.topic_errors.has_pending() {
             return;
         }
@@ -55,7 +55,7 @@ impl DriverCore {
                     if !matches!(e, Error::CorruptRecord { .. }) {
                         warn!(group = self.cfg.group_id, error = %e, "subscribed topic refused");
                     }
-                    self.reply_poll(w.reply, Err(e));
+                    self.reply_poll(w.id, Err(e));
                 }
             }
             PollAnswer::UpTo(n) => {

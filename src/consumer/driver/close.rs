@@ -4,11 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
 use tracing::warn;
 
-use super::{AckEntry, DriverCore};
-use crate::error::{Error, Result};
+use super::{AckEntry, DriverCore, ReplyId};
+use crate::error::Error;
 
 pub(super) enum ClosePhase {
     /// Waiting for in-flight requests to finish before sending the final acks.
@@ -22,17 +21,12 @@ pub(super) enum ClosePhase {
 pub(super) struct Closing {
     pub(super) phase: ClosePhase,
     pub(super) deadline: Instant,
-    pub(super) reply: Option<oneshot::Sender<Result<()>>>,
+    /// The close command's id, if it wants its outcome.
+    pub(super) reply: Option<ReplyId>,
 }
 
 impl DriverCore {
-    pub(super) fn start_close(
-        &mut self,
-        acks: Vec<AckEntry>,
-        deadline: Instant,
-        reply: Option<oneshot::Sender<Result<()>>>,
-        now: Instant,
-    ) {
+    pub(super) fn start_close(&mut self, acks: Vec<AckEntry>, deadline: Instant, reply: Option<ReplyId>, now: Instant) {
         if self.closing.is_some() {
             if let Some(r) = reply {
                 self.reply_close(r, Ok(()));
@@ -44,7 +38,7 @@ impl DriverCore {
         // Whatever was fetched but never handed out goes back to the broker now.
         self.release_buffer(|_| true);
         if let Some(w) = self.waiter.take() {
-            self.reply_poll(w.reply, Err(Error::Closed));
+            self.reply_poll(w.id, Err(Error::Closed));
         }
         self.group.handle_close();
         self.closing = Some(Closing { phase: ClosePhase::Draining, deadline, reply });
@@ -140,7 +134,7 @@ impl DriverCore {
         }
         // Everyone still waiting on a commit hears that the consumer closed.
         for w in std::mem::take(&mut self.commits) {
-            if let Some(r) = w.reply {
+            if let Some(r) = w.id {
                 self.reply_commit(r, w.results);
             }
         }

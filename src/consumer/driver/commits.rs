@@ -3,10 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use tokio::sync::oneshot;
-
 use super::output::Output;
-use super::{AckEntry, DriverCore, Renewed, TopicPartition};
+use super::{AckEntry, DriverCore, Renewed, ReplyId, TopicPartition};
 use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
 use crate::share::TopicIdPartition;
@@ -67,7 +65,8 @@ impl std::ops::Deref for CommitResults {
 pub(crate) struct CommitWaiter {
     pub nodes: HashSet<i32>,
     pub results: CommitResults,
-    pub reply: Option<oneshot::Sender<CommitResults>>,
+    /// The commit command's id, if it wants its results.
+    pub id: Option<ReplyId>,
 }
 
 impl DriverCore {
@@ -124,7 +123,7 @@ impl DriverCore {
             std::mem::take(&mut self.commits).into_iter().partition(|w| w.nodes.is_empty());
         self.commits = pending;
         for mut w in done {
-            if let Some(r) = w.reply.take() {
+            if let Some(r) = w.id.take() {
                 self.reply_commit(r, w.results);
             }
         }

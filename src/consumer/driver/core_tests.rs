@@ -1,19 +1,20 @@
 //! The driver core on its own: no sockets, no tasks, no clock but the `now` each call gets.
 //! What used to need a loopback broker and wall-clock waits is a few calls here, exact.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::ShareGroupHeartbeatResponse;
-use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use super::{AckEntry, Command, DriverCore, Event, Shared, Topology, Transmit};
+use super::{
+    AckEntry, Command, CommitResults, DriverCore, Event, PollAnswer, Replies, ReplyId, Shared, Topology, Transmit,
+};
 use crate::cluster::BrokerInfo;
 use crate::consumer::config::ShareConsumerConfig;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
 use crate::share::acks::AckKind;
 use crate::share::TopicIdPartition;
@@ -44,14 +45,52 @@ fn core() -> DriverCore {
     DriverCore::new(ShareConsumerConfig::new("broker1:9092", "g"), shared, Arc::new(OneTopic))
 }
 
-/// Performs the outputs queued so far, as the shell does: replies reach their receivers.
-fn perform(core: &mut DriverCore) {
+/// The replies among the outputs performed, by the id of the command that asked (what the
+/// shell sends on each command's sender). A poll in `gone` gave up: what it is sent comes
+/// back, as from a send on a dropped receiver.
+#[derive(Default)]
+struct Answers {
+    gone: HashSet<ReplyId>,
+    polls: HashMap<ReplyId, Result<PollAnswer>>,
+    commits: HashMap<ReplyId, CommitResults>,
+    closes: HashMap<ReplyId, Result<()>>,
+}
+
+impl Replies for Answers {
+    fn polled(&mut self, id: ReplyId, answer: Result<PollAnswer>) -> Option<PollAnswer> {
+        if self.gone.contains(&id) {
+            return answer.ok();
+        }
+        self.polls.insert(id, answer);
+        None
+    }
+    fn committed(&mut self, id: ReplyId, results: CommitResults) {
+        self.commits.insert(id, results);
+    }
+    fn closed(&mut self, id: ReplyId, result: Result<()>) {
+        self.closes.insert(id, result);
+    }
+}
+
+/// Performs the outputs queued so far, as the shell does; returns the replies among them.
+fn perform(core: &mut DriverCore) -> Answers {
+    perform_to(core, Answers::default())
+}
+
+/// [`perform`], the replies going to `answers`.
+fn perform_to(core: &mut DriverCore, mut answers: Answers) -> Answers {
     let shared = core.shared.clone();
     while let Some(out) = core.poll_event() {
-        if let Some(back) = out.perform(&shared) {
+        if let Some(back) = out.perform(&shared, &mut answers) {
             core.handle_command(Command::Requeue(back), Instant::now());
         }
     }
+    answers
+}
+
+/// The poll command of the tests: waits for records (or not), asks for up to 10.
+fn poll(id: u64, wait: bool, renewing: bool, acks: Vec<AckEntry>) -> Command {
+    Command::Poll { max: 10, wait, renewing, acks, id: ReplyId(id) }
 }
 
 fn drain(core: &mut DriverCore) -> Vec<Transmit> {
@@ -107,20 +146,17 @@ fn nothing_is_sent_twice_while_requests_are_in_flight() {
 fn close_gives_up_at_its_deadline_and_says_what_is_unfinished() {
     let t0 = Instant::now();
     let mut c = joining(t0);
-    let (tx, mut rx) = oneshot::channel();
     let deadline = t0 + Duration::from_secs(5);
-    c.handle_command(Command::Close { acks: Vec::new(), deadline, reply: Some(tx) }, t0);
+    c.handle_command(Command::Close { acks: Vec::new(), deadline, id: Some(ReplyId(1)) }, t0);
     c.drive(t0);
     assert!(!c.is_finished(t0), "the join heartbeat is unanswered: close waits");
-    perform(&mut c);
-    assert!(rx.try_recv().is_err(), "no answer before the deadline");
+    assert!(perform(&mut c).closes.is_empty(), "no answer before the deadline");
     assert!(c.poll_timeout(t0) <= deadline, "the core asks to be driven by the deadline");
     // Virtual time jumps to the deadline: no wall-clock wait.
     c.drive(deadline);
     assert!(c.is_finished(deadline));
-    perform(&mut c);
-    match rx.try_recv() {
-        Ok(Err(Error::Timeout { what, .. })) => assert!(what.contains("the group was not left"), "{what}"),
+    match perform(&mut c).closes.remove(&ReplyId(1)) {
+        Some(Err(Error::Timeout { what, .. })) => assert!(what.contains("the group was not left"), "{what}"),
         other => panic!("{other:?}"),
     }
 }
@@ -129,16 +165,12 @@ fn close_gives_up_at_its_deadline_and_says_what_is_unfinished() {
 fn a_poll_without_records_waits_and_a_zero_timeout_poll_is_answered_at_once() {
     let t0 = Instant::now();
     let mut c = joining(t0);
-    let (tx, mut rx) = oneshot::channel();
-    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: Vec::new(), reply: tx }, t0);
+    c.handle_command(poll(1, true, false, Vec::new()), t0);
     c.drive(t0);
-    perform(&mut c);
-    assert!(rx.try_recv().is_err(), "nothing buffered: the poll waits");
-    let (tx, mut rx) = oneshot::channel();
-    c.handle_command(Command::Poll { max: 10, wait: false, renewing: false, acks: Vec::new(), reply: tx }, t0);
-    perform(&mut c);
-    match rx.try_recv() {
-        Ok(Ok(answer)) => assert!(answer.is_empty()),
+    assert!(perform(&mut c).polls.is_empty(), "nothing buffered: the poll waits");
+    c.handle_command(poll(2, false, false, Vec::new()), t0);
+    match perform(&mut c).polls.remove(&ReplyId(2)) {
+        Some(Ok(answer)) => assert!(answer.is_empty()),
         other => panic!("{other:?}"),
     }
 }
@@ -155,9 +187,7 @@ fn fetching(t0: Instant) -> DriverCore {
         ])));
     c.handle_event(Event::Heartbeat(Ok(assigned)), t0);
     // A poll waits: pacing fetches for it (no poll, no prefetch).
-    let (tx, rx) = oneshot::channel();
-    std::mem::forget(rx); // the poll stays waiting for the test's whole run
-    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: Vec::new(), reply: tx }, t0);
+    c.handle_command(poll(1, true, false, Vec::new()), t0); // it waits for the test's whole run
     c.drive(t0);
     let opening = drain(&mut c);
     let Some(Transmit::Fetch { node: 1, sent, sent_at, .. }) =
@@ -196,8 +226,7 @@ fn acks_in_flight_when_the_member_is_fenced_are_still_reported() {
     // answer to the request in flight was dropped as stale, so a commit waited forever.
     let t0 = Instant::now();
     let mut c = fetching(t0);
-    let (tx, mut rx) = oneshot::channel();
-    c.handle_command(Command::Commit { acks: vec![accept(5)], reply: Some(tx) }, t0);
+    c.handle_command(Command::Commit { acks: vec![accept(5)], id: Some(ReplyId(2)) }, t0);
     c.drive(t0);
     let sent = drain(&mut c);
     let ack = sent.into_iter().find_map(|t| match t {
@@ -210,15 +239,13 @@ fn acks_in_flight_when_the_member_is_fenced_are_still_reported() {
     let fenced = ShareGroupHeartbeatResponse::default().with_error_code(110);
     c.handle_event(Event::Heartbeat(Ok(fenced)), t0);
     c.drive(t0);
-    perform(&mut c);
-    assert!(rx.try_recv().is_err(), "the ack is still in flight");
+    assert!(perform(&mut c).commits.is_empty(), "the ack is still in flight");
     // Its answer (applied) comes back to a session that has moved on.
     c.handle_event(Event::Ack { node, sent, result: Ok(ShareAcknowledgeResponse::default()) }, t0);
     c.drive(t0);
-    perform(&mut c);
-    match rx.try_recv() {
-        Ok(results) => assert!(results.is_ok(), "{results:?}"),
-        Err(e) => panic!("the commit was never answered: {e:?}"),
+    match perform(&mut c).commits.remove(&ReplyId(2)) {
+        Some(results) => assert!(results.is_ok(), "{results:?}"),
+        None => panic!("the commit was never answered"),
     }
 }
 
@@ -231,8 +258,7 @@ fn queued_acks_do_not_spin_the_core_while_a_fetch_is_in_flight() {
     c.drive(t0);
     let in_flight: Vec<_> = drain(&mut c);
     assert!(in_flight.iter().any(|t| matches!(t, Transmit::Fetch { .. })), "a long poll is in flight");
-    let (tx, _rx) = oneshot::channel();
-    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: vec![accept(5)], reply: tx }, t0);
+    c.handle_command(poll(2, true, false, vec![accept(5)]), t0);
     c.drive(t0);
     drain(&mut c);
     let later = t0 + Duration::from_millis(300); // past the 100 ms linger
@@ -251,8 +277,7 @@ fn an_ack_linger_starts_when_the_ack_is_queued_not_when_the_first_ack_ever_was()
     let mut c = fetching(t0);
     c.drive(t0);
     let (node, sent, sent_at) = long_poll(&mut c);
-    let (tx, _rx) = oneshot::channel();
-    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: vec![accept(5)], reply: tx }, t0);
+    c.handle_command(poll(2, true, false, vec![accept(5)]), t0);
     c.drive(t0);
     // The long poll answers after the linger: the next fetch carries the ack.
     let t1 = t0 + Duration::from_millis(300);
@@ -262,8 +287,7 @@ fn an_ack_linger_starts_when_the_ack_is_queued_not_when_the_first_ack_ever_was()
     assert!(carried, "the fetch after the answer carries the queued ack");
     // A new ack, queued a moment later while that fetch is in flight, has its own linger.
     let t2 = t1 + Duration::from_millis(1);
-    let (tx, _rx2) = oneshot::channel();
-    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: vec![accept(6)], reply: tx }, t2);
+    c.handle_command(poll(3, true, false, vec![accept(6)]), t2);
     c.drive(t2);
     assert!(!acks_overdue(&c, 1, t2), "an ack queued just now is not overdue");
     assert!(acks_overdue(&c, 1, t2 + Duration::from_millis(100)), "after its own linger it is");
@@ -298,12 +322,8 @@ fn a_renewal_that_fails_here_still_answers_the_poll_waiting_for_it() {
     // of the application would come back empty.
     let t0 = Instant::now();
     let mut c = fetching(t0);
-    let (tx, _rx) = oneshot::channel();
     let lapsed = Some(t0 - Duration::from_millis(1));
-    c.handle_command(
-        Command::Poll { max: 10, wait: true, renewing: true, acks: vec![renew(5, lapsed)], reply: tx },
-        t0,
-    );
+    c.handle_command(poll(2, true, true, vec![renew(5, lapsed)]), t0);
     assert_eq!(c.renewed.len(), 1, "the failed renewal is the poll's answer");
     assert!(c.renewed[0].result.is_err());
 }
@@ -314,14 +334,12 @@ fn without_share_acknowledge_v2_a_renew_fails_here_and_is_never_sent() {
     let t0 = Instant::now();
     let mut c = fetching(t0);
     c.shared.renew_supported.store(false, std::sync::atomic::Ordering::Relaxed);
-    let (tx, mut rx) = oneshot::channel();
-    c.handle_command(Command::Poll { max: 10, wait: true, renewing: true, acks: vec![renew(5, None)], reply: tx }, t0);
+    c.handle_command(poll(2, true, true, vec![renew(5, None)]), t0);
     c.drive(t0);
     let sent = drain(&mut c);
     assert!(!sent.iter().any(|t| matches!(t, Transmit::Acknowledge { .. })), "{:?}", kinds(&sent));
-    perform(&mut c);
-    match rx.try_recv() {
-        Ok(Ok(answer)) => {
+    match perform(&mut c).polls.remove(&ReplyId(2)) {
+        Some(Ok(answer)) => {
             assert!(matches!(answer.renewed[..], [super::Renewed { result: Err(Error::RenewUnsupported), .. }]))
         }
         other => panic!("the poll waiting for the renewal is answered: {other:?}"),
@@ -338,8 +356,7 @@ fn a_throttled_share_session_sends_nothing_until_the_throttle_ends() {
     let throttled = ShareFetchResponse { throttle_time_ms: 700, ..Default::default() };
     c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(throttled) }, t0);
     // Even a commit's acks wait for the connection: the broker would hold them anyway.
-    let (tx, _rx) = oneshot::channel();
-    c.handle_command(Command::Commit { acks: vec![accept(5)], reply: Some(tx) }, t0);
+    c.handle_command(Command::Commit { acks: vec![accept(5)], id: Some(ReplyId(2)) }, t0);
     for ms in [0, 100, 699] {
         let now = t0 + Duration::from_millis(ms);
         c.drive(now);
@@ -570,7 +587,7 @@ fn the_engines_outcomes_do_not_linger_and_the_public_acks_still_do() {
     let mut c = fetching(t0);
     c.drive(t0);
     let _ = long_poll(&mut c);
-    c.handle_command(Command::Commit { acks: vec![accept(5)], reply: None }, t0);
+    c.handle_command(Command::Commit { acks: vec![accept(5)], id: None }, t0);
     assert!(!acks_overdue(&c, 1, t0), "a public ack nobody waits for lingers");
     c.handle_command(Command::Outcomes(vec![accept(6)]), t0);
     assert!(acks_overdue(&c, 1, t0), "from the engine's first outcome, queued acks go at once");
@@ -609,13 +626,14 @@ fn closing_a_consumer_with_nothing_to_end_finishes_in_the_same_turn() {
     // the close must finish in the turn that started it, not at its deadline.
     let t0 = Instant::now();
     let mut c = core();
-    let (tx, mut rx) = oneshot::channel();
-    c.handle_command(Command::Close { acks: Vec::new(), deadline: t0 + Duration::from_secs(5), reply: Some(tx) }, t0);
+    c.handle_command(
+        Command::Close { acks: Vec::new(), deadline: t0 + Duration::from_secs(5), id: Some(ReplyId(1)) },
+        t0,
+    );
     c.drive(t0);
     assert!(drain(&mut c).is_empty());
     assert!(c.is_finished(t0), "finished at once, not at the deadline");
-    perform(&mut c);
-    assert!(matches!(rx.try_recv(), Ok(Ok(()))), "the close succeeded");
+    assert!(matches!(perform(&mut c).closes.remove(&ReplyId(1)), Some(Ok(()))), "the close succeeded");
 }
 
 /// The fetches `drive` sent: (node, sent, sent_at, max_wait_ms).
@@ -623,7 +641,7 @@ fn fetches(c: &mut DriverCore) -> Vec<(i32, crate::share::session::Sent, Instant
     drain(c)
         .into_iter()
         .filter_map(|t| match t {
-            Transmit::Fetch { node, request, sent, sent_at } => Some((node, sent, sent_at, request.max_wait_ms)),
+            Transmit::Fetch { node, request, sent, sent_at, .. } => Some((node, sent, sent_at, request.max_wait_ms)),
             _ => None,
         })
         .collect()
@@ -644,10 +662,8 @@ fn a_parked_session_whose_records_are_out_does_not_long_poll_over_their_acks() {
     assert!(c.buffer.is_empty() && c.waiter.is_none(), "the waiting poll took all 10");
     drain(&mut c);
     // The next poll waits; its fetch (no wait: records are out) comes back empty and parks.
-    let (tx, rx) = oneshot::channel();
-    std::mem::forget(rx);
     let t1 = t0 + Duration::from_millis(10);
-    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: Vec::new(), reply: tx }, t1);
+    c.handle_command(poll(2, true, false, Vec::new()), t1);
     c.drive(t1);
     let sent = fetches(&mut c);
     assert_eq!(sent.iter().map(|f| f.3).collect::<Vec<_>>(), vec![0], "one no-wait fetch");
@@ -696,8 +712,7 @@ fn a_completion_is_queued_before_the_commit_reply_it_settles() {
     let t0 = Instant::now();
     let mut c = fetching(t0);
     let _ = std::iter::from_fn(|| c.poll_event()).count();
-    let (tx, _rx) = oneshot::channel();
-    c.handle_command(Command::Commit { acks: vec![accept(5)], reply: Some(tx) }, t0);
+    c.handle_command(Command::Commit { acks: vec![accept(5)], id: Some(ReplyId(2)) }, t0);
     c.drive(t0);
     for t in drain(&mut c) {
         match t {
@@ -729,12 +744,26 @@ fn a_completion_is_queued_before_the_commit_reply_it_settles() {
 fn records_of_a_poll_gone_before_its_answer_is_sent_come_back() {
     let t0 = Instant::now();
     let mut c = buffered(t0);
-    let (tx, rx) = oneshot::channel();
-    c.handle_command(Command::Poll { max: 10, wait: true, renewing: false, acks: Vec::new(), reply: tx }, t0);
+    c.handle_command(poll(2, true, false, Vec::new()), t0);
     c.drive(t0);
     assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 10, "the poll's answer is decided");
-    drop(rx); // the poll gave up before the shell sent it
-    perform(&mut c);
+    // The poll gave up before the shell sent it.
+    let gone = Answers { gone: HashSet::from([ReplyId(2)]), ..Default::default() };
+    assert!(!perform_to(&mut c, gone).polls.contains_key(&ReplyId(2)));
     assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 20, "all of it is back");
     assert_eq!(c.buffer.front().and_then(|f| f.records.front()).map(|r| r.offset), Some(10), "in order");
+}
+
+#[test]
+fn a_poll_abandoned_before_records_came_is_never_answered_and_they_stay_buffered() {
+    let t0 = Instant::now();
+    let mut c = buffered(t0);
+    c.handle_command(poll(2, true, false, Vec::new()), t0);
+    c.handle_command(Command::PollAbandoned(ReplyId(7)), t0);
+    assert!(c.waiter.as_ref().is_some_and(|w| !w.abandoned), "another poll's id changes nothing");
+    c.handle_command(Command::PollAbandoned(ReplyId(2)), t0);
+    c.drive(t0);
+    assert!(c.waiter.is_none(), "the core forgot the poll");
+    assert!(!perform(&mut c).polls.contains_key(&ReplyId(2)), "and answered nothing");
+    assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 20, "the records stay for the next poll");
 }

@@ -8,14 +8,14 @@ impl DriverCore {
     /// Answers a waiting poll if there is something to answer with.
     pub(super) fn try_deliver(&mut self, now: Instant) {
         let Some(w) = &self.waiter else { return };
-        if w.reply.is_closed() {
+        if w.abandoned {
             self.waiter = None; // the poll timed out or was woken up
             return;
         }
         if let Some(e) = &self.fatal {
             let e = e.clone();
             if let Some(w) = self.waiter.take() {
-                self.reply_poll(w.reply, Err(e));
+                self.reply_poll(w.id, Err(e));
             }
             return;
         }
@@ -60,7 +60,7 @@ impl DriverCore {
     pub(super) fn answer(&mut self, w: PollWaiter, records: Vec<Delivered>) {
         let answer = PollAnswer { records, renewed: std::mem::take(&mut self.renewed) };
         let answer = self.fatal.clone().map_or(Ok(answer), Err);
-        self.reply_poll(w.reply, answer);
+        self.reply_poll(w.id, answer);
     }
 
     /// Takes back what a poll could not hand out: records to the front of the buffer,

@@ -23,6 +23,7 @@ mod commits;
 #[cfg(test)]
 mod core_tests;
 mod deliver;
+mod from_handle;
 mod group;
 mod output;
 mod poll_interval;
@@ -39,7 +40,8 @@ mod topology;
 use close::Closing;
 pub use commits::CommitResults;
 pub(crate) use commits::CommitWaiter;
-pub(crate) use output::Output;
+pub(crate) use from_handle::FromHandle;
+pub(crate) use output::{Output, Replies};
 pub(crate) use shell::Driver;
 pub(crate) use state_machine::Transmit;
 pub(crate) use topology::Topology;
@@ -48,7 +50,6 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::oneshot;
 use tracing::{debug, warn};
 
 use super::config::ShareConsumerConfig;
@@ -106,6 +107,12 @@ impl PollAnswer {
     }
 }
 
+/// Names a command that wants an answer, so that the answer (an [`Output`]) can say which
+/// it answers: the core knows nothing of how it travels back. Whoever hands the core such a
+/// command picks the id (the shell counts; the simulation too), unique among those waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ReplyId(pub u64);
+
 pub(crate) enum Command {
     Subscribe(Vec<String>),
     /// Subscribe to the topics matching a pattern, now and as they come and go.
@@ -120,11 +127,16 @@ pub(crate) enum Command {
         wait: bool,
         renewing: bool,
         acks: Vec<AckEntry>,
-        reply: oneshot::Sender<Result<PollAnswer>>,
+        id: ReplyId,
     },
+    /// The poll `id` gave up (it timed out, was woken, or its future was dropped): it takes
+    /// no answer, and what is buffered stays for the next one. The shell says so when it
+    /// finds the poll's receiver closed, before it drives the core.
+    PollAbandoned(ReplyId),
+    /// Acks to send now; `id`: answered with their results once they complete.
     Commit {
         acks: Vec<AckEntry>,
-        reply: Option<oneshot::Sender<CommitResults>>,
+        id: Option<ReplyId>,
     },
     /// The processing engine's outcomes: acks that nobody waits for but that free records
     /// the broker holds for this member. From the first one on, queued acks that no fetch
@@ -140,7 +152,7 @@ pub(crate) enum Command {
     Close {
         acks: Vec<AckEntry>,
         deadline: Instant,
-        reply: Option<oneshot::Sender<Result<()>>>,
+        id: Option<ReplyId>,
     },
     /// The application entered (`true`) or left (`false`) a consumer call that waits, such
     /// as `commit_sync` (see `consumer::busy`): while inside one it is not idle, so buffered
@@ -181,7 +193,9 @@ pub(crate) struct Fetched {
 struct PollWaiter {
     max: usize,
     renewing: bool,
-    reply: oneshot::Sender<Result<PollAnswer>>,
+    id: ReplyId,
+    /// The poll gave up (`Command::PollAbandoned`): it is dropped when next looked at.
+    abandoned: bool,
 }
 
 /// Shared with the handle: read-mostly facts and metrics.

@@ -1,8 +1,10 @@
 //! What leaves the driver core as values: [`Output`]s, queued in the order decided and taken
 //! with [`DriverCore::poll_event`] after each call. The core writes no state it shares with
-//! the handle for these and sends on no channel; the shell (`shell.rs`) performs each one
-//! ([`Output::perform`]), and the simulation takes them directly, so the same core runs
-//! under both without a wrapper.
+//! the handle for these and sends on no channel: a reply names the command it answers by
+//! its [`ReplyId`], and whoever holds the way back (the shell its oneshot senders,
+//! `from_handle.rs`; the simulation its application) implements [`Replies`]. The shell
+//! performs each output ([`Output::perform`]), and the simulation takes them directly, so
+//! the same core runs under both without a wrapper.
 //!
 //! Replies travel in the same queue as the completions for a reason: the handle runs the
 //! acknowledgement commit callback when a poll, commit or close returns, so a completion
@@ -12,10 +14,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use tokio::sync::oneshot;
-
 use super::topic_pattern::PatternSubscription;
-use super::{CommitResults, DriverCore, PollAnswer, Shared};
+use super::{CommitResults, DriverCore, PollAnswer, ReplyId, Shared};
 use crate::error::Result;
 use crate::topic_partition::TopicPartition;
 
@@ -33,34 +33,38 @@ pub(crate) enum Output {
     /// A listing of all topics matched these for a pattern subscription (what the handle's
     /// `subscription()` shows).
     PatternMatched { sub: Arc<PatternSubscription>, topics: BTreeSet<String> },
-    /// A poll's answer. If the poll has gone meanwhile, its records come back to the core
-    /// (`Command::Requeue`, as when the poll's future drops after the answer).
-    Polled { reply: oneshot::Sender<Result<PollAnswer>>, answer: Result<PollAnswer> },
-    /// A commit's per-partition results.
-    Committed { reply: oneshot::Sender<CommitResults>, results: CommitResults },
-    /// A close's outcome.
-    Closed { reply: oneshot::Sender<Result<()>>, result: Result<()> },
+    /// The answer of the poll `id`. If the poll has gone meanwhile, its records come back to
+    /// the core (`Command::Requeue`, as when the poll's future drops after the answer).
+    Polled { id: ReplyId, answer: Result<PollAnswer> },
+    /// The per-partition results of the commit `id`.
+    Committed { id: ReplyId, results: CommitResults },
+    /// The outcome of the close `id`.
+    Closed { id: ReplyId, result: Result<()> },
+}
+
+/// Where replies go, by the id of the command that asked: the shell's oneshot senders, or
+/// the simulated application. The core never sees how.
+pub(crate) trait Replies {
+    /// Hands the poll `id` its answer. Returns the answer if that poll is gone (its records
+    /// go back to the core).
+    fn polled(&mut self, id: ReplyId, answer: Result<PollAnswer>) -> Option<PollAnswer>;
+    /// Hands the commit `id` its results (dropped if nobody waits any more).
+    fn committed(&mut self, id: ReplyId, results: CommitResults);
+    /// Hands the close `id` its outcome (dropped if nobody waits any more).
+    fn closed(&mut self, id: ReplyId, result: Result<()>);
 }
 
 impl Output {
-    /// Does what the output says, on the handle's side of `shared`. Returns what a poll that
-    /// is gone could not take, for the core to take back.
-    pub(crate) fn perform(self, shared: &Shared) -> Option<PollAnswer> {
+    /// Does what the output says, on the handle's side of `shared`, replies through
+    /// `replies`. Returns what a poll that is gone could not take, for the core to take back.
+    pub(crate) fn perform(self, shared: &Shared, replies: &mut impl Replies) -> Option<PollAnswer> {
         match self {
             Output::SessionEpochs(open) => *shared.sessions.lock().unwrap_or_else(|p| p.into_inner()) = open,
             Output::AckCompleted { tp, offsets, result } => shared.callbacks.completed(tp, offsets, result),
             Output::PatternMatched { sub, topics } => sub.set_matched(topics),
-            Output::Polled { reply, answer } => {
-                if let Err(Ok(back)) = reply.send(answer) {
-                    return Some(back);
-                }
-            }
-            Output::Committed { reply, results } => {
-                let _ = reply.send(results);
-            }
-            Output::Closed { reply, result } => {
-                let _ = reply.send(result);
-            }
+            Output::Polled { id, answer } => return replies.polled(id, answer),
+            Output::Committed { id, results } => replies.committed(id, results),
+            Output::Closed { id, result } => replies.closed(id, result),
         }
         None
     }
@@ -82,15 +86,15 @@ impl DriverCore {
         self.events.push_back(Output::SessionEpochs(self.epochs_told.clone()));
     }
 
-    pub(super) fn reply_poll(&mut self, reply: oneshot::Sender<Result<PollAnswer>>, answer: Result<PollAnswer>) {
-        self.events.push_back(Output::Polled { reply, answer });
+    pub(super) fn reply_poll(&mut self, id: ReplyId, answer: Result<PollAnswer>) {
+        self.events.push_back(Output::Polled { id, answer });
     }
 
-    pub(super) fn reply_commit(&mut self, reply: oneshot::Sender<CommitResults>, results: CommitResults) {
-        self.events.push_back(Output::Committed { reply, results });
+    pub(super) fn reply_commit(&mut self, id: ReplyId, results: CommitResults) {
+        self.events.push_back(Output::Committed { id, results });
     }
 
-    pub(super) fn reply_close(&mut self, reply: oneshot::Sender<Result<()>>, result: Result<()>) {
-        self.events.push_back(Output::Closed { reply, result });
+    pub(super) fn reply_close(&mut self, id: ReplyId, result: Result<()>) {
+        self.events.push_back(Output::Closed { id, result });
     }
 }

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio::task::{Id, JoinError, JoinSet};
 use tracing::{debug, warn};
 
+use super::from_handle::{FromHandle, Waiting};
 use super::{Command, DriverCore, Event, Shared, Transmit};
 use crate::cluster::{Cluster, TrafficClass};
 use crate::consumer::config::ShareConsumerConfig;
@@ -33,6 +34,8 @@ pub(crate) struct Driver {
     /// each, so every task must end in an event: one that panics or is cancelled is answered
     /// from here as a lost request, which the core handles as a failed one.
     requests: HashMap<Id, Request>,
+    /// The handle's senders for the commands the core has yet to answer, by reply id.
+    waiting: Waiting,
     /// Request tasks a test makes panic.
     #[cfg(test)]
     faults: Arc<RequestPanics>,
@@ -44,7 +47,7 @@ impl Driver {
         cluster: Arc<Cluster>,
         cfg: ShareConsumerConfig,
         shared: Arc<Shared>,
-    ) -> mpsc::UnboundedSender<Command> {
+    ) -> mpsc::UnboundedSender<FromHandle> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (group, client) = (cfg.group_id.clone(), cfg.cluster.client_id.clone());
         #[cfg(test)]
@@ -58,6 +61,7 @@ impl Driver {
             cluster,
             tasks: JoinSet::new(),
             requests: HashMap::new(),
+            waiting: Waiting::default(),
             #[cfg(test)]
             faults,
         };
@@ -65,15 +69,15 @@ impl Driver {
         tx
     }
 
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<FromHandle>) {
         let mut handle_gone = false;
         loop {
             let now = Instant::now();
-            self.core.drive(now);
+            self.drive(now);
             // Records handed back are driven at once, as they were when the core itself
             // found the poll gone: the fetch plan sees them in the same turn.
             while self.perform(now) {
-                self.core.drive(now);
+                self.drive(now);
             }
             while let Some(t) = self.core.poll_transmit() {
                 self.send(t);
@@ -85,7 +89,7 @@ impl Driver {
             let wake = self.core.poll_timeout(now);
             tokio::select! {
                 cmd = rx.recv(), if !handle_gone => match cmd {
-                    Some(c) => self.core.handle_command(c, Instant::now()),
+                    Some(msg) => self.command(msg, Instant::now()),
                     None => {
                         handle_gone = true;
                         self.core.handle_gone(Instant::now());
@@ -104,13 +108,38 @@ impl Driver {
         debug!("share consumer driver stopped");
     }
 
+    /// Drives the core, after telling it of the polls that gave up since it last looked.
+    fn drive(&mut self, now: Instant) {
+        self.abandoned_polls(now);
+        self.core.drive(now);
+    }
+
+    /// Tells the core of every poll whose receiver closed (the handle's poll timed out, was
+    /// woken or dropped): it then keeps its records for the next one.
+    fn abandoned_polls(&mut self, now: Instant) {
+        let core = &mut self.core;
+        self.waiting.abandoned_polls(|id| core.handle_command(Command::PollAbandoned(id), now));
+    }
+
+    /// A message from the handle, as the core's command; a sender it carries is kept until
+    /// the core answers.
+    fn command(&mut self, msg: FromHandle, now: Instant) {
+        if matches!(msg, FromHandle::Poll { .. }) {
+            // The poll before it may have given up since the last turn: the core hears of
+            // that first, so that no sender is kept for a poll the new one replaces.
+            self.abandoned_polls(now);
+        }
+        let cmd = self.waiting.command(msg);
+        self.core.handle_command(cmd, now);
+    }
+
     /// Performs the core's outputs, in the order it decided them (replies, callback
     /// completions, what the handle reads). Records a poll could not take go back to the
     /// core; returns whether any did.
     fn perform(&mut self, now: Instant) -> bool {
         let mut handed_back = false;
         while let Some(out) = self.core.poll_event() {
-            if let Some(back) = out.perform(&self.shared) {
+            if let Some(back) = out.perform(&self.shared, &mut self.waiting) {
                 self.core.handle_command(Command::Requeue(back), now);
                 handed_back = true;
             }

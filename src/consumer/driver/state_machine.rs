@@ -90,7 +90,7 @@ impl DriverCore {
                     self.reconcile_assignment(now);
                 }
             }
-            Command::Poll { max, wait, renewing, acks, reply } => {
+            Command::Poll { max, wait, renewing, acks, id } => {
                 self.activity.last_poll_call = Some(now);
                 self.rejoin_if_stale(now);
                 // First the poll (it grants each broker a refill), then its acks (a RELEASE
@@ -105,7 +105,7 @@ impl DriverCore {
                 let failed = self.route_acks(acks, now);
                 self.report_local_failures(failed, None);
                 self.shared.metrics.record_poll();
-                self.waiter = Some(PollWaiter { max, renewing, reply });
+                self.waiter = Some(PollWaiter { max, renewing, id, abandoned: false });
                 if !wait {
                     // Answer now, with whatever is buffered (perhaps nothing), or an error.
                     self.report_topic_error();
@@ -115,13 +115,18 @@ impl DriverCore {
                     }
                 }
             }
-            Command::Commit { acks, reply } => {
+            Command::PollAbandoned(id) => {
+                if let Some(w) = self.waiter.as_mut().filter(|w| w.id == id) {
+                    w.abandoned = true;
+                }
+            }
+            Command::Commit { acks, id } => {
                 let failed = self.route_acks(acks, now);
-                let mut waiter = CommitWaiter { nodes: HashSet::new(), results: CommitResults::default(), reply };
+                let mut waiter = CommitWaiter { nodes: HashSet::new(), results: CommitResults::default(), id };
                 self.report_local_failures(failed, Some(&mut waiter));
                 waiter.nodes.extend(self.sessions.pending_ack_nodes());
                 if waiter.nodes.is_empty() {
-                    if let Some(r) = waiter.reply.take() {
+                    if let Some(r) = waiter.id.take() {
                         self.reply_commit(r, waiter.results);
                     }
                 } else {
@@ -139,7 +144,7 @@ impl DriverCore {
                 self.paused = paused;
                 self.reconcile_assignment(now);
             }
-            Command::Close { acks, deadline, reply } => self.start_close(acks, deadline, reply, now),
+            Command::Close { acks, deadline, id } => self.start_close(acks, deadline, id, now),
             Command::Busy(entered) => self.note_busy(entered, now),
         }
     }

@@ -3,7 +3,7 @@
 use super::super::*;
 use super::*;
 
-fn consumer(mode: AcknowledgementMode) -> (ShareConsumer, mpsc::UnboundedReceiver<Command>) {
+fn consumer(mode: AcknowledgementMode) -> (ShareConsumer, mpsc::UnboundedReceiver<FromHandle>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared::new(true, None));
     let cfg = ShareConsumerConfig::new("127.0.0.1:9092", "g").acknowledgement_mode(mode);
