@@ -147,7 +147,19 @@ impl Cluster {
         versions: (i16, i16),
     ) -> Result<R::Response> {
         let v = conn.versions.pick(R::KEY, versions.0, versions.1)?;
-        let r = conn.conn.call_timeout(req, v, self.config.request_timeout).await;
+        self.send_at(conn, req, v, self.config.request_timeout).await
+    }
+
+    /// Sends `req` at version `v` (picked by the caller), allowing it `timeout`; a
+    /// connection error or timeout counts against the broker as in [`send`](Self::send).
+    pub async fn send_at<R: ApiRequest>(
+        &self,
+        conn: &BrokerConnection,
+        req: &R,
+        v: i16,
+        timeout: std::time::Duration,
+    ) -> Result<R::Response> {
+        let r = conn.conn.call_timeout(req, v, timeout).await;
         if let Err(e) = &r {
             if e.is_connection_error() || matches!(e, Error::Timeout { .. }) {
                 self.pool.note_failure(conn.node_id);

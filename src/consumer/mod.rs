@@ -135,7 +135,7 @@ impl ShareConsumer {
         let conn = cluster.any_broker().await?;
         conn.versions.require_share_groups()?;
         conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 1, 2)?;
-        conn.versions.pick(76, 1, 1)?;
+        conn.versions.pick(crate::protocol::share::SHARE_GROUP_HEARTBEAT_API_KEY, 1, 1)?;
         let renew = conn.versions.pick(crate::protocol::share::SHARE_ACKNOWLEDGE_API_KEY, 2, 2).is_ok();
         if cfg.acquire_mode == AcquireMode::RecordLimit
             && conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 2, 2).is_err()

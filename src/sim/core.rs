@@ -1,11 +1,10 @@
 //! The real driver core (`consumer::driver::DriverCore`) as the runner drives it, and the
-//! simulated topology as the core reads it. The timeouts are the shell's (`shell.rs`):
-//! `request.timeout.ms` + `fetch.max.wait.ms` for a ShareFetch, `request.timeout.ms` for a
-//! ShareAcknowledge.
+//! simulated topology as the core reads it. A request's timeout is the one the core put on
+//! its transmit (`Wire`), as the shell applies it.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::cluster::BrokerInfo;
 use crate::consumer::driver::{
@@ -39,15 +38,13 @@ impl Topology for SimTopology {
     fn learn_brokers(&self, _brokers: Vec<BrokerInfo>) {}
 }
 
-/// A driver core with its config's timeouts, and where its outputs go: the runner performs
+/// A driver core, and where its outputs go: the runner performs
 /// them as the shell does, right after each call, except that completions go to the sink
 /// the invariants read instead of to a callback.
 pub(crate) struct RealCore {
     core: DriverCore,
     shared: Arc<Shared>,
     completions: Arc<Mutex<Vec<Completion>>>,
-    request_timeout: Duration,
-    fetch_timeout: Duration,
     replies: ToApp,
 }
 
@@ -123,10 +120,8 @@ pub(crate) fn new_core(
 ) -> Box<dyn Driven> {
     let cfg = ShareConsumerConfig::new("sim-broker-1:9092", "sim-group").acquire_mode(options.acquire_mode);
     let shared = Arc::new(Shared::new(options.renew, None));
-    let request_timeout = cfg.cluster.request_timeout;
-    let fetch_timeout = request_timeout + cfg.fetch_max_wait;
     let core = DriverCore::new(cfg, shared.clone(), topology);
-    Box::new(RealCore { core, shared, completions, request_timeout, fetch_timeout, replies: ToApp::default() })
+    Box::new(RealCore { core, shared, completions, replies: ToApp::default() })
 }
 
 impl RealCore {
@@ -181,12 +176,12 @@ impl Driven for RealCore {
         Some(match t {
             Transmit::Metadata { topics } => SimTransmit::Metadata { topics },
             Transmit::FindCoordinator { .. } => SimTransmit::FindCoordinator,
-            Transmit::Heartbeat { node, request } => SimTransmit::Heartbeat { node, request },
-            Transmit::Fetch { node, request, sent, sent_at } => {
-                SimTransmit::Fetch { node, request, sent, sent_at, timeout: self.fetch_timeout }
+            Transmit::Heartbeat { node, request, .. } => SimTransmit::Heartbeat { node, request },
+            Transmit::Fetch { node, request, sent, sent_at, wire } => {
+                SimTransmit::Fetch { node, request, sent, sent_at, timeout: wire.timeout }
             }
-            Transmit::Acknowledge { node, request, sent } => {
-                SimTransmit::Acknowledge { node, request, sent, timeout: self.request_timeout }
+            Transmit::Acknowledge { node, request, sent, wire } => {
+                SimTransmit::Acknowledge { node, request, sent, timeout: wire.timeout }
             }
             Transmit::ListTopics => SimTransmit::ListTopics,
         })

@@ -9,10 +9,13 @@ use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, Topic
 use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use uuid::Uuid;
 
+use super::wire::Needs;
+use super::Wire;
 use super::{
     AckEntry, Command, CommitResults, DriverCore, Event, PollAnswer, Replies, ReplyId, Shared, Topology, Transmit,
 };
-use crate::cluster::BrokerInfo;
+use crate::acquire_mode::AcquireMode;
+use crate::cluster::{ApiVersions, BrokerInfo};
 use crate::consumer::config::ShareConsumerConfig;
 use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
@@ -112,7 +115,11 @@ fn kinds(ts: &[Transmit]) -> Vec<&'static str> {
 
 /// Subscribes and answers the coordinator lookup: the join heartbeat is in flight, unanswered.
 fn joining(t0: Instant) -> DriverCore {
-    let mut c = core();
+    joining_as(core(), t0)
+}
+
+/// [`joining`], for the core `c`.
+fn joining_as(mut c: DriverCore, t0: Instant) -> DriverCore {
     c.handle_command(Command::Subscribe(vec!["t".into()]), t0);
     c.drive(t0);
     assert_eq!(kinds(&drain(&mut c)), ["metadata", "find-coordinator"]);
@@ -179,6 +186,14 @@ fn a_poll_without_records_waits_and_a_zero_timeout_poll_is_answered_at_once() {
 /// answered, empty); a second fetch is in flight.
 fn fetching(t0: Instant) -> DriverCore {
     let mut c = joining(t0);
+    let (node, sent, sent_at) = opening_fetch(&mut c, t0);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t0);
+    c
+}
+
+/// Assigns t-0 to the joining core `c`, a poll waiting: the first fetch (the session's
+/// opening) is the one returned, with how it goes.
+fn opening_fetch_wire(c: &mut DriverCore, t0: Instant) -> (i32, crate::share::session::Sent, Instant, Wire) {
     let assigned = ShareGroupHeartbeatResponse::default()
         .with_member_epoch(1)
         .with_heartbeat_interval_ms(5000)
@@ -189,14 +204,45 @@ fn fetching(t0: Instant) -> DriverCore {
     // A poll waits: pacing fetches for it (no poll, no prefetch).
     c.handle_command(poll(1, true, false, Vec::new()), t0); // it waits for the test's whole run
     c.drive(t0);
-    let opening = drain(&mut c);
-    let Some(Transmit::Fetch { node: 1, sent, sent_at, .. }) =
+    let opening = drain(c);
+    let Some(Transmit::Fetch { node: 1, sent, sent_at, wire, .. }) =
         opening.into_iter().find(|t| matches!(t, Transmit::Fetch { .. }))
     else {
         panic!("the assignment opens a share session with broker 1");
     };
-    c.handle_event(Event::Fetch { node: 1, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t0);
-    c
+    (1, sent, sent_at, wire)
+}
+
+/// [`opening_fetch_wire`] without the wire.
+fn opening_fetch(c: &mut DriverCore, t0: Instant) -> (i32, crate::share::session::Sent, Instant) {
+    let (node, sent, sent_at, _) = opening_fetch_wire(c, t0);
+    (node, sent, sent_at)
+}
+
+#[test]
+fn a_fetch_says_its_versions_and_timeout_and_record_limit_needs_v2() {
+    let t0 = Instant::now();
+    let cfg = ShareConsumerConfig::new("broker1:9092", "g");
+    let fetch_timeout = cfg.cluster.request_timeout + cfg.fetch_max_wait;
+    let v1 = ApiVersions::from_ranges(1, &[(78, 1, 1)], &[]);
+    let v2 = ApiVersions::from_ranges(1, &[(78, 1, 2)], &[]);
+    // batch_optimized (the default): v1 or v2, whichever the broker speaks.
+    let mut c = joining(t0);
+    let (.., wire) = opening_fetch_wire(&mut c, t0);
+    assert_eq!((wire.versions, wire.timeout), ((1, 2), fetch_timeout));
+    assert!(wire.needs.is_none());
+    assert_eq!(wire.version(78, &v1).ok(), Some(1));
+    // record_limit: a v2 field, refused on a broker that picks v1, naming it.
+    let cfg = cfg.acquire_mode(AcquireMode::RecordLimit);
+    let mut c = joining_as(DriverCore::new(cfg, Arc::new(Shared::new(true, None)), Arc::new(OneTopic)), t0);
+    let (.., wire) = opening_fetch_wire(&mut c, t0);
+    assert_eq!((wire.versions, wire.timeout), ((1, 2), fetch_timeout), "it carries the fetch timeout");
+    assert!(matches!(wire.needs, Some(Needs { version: 2, .. })), "{:?}", wire.needs);
+    assert_eq!(wire.version(78, &v2).ok(), Some(2));
+    match wire.version(78, &v1) {
+        Err(Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, broker: Some(1) }) => {}
+        other => panic!("{other:?}"),
+    }
 }
 
 /// The fetch `drive` just sent (a long poll): its node, `Sent` and send time.

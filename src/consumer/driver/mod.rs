@@ -36,6 +36,7 @@ mod timers;
 mod topic_errors;
 pub(crate) mod topic_pattern;
 mod topology;
+mod wire;
 
 use close::Closing;
 pub use commits::CommitResults;
@@ -45,6 +46,7 @@ pub(crate) use output::{Output, Replies};
 pub(crate) use shell::Driver;
 pub(crate) use state_machine::Transmit;
 pub(crate) use topology::Topology;
+pub(crate) use wire::Wire;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;

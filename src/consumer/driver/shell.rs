@@ -18,6 +18,7 @@ use crate::consumer::config::ShareConsumerConfig;
 use crate::error::{Error, Result};
 use crate::protocol::share::{
     ShareAcknowledgeResponse, ShareFetchResponse, SHARE_ACKNOWLEDGE_API_KEY, SHARE_FETCH_API_KEY,
+    SHARE_GROUP_HEARTBEAT_API_KEY,
 };
 use crate::share::session::Sent;
 
@@ -183,7 +184,9 @@ impl Driver {
         self.requests.insert(id, request);
     }
 
-    /// Sends one request in a task of its own, which ends in the broker's answer.
+    /// Sends one request in a task of its own, which ends in the broker's answer. A request
+    /// to a broker goes as its `Wire` says (the core decided the versions, the timeout and
+    /// what the content needs): nothing is decided here.
     fn send(&mut self, t: Transmit) {
         let cluster = self.cluster.clone();
         match t {
@@ -195,44 +198,37 @@ impl Driver {
                     Reply::Coordinator(cluster.find_group_coordinator_once(&group).await)
                 });
             }
-            Transmit::Heartbeat { node, request } => {
+            Transmit::Heartbeat { node, request, wire } => {
                 self.start(Request::Heartbeat { node }, async move {
                     let r = async {
                         let conn = cluster.broker(node, TrafficClass::Control).await?;
-                        cluster.send(&conn, &request, (1, 1)).await
+                        let v = wire.version(SHARE_GROUP_HEARTBEAT_API_KEY, &conn.versions)?;
+                        cluster.send_at(&conn, &request, v, wire.timeout).await
                     }
                     .await;
                     Reply::Heartbeat(r)
                 });
             }
-            Transmit::Fetch { node, request, sent, sent_at } => {
-                let timeout = cluster.config().request_timeout + self.core.fetch_max_wait();
+            Transmit::Fetch { node, request, sent, sent_at, wire } => {
                 self.start(Request::Fetch { node, sent, sent_at }, async move {
                     let result = async {
                         let conn = cluster.broker(node, TrafficClass::Fetch).await?;
-                        let v = conn.versions.pick(SHARE_FETCH_API_KEY, 1, 2)?;
-                        if v < 2 && request.share_acquire_mode != 0 {
-                            // record_limit, the only mode v1 lacks (connect checked the
-                            // broker it asked; this one speaks less).
-                            let mode = crate::acquire_mode::AcquireMode::RecordLimit;
-                            return Err(Error::AcquireModeUnsupported { mode, broker: Some(node) });
-                        }
-                        conn.conn.call_timeout(&request, v, timeout).await
+                        let v = wire.version(SHARE_FETCH_API_KEY, &conn.versions)?;
+                        conn.conn.call_timeout(&request, v, wire.timeout).await
                     }
                     .await;
                     Reply::Fetch(result)
                 });
             }
-            Transmit::Acknowledge { node, request, sent } => {
-                let timeout = cluster.config().request_timeout;
+            Transmit::Acknowledge { node, request, sent, wire } => {
                 self.start(Request::Acknowledge { node, sent }, async move {
                     let result: Result<_> = async {
                         // Same connection as the fetches: the broker ties a share session to
                         // the connection that opened it, and drops it when that connection
                         // closes.
                         let conn = cluster.broker(node, TrafficClass::Fetch).await?;
-                        let v = conn.versions.pick(SHARE_ACKNOWLEDGE_API_KEY, 1, 2)?;
-                        conn.conn.call_timeout(&request, v, timeout).await
+                        let v = wire.version(SHARE_ACKNOWLEDGE_API_KEY, &conn.versions)?;
+                        conn.conn.call_timeout(&request, v, wire.timeout).await
                     }
                     .await;
                     Reply::Acknowledge(result)

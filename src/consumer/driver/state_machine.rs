@@ -23,13 +23,14 @@ use tracing::warn;
 
 use super::group::GroupManager;
 use super::sessions::{Demand, SessionManager};
-use super::{Command, CommitResults, CommitWaiter, DriverCore, Event, PollWaiter, Shared, Topology};
+use super::{Command, CommitResults, CommitWaiter, DriverCore, Event, PollWaiter, Shared, Topology, Wire};
 use crate::consumer::config::ShareConsumerConfig;
 use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
 use crate::share::session::Sent;
 
 /// A request the core decided to send. The shell sends it and feeds the answer (or the
-/// failure) back as the matching [`super::Event`].
+/// failure) back as the matching [`super::Event`]. One that goes to a broker says how
+/// ([`Wire`]: versions, timeout, what its content needs), so the shell decides nothing.
 #[derive(Debug)]
 pub(crate) enum Transmit {
     /// Refresh the metadata of these topics; answered by `Event::Metadata` (after the topology
@@ -38,12 +39,12 @@ pub(crate) enum Transmit {
     /// Look up the group's coordinator; answered by `Event::Coordinator`.
     FindCoordinator { group: String },
     /// A ShareGroupHeartbeat to the coordinator; answered by `Event::Heartbeat`.
-    Heartbeat { node: i32, request: ShareGroupHeartbeatRequest },
+    Heartbeat { node: i32, request: ShareGroupHeartbeatRequest, wire: Wire },
     /// A ShareFetch on the broker's share-session connection; answered by `Event::Fetch`,
     /// which carries `sent` and `sent_at` back.
-    Fetch { node: i32, request: ShareFetchRequest, sent: Sent, sent_at: Instant },
+    Fetch { node: i32, request: ShareFetchRequest, sent: Sent, sent_at: Instant, wire: Wire },
     /// A ShareAcknowledge on the same connection; answered by `Event::Ack`.
-    Acknowledge { node: i32, request: ShareAcknowledgeRequest, sent: Sent },
+    Acknowledge { node: i32, request: ShareAcknowledgeRequest, sent: Sent, wire: Wire },
     /// List every topic (a pattern subscription); answered by `Event::TopicList`.
     ListTopics,
 }
@@ -199,11 +200,6 @@ impl DriverCore {
             renew_ok: self.shared.renew_supported.load(std::sync::atomic::Ordering::Relaxed),
         };
         self.sessions.poll_transmit(now, &demand, &mut self.outbox);
-    }
-
-    /// How long a fetch may wait at the broker (the shell adds it to the request timeout).
-    pub(crate) fn fetch_max_wait(&self) -> Duration {
-        self.cfg.fetch_max_wait
     }
 
     /// The next request to send, in the order decided.

@@ -40,6 +40,8 @@ pub use fetch::{
     ShareFetchRequest, ShareFetchResponse, ACQUIRE_MODE_BATCH_OPTIMIZED, ACQUIRE_MODE_RECORD_LIMIT,
 };
 
+/// API key of ShareGroupHeartbeat.
+pub const SHARE_GROUP_HEARTBEAT_API_KEY: i16 = 76;
 /// API key of ShareFetch.
 pub const SHARE_FETCH_API_KEY: i16 = 78;
 /// API key of ShareAcknowledge.

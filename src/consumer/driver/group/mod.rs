@@ -23,7 +23,7 @@ use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use tracing::debug;
 
 use super::sessions::throttle_end;
-use super::Transmit;
+use super::{Transmit, Wire};
 use crate::backoff::Backoff;
 use crate::consumer::config::ShareConsumerConfig;
 use crate::error::{Error, Result};
@@ -47,6 +47,8 @@ pub(super) struct GroupManager {
     coordinator: Coordinator,
     /// Spaces out coordinator lookups that fail (the shell sends each lookup once).
     coordinator_backoff: Backoff,
+    /// How heartbeats go: v1, within `request.timeout.ms`.
+    heartbeat_wire: Wire,
     heartbeat_in_flight: bool,
     /// Until when the coordinator's connection is muted (KIP-219: a heartbeat answer's
     /// throttle time; see `sessions/throttle.rs`).
@@ -71,6 +73,7 @@ impl GroupManager {
             membership: Membership::new(cfg.group_id.clone(), cfg.client_rack.clone()),
             coordinator: Coordinator::Unknown,
             coordinator_backoff: cfg.cluster.backoff(),
+            heartbeat_wire: Wire::new((1, 1), cfg.cluster.request_timeout),
             heartbeat_in_flight: false,
             heartbeat_throttle: None,
             metadata: Default::default(),
@@ -261,7 +264,7 @@ impl GroupManager {
             return false;
         };
         self.heartbeat_in_flight = true;
-        out.push_back(Transmit::Heartbeat { node: coordinator, request });
+        out.push_back(Transmit::Heartbeat { node: coordinator, request, wire: self.heartbeat_wire.clone() });
         true
     }
 

@@ -40,6 +40,9 @@ use crate::share::TopicIdPartition;
 /// The settings the session manager reads (copied from the consumer's config).
 struct Settings {
     group_id: String,
+    /// `request.timeout.ms`: how long a ShareAcknowledge may take, and a ShareFetch on top
+    /// of its wait at the broker.
+    request_timeout: Duration,
     fetch_max_wait: Duration,
     fetch_min_bytes: i32,
     fetch_max_bytes: i32,
@@ -156,6 +159,7 @@ impl SessionManager {
             record_limit_turn: 0,
             settings: Settings {
                 group_id: cfg.group_id.clone(),
+                request_timeout: cfg.cluster.request_timeout,
                 fetch_max_wait: cfg.fetch_max_wait,
                 fetch_min_bytes: cfg.fetch_min_bytes,
                 fetch_max_bytes: cfg.fetch_max_bytes,
@@ -509,7 +513,8 @@ impl SessionManager {
         for (id, n) in self.nodes.iter_mut() {
             if let Some((request, sent)) = n.session.build_close(&self.settings.group_id, member) {
                 n.in_flight_acks = !sent.acks.is_empty();
-                out.push_back(Transmit::Acknowledge { node: *id, request, sent });
+                let wire = self.settings.ack_wire();
+                out.push_back(Transmit::Acknowledge { node: *id, request, sent, wire });
             }
         }
     }
@@ -519,7 +524,8 @@ impl SessionManager {
     pub(super) fn close_session(&mut self, node: i32, member: &str, out: &mut VecDeque<Transmit>) {
         let Some(n) = self.nodes.get_mut(&node) else { return };
         if let Some((request, sent)) = n.session.build_close(&self.settings.group_id, member) {
-            out.push_back(Transmit::Acknowledge { node, request, sent });
+            let wire = self.settings.ack_wire();
+            out.push_back(Transmit::Acknowledge { node, request, sent, wire });
         }
     }
 

@@ -6,10 +6,11 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::pace::FetchPlan;
-use super::{Demand, Node, SessionManager};
+use super::{Demand, Node, SessionManager, Settings};
 use crate::acquire_mode::AcquireMode;
-use crate::consumer::driver::Transmit;
-use crate::protocol::share::ShareAcknowledgeRequest;
+use crate::consumer::driver::{Transmit, Wire};
+use crate::error::Error;
+use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest, ACQUIRE_MODE_BATCH_OPTIMIZED};
 use crate::share::session::{FetchParams, Sent};
 
 impl SessionManager {
@@ -59,7 +60,7 @@ impl SessionManager {
             };
             if let Some((req, sent)) = ack {
                 tracing::trace!(node = id, urgent, "acknowledgements go now, by ShareAcknowledge");
-                send_acks(n, id, req, sent, out);
+                send_acks(n, id, req, sent, self.settings.ack_wire(), out);
                 continue;
             }
             if plan != FetchPlan::None {
@@ -80,7 +81,8 @@ impl SessionManager {
                         n.pace.refill = false; // the one refill of the last poll
                     }
                     n.pace.demand = false;
-                    out.push_back(Transmit::Fetch { node: id, request, sent, sent_at: now });
+                    let wire = self.settings.fetch_wire(id, &request);
+                    out.push_back(Transmit::Fetch { node: id, request, sent, sent_at: now, wire });
                     continue;
                 }
             }
@@ -88,7 +90,7 @@ impl SessionManager {
             if overdue {
                 tracing::trace!(node = id, "acknowledgements lingered with no fetch to carry them: ShareAcknowledge");
                 if let Some((req, sent)) = send_ack(n, false) {
-                    send_acks(n, id, req, sent, out);
+                    send_acks(n, id, req, sent, self.settings.ack_wire(), out);
                 }
             }
         }
@@ -143,9 +145,36 @@ impl SessionManager {
 }
 
 /// Queues a ShareAcknowledge built from the session of `id`.
-fn send_acks(n: &mut Node, id: i32, request: ShareAcknowledgeRequest, sent: Sent, out: &mut VecDeque<Transmit>) {
+fn send_acks(
+    n: &mut Node,
+    id: i32,
+    request: ShareAcknowledgeRequest,
+    sent: Sent,
+    wire: Wire,
+    out: &mut VecDeque<Transmit>,
+) {
     n.in_flight_acks = true;
     n.pace.acks_since = None;
     n.pace.releases_queued &= n.session.has_acks();
-    out.push_back(Transmit::Acknowledge { node: id, request, sent });
+    out.push_back(Transmit::Acknowledge { node: id, request, sent, wire });
+}
+
+impl Settings {
+    /// How a ShareFetch to `node` goes: v1 or v2, within `request.timeout.ms` on top of
+    /// `fetch.max.wait.ms` (the broker may hold it that long). record_limit is a v2 field:
+    /// on a broker that picks v1 the fetch fails here, naming the broker (connect checked
+    /// only the broker it asked).
+    pub(super) fn fetch_wire(&self, node: i32, request: &ShareFetchRequest) -> Wire {
+        let wire = Wire::new((1, 2), self.request_timeout + self.fetch_max_wait);
+        if request.share_acquire_mode == ACQUIRE_MODE_BATCH_OPTIMIZED {
+            return wire;
+        }
+        wire.needing(2, Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, broker: Some(node) })
+    }
+
+    /// How a ShareAcknowledge goes: v1 or v2 (RENEW is sent only where v2 is, `renew_ok`),
+    /// within `request.timeout.ms`.
+    pub(super) fn ack_wire(&self) -> Wire {
+        Wire::new((1, 2), self.request_timeout)
+    }
 }
