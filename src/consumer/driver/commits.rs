@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use tokio::sync::oneshot;
 
 use super::output::Output;
+use super::to_decide::ToDecide;
 use super::{AckEntry, DriverCore, Renewed, TopicPartition};
 use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
@@ -110,6 +111,8 @@ impl DriverCore {
                 self.renewing.remove(&(tp, offset));
                 let lock_deadline = node.and_then(|n| self.sessions.lock_until(n, tp, offset));
                 self.renewed.push(Renewed { tp, offset, result: r.clone(), lock_deadline });
+                // A poll waiting for renewals gets its answer.
+                self.to_decide.mark(ToDecide::DELIVER);
             }
         }
     }
