@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use super::to_decide::ToDecide;
 use super::{Delivered, DriverCore, Fetched, PollAnswer, PollWaiter};
 
 impl DriverCore {
@@ -108,6 +109,8 @@ impl DriverCore {
                 kept.push_back(f);
                 continue;
             }
+            // RELEASE acks queued, and the buffer changed.
+            self.to_decide.mark(ToDecide::BUFFER);
             self.sessions.release(f.node, f.generation, f.tp, f.records.iter().map(|r| r.offset));
         }
         self.buffer = kept;

@@ -39,29 +39,44 @@ pub(crate) enum Timer {
 const UNARMED: Duration = Duration::from_secs(3600);
 
 impl DriverCore {
-    /// The earliest armed timer and its moment (possibly already past).
-    pub(crate) fn next_timer(&self, now: Instant) -> Option<(Timer, Instant)> {
-        let mut best: Option<(Timer, Instant)> = None;
+    /// Calls `f` with every armed timer and its moment, some possibly past (in a fixed order;
+    /// `Pace` may come twice, for queued acks and for a parked session). `drive` marks the
+    /// owner of each one that expired (`to_decide.rs`); [`DriverCore::next_timer`] picks the
+    /// earliest.
+    pub(crate) fn each_timer(&self, now: Instant, f: &mut dyn FnMut(Timer, Instant)) {
         let mut arm = |timer: Timer, at: Option<Instant>| {
             if let Some(at) = at {
-                if best.is_none_or(|(_, b)| at < b) {
-                    best = Some((timer, at));
-                }
+                f(timer, at);
             }
         };
         arm(Timer::Heartbeat, self.group.heartbeat_deadline(now));
         // Fetch pacing and retries mean nothing once closing (the session manager sends nothing
         // then; the close phases have their own deadline).
         if self.closing.is_none() {
-            self.sessions.arm_timers(now, &mut arm);
-            // Only a deadline still ahead: one that passed was seen by the `drive` that
-            // followed it, so as a deadline it would only make the shell spin.
-            arm(Timer::Idle, self.idle_deadline().filter(|&t| t > now));
+            self.sessions.arm_timers(&mut arm);
+            arm(Timer::Idle, self.idle_deadline());
         }
         arm(Timer::Metadata, self.group.metadata_deadline());
         arm(Timer::Pattern, self.group.pattern_deadline());
         arm(Timer::PollInterval, self.poll_interval_deadline());
         arm(Timer::Close, self.closing.as_ref().map(|c| c.deadline));
+    }
+
+    /// The earliest armed timer and its moment (possibly already past).
+    pub(crate) fn next_timer(&self, now: Instant) -> Option<(Timer, Instant)> {
+        let mut best: Option<(Timer, Instant)> = None;
+        self.each_timer(now, &mut |timer, at| {
+            // Idleness and pacing count only with a deadline still ahead: one that passed was
+            // seen by the `drive` that followed it (a parked session whose application takes
+            // nothing stays parked past its limit, say), so as a deadline it would only make
+            // the shell spin.
+            if matches!(timer, Timer::Idle | Timer::Pace) && at <= now {
+                return;
+            }
+            if best.is_none_or(|(_, b)| at < b) {
+                best = Some((timer, at));
+            }
+        });
         best
     }
 

@@ -199,12 +199,14 @@ impl SessionManager {
     }
 
     /// Arms the manager's timers: each free session's retry (backoff or throttle) and
-    /// pacing's next deadline.
-    pub(super) fn arm_timers(&self, now: Instant, arm: &mut dyn FnMut(Timer, Option<Instant>)) {
+    /// pacing's deadlines (passed ones too: `next_timer` skips those, `drive` marks them).
+    pub(super) fn arm_timers(&self, arm: &mut dyn FnMut(Timer, Option<Instant>)) {
         for (&id, n) in self.nodes.iter().filter(|(_, n)| !n.session.in_flight()) {
             arm(Timer::SessionRetry(id), n.retry_at);
         }
-        arm(Timer::Pace, self.next_pace_deadline(now));
+        let (acks, parked) = self.pace_deadlines();
+        arm(Timer::Pace, acks);
+        arm(Timer::Pace, parked);
     }
 
     // --- what the application did ---

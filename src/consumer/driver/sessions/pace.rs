@@ -239,16 +239,14 @@ impl SessionManager {
         self.settings.fetch_max_wait.max(Duration::from_millis(100))
     }
 
-    /// The next moment pacing wants the driver awake: queued acks become overdue, or a
-    /// parked session's quiet time ends.
+    /// The moments pacing wants the driver awake: the earliest when queued acks become
+    /// overdue, and the earliest when a parked session's quiet time ends (either possibly
+    /// past: the core's `next_timer` waits only for those still ahead).
     ///
     /// Only sessions free to send count: one with a request in flight waits for its answer,
     /// one backing off for its `retry_at` (both wake the core anyway), and a parked one with
-    /// nothing to fetch has nothing to un-park. And only deadlines still ahead: one that has
-    /// passed was seen by the `drive` that followed it (a parked session whose application
-    /// takes nothing stays parked past its limit, say), so as a deadline it would only make
-    /// the shell spin.
-    pub(super) fn next_pace_deadline(&self, now: Instant) -> Option<Instant> {
+    /// nothing to fetch has nothing to un-park.
+    pub(super) fn pace_deadlines(&self) -> (Option<Instant>, Option<Instant>) {
         let free = || self.nodes.values().filter(|n| !n.session.in_flight() && n.retry_at.is_none());
         let acks = free().filter_map(|n| n.pace.acks_since).min().map(|t| t + ACK_LINGER);
         let parked = free()
@@ -256,7 +254,7 @@ impl SessionManager {
             .filter_map(|n| n.pace.parked)
             .min()
             .map(|t| t + self.park_limit());
-        acks.into_iter().chain(parked).filter(|&t| t > now).min()
+        (acks, parked)
     }
 
     /// MaxRecords of the next fetch. record_limit: exactly `max.poll.records` (a hard cap).
