@@ -247,6 +247,14 @@ fn a_fetch_says_its_versions_and_timeout_and_record_limit_needs_v2() {
 }
 
 /// The fetch `drive` just sent (a long poll): its node, `Sent` and send time.
+/// A member whose session is open, a poll waiting and its long poll in flight (returned).
+fn long_polling(t0: Instant) -> (DriverCore, (i32, crate::share::session::Sent, Instant)) {
+    let mut c = fetching(t0);
+    c.drive(t0);
+    let in_flight = long_poll(&mut c);
+    (c, in_flight)
+}
+
 fn long_poll(c: &mut DriverCore) -> (i32, crate::share::session::Sent, Instant) {
     let fetch = drain(c).into_iter().find_map(|t| match t {
         Transmit::Fetch { node, sent, sent_at, .. } => Some((node, sent, sent_at)),
@@ -321,9 +329,7 @@ fn an_ack_linger_starts_when_the_ack_is_queued_not_when_the_first_ack_ever_was()
     // pause of the prefetch then sent a ShareAcknowledge at once (13 in a 2M-record run
     // instead of 1), each holding the session from the next fetch.
     let t0 = Instant::now();
-    let mut c = fetching(t0);
-    c.drive(t0);
-    let (node, sent, sent_at) = long_poll(&mut c);
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
     c.handle_command(poll(2, true, false, vec![accept(5)]), t0);
     c.drive(t0);
     // The long poll answers after the linger: the next fetch carries the ack.
@@ -397,9 +403,7 @@ fn without_share_acknowledge_v2_a_renew_fails_here_and_is_never_sent() {
 fn a_throttled_share_session_sends_nothing_until_the_throttle_ends() {
     // KIP-219: the broker answers at once and mutes the connection for throttle_time_ms.
     let t0 = Instant::now();
-    let mut c = fetching(t0);
-    c.drive(t0);
-    let (node, sent, sent_at) = long_poll(&mut c);
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
     let throttled = ShareFetchResponse { throttle_time_ms: 700, ..Default::default() };
     c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(throttled) }, t0);
     // Even a commit's acks wait for the connection: the broker would hold them anyway.
@@ -503,9 +507,7 @@ fn acquired(first: i64, last: i64) -> ShareFetchResponse {
 /// Joined and fetching; the waiting poll took 10 of 30 records acquired at `t0`, and the
 /// other 20 are buffered with no poll waiting. Fetches sent meanwhile are answered empty.
 fn buffered(t0: Instant) -> DriverCore {
-    let mut c = fetching(t0);
-    c.drive(t0);
-    let (node, sent, sent_at) = long_poll(&mut c);
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
     c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 29)) }, t0);
     c.drive(t0);
     answer_fetches(&mut c, t0);
@@ -631,9 +633,7 @@ fn the_engines_outcomes_do_not_linger_and_the_public_acks_still_do() {
     // acks may not come soon; lingering, they kept the partition's lock budget taken
     // (bench-sink, one task: 672-698k records/s lingering, 788-870k not).
     let t0 = Instant::now();
-    let mut c = fetching(t0);
-    c.drive(t0);
-    let _ = long_poll(&mut c);
+    let (mut c, _) = long_polling(t0);
     c.handle_command(Command::Commit { acks: vec![accept(5)], id: None }, t0);
     assert!(!acks_overdue(&c, 1, t0), "a public ack nobody waits for lingers");
     c.handle_command(Command::Outcomes(vec![accept(6)]), t0);
@@ -645,9 +645,7 @@ fn an_idle_member_wakes_for_its_heartbeat_only() {
     // A stable member with a poll waiting and its long poll in flight: nothing to do but
     // the next heartbeat (interval 5 s). No one-second tick on top.
     let t0 = Instant::now();
-    let mut c = fetching(t0);
-    c.drive(t0);
-    let _in_flight = long_poll(&mut c);
+    let (mut c, _in_flight) = long_polling(t0);
     let (timer, at) = c.next_timer(t0).expect("the heartbeat is armed");
     assert_eq!(timer, super::timers::Timer::Heartbeat);
     assert_eq!(at, t0 + Duration::from_millis(5000));
@@ -701,9 +699,7 @@ fn a_parked_session_whose_records_are_out_does_not_long_poll_over_their_acks() {
     // would hold the handlers' acks behind it for fetch.max.wait.ms, and they are what frees
     // the window (bench-sink's head-of-line case: 19k records/s, 51k without).
     let t0 = Instant::now();
-    let mut c = fetching(t0);
-    c.drive(t0);
-    let (node, sent, sent_at) = long_poll(&mut c);
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
     c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);
     c.drive(t0);
     assert!(c.buffer.is_empty() && c.waiter.is_none(), "the waiting poll took all 10");
@@ -823,9 +819,7 @@ fn a_heartbeat_with_nothing_else_going_on_runs_the_group_only() {
     // A stable member with a poll waiting and its long poll in flight: its heartbeat timer
     // expires, and later the answer comes. Neither touches delivery or the share sessions.
     let t0 = Instant::now();
-    let mut c = fetching(t0);
-    c.drive(t0);
-    let _in_flight = long_poll(&mut c);
+    let (mut c, _in_flight) = long_polling(t0);
     let at = t0 + Duration::from_millis(5000);
     c.drive(at - Duration::from_millis(1));
     assert_eq!(c.last_drive_ran(), ToDecide::NONE, "a spurious wake decides nothing");
@@ -844,9 +838,7 @@ fn a_heartbeat_with_nothing_else_going_on_runs_the_group_only() {
 #[test]
 fn a_fetch_answer_runs_delivery_and_the_sessions_not_the_group_or_the_close() {
     let t0 = Instant::now();
-    let mut c = fetching(t0);
-    c.drive(t0);
-    let (node, sent, sent_at) = long_poll(&mut c);
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
     c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);
     c.drive(t0);
     assert!(c.waiter.is_none(), "the waiting poll took the records");
@@ -860,9 +852,7 @@ fn a_fetch_answer_runs_delivery_and_the_sessions_not_the_group_or_the_close() {
 #[test]
 fn an_expired_poll_interval_runs_its_decider_and_the_member_leaves() {
     let t0 = Instant::now();
-    let mut c = fetching(t0);
-    c.drive(t0);
-    let (node, sent, sent_at) = long_poll(&mut c);
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
     c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);
     c.drive(t0);
     answer_fetches(&mut c, t0);
@@ -891,9 +881,7 @@ fn a_poll_that_gave_up_is_dropped_by_the_drive_after_the_shell_says_so() {
     // The shell says a poll's future was dropped (`PollAbandoned`): that marks delivery, which
     // drops the poll, and then what reads "a poll waits" (the fetch plan among them).
     let t0 = Instant::now();
-    let mut c = fetching(t0);
-    c.drive(t0);
-    let _in_flight = long_poll(&mut c);
+    let (mut c, _in_flight) = long_polling(t0);
     c.handle_command(poll(3, true, false, Vec::new()), t0);
     c.drive(t0);
     assert!(c.waiter.is_some());
