@@ -312,6 +312,9 @@ impl PollBatch {
                                         tp: run.tp,
                                         node: run.node,
                                         generation: run.generation,
+                                        // Renewed alone: its own batch as far as
+                                        // acknowledging it goes.
+                                        batch: (self.offsets[i], self.offsets[i]),
                                     });
                                 }
                             }

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::metrics::ProcessorMetrics;
+use super::whole_batches::WholeBatches;
 use super::{Delivery, Outcome};
 use crate::consumer::driver::{AckEntry, Delivered, PollAnswer};
 use crate::share::acks::AckKind;
@@ -96,6 +97,8 @@ pub(crate) struct Ledger {
     running_units: usize,
     renewing: HashMap<(TopicIdPartition, i64), usize>,
     acks: Vec<AckEntry>,
+    /// ACCEPTs waiting for the rest of their acquired batch (`whole_batches.rs`).
+    whole: WholeBatches,
     /// Whether the cluster takes RENEW.
     renew: bool,
     /// The lock duration the broker reported (zero until it has).
@@ -122,6 +125,7 @@ impl Ledger {
             running_units: 0,
             renewing: HashMap::new(),
             acks: Vec::new(),
+            whole: WholeBatches::default(),
             renew,
             lock: Duration::ZERO,
             next_renewal: None,
@@ -184,6 +188,7 @@ impl Ledger {
                 Some(deadline) if !self.lock.is_zero() => deadline.checked_sub(self.lock).map_or(now, |t| t.min(now)),
                 _ => now,
             };
+            self.whole.received(&d, now);
             let entry = Entry {
                 lock_deadline: d.record.lock_deadline,
                 cell: Arc::new(Mutex::new(d.record.lock_deadline)),
@@ -362,7 +367,7 @@ impl Ledger {
             _ => ProcessorMetrics::add(&m.released, 1),
         }
         m.outcome_time.record(now.saturating_duration_since(e.acquired));
-        self.acks.push(ack_of(&e, kind));
+        self.whole.settled(&e.d, ack_of(&e, kind), now, &mut self.acks);
     }
 
     /// RENEWs for the records running or waiting whose lock is half gone, and RELEASEs for
@@ -411,6 +416,7 @@ impl Ledger {
         if self.next_renewal.is_some_and(|t| now >= t) {
             self.scan_renewals(now);
         }
+        self.whole.flush_due(now, &mut self.acks);
     }
 
     fn scan_renewals(&mut self, now: Instant) {
@@ -497,6 +503,7 @@ impl Ledger {
         for id in ids {
             self.settle(id, AckKind::Release, now);
         }
+        self.whole.flush_all(&mut self.acks);
         ProcessorMetrics::add(&self.metrics.released_unstarted, n);
         self.publish();
     }
@@ -516,7 +523,7 @@ impl Ledger {
             .min();
         let renew = if self.renew && !self.lock.is_zero() { self.next_renewal } else { None };
         let kept = if self.renew { None } else { self.kept.front().map(|&id| self.kept_until(id)) };
-        [queued, retry, renew, kept].into_iter().flatten().min()
+        [queued, retry, renew, kept, self.whole.next_deadline()].into_iter().flatten().min()
     }
 
     fn publish(&self) {

@@ -34,7 +34,9 @@ fn answer(offsets: std::ops::Range<i64>, now: Instant) -> PollAnswer {
         .map(|o| {
             let mut record = ConsumerRecord::for_test(topic.clone(), 0, o);
             record.lock_deadline = Some(now + LOCK);
-            Delivered { record, tp: tp(), node: 1, generation: 1 }
+            // Each its own acquired batch: acknowledgements leave as they are decided (the
+            // whole-batch hold has tests of its own, below and in whole_batches.rs).
+            Delivered { record, tp: tp(), node: 1, generation: 1, batch: (o, o) }
         })
         .collect();
     PollAnswer { records, renewed: Vec::new() }
@@ -311,4 +313,40 @@ fn a_pool_spreads_what_is_queued_over_its_free_handlers_and_follows_its_size() {
     let before = l.want();
     l.set_slots(11);
     assert_eq!(before - l.want(), 500, "one batch of prefetch less");
+}
+
+/// Records `offsets` acquired as one batch (first and last offset of the range).
+fn one_batch(offsets: std::ops::Range<i64>, now: Instant) -> PollAnswer {
+    let batch = (offsets.start, offsets.end - 1);
+    let mut a = answer(offsets, now);
+    for d in &mut a.records {
+        d.batch = batch;
+    }
+    a
+}
+
+#[test]
+fn accepts_leave_when_their_acquired_batch_is_whole_or_the_hold_is_over() {
+    // A partial acknowledgement makes the broker track the batch offset by offset (twice its
+    // CPU for the sink's stream): the engine's ACCEPTs wait for their batch-mates, briefly.
+    let t0 = Instant::now();
+    let mut l = ledger(2, 5);
+    l.received(one_batch(0..10, t0), t0);
+    let units = l.start(t0);
+    assert_eq!(units.len(), 2);
+    l.finished(&units[1].ids, &[Outcome::Accept; 5], Duration::ZERO, t0);
+    assert!(l.take_acks().is_empty(), "half the batch is done: held");
+    assert_eq!(l.next_deadline(), Some(t0 + super::super::whole_batches::HOLD));
+    l.finished(&units[0].ids, &[Outcome::Accept; 5], Duration::ZERO, t0);
+    let mut acked: Vec<i64> = l.take_acks().iter().map(|a| a.offset).collect();
+    acked.sort_unstable();
+    assert_eq!(acked, (0..10).collect::<Vec<_>>(), "the whole batch at once");
+    // A batch whose last record runs long: the others go after the hold.
+    l.received(one_batch(10..20, t0), t0);
+    let units = l.start(t0);
+    l.finished(&units[0].ids, &[Outcome::Accept; 5], Duration::ZERO, t0);
+    l.tick(t0 + super::super::whole_batches::HOLD);
+    assert_eq!(l.take_acks().len(), 5, "not held longer than the hold");
+    l.finished(&units[1].ids, &[Outcome::Accept; 5], Duration::ZERO, t0 + LOCK / 8);
+    assert_eq!(l.take_acks().len(), 5, "the rest at once: the batch is split on the broker anyway");
 }

@@ -73,6 +73,7 @@ mod ledger;
 pub mod metrics;
 mod pool;
 mod run;
+mod whole_batches;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};

@@ -160,25 +160,49 @@ impl DriverCore {
                 }
                 let count = set.records.len();
                 self.shared.metrics.record_consumed(count as u64);
-                let records: VecDeque<ConsumerRecord> = set
-                    .records
-                    .into_iter()
-                    .map(|r| ConsumerRecord {
-                        topic: topic.clone(),
-                        partition: tp.partition,
-                        offset: r.offset,
-                        timestamp: r.timestamp,
-                        timestamp_type: r.timestamp_type,
-                        key: r.key,
-                        value: r.value,
-                        headers: r.headers,
-                        delivery_count: r.delivery_count,
-                        leader_epoch: (r.leader_epoch >= 0).then_some(r.leader_epoch),
-                        lock_deadline: deadline,
-                        ack_slot: None,
-                    })
-                    .collect();
-                self.buffer.push_back(Fetched { tp, node, generation, records });
+                let records = set.records.into_iter().map(|r| ConsumerRecord {
+                    topic: topic.clone(),
+                    partition: tp.partition,
+                    offset: r.offset,
+                    timestamp: r.timestamp,
+                    timestamp_type: r.timestamp_type,
+                    key: r.key,
+                    value: r.value,
+                    headers: r.headers,
+                    delivery_count: r.delivery_count,
+                    leader_epoch: (r.leader_epoch >= 0).then_some(r.leader_epoch),
+                    lock_deadline: deadline,
+                    ack_slot: None,
+                });
+                // One `Fetched` per acquired range, so each record keeps the range it was
+                // acquired in (see `Delivered::batch`). Usually the response is one range.
+                if let [r] = ranges.as_slice() {
+                    let batch = (r.first_offset, r.last_offset);
+                    self.buffer.push_back(Fetched { tp, node, generation, batch, records: records.collect() });
+                    return count;
+                }
+                let mut current: Option<Fetched> = None;
+                for record in records {
+                    let o = record.offset;
+                    if !current.as_ref().is_some_and(|f| f.batch.0 <= o && o <= f.batch.1) {
+                        let batch = ranges
+                            .iter()
+                            .find(|r| r.first_offset <= o && o <= r.last_offset)
+                            .map_or((o, o), |r| (r.first_offset, r.last_offset));
+                        // The first takes the whole response's room: usually it is all of it.
+                        let room = if current.is_none() { count } else { 0 };
+                        let next = Fetched { tp, node, generation, batch, records: VecDeque::with_capacity(room) };
+                        if let Some(f) = current.replace(next) {
+                            self.buffer.push_back(f);
+                        }
+                    }
+                    if let Some(f) = current.as_mut() {
+                        f.records.push_back(record);
+                    }
+                }
+                if let Some(f) = current {
+                    self.buffer.push_back(f);
+                }
                 count
             }
             Err(e) => {

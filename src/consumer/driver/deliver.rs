@@ -42,7 +42,13 @@ impl DriverCore {
             };
             let take = (w.max - out.len()).min(front.records.len());
             for record in front.records.drain(..take) {
-                out.push(Delivered { record, tp: front.tp, node: front.node, generation: front.generation });
+                out.push(Delivered {
+                    record,
+                    tp: front.tp,
+                    node: front.node,
+                    generation: front.generation,
+                    batch: front.batch,
+                });
             }
             self.sessions.delivered(front.node, take);
             if front.records.is_empty() {
@@ -73,13 +79,14 @@ impl DriverCore {
         for d in back.records.into_iter().rev() {
             self.sessions.handed_back(d.node, 1);
             match self.buffer.front_mut() {
-                Some(f) if f.tp == d.tp && f.node == d.node && f.generation == d.generation => {
+                Some(f) if f.tp == d.tp && f.node == d.node && f.generation == d.generation && f.batch == d.batch => {
                     f.records.push_front(d.record)
                 }
                 _ => self.buffer.push_front(Fetched {
                     tp: d.tp,
                     node: d.node,
                     generation: d.generation,
+                    batch: d.batch,
                     records: std::iter::once(d.record).collect(),
                 }),
             }

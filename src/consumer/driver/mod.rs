@@ -87,6 +87,9 @@ pub(crate) struct Delivered {
     pub tp: TopicIdPartition,
     pub node: i32,
     pub generation: u64,
+    /// The acquired range the record came in (first and last offset): the broker's in-flight
+    /// batch, which it tracks as one state until an acknowledgement covers only part of it.
+    pub batch: (i64, i64),
 }
 
 /// The outcome of a RENEW the driver sent: the record's partition and offset, and until when
@@ -187,11 +190,13 @@ pub(crate) enum Event {
     TopicList(Result<Vec<String>>),
 }
 
-/// Records fetched from one partition, not yet handed out.
+/// Records of one acquired range of one partition, not yet handed out.
 pub(crate) struct Fetched {
     pub tp: TopicIdPartition,
     pub node: i32,
     pub generation: u64,
+    /// The acquired range (first and last offset) these records belong to.
+    pub batch: (i64, i64),
     pub records: VecDeque<ConsumerRecord>,
 }
 

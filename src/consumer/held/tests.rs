@@ -24,6 +24,7 @@ fn deliver(c: &ShareConsumer, records: &[(i32, i64)]) -> Vec<ConsumerRecord> {
             tp: tp(partition),
             node: 1,
             generation: 0,
+            batch: (offset, offset),
         })
         .collect();
     c.lock().held.hold(c.id, delivered)

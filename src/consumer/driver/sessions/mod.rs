@@ -17,6 +17,8 @@
 
 mod ack_retry;
 mod pace;
+#[cfg(test)]
+pub(super) use pace::ACK_CARRYING_WAIT;
 mod send;
 mod throttle;
 

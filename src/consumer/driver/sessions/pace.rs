@@ -18,6 +18,12 @@
 //!   empty the session is *parked*: nothing more is sent until new acks arrive, a poll
 //!   waits on an empty buffer, or `fetch.max.wait.ms` passes (then one long poll), so a
 //!   member never spins.
+//! - Such a fetch that carries the processing engine's acks waits a little all the same
+//!   ([`ACK_CARRYING_WAIT`]): the broker looks for records before the acks beside them have
+//!   freed any (it applies them once their state is written), so an answer at once is often empty and the freed
+//!   records show only to the next fetch, a round trip later. With a short wait the broker
+//!   answers as soon as the acks free records. Measured with the sink (6M records, 3
+//!   partitions, Kafka 4.4): 39% of its fetches came back empty without the wait, 10% with it.
 //! - Records are acquired only for an application that is taking them (see
 //!   `activity.rs`): a fetch that may acquire records leaves while a poll waits, or as the one
 //!   refill a poll allows per broker, and only while the buffer holds less than the
@@ -36,6 +42,11 @@ use crate::acquire_mode::AcquireMode;
 
 /// How long queued acks may wait for a fetch to carry them before they go on their own.
 const ACK_LINGER: Duration = Duration::from_millis(100);
+
+/// The `max_wait` of a fetch that would not wait (the member holds records from the broker)
+/// but carries acks: long enough for the broker to apply them (a write to its share-state
+/// log, about a millisecond), short enough that acks queued behind it hardly wait.
+pub(in crate::consumer::driver) const ACK_CARRYING_WAIT: Duration = Duration::from_millis(5);
 
 /// Per-session pacing state.
 #[derive(Debug, Default)]
