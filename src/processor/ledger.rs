@@ -18,12 +18,12 @@
 //!   of at most `n / 2`, so a record that fails alone is told apart from its batch-mates.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::metrics::ProcessorMetrics;
-use super::whole_batches::WholeBatches;
-use super::{Delivery, Outcome};
+use super::whole_batches::{batch_key, WholeBatches};
+use super::{Delivery, HeldRecord, Outcome};
 use crate::consumer::driver::{AckEntry, Delivered, PollAnswer};
 use crate::share::acks::AckKind;
 use crate::share::TopicIdPartition;
@@ -52,10 +52,17 @@ pub(crate) struct Limits {
 
 /// One record held by the engine.
 struct Entry {
-    d: Delivered,
+    tp: TopicIdPartition,
+    node: i32,
+    generation: u64,
+    /// The acquired batch it came in (`whole_batches.rs`).
+    batch: (i64, i64),
+    offset: i64,
+    delivery_count: i16,
     lock_deadline: Option<Instant>,
-    /// The lock deadline the handler sees (`Delivery::lock_deadline`), updated on renewal.
-    cell: Arc<Mutex<Option<Instant>>>,
+    /// The record and the lock deadline its handler sees (updated on renewal), shared with
+    /// the handler call that runs it.
+    held: Arc<HeldRecord>,
     acquired: Instant,
     state: State,
     /// Handler calls so far.
@@ -170,7 +177,7 @@ impl Ledger {
             match r.result {
                 Ok(()) => {
                     e.lock_deadline = r.lock_deadline.or(e.lock_deadline);
-                    *e.cell.lock().unwrap_or_else(|p| p.into_inner()) = e.lock_deadline;
+                    e.held.set_lock(e.lock_deadline);
                     self.next_renewal = Some(now); // look again for its next renewal
                 }
                 Err(err) => {
@@ -188,11 +195,17 @@ impl Ledger {
                 Some(deadline) if !self.lock.is_zero() => deadline.checked_sub(self.lock).map_or(now, |t| t.min(now)),
                 _ => now,
             };
-            self.whole.received(&d, now);
+            let Delivered { record, tp, node, generation, batch } = d;
+            self.whole.received(batch_key(tp, generation, batch), now);
             let entry = Entry {
-                lock_deadline: d.record.lock_deadline,
-                cell: Arc::new(Mutex::new(d.record.lock_deadline)),
-                d,
+                tp,
+                node,
+                generation,
+                batch,
+                offset: record.offset,
+                delivery_count: record.delivery_count,
+                lock_deadline: record.lock_deadline,
+                held: HeldRecord::new(record),
                 acquired,
                 state: State::Queued,
                 attempts: 0,
@@ -233,12 +246,7 @@ impl Ledger {
                 if e.attempts == 1 {
                     self.metrics.wait_time.record(now.saturating_duration_since(e.acquired));
                 }
-                deliveries.push(Delivery {
-                    record: e.d.record.clone(),
-                    attempt: e.attempts,
-                    retries: e.retries,
-                    lock: e.cell.clone(),
-                });
+                deliveries.push(Delivery::new(e.held.clone(), e.attempts, e.retries));
                 if let Some(d) = e.lock_deadline {
                     let due = d.checked_sub(self.lock / 2).unwrap_or(d);
                     self.next_renewal = Some(self.next_renewal.map_or(due, |t| t.min(due)));
@@ -353,7 +361,7 @@ impl Ledger {
         let Some(e) = self.entries.get_mut(id).and_then(Option::take) else { return };
         self.free.push(id);
         if e.renewing {
-            self.renewing.remove(&(e.d.tp, e.d.record.offset));
+            self.renewing.remove(&(e.tp, e.offset));
         }
         if e.lost || e.lock_deadline.is_some_and(|d| now >= d) {
             // Sent all the same: the driver refuses it (never applied to a newer delivery)
@@ -367,7 +375,7 @@ impl Ledger {
             _ => ProcessorMetrics::add(&m.released, 1),
         }
         m.outcome_time.record(now.saturating_duration_since(e.acquired));
-        self.whole.settled(&e.d, ack_of(&e, kind), now, &mut self.acks);
+        self.whole.settled(batch_key(e.tp, e.generation, e.batch), ack_of(&e, kind), now, &mut self.acks);
     }
 
     /// RENEWs for the records running or waiting whose lock is half gone, and RELEASEs for
@@ -384,7 +392,7 @@ impl Ledger {
                 break;
             }
             self.queued.pop_front();
-            if e.d.record.delivery_count > 1 {
+            if e.delivery_count > 1 {
                 // It went back once already: keep it (see the module doc).
                 e.state = State::Kept;
                 self.kept.push_back(id);
@@ -441,7 +449,7 @@ impl Ledger {
                 continue;
             }
             e.renewing = true;
-            self.renewing.insert((e.d.tp, e.d.record.offset), id);
+            self.renewing.insert((e.tp, e.offset), id);
             self.acks.push(ack_of(e, AckKind::Renew));
             ProcessorMetrics::add(&self.metrics.renewals, 1);
         }
@@ -535,13 +543,13 @@ impl Ledger {
 
 fn ack_of(e: &Entry, kind: AckKind) -> AckEntry {
     AckEntry {
-        tp: e.d.tp,
-        offset: e.d.record.offset,
-        delivery_count: e.d.record.delivery_count,
+        tp: e.tp,
+        offset: e.offset,
+        delivery_count: e.delivery_count,
         lock_deadline: e.lock_deadline,
         kind,
-        node: e.d.node,
-        generation: e.d.generation,
+        node: e.node,
+        generation: e.generation,
     }
 }
 

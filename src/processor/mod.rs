@@ -108,26 +108,49 @@ pub enum Outcome {
 /// One record handed to a handler, with what the handler may want to know of its lock.
 #[derive(Debug, Clone)]
 pub struct Delivery {
-    record: ConsumerRecord,
+    held: Arc<HeldRecord>,
     attempt: u32,
     retries: u32,
-    lock: Arc<Mutex<Option<Instant>>>,
+}
+
+/// A record as the engine holds it, shared with the handler that runs it: handing it over
+/// costs no copy of the record, and one allocation per record holds both it and the lock
+/// deadline the handler sees (updated in place on renewal).
+#[derive(Debug)]
+pub(crate) struct HeldRecord {
+    record: ConsumerRecord,
+    lock: Mutex<Option<Instant>>,
+}
+
+impl HeldRecord {
+    pub(crate) fn new(record: ConsumerRecord) -> Arc<HeldRecord> {
+        let lock = Mutex::new(record.lock_deadline);
+        Arc::new(HeldRecord { record, lock })
+    }
+
+    pub(crate) fn set_lock(&self, deadline: Option<Instant>) {
+        *self.lock.lock().unwrap_or_else(|p| p.into_inner()) = deadline;
+    }
 }
 
 impl Delivery {
-    /// The record.
-    pub fn record(&self) -> &ConsumerRecord {
-        &self.record
+    pub(crate) fn new(held: Arc<HeldRecord>, attempt: u32, retries: u32) -> Delivery {
+        Delivery { held, attempt, retries }
     }
 
-    /// The record, by value.
+    /// The record.
+    pub fn record(&self) -> &ConsumerRecord {
+        &self.held.record
+    }
+
+    /// The record, by value (a copy while the engine still holds it).
     pub fn into_record(self) -> ConsumerRecord {
-        self.record
+        Arc::try_unwrap(self.held).map_or_else(|held| held.record.clone(), |h| h.record)
     }
 
     /// How often the broker has delivered it (1 the first time).
     pub fn delivery_count(&self) -> i16 {
-        self.record.delivery_count
+        self.held.record.delivery_count
     }
 
     /// This handler call's number for this delivery (1 the first time; `Retry` adds one).
@@ -145,7 +168,7 @@ impl Delivery {
     /// when the fetch left); moves on when the engine renews it. None before the broker said
     /// how long its locks last.
     pub fn lock_deadline(&self) -> Option<Instant> {
-        *self.lock.lock().unwrap_or_else(|p| p.into_inner())
+        *self.held.lock.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -26,7 +26,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::consumer::driver::{AckEntry, Delivered};
+use crate::consumer::driver::AckEntry;
 use crate::share::acks::AckKind;
 use crate::share::TopicIdPartition;
 
@@ -40,7 +40,13 @@ pub(crate) const HOLD: Duration = Duration::from_millis(5);
 const FORGET_AFTER: Duration = Duration::from_secs(60);
 
 /// An acquired batch: partition, session generation, first and last offset.
-type Key = (TopicIdPartition, u64, i64, i64);
+pub(crate) type Key = (TopicIdPartition, u64, i64, i64);
+
+/// The batch of a record delivered from partition `tp` under session `generation`, acquired
+/// in the range `batch` (`Delivered::batch`).
+pub(crate) fn batch_key(tp: TopicIdPartition, generation: u64, batch: (i64, i64)) -> Key {
+    (tp, generation, batch.0, batch.1)
+}
 
 #[derive(Debug)]
 struct Batch {
@@ -63,10 +69,6 @@ pub(crate) struct WholeBatches {
     batches: HashMap<Key, Batch>,
 }
 
-fn key(d: &Delivered) -> Key {
-    (d.tp, d.generation, d.batch.0, d.batch.1)
-}
-
 impl WholeBatches {
     /// The batch `k`, made the hot one.
     fn get(&mut self, k: Key) -> Option<&mut Batch> {
@@ -80,12 +82,11 @@ impl WholeBatches {
     }
 
     /// A record reached the engine: its batch is tracked from its first record on.
-    pub(crate) fn received(&mut self, d: &Delivered, now: Instant) {
-        let k = key(d);
+    pub(crate) fn received(&mut self, k: Key, now: Instant) {
         if self.get(k).is_some() {
             return;
         }
-        let (first, last) = d.batch;
+        let (first, last) = (k.2, k.3);
         let b = Batch {
             left: last.abs_diff(first).saturating_add(1),
             held: Vec::new(),
@@ -100,8 +101,8 @@ impl WholeBatches {
 
     /// A record's final outcome: its acknowledgement goes to `out` now, or is held until its
     /// batch is complete (then the whole batch's go).
-    pub(crate) fn settled(&mut self, d: &Delivered, ack: AckEntry, now: Instant, out: &mut Vec<AckEntry>) {
-        let Some(b) = self.get(key(d)) else {
+    pub(crate) fn settled(&mut self, k: Key, ack: AckEntry, now: Instant, out: &mut Vec<AckEntry>) {
+        let Some(b) = self.get(k) else {
             out.push(ack);
             return;
         };
@@ -172,16 +173,15 @@ impl WholeBatches {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consumer::ConsumerRecord;
-    use std::sync::Arc;
 
     fn tp() -> TopicIdPartition {
         TopicIdPartition { topic_id: uuid::Uuid::from_u128(9), partition: 0 }
     }
 
-    fn delivered(offset: i64, batch: (i64, i64)) -> Delivered {
-        let record = ConsumerRecord::for_test(Arc::from("t"), 0, offset);
-        Delivered { record, tp: tp(), node: 1, generation: 1, batch }
+    /// The batch key of a record at `_offset` acquired in `batch` (the offset only reads
+    /// well in the tests).
+    fn delivered(_offset: i64, batch: (i64, i64)) -> Key {
+        batch_key(tp(), 1, batch)
     }
 
     fn ack(offset: i64, kind: AckKind) -> AckEntry {
@@ -196,18 +196,18 @@ mod tests {
     fn a_batch_leaves_whole_once_its_last_offset_is_settled() {
         let t0 = Instant::now();
         let mut w = WholeBatches::default();
-        let ds: Vec<Delivered> = (10..14).map(|o| delivered(o, (10, 13))).collect();
+        let ds: Vec<Key> = (10..14).map(|o| delivered(o, (10, 13))).collect();
         for d in &ds {
-            w.received(d, t0);
+            w.received(*d, t0);
         }
         let mut out = Vec::new();
         // Out of order, as handlers finish.
         for i in [2, 0, 3] {
-            w.settled(&ds[i], ack(10 + i as i64, AckKind::Accept), t0, &mut out);
+            w.settled(ds[i], ack(10 + i as i64, AckKind::Accept), t0, &mut out);
         }
         assert!(out.is_empty(), "held while offset 11 is still running");
         assert_eq!(w.next_deadline(), Some(t0 + HOLD));
-        w.settled(&ds[1], ack(11, AckKind::Accept), t0, &mut out);
+        w.settled(ds[1], ack(11, AckKind::Accept), t0, &mut out);
         let mut got = offsets(&out);
         got.sort_unstable();
         assert_eq!(got, vec![10, 11, 12, 13]);
@@ -219,18 +219,18 @@ mod tests {
     fn held_acks_leave_after_the_hold_and_the_batch_is_not_held_again() {
         let t0 = Instant::now();
         let mut w = WholeBatches::default();
-        let ds: Vec<Delivered> = (0..3).map(|o| delivered(o, (0, 2))).collect();
+        let ds: Vec<Key> = (0..3).map(|o| delivered(o, (0, 2))).collect();
         for d in &ds {
-            w.received(d, t0);
+            w.received(*d, t0);
         }
         let mut out = Vec::new();
-        w.settled(&ds[0], ack(0, AckKind::Accept), t0, &mut out);
+        w.settled(ds[0], ack(0, AckKind::Accept), t0, &mut out);
         w.flush_due(t0 + HOLD / 2, &mut out);
         assert!(out.is_empty());
         w.flush_due(t0 + HOLD, &mut out);
         assert_eq!(offsets(&out), vec![0], "a slow batch-mate does not hold it longer");
         out.clear();
-        w.settled(&ds[1], ack(1, AckKind::Accept), t0 + HOLD, &mut out);
+        w.settled(ds[1], ack(1, AckKind::Accept), t0 + HOLD, &mut out);
         assert_eq!(offsets(&out), vec![1], "split on the broker already: sent at once");
     }
 
@@ -238,13 +238,13 @@ mod tests {
     fn a_release_goes_at_once_and_takes_the_held_ones_along() {
         let t0 = Instant::now();
         let mut w = WholeBatches::default();
-        let ds: Vec<Delivered> = (0..3).map(|o| delivered(o, (0, 2))).collect();
+        let ds: Vec<Key> = (0..3).map(|o| delivered(o, (0, 2))).collect();
         for d in &ds {
-            w.received(d, t0);
+            w.received(*d, t0);
         }
         let mut out = Vec::new();
-        w.settled(&ds[0], ack(0, AckKind::Accept), t0, &mut out);
-        w.settled(&ds[2], ack(2, AckKind::Release), t0, &mut out);
+        w.settled(ds[0], ack(0, AckKind::Accept), t0, &mut out);
+        w.settled(ds[2], ack(2, AckKind::Release), t0, &mut out);
         assert_eq!(offsets(&out), vec![0, 2]);
         assert_eq!(w.held(), 0);
     }
@@ -254,12 +254,12 @@ mod tests {
         let t0 = Instant::now();
         let mut w = WholeBatches::default();
         let mut out = Vec::new();
-        w.settled(&delivered(5, (0, 9)), ack(5, AckKind::Accept), t0, &mut out);
+        w.settled(delivered(5, (0, 9)), ack(5, AckKind::Accept), t0, &mut out);
         assert_eq!(offsets(&out), vec![5], "never seen: nothing to wait for");
         out.clear();
         let d = delivered(20, (20, 29));
-        w.received(&d, t0);
-        w.settled(&d, ack(20, AckKind::Accept), t0, &mut out);
+        w.received(d, t0);
+        w.settled(d, ack(20, AckKind::Accept), t0, &mut out);
         assert!(out.is_empty());
         w.flush_all(&mut out);
         assert_eq!(offsets(&out), vec![20]);
@@ -269,19 +269,19 @@ mod tests {
     fn interleaved_batches_are_each_held_until_whole() {
         let t0 = Instant::now();
         let mut w = WholeBatches::default();
-        let a: Vec<Delivered> = (0..2).map(|o| delivered(o, (0, 1))).collect();
-        let b: Vec<Delivered> = (2..4).map(|o| delivered(o, (2, 3))).collect();
+        let a: Vec<Key> = (0..2).map(|o| delivered(o, (0, 1))).collect();
+        let b: Vec<Key> = (2..4).map(|o| delivered(o, (2, 3))).collect();
         for d in a.iter().chain(&b) {
-            w.received(d, t0);
+            w.received(*d, t0);
         }
         assert_eq!(w.tracked(), 2);
         let mut out = Vec::new();
-        w.settled(&a[0], ack(0, AckKind::Accept), t0, &mut out);
-        w.settled(&b[0], ack(2, AckKind::Accept), t0, &mut out);
-        w.settled(&a[1], ack(1, AckKind::Accept), t0, &mut out);
+        w.settled(a[0], ack(0, AckKind::Accept), t0, &mut out);
+        w.settled(b[0], ack(2, AckKind::Accept), t0, &mut out);
+        w.settled(a[1], ack(1, AckKind::Accept), t0, &mut out);
         assert_eq!(offsets(&out), vec![0, 1], "batch (0, 1) is whole; (2, 3) still waits");
         out.clear();
-        w.settled(&b[1], ack(3, AckKind::Accept), t0, &mut out);
+        w.settled(b[1], ack(3, AckKind::Accept), t0, &mut out);
         assert_eq!(offsets(&out), vec![2, 3]);
         assert_eq!(w.tracked(), 0);
     }
@@ -290,7 +290,7 @@ mod tests {
     fn batches_that_never_complete_are_forgotten() {
         let t0 = Instant::now();
         let mut w = WholeBatches::default();
-        w.received(&delivered(0, (0, 99)), t0);
+        w.received(delivered(0, (0, 99)), t0);
         let mut out = Vec::new();
         w.flush_due(t0 + FORGET_AFTER, &mut out);
         assert_eq!(w.tracked(), 0);
