@@ -17,7 +17,10 @@ info() { echo "$BENCH_NAME: $*" >&2; }
 # The last N (default 3) non-empty lines of FILE on one line, colours stripped, at most 400
 # characters (for a row's error). An empty or missing file gives an empty string, not a
 # failure (the scripts run with pipefail).
-last_lines() { { sed 's/\x1b\[[0-9;]*m//g' "$1" 2>/dev/null | grep -v '^\s*$' || true; } | tail -n "${2:-3}" | tr '\n' ' ' | cut -c1-400; }
+# The last lines of a log, on one line. A command line in backquotes (cargo quotes the whole
+# rustc command when it fails) is cut to its first word: what the reader needs is the cause
+# after it (a signal, "No space left on device"), which the cut to 400 characters would drop.
+last_lines() { { sed 's/\x1b\[[0-9;]*m//g; s/`\([^` ]*\) [^`]*`/`\1 ...`/g' "$1" 2>/dev/null | grep -v '^\s*$' || true; } | tail -n "${2:-3}" | tr '\n' ' ' | cut -c1-400; }
 
 need_gnu_time() {
     [[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed for CPU and RSS: apt-get install time"
