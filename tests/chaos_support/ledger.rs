@@ -73,8 +73,14 @@ pub struct Figures {
     /// Kafka does not persist an acquisition, so the new leader hands the record out again
     /// with the same count.
     pub same_count_after_leader_change: usize,
+    /// Redeliveries whose delivery count was not above the previous delivery's, a proxied
+    /// connection having ended between the two deliveries (and no leader change): the broker
+    /// releases the acquisitions of a closed connection's share session with the count taken
+    /// back (see `proxy::connections_ended`). The proxy does not tell members or brokers
+    /// apart, so any connection's end counts.
+    pub same_count_after_dropped_connection: usize,
     /// Redeliveries whose delivery count was not above the previous delivery's, with no
-    /// leader change to explain it.
+    /// leader change or dropped connection to explain it.
     pub redelivered_without_higher_count: usize,
     /// Deliveries of a record after its ACCEPT was reported committed.
     pub delivered_after_accept: usize,
@@ -112,7 +118,8 @@ impl Ledger {
             by_offset.entry((d.partition, d.offset)).or_default().push(d);
         }
         let broker_downs = super::brokers::went_down();
-        let (mut redelivered, mut not_higher, mut after_move, mut after_accept) = (0, 0, 0, 0);
+        let connection_ends = super::proxy::connections_ended();
+        let (mut redelivered, mut not_higher, mut after_move, mut after_drop, mut after_accept) = (0, 0, 0, 0, 0);
         for (po, ds) in &mut by_offset {
             ds.sort_by_key(|d| d.at);
             redelivered += ds.len() - 1;
@@ -123,8 +130,11 @@ impl Ledger {
                 // broker becoming preferred leader again) is not seen.
                 let moved = self.leader_changes.iter().any(|(t, p, _, _)| *p == po.0 && *t > w[0].at)
                     || broker_downs.iter().any(|t| *t > w[0].at);
+                let dropped = connection_ends.iter().any(|t| *t > w[0].at && *t < w[1].at);
                 if moved {
                     after_move += 1;
+                } else if dropped {
+                    after_drop += 1;
                 } else {
                     not_higher += 1;
                 }
@@ -144,6 +154,7 @@ impl Ledger {
             lost: self.produced.len() - accepted - accepted_unconfirmed,
             redelivered,
             same_count_after_leader_change: after_move,
+            same_count_after_dropped_connection: after_drop,
             redelivered_without_higher_count: not_higher,
             delivered_after_accept: after_accept,
             accepted_twice: self.accepted.values().filter(|(_, n)| *n > 1).count(),
@@ -171,7 +182,7 @@ impl Figures {
     pub fn print(&self, scenario: &str, ledger: &Ledger) {
         eprintln!(
             "chaos: {scenario}: produced {} accepted {} (+{} of unknown outcome the broker applied) lost {} redelivered {} (same count after a leader \
-             change: {}, not a higher count otherwise: {}, after the accept: {}, accepted twice: {}) produced twice {} failed acks {} {:?} poll errors {:?} \
+             change: {}, after a dropped connection: {}, not a higher count otherwise: {}, after the accept: {}, accepted twice: {}) produced twice {} failed acks {} {:?} poll errors {:?} \
              longest stall {:.2} s; timeline: {}",
             self.produced,
             self.accepted,
@@ -179,6 +190,7 @@ impl Figures {
             self.lost,
             self.redelivered,
             self.same_count_after_leader_change,
+            self.same_count_after_dropped_connection,
             self.redelivered_without_higher_count,
             self.delivered_after_accept,
             self.accepted_twice,
@@ -202,7 +214,8 @@ impl Figures {
     }
 
     /// What the client owes whatever the fault: nothing lost, a redelivery only with a higher
-    /// delivery count (or the same after a leader change: Kafka's, see the field), no record
+    /// delivery count (or the same after a leader change or a dropped connection: Kafka's, see
+    /// the fields), no record
     /// handed out again after its ACCEPT was committed.
     pub fn assert_no_loss(&self, scenario: &str) {
         assert_eq!(self.lost, 0, "{scenario}: records lost: {self:?}");

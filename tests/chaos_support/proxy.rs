@@ -15,8 +15,8 @@
 //!   network would have broken it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -108,6 +108,24 @@ impl Drop for FaultProxy {
     }
 }
 
+/// When each proxied connection ended (reset, or closed by either side), in this test
+/// process. The ledger's explanation of a same-count redelivery (see `Ledger::figures`): when
+/// a client's connection closes, the broker drops the share sessions opened on it and releases
+/// the member's acquired records with the delivery count taken back (Kafka's
+/// `ShareSessionCache` disconnect listener, then `SharePartition.releaseAcquiredRecords`: it
+/// cannot know whether the records reached the client), so a record the client had already
+/// seen comes back with the count it had.
+static ENDED: Mutex<Vec<Instant>> = Mutex::new(Vec::new());
+
+/// The moments proxied connections ended, oldest first.
+pub fn connections_ended() -> Vec<Instant> {
+    ENDED.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
+
+fn ended() {
+    ENDED.lock().unwrap_or_else(|p| p.into_inner()).push(Instant::now());
+}
+
 /// Waits out a black hole; true if there was one (the caller then resets its connection).
 async fn held_in_black_hole(faults: &Faults) -> bool {
     let mut held = false;
@@ -130,6 +148,7 @@ async fn forward(client: TcpStream, target: String, faults: Arc<Faults>) {
     if held_in_black_hole(&faults).await {
         let _ = client.set_zero_linger();
         faults.resets.fetch_add(1, Ordering::Relaxed);
+        ended();
         return;
     }
     let Ok(server) = TcpStream::connect(&target).await else { return };
@@ -152,6 +171,7 @@ async fn forward(client: TcpStream, target: String, faults: Arc<Faults>) {
             reset(&tx_client, &tx_server, &faults);
         }
     }
+    ended();
 }
 
 #[derive(Clone, Copy, PartialEq)]
