@@ -74,10 +74,11 @@ pub struct Figures {
     /// with the same count.
     pub same_count_after_leader_change: usize,
     /// Redeliveries whose delivery count was not above the previous delivery's, a proxied
-    /// connection having ended between the two deliveries (and no leader change): the broker
-    /// releases the acquisitions of a closed connection's share session with the count taken
-    /// back (see `proxy::connections_ended`). The proxy does not tell members or brokers
-    /// apart, so any connection's end counts.
+    /// connection having ended between the two deliveries (and no leader change): when a
+    /// group's last share session on a broker closes, the broker drops the group's share
+    /// partitions from memory and loads them again from persisted state, which holds no
+    /// acquisition (see `proxy::connections_ended`). The proxy does not tell members or
+    /// brokers apart, so any connection's end counts.
     pub same_count_after_dropped_connection: usize,
     /// Redeliveries whose delivery count was not above the previous delivery's, with no
     /// leader change or dropped connection to explain it.

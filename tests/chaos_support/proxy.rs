@@ -109,14 +109,16 @@ impl Drop for FaultProxy {
 }
 
 /// When each proxied connection ended (reset, or closed by either side), in this test
-/// process. The ledger's explanation of a same-count redelivery (see `Ledger::figures`): when
-/// a client's connection closes, the broker drops the share session opened on it and releases
-/// the member's acquired records with the delivery count taken back (Kafka's
-/// `ShareSessionCache` disconnect listener, then `SharePartition.releaseAcquiredRecords`: it
-/// cannot know whether the records reached the client), so a record the client had already
-/// seen comes back with the count it had. It does so only if the broker handles the close
-/// before the member opens a new session on another connection (then the old one is stale and
-/// nothing is released): a race no client controls, seen in a few runs out of many.
+/// process. The ledger's explanation of a same-count redelivery (see `Ledger::figures`), read
+/// in Kafka 4.4's broker: when a connection closes, the broker drops the share session opened
+/// on it (`ShareSessionCache`'s disconnect listener). It releases that member's acquired records
+/// (`releaseSession`, with the count kept), and when the group has no session left on the broker
+/// it also drops the group's share partitions from memory (`onGroupEmpty`,
+/// `removeSharePartitionFromCache`). A partition dropped before its release was written is
+/// loaded again from the share coordinator's persisted state, which holds no acquisition, so an
+/// acquired record comes back with the count it had, as after a leader change. The end of the
+/// black hole resets every connection at once, which empties the group on every broker: a
+/// race no client controls, met in one CI run out of many.
 static ENDED: Mutex<Vec<Instant>> = Mutex::new(Vec::new());
 
 /// The moments proxied connections ended, oldest first.
