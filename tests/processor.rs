@@ -154,10 +154,19 @@ async fn a_stuck_handler_holds_only_its_own_record() {
     let done = Arc::new(AtomicUsize::new(0));
     let stuck = Arc::new(AtomicBool::new(false));
     let release = Arc::new(tokio::sync::Notify::new());
-    let (dn, st, rl) = (done.clone(), stuck.clone(), release.clone());
+    // The longest a first delivery waited from acquisition to its handler, in µs (its
+    // acquisition is its first lock deadline less the lock). A record that went back once
+    // (delivery count 2, e.g. released unstarted while the machine was slow) is kept past
+    // the bound by design (see the ledger's module doc); those are checked apart below.
+    let first_wait = Arc::new(AtomicUsize::new(0));
+    let (dn, st, rl, fw) = (done.clone(), stuck.clone(), release.clone(), first_wait.clone());
     let running = processor.run(move |d: Delivery| {
-        let (dn, st, rl) = (dn.clone(), st.clone(), rl.clone());
+        let (dn, st, rl, fw) = (dn.clone(), st.clone(), rl.clone(), fw.clone());
         async move {
+            if let (1, 1, Some(deadline)) = (d.attempt(), d.delivery_count(), d.lock_deadline()) {
+                let acquired = deadline.checked_sub(Duration::from_millis(LOCK_MS)).unwrap_or(deadline);
+                fw.fetch_max(acquired.elapsed().as_micros() as usize, Ordering::Relaxed);
+            }
             // The first record of partition 0 is stuck until the test lets it go.
             // (Its first delivery only: on 4.1, without RENEW, its lock lapses and the
             // broker delivers it again, to another slot, which processes it at once.)
@@ -181,15 +190,26 @@ async fn a_stuck_handler_holds_only_its_own_record() {
     release.notify_one();
     wait_for("the stuck one processed", Duration::from_secs(30), || done.load(Ordering::Relaxed) >= N).await;
     let renewals = metric(&running, "lock-renewals-total");
+    let kept = metric(&running, "records-kept-unstarted-total");
     let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
-    println!("{while_stuck} processed while one was stuck; wait max {wait_max} ms; renewals {renewals}; {report:?}");
+    println!(
+        "{while_stuck} processed while one was stuck; wait max {wait_max} ms (first deliveries {} ms); renewals {renewals}; kept {kept}; {report:?}",
+        first_wait.load(Ordering::Relaxed) as f64 / 1000.0
+    );
     if common::broker_has_v2() {
         assert_eq!(while_stuck, N - 1, "no record waited behind the stuck one");
     } else {
         // The lapsed record's second delivery is processed by another slot meanwhile.
         assert!(while_stuck >= N - 1, "no record waited behind the stuck one: {while_stuck}");
     }
-    assert!(wait_max <= 2.0 * bound.as_millis() as f64, "a record waited {wait_max} ms unstarted (bound {bound:?})");
+    let first_wait_ms = first_wait.load(Ordering::Relaxed) as f64 / 1000.0;
+    assert!(
+        first_wait_ms <= 2.0 * bound.as_millis() as f64,
+        "a first delivery waited {first_wait_ms} ms unstarted (bound {bound:?})"
+    );
+    // Kept records (delivery count 2) go back, or are renewed, before their lock is gone.
+    let wait_bound = if kept > 0.0 { LOCK_MS as f64 } else { 2.0 * bound.as_millis() as f64 };
+    assert!(wait_max <= wait_bound, "a record waited {wait_max} ms unstarted (bound {wait_bound} ms, {kept} kept)");
     if common::broker_has_v2() {
         assert!(renewals >= 2.0, "the stuck record kept its lock: {renewals}");
         assert_eq!(report.lapses, 0);
