@@ -182,9 +182,14 @@ async fn a_stuck_handler_holds_only_its_own_record() {
     });
     wait_for("the stuck handler to start", Duration::from_secs(60), || stuck.load(Ordering::SeqCst)).await;
     let stuck_since = Instant::now();
-    // While it is stuck (for over two locks), the other seven slots take every other record.
+    // While it is stuck (for two locks; KAFKA_SHARE_TEST_STUCK_MS makes it longer, e.g. 60000
+    // outside CI), the other seven slots take every other record.
+    let stuck_for = std::env::var("KAFKA_SHARE_TEST_STUCK_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_millis(2 * LOCK_MS), Duration::from_millis);
     wait_for("the others processed", Duration::from_secs(60), || done.load(Ordering::Relaxed) >= N - 1).await;
-    tokio::time::sleep(Duration::from_millis(2 * LOCK_MS).saturating_sub(stuck_since.elapsed())).await;
+    tokio::time::sleep(stuck_for.saturating_sub(stuck_since.elapsed())).await;
     let while_stuck = done.load(Ordering::Relaxed);
     let wait_max = metric(&running, "wait-time-max");
     release.notify_one();
@@ -193,7 +198,7 @@ async fn a_stuck_handler_holds_only_its_own_record() {
     let kept = metric(&running, "records-kept-unstarted-total");
     let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
     println!(
-        "{while_stuck} processed while one was stuck; wait max {wait_max} ms (first deliveries {} ms); renewals {renewals}; kept {kept}; {report:?}",
+        "{while_stuck} processed while one was stuck for {stuck_for:?}; wait max {wait_max} ms (first deliveries {} ms); renewals {renewals}; kept {kept}; {report:?}",
         first_wait.load(Ordering::Relaxed) as f64 / 1000.0
     );
     if common::broker_has_v2() {
