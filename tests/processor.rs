@@ -197,9 +197,9 @@ async fn a_stuck_handler_holds_only_its_own_record() {
     let renewals = metric(&running, "lock-renewals-total");
     let kept = metric(&running, "records-kept-unstarted-total");
     let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    let first_wait_ms = first_wait.load(Ordering::Relaxed) as f64 / 1000.0;
     println!(
-        "{while_stuck} processed while one was stuck for {stuck_for:?}; wait max {wait_max} ms (first deliveries {} ms); renewals {renewals}; kept {kept}; {report:?}",
-        first_wait.load(Ordering::Relaxed) as f64 / 1000.0
+        "{while_stuck} processed while one was stuck for {stuck_for:?}; wait max {wait_max} ms (first deliveries {first_wait_ms} ms); renewals {renewals}; kept {kept}; {report:?}"
     );
     if common::broker_has_v2() {
         assert_eq!(while_stuck, N - 1, "no record waited behind the stuck one");
@@ -207,7 +207,6 @@ async fn a_stuck_handler_holds_only_its_own_record() {
         // The lapsed record's second delivery is processed by another slot meanwhile.
         assert!(while_stuck >= N - 1, "no record waited behind the stuck one: {while_stuck}");
     }
-    let first_wait_ms = first_wait.load(Ordering::Relaxed) as f64 / 1000.0;
     assert!(
         first_wait_ms <= 2.0 * bound.as_millis() as f64,
         "a first delivery waited {first_wait_ms} ms unstarted (bound {bound:?})"
