@@ -324,3 +324,119 @@ async fn shutdown_hands_unstarted_records_to_another_member_and_finishes_the_run
     assert!(redelivered.iter().all(|o| !finished.contains(o)), "a finished record was released");
     other.close(None).await.expect("close");
 }
+
+/// Issue 34: at default settings the engine acquires for its free slots (and its prefetch),
+/// not whole broker batches. 5,000 records on 4 partitions, 64 handlers, a 2 s lock, one
+/// handler in 100 runs 6 s: on 4.2+ (record_limit under the engine) no record waits out its
+/// bound and goes back unstarted, so every record reaches a handler on its first delivery.
+/// (The other handlers take 20 ms: 64 slots take ~3,200 records/s, so records fetched ahead
+/// of them in whole log batches would wait past the 500 ms bound.)
+/// On 4.1 (no record_limit) the fetch is sized to the free slots and no record is released
+/// unstarted more than once before a handler sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn acquisition_follows_free_slots_at_default_settings() {
+    log_from_env();
+    const N: usize = 5_000;
+    const LOCK_MS: u64 = 2000;
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "proc-pace", 4).await;
+    let group = common::new_group(&admin, "g-proc-pace", Some(LOCK_MS as u32)).await;
+    common::produce(&common::bootstrap(), &topic, 4, N, "p").await;
+
+    let cfg = common::consumer_config(&common::bootstrap(), &group);
+    let processor = Processor::connect(cfg, ProcessorConfig::new().concurrency(64)).await.expect("connect");
+    processor.consumer().subscribe([topic.clone()]).expect("subscribe");
+    let seen: Seen = Arc::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (s, c) = (seen.clone(), calls.clone());
+    let running = processor.run(move |d: Delivery| {
+        let (s, c) = (s.clone(), c.clone());
+        async move {
+            let n = c.fetch_add(1, Ordering::Relaxed);
+            let work = if n % 100 == 99 { Duration::from_millis(3 * LOCK_MS) } else { Duration::from_millis(20) };
+            let r = d.record();
+            s.lock().unwrap().entry((r.partition, r.offset)).or_default().push(r.delivery_count);
+            tokio::time::sleep(work).await;
+            Outcome::Accept
+        }
+    });
+    wait_for("every record handled", Duration::from_secs(120), || seen.lock().unwrap().len() >= N).await;
+    let released_unstarted = metric(&running, "records-released-unstarted-total");
+    let unseen = running
+        .metrics()
+        .get(kafka_share::consumer::FETCH_MANAGER, "records-released-unseen-total")
+        .unwrap_or(-1.0);
+    let report = running.shutdown(Duration::from_secs(20)).await.expect("shutdown");
+    let seen = seen.lock().unwrap();
+    let first_counts: Vec<i16> = seen.values().map(|v| v[0]).collect();
+    let late = first_counts.iter().filter(|&&c| c > 1).count();
+    let most = first_counts.iter().copied().max().unwrap_or(0);
+    println!(
+        "released unstarted {released_unstarted}, released unseen by the consumer {unseen}, \
+         first deliveries with count > 1: {late}, highest first count {most}, {report:?}"
+    );
+    assert_eq!(report.accepted as usize, N, "{report:?}");
+    if common::broker_has_v2() {
+        assert_eq!(released_unstarted, 0.0, "a record went back unstarted although acquisition follows the free slots");
+        assert_eq!(unseen, 0.0, "the consumer under the engine released records it had fetched ahead");
+        assert_eq!(late, 0, "a record reached its first handler with a delivery count above 1");
+    } else {
+        // 4.1: a log batch may still be larger than the free slots, but a record the engine
+        // sent back once is kept (and the consumer holds nothing beyond what it asked for).
+        assert!(most <= 2, "a record was released unstarted more than once before a handler saw it: count {most}");
+    }
+}
+
+/// Issue 34: a `Report` counts every record released on the engine's behalf, the records the
+/// consumer under it had fetched and not handed over included. An engine with 32 slots closed
+/// mid-stream: every record it did not finish reaches another member, and its report's
+/// `released` is at least the number of them that come back with delivery count 2 (with
+/// whole-batch acquisition, so that the consumer holds records the engine never took).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_report_counts_every_release_of_an_engine_closed_mid_stream() {
+    log_from_env();
+    const N: usize = 4_000;
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "proc-count", 2).await;
+    let group = common::new_group(&admin, "g-proc-count", Some(30_000)).await;
+    common::produce(&common::bootstrap(), &topic, 2, N, "c").await;
+
+    let cfg = common::consumer_config(&common::bootstrap(), &group);
+    // Whole batches (the consumer's prefetch), so the consumer holds records the engine
+    // has not taken when it closes.
+    let pc = ProcessorConfig::new()
+        .concurrency(32)
+        .acquire_mode(Some(kafka_share::consumer::AcquireMode::BatchOptimized));
+    let processor = Processor::connect(cfg, pc).await.expect("connect");
+    processor.consumer().subscribe([topic.clone()]).expect("subscribe");
+    let done = Arc::new(AtomicUsize::new(0));
+    let d2 = done.clone();
+    let running = processor.run(move |_d: Delivery| {
+        let d2 = d2.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            d2.fetch_add(1, Ordering::Relaxed);
+            Outcome::Accept
+        }
+    });
+    wait_for("some records handled", Duration::from_secs(60), || done.load(Ordering::Relaxed) >= 200).await;
+    let report = running.shutdown(Duration::from_secs(20)).await.expect("shutdown");
+
+    // Another member takes what is left: the released records come with delivery count 2.
+    let other = kafka_share::ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("connect");
+    other.subscribe([topic.clone()]).expect("subscribe");
+    let left = N - report.accepted as usize;
+    let got = common::poll_until(&other, left, Duration::from_secs(60), |_| {}).await;
+    other.close(None).await.expect("close");
+    let second = got.iter().filter(|r| r.delivery_count >= 2).count();
+    println!("left {left}, the other member got {}, {second} with delivery count 2; {report:?}", got.len());
+    assert_eq!(got.len(), left, "every record not accepted reached the other member");
+    assert!(
+        report.released as usize >= second,
+        "the report says {} released, but {second} records came back released: {report:?}",
+        report.released
+    );
+    assert!(report.released_unstarted <= report.released, "{report:?}");
+}

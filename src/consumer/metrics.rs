@@ -63,9 +63,15 @@ impl Metrics {
         }
     }
 
-    /// Buffered records given back to the group because the application stopped polling.
+    /// Buffered records given back to the group unseen: the application stopped polling, or
+    /// the consumer closed with them still buffered.
     pub(crate) fn record_released_unseen(&self, n: u64) {
         self.released_unseen.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records released unseen so far (the processing engine's report counts them).
+    pub(crate) fn released_unseen(&self) -> u64 {
+        self.released_unseen.load(Ordering::Relaxed)
     }
 
     pub(crate) fn record_heartbeat(&self) {

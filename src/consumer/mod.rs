@@ -142,7 +142,9 @@ impl ShareConsumer {
         {
             return Err(Error::AcquireModeUnsupported { mode: cfg.acquire_mode, broker: None });
         }
+        let record_limit = conn.versions.pick(crate::protocol::share::SHARE_FETCH_API_KEY, 2, 2).is_ok();
         let shared = Arc::new(Shared::new(renew, Some(cluster.network_stats())));
+        shared.record_limit_supported.store(record_limit, Ordering::Relaxed);
         let tx = Driver::spawn(cluster, cfg.clone(), shared.clone());
         Ok(ShareConsumer::new(tx, shared, cfg))
     }

@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 
 use super::driver::{AckEntry, Command, FromHandle, PollAnswer};
 use super::ShareConsumer;
+use crate::acquire_mode::AcquireMode;
 use crate::error::Result;
 
 impl ShareConsumer {
@@ -54,6 +55,23 @@ impl ShareConsumer {
             self.closed.store(true, Ordering::Release);
         }
         self.send_close(acks, timeout).await
+    }
+
+    /// Sets how the driver acquires for the engine (`share.acquire.mode` as the engine
+    /// chooses it; the consumer's configured mode stays the fallback where a broker cannot).
+    pub(crate) fn raw_acquire_mode(&self, mode: AcquireMode) -> Result<()> {
+        self.send(Command::AcquireMode(mode))
+    }
+
+    /// Whether the cluster takes record_limit acquisition (ShareFetch v2, Kafka 4.2+).
+    pub(crate) fn record_limit_supported(&self) -> bool {
+        self.shared.record_limit_supported.load(Ordering::Relaxed)
+    }
+
+    /// Records the consumer gave back unseen (buffered, never handed over): the engine's
+    /// report counts them among its releases.
+    pub(crate) fn released_unseen(&self) -> u64 {
+        self.shared.metrics.released_unseen()
     }
 
     /// Whether the cluster takes RENEW (ShareAcknowledge v2, Kafka 4.2+).

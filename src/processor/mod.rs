@@ -33,7 +33,11 @@
 //!   there is no poll barrier as in explicit mode.
 //! - **Acquisition follows free capacity.** The engine asks for records only to fill its free
 //!   handler slots plus a bounded [`prefetch`](ProcessorConfig::prefetch), so a slow handler
-//!   holds its own record and nothing else. A record acquired but not started within
+//!   holds its own record and nothing else. On Kafka 4.2+ the broker acquires exactly that
+//!   many (`share.acquire.mode=record_limit` under the engine, whatever the consumer's
+//!   config says: [`ProcessorConfig::acquire_mode`]); on 4.1, which has no record_limit, it
+//!   hands out whole log batches, so a batch larger than the free room may leave records
+//!   waiting (the engine warns at start). A record acquired but not started within
 //!   [`max_unstarted`](ProcessorConfig::max_unstarted) (a quarter of the lock by default) goes
 //!   back to the group (RELEASE) at once instead of lapsing here, **once**: a record that
 //!   comes back with a delivery count above 1 is kept past the bound (renewed while it
@@ -82,6 +86,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, watch};
 
+use crate::acquire_mode::AcquireMode;
 use crate::consumer::{ConsumerRecord, MetricsSnapshot, ShareConsumer, ShareConsumerConfig};
 use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
@@ -197,6 +202,7 @@ pub struct ProcessorConfig {
     retry_backoff_max: Duration,
     on_exhausted: Outcome,
     shutdown_timeout: Duration,
+    acquire_mode: Option<AcquireMode>,
 }
 
 impl Default for ProcessorConfig {
@@ -211,6 +217,7 @@ impl Default for ProcessorConfig {
             retry_backoff_max: Duration::from_secs(10),
             on_exhausted: Outcome::Release,
             shutdown_timeout: Duration::from_secs(30),
+            acquire_mode: None,
         }
     }
 }
@@ -275,6 +282,24 @@ impl ProcessorConfig {
     /// How long [`Running::shutdown`] with no time of its own waits (default 30 s).
     pub fn shutdown_timeout(mut self, d: Duration) -> Self {
         self.shutdown_timeout = d;
+        self
+    }
+
+    /// How the engine acquires records. By default (`None`) it asks the broker for exactly
+    /// the records its free slots and prefetch have room for, with
+    /// [`AcquireMode::RecordLimit`] on a cluster that has it (Kafka 4.2+): no record is
+    /// acquired to wait here for a slot that is not free. On a 4.1 cluster (no record_limit)
+    /// it falls back to the consumer's `share.acquire.mode` and says so at start: the broker
+    /// then hands out whole log batches, and records beyond the free slots may wait past
+    /// [`max_unstarted`](Self::max_unstarted) and go back to the group unstarted (once: see
+    /// the module doc).
+    ///
+    /// `Some(RecordLimit)` requires it: on a cluster without it the engine stops at once
+    /// with [`Error::AcquireModeUnsupported`]. `Some(BatchOptimized)` takes whole batches
+    /// with the consumer's prefetch even where record_limit exists (more records per round
+    /// trip, for handlers fast enough to start them within the bound).
+    pub fn acquire_mode(mut self, mode: Option<AcquireMode>) -> Self {
+        self.acquire_mode = mode;
         self
     }
 
@@ -386,7 +411,8 @@ impl Processor {
         let metrics = Arc::new(metrics::ProcessorMetrics::default());
         let (signal, signals) = watch::channel(Signal::Run);
         let consumer = Arc::new(self.consumer);
-        let engine = run::Engine::new(consumer.clone(), limits, metrics.clone(), handler, signals, commands);
+        let acquire = self.config.acquire_mode;
+        let engine = run::Engine::new(consumer.clone(), limits, metrics.clone(), handler, signals, commands, acquire);
         let task = tokio::spawn(engine.run());
         Running {
             handle: ProcessorHandle { signal: Arc::new(signal) },

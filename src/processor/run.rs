@@ -16,6 +16,7 @@ use super::ledger::{Ledger, Limits, Unit};
 use super::metrics::ProcessorMetrics;
 use super::pool::{HandlerKey, Pool, PoolCommand};
 use super::{BatchHandler, Delivery, Outcome, Report, Signal, Stop};
+use crate::acquire_mode::AcquireMode;
 use crate::consumer::driver::PollAnswer;
 use crate::consumer::ShareConsumer;
 use crate::error::{Error, Result};
@@ -75,6 +76,11 @@ pub(crate) struct Engine {
     /// busy) and give the records it buffered back to the group. The ledger decides what
     /// waits too long, with the records' lock time counted from their fetch.
     busy: Option<crate::consumer::BusyGuard>,
+    /// The acquisition mode the user asked for (None: record_limit where the cluster has it).
+    acquire: Option<AcquireMode>,
+    /// The consumer's count of records released unseen, as far as the engine's metrics
+    /// have taken it in (`count_consumer_releases`).
+    unseen_counted: u64,
 }
 
 impl Engine {
@@ -85,8 +91,10 @@ impl Engine {
         handler: Handler,
         signals: watch::Receiver<Signal>,
         commands: Option<mpsc::UnboundedReceiver<PoolCommand>>,
+        acquire: Option<AcquireMode>,
     ) -> Engine {
         let renew = consumer.renew_supported();
+        let consumer_unseen = consumer.released_unseen();
         Engine {
             ledger: Ledger::new(limits, renew, metrics.clone()),
             consumer,
@@ -106,6 +114,8 @@ impl Engine {
             aborted: 0,
             starved: Duration::ZERO,
             busy: None,
+            acquire,
+            unseen_counted: consumer_unseen,
         }
     }
 
@@ -121,6 +131,7 @@ impl Engine {
         if let Err(e) = self.consumer.raw_acks(Vec::new()) {
             tracing::debug!(error = %e, "the consumer is closed already");
         }
+        self.choose_acquire_mode();
         let abort = loop {
             let now = Instant::now();
             if let Some(abort) = self.on_signal(now) {
@@ -155,11 +166,55 @@ impl Engine {
             self.send(now);
             let idle = !working && self.stopping.is_none();
             self.wait(now).await;
+            self.count_consumer_releases();
             if idle {
                 self.starved += now.elapsed();
             }
         };
         self.finish(abort).await
+    }
+
+    /// Acquisition that follows free capacity: record_limit (each fetch acquires at most the
+    /// room the engine asks for) where the cluster has it, unless the user chose otherwise.
+    fn choose_acquire_mode(&mut self) {
+        let supported = self.consumer.record_limit_supported();
+        let configured = self.consumer.config().acquire_mode;
+        let mode = match self.acquire {
+            Some(AcquireMode::RecordLimit) if !supported => {
+                let now = Instant::now();
+                self.fatal = Some(Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, broker: None });
+                self.begin_stop(now, now);
+                return;
+            }
+            Some(mode) => mode,
+            None if supported => AcquireMode::RecordLimit,
+            None => {
+                tracing::warn!(
+                    group = self.consumer.config().group_id,
+                    "this cluster has no record_limit acquisition (ShareFetch v2, Kafka 4.2+): the broker hands out whole log batches, so records beyond the free handler slots may wait and go back to the group unstarted (records-released-unstarted-total)"
+                );
+                configured
+            }
+        };
+        if mode != configured {
+            if let Err(e) = self.consumer.raw_acquire_mode(mode) {
+                tracing::debug!(error = %e, "the consumer is closed already");
+            }
+        }
+    }
+
+    /// The records the consumer under the engine fetched and released without handing them
+    /// over (its buffer at close, or while no handler ran and no poll waited) are releases
+    /// on the engine's behalf: counted as its own unstarted ones, in the metrics and the
+    /// report.
+    fn count_consumer_releases(&mut self) {
+        let total = self.consumer.released_unseen();
+        let new = total.saturating_sub(self.unseen_counted);
+        if new > 0 {
+            self.unseen_counted = total;
+            ProcessorMetrics::add(&self.metrics.released, new);
+            ProcessorMetrics::add(&self.metrics.released_unstarted, new);
+        }
     }
 
     /// Reads the signal; Some(true): abort now.
@@ -422,6 +477,7 @@ impl Engine {
         self.ledger.release_unstarted(now);
         let acks = self.ledger.take_acks();
         let closed = self.consumer.raw_close(acks, Duration::from_secs(10)).await;
+        self.count_consumer_releases();
         let m = &self.metrics;
         let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         let report = Report {

@@ -347,7 +347,13 @@ impl DriverCore {
             // A reset failed the acks still queued and started over; these were in flight.
             return self.complete_acks(Some(node), results);
         }
-        if matches!(
+        if matches!(e, Error::AcquireModeUnsupported { .. }) && self.sessions.fall_back_acquire_mode() {
+            warn!(
+                node,
+                group = self.cfg.group_id,
+                "a broker has no record_limit acquisition (ShareFetch v2, Kafka 4.2+): the processing engine acquires whole batches from now on, and records beyond its free slots may wait and go back unstarted"
+            );
+        } else if matches!(
             e,
             Error::Config { .. }
                 | Error::UnsupportedVersion { .. }

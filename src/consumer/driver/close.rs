@@ -36,6 +36,7 @@ impl DriverCore {
         let failed = self.route_acks(acks, now);
         self.report_local_failures(failed, None);
         // Whatever was fetched but never handed out goes back to the broker now.
+        self.shared.metrics.record_released_unseen(self.buffered() as u64);
         self.release_buffer(|_| true);
         if let Some(w) = self.waiter.take() {
             self.reply_poll(w.id, Err(Error::Closed));

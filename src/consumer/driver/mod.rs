@@ -60,6 +60,7 @@ use tracing::{debug, warn};
 use super::config::ShareConsumerConfig;
 use super::metrics::Metrics;
 use super::record::{ConsumerRecord, TopicPartition};
+use crate::acquire_mode::AcquireMode;
 use crate::error::{Error, Result};
 use crate::protocol::share::{ShareAcknowledgeResponse, ShareFetchResponse};
 use crate::share::acks::AckKind;
@@ -167,6 +168,10 @@ pub(crate) enum Command {
     /// records are not released for want of a poll. Sent in pairs; each `true` is followed by
     /// one `false`, also when the call's future is dropped.
     Busy(bool),
+    /// The processing engine's acquisition mode (`raw_acquire_mode`): record_limit sizes
+    /// every fetch to the room the engine asks for, so no record waits here, acquired, for a
+    /// slot that is not free.
+    AcquireMode(AcquireMode),
 }
 
 /// A finished request.
@@ -213,6 +218,9 @@ pub(crate) struct Shared {
     pub metrics: Metrics,
     pub acquisition_lock_timeout_ms: std::sync::atomic::AtomicI64,
     pub renew_supported: std::sync::atomic::AtomicBool,
+    /// The cluster speaks ShareFetch v2 (`share.acquire.mode=record_limit`, Kafka 4.2+), as
+    /// the broker asked at connect said.
+    pub record_limit_supported: std::sync::atomic::AtomicBool,
     /// Open share sessions: broker node id -> next epoch (for observability and tests),
     /// written by the shell from `Output::SessionEpochs`.
     pub sessions: std::sync::Mutex<BTreeMap<i32, i32>>,
@@ -233,6 +241,9 @@ impl Shared {
             metrics: Metrics::new(),
             acquisition_lock_timeout_ms: std::sync::atomic::AtomicI64::new(-1),
             renew_supported: std::sync::atomic::AtomicBool::new(renew_supported),
+            // ShareFetch v2 came with ShareAcknowledge v2 (Kafka 4.2); connect sets what the
+            // broker said.
+            record_limit_supported: std::sync::atomic::AtomicBool::new(renew_supported),
             sessions: std::sync::Mutex::new(BTreeMap::new()),
             network,
             callbacks: Default::default(),

@@ -106,7 +106,10 @@ impl DriverCore {
                 if !renewing {
                     self.note_poll(now);
                     if max > 0 {
-                        self.poll_size = max.min(self.cfg.max_poll_records).max(1);
+                        // The public poll asks for `max.poll.records`; the processing engine
+                        // for the room it has (its slots' calls and its prefetch, which may
+                        // be more than one poll's worth): record_limit acquires exactly that.
+                        self.poll_size = max;
                     }
                 }
                 let failed = self.route_acks(acks, now);
@@ -153,6 +156,7 @@ impl DriverCore {
             }
             Command::Close { acks, deadline, id } => self.start_close(acks, deadline, id, now),
             Command::Busy(entered) => self.note_busy(entered, now),
+            Command::AcquireMode(mode) => self.sessions.set_acquire_mode(mode),
         }
     }
 

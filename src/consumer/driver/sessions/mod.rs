@@ -50,6 +50,9 @@ struct Settings {
     fetch_max_bytes: i32,
     max_poll_records: usize,
     acquire_mode: AcquireMode,
+    /// `share.acquire.mode` as configured: the processing engine may choose record_limit
+    /// over it (`set_acquire_mode`), and goes back to it where a broker cannot.
+    configured_acquire_mode: AcquireMode,
     /// Each new node's backoff starts as this one.
     backoff: Backoff,
     /// How long acks are retried: `default.api.timeout.ms`, as Java bounds its retries.
@@ -154,6 +157,24 @@ pub(super) enum Answered {
 }
 
 impl SessionManager {
+    /// The processing engine's choice of acquisition mode (record_limit where the cluster
+    /// has it: each fetch acquires no more than the engine has room for).
+    pub(super) fn set_acquire_mode(&mut self, mode: AcquireMode) {
+        self.settings.acquire_mode = mode;
+    }
+
+    /// A broker refused the acquisition mode: if the engine chose it (the configured mode is
+    /// another), fall back to the configured one and say whether it did; a configured
+    /// record_limit stays (the error is the user's to see).
+    pub(super) fn fall_back_acquire_mode(&mut self) -> bool {
+        let s = &mut self.settings;
+        if s.acquire_mode == s.configured_acquire_mode {
+            return false;
+        }
+        s.acquire_mode = s.configured_acquire_mode;
+        true
+    }
+
     pub(super) fn new(cfg: &ShareConsumerConfig) -> SessionManager {
         SessionManager {
             nodes: HashMap::new(),
@@ -167,6 +188,7 @@ impl SessionManager {
                 fetch_max_bytes: cfg.fetch_max_bytes,
                 max_poll_records: cfg.max_poll_records,
                 acquire_mode: cfg.acquire_mode,
+                configured_acquire_mode: cfg.acquire_mode,
                 backoff: cfg.cluster.backoff(),
                 ack_retry_limit: cfg.default_api_timeout,
             },
