@@ -27,7 +27,11 @@ fn durations_are_clamped_to_the_documented_maximum() {
         .shutdown_timeout(Duration::MAX);
     assert_eq!((c.max_unstarted, c.retry_backoff, c.retry_backoff_max, c.shutdown_timeout), (Some(max), max, max, max));
     let c = ProcessorConfig::new().retry_backoff(Duration::from_secs(5), Duration::from_secs(1));
-    assert_eq!((c.retry_backoff, c.retry_backoff_max), (Duration::from_secs(5), Duration::from_secs(5)), "max >= first");
+    assert_eq!(
+        (c.retry_backoff, c.retry_backoff_max),
+        (Duration::from_secs(5), Duration::from_secs(5)),
+        "max >= first"
+    );
     let zero = ProcessorConfig::new().max_unstarted(Duration::ZERO);
     assert_eq!(zero.max_unstarted, Some(Duration::ZERO), "zero is a bound of its own (see the ledger's tick)");
 }

@@ -5,7 +5,8 @@
 //! these out.
 //!
 //! A record the engine holds is in one of four states:
-//! - **queued**: acquired, not started (FIFO; RELEASEd once it waited `max_unstarted`);
+//! - **queued**: acquired, not started (FIFO; RELEASEd once it waited `max_unstarted`, and
+//!   only while no slot is free to start it);
 //! - **kept**: queued past its bound, but it went back to the group once already (its
 //!   delivery count is above 1), so it is kept and started first instead: every RELEASE
 //!   of a record never started uses up one of its `share.delivery.count.limit` deliveries,
@@ -392,6 +393,7 @@ impl Ledger {
     pub(crate) fn tick(&mut self, now: Instant) {
         let bound = self.max_unstarted();
         let mut released = 0;
+        // A free slot starts the queue's head this very turn: nothing of it goes back.
         let slot_free = !self.closing && self.running_units < self.limits.slots;
         while let Some(&id) = self.queued.front().filter(|_| !slot_free) {
             let Some(e) = self.entries[id].as_mut() else {

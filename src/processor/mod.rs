@@ -34,8 +34,9 @@
 //! - **Acquisition follows free capacity.** The engine asks for records only to fill its free
 //!   handler slots plus a bounded [`prefetch`](ProcessorConfig::prefetch), so a slow handler
 //!   holds its own record and nothing else. A record acquired but not started within
-//!   [`max_unstarted`](ProcessorConfig::max_unstarted) (a quarter of the lock by default) goes
-//!   back to the group (RELEASE) at once instead of lapsing here, **once**: a record that
+//!   [`max_unstarted`](ProcessorConfig::max_unstarted) (a quarter of the lock by default)
+//!   because every slot stayed busy goes back to the group (RELEASE) at once instead of
+//!   lapsing here (never while a slot is free to start it), **once**: a record that
 //!   comes back with a delivery count above 1 is kept past the bound (renewed while it
 //!   waits, and started before newer records), because each release of a record never
 //!   processed uses up one of its `share.delivery.count.limit` deliveries, and a record
