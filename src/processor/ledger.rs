@@ -5,7 +5,8 @@
 //! these out.
 //!
 //! A record the engine holds is in one of four states:
-//! - **queued**: acquired, not started (FIFO; RELEASEd once it waited `max_unstarted`);
+//! - **queued**: acquired, not started (FIFO; RELEASEd once it waited `max_unstarted`, and
+//!   only while no slot is free to start it);
 //! - **kept**: queued past its bound, but it went back to the group once already (its
 //!   delivery count is above 1), so it is kept and started first instead: every RELEASE
 //!   of a record never started uses up one of its `share.delivery.count.limit` deliveries,
@@ -21,6 +22,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::deadline::later;
 use super::metrics::ProcessorMetrics;
 use super::whole_batches::{batch_key, WholeBatches};
 use super::{Delivery, HeldRecord, Outcome};
@@ -116,6 +118,9 @@ pub(crate) struct Ledger {
     /// a slot frees (prefetching for slots that stay busy would only cycle records through
     /// this member, acquired and released, while other members could take them).
     stalled: bool,
+    /// The engine is stopping: nothing starts any more, so what waits goes back whether a
+    /// slot is free or not.
+    closing: bool,
 }
 
 impl Ledger {
@@ -137,6 +142,7 @@ impl Ledger {
             lock: Duration::ZERO,
             next_renewal: None,
             stalled: false,
+            closing: false,
         }
     }
 
@@ -152,7 +158,7 @@ impl Ledger {
         if slots != self.limits.slots {
             self.limits.slots = slots;
             if self.limits.prefetch_follows_slots {
-                self.limits.prefetch = slots * self.limits.batch_size.max(1);
+                self.limits.prefetch = slots.saturating_mul(self.limits.batch_size.max(1));
             }
         }
     }
@@ -242,7 +248,7 @@ impl Ledger {
             for &id in &ids {
                 let Some(e) = self.entries[id].as_mut() else { continue };
                 e.state = State::Running;
-                e.attempts += 1;
+                e.attempts = e.attempts.saturating_add(1);
                 if e.attempts == 1 {
                     self.metrics.wait_time.record(now.saturating_duration_since(e.acquired));
                 }
@@ -329,7 +335,7 @@ impl Ledger {
         let (limits, renew) = (&self.limits, self.renew);
         let Some(e) = self.entries[id].as_mut() else { return };
         if batch <= 1 {
-            e.retries += 1;
+            e.retries = e.retries.saturating_add(1);
             if e.retries > limits.max_retries {
                 ProcessorMetrics::add(&self.metrics.exhausted, 1);
                 let kind = limits.on_exhausted;
@@ -341,10 +347,10 @@ impl Ledger {
         // tries again after the base backoff (its batch-mates are what is being ruled out).
         let exp = if batch <= 1 { e.retries.saturating_sub(1).min(16) } else { 0 };
         let wait = limits.backoff.saturating_mul(1 << exp).min(limits.backoff_max);
-        let until = now + wait;
+        let until = later(now, wait);
         // Without RENEW a record cannot be kept past its lock: give it back to the group
         // instead of trying after the broker took it away.
-        if !renew && e.lock_deadline.is_some_and(|d| until + Duration::from_millis(100) >= d) {
+        if !renew && e.lock_deadline.is_some_and(|d| later(until, Duration::from_millis(100)) >= d) {
             return self.settle(id, AckKind::Release, now);
         }
         e.state = State::Waiting { until };
@@ -380,15 +386,21 @@ impl Ledger {
 
     /// RENEWs for the records running or waiting whose lock is half gone, and RELEASEs for
     /// those that waited unstarted too long. They join the acknowledgements to send.
+    ///
+    /// The bound applies to records waiting while no slot is free: the engine ticks before
+    /// it starts, and a record a free slot is about to start is not sent back, however short
+    /// the bound (zero too). Once every slot is busy, what waited past it goes back.
     pub(crate) fn tick(&mut self, now: Instant) {
         let bound = self.max_unstarted();
         let mut released = 0;
-        while let Some(&id) = self.queued.front() {
+        // A free slot starts the queue's head this very turn: nothing of it goes back.
+        let slot_free = !self.closing && self.running_units < self.limits.slots;
+        while let Some(&id) = self.queued.front().filter(|_| !slot_free) {
             let Some(e) = self.entries[id].as_mut() else {
                 self.queued.pop_front();
                 continue;
             };
-            if now < e.acquired + bound {
+            if now < later(e.acquired, bound) {
                 break;
             }
             self.queued.pop_front();
@@ -477,7 +489,7 @@ impl Ledger {
         // count: a call that took fewer records than a batch leaves no room to start more
         // until it ends (they would only wait behind it, locked).
         let free = self.limits.slots.saturating_sub(self.running_units);
-        let room = free * self.limits.batch_size.max(1) + self.limits.prefetch;
+        let room = free.saturating_mul(self.limits.batch_size.max(1)).saturating_add(self.limits.prefetch);
         room.saturating_sub(self.queued.len() + self.kept.len() + self.waiting.len())
     }
 
@@ -486,7 +498,7 @@ impl Ledger {
     /// trip per record).
     pub(crate) fn should_poll(&self) -> bool {
         let want = self.want();
-        let cap = self.limits.slots * self.limits.batch_size.max(1) + self.limits.prefetch;
+        let cap = self.limits.slots.saturating_mul(self.limits.batch_size.max(1)).saturating_add(self.limits.prefetch);
         want > 0 && (self.queued.is_empty() && self.kept.is_empty() || want >= (cap / 4).max(1))
     }
 
@@ -506,6 +518,7 @@ impl Ledger {
 
     /// Shutting down: the queued and waiting records go back to the group.
     pub(crate) fn release_unstarted(&mut self, now: Instant) {
+        self.closing = true;
         let ids: Vec<usize> = self.queued.drain(..).chain(self.kept.drain(..)).chain(self.waiting.drain(..)).collect();
         let n = ids.len() as u64;
         for id in ids {
@@ -520,7 +533,7 @@ impl Ledger {
     /// oldest queued record's bound.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let bound = self.max_unstarted();
-        let queued = self.queued.front().and_then(|&id| self.entries[id].as_ref()).map(|e| e.acquired + bound);
+        let queued = self.queued.front().and_then(|&id| self.entries[id].as_ref()).map(|e| later(e.acquired, bound));
         let retry = self
             .waiting
             .iter()

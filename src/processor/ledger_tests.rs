@@ -350,3 +350,96 @@ fn accepts_leave_when_their_acquired_batch_is_whole_or_the_hold_is_over() {
     l.finished(&units[1].ids, &[Outcome::Accept; 5], Duration::ZERO, t0 + LOCK / 8);
     assert_eq!(l.take_acks().len(), 5, "the rest at once: the batch is split on the broker anyway");
 }
+
+/// Limits no config can reach any more (it clamps them), to show the ledger's own
+/// arithmetic saturates: no setting overflows it, whatever reaches it.
+fn extreme(slots: usize, batch_size: usize, prefetch: usize) -> Ledger {
+    let limits = Limits { slots, batch_size, prefetch, prefetch_follows_slots: true, ..limits(1, 1) };
+    let mut l = Ledger::new(limits, true, Arc::default());
+    l.set_lock(Some(LOCK));
+    l
+}
+
+#[test]
+fn usize_max_slots_and_prefetch_do_not_overflow_the_room() {
+    let t0 = Instant::now();
+    let mut l = extreme(usize::MAX, 1, usize::MAX);
+    assert_eq!(l.want(), usize::MAX);
+    assert!(l.should_poll());
+    l.received(answer(0..3, t0), t0);
+    assert_eq!(l.start(t0).len(), 3);
+    assert_eq!(l.want(), usize::MAX);
+}
+
+#[test]
+fn a_usize_max_batch_size_that_the_prefetch_follows_does_not_overflow() {
+    let t0 = Instant::now();
+    let mut l = extreme(2, usize::MAX, usize::MAX);
+    l.set_slots(3);
+    assert_eq!(l.want(), usize::MAX);
+    assert!(l.should_poll());
+    l.received(answer(0..4, t0), t0);
+    assert_eq!(l.start(t0).len(), 3, "spread over the free slots");
+}
+
+#[test]
+fn a_duration_max_bound_keeps_queued_records_and_does_not_overflow() {
+    let t0 = Instant::now();
+    let mut l = Ledger::new(Limits { max_unstarted: Some(Duration::MAX), ..limits(1, 1) }, true, Arc::default());
+    l.set_lock(Some(LOCK));
+    l.received(answer(0..2, t0), t0);
+    let _running = l.start(t0);
+    assert_eq!(l.next_deadline(), Some(t0 + LOCK / 2), "the running one's renewal: the bound is far away");
+    l.tick(t0 + LOCK / 2);
+    assert_eq!(l.take_acks().len(), 1, "the running record renewed, the queued one kept");
+    assert_eq!(l.held_records(), 2);
+}
+
+#[test]
+fn a_duration_max_backoff_waits_without_overflow() {
+    let t0 = Instant::now();
+    let mut l = Ledger::new(
+        Limits { backoff: Duration::MAX, backoff_max: Duration::MAX, ..limits(1, 1) },
+        true,
+        Arc::default(),
+    );
+    l.set_lock(Some(LOCK));
+    l.received(answer(0..1, t0), t0);
+    let u = l.start(t0);
+    l.finished(&u[0].ids, &[Outcome::Retry], Duration::ZERO, t0);
+    assert!(l.take_acks().is_empty(), "kept here, waiting");
+    assert!(l.start(t0 + LOCK).is_empty(), "not before its (far) backoff");
+    l.release_unstarted(t0 + LOCK);
+    assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Release)], "given back at shutdown");
+}
+
+#[test]
+fn a_zero_bound_releases_nothing_a_free_slot_can_start() {
+    // The engine's turn: tick, then start. A zero bound must not release the records that
+    // the free slots are about to start; it applies to records waiting while no slot is free.
+    let t0 = Instant::now();
+    let mut l = Ledger::new(Limits { max_unstarted: Some(Duration::ZERO), ..limits(2, 1) }, true, Arc::default());
+    l.set_lock(Some(LOCK));
+    l.received(answer(0..3, t0), t0);
+    l.tick(t0);
+    assert!(l.take_acks().is_empty(), "two slots are free: nothing released");
+    let units = l.start(t0);
+    assert_eq!(units.len(), 2);
+    l.tick(t0);
+    assert_eq!(kinds(&l.take_acks()), vec![(2, AckKind::Release)], "the third waits with no slot free");
+    assert_eq!(l.want(), 0, "no more acquired while every slot stays busy");
+    // A slot frees: what comes in next is started, not released.
+    l.finished(&units[0].ids, &[Outcome::Accept], Duration::ZERO, t0);
+    assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Accept)]);
+    l.received(answer(3..4, t0), t0);
+    l.tick(t0);
+    assert!(l.take_acks().is_empty(), "a slot is free");
+    assert_eq!(l.start(t0).len(), 1);
+    // Shutting down with a slot free: nothing starts any more, what comes in goes back.
+    l.finished(&units[1].ids, &[Outcome::Accept], Duration::ZERO, t0);
+    assert_eq!(kinds(&l.take_acks()), vec![(1, AckKind::Accept)]);
+    l.release_unstarted(t0);
+    l.received(answer(4..5, t0), t0);
+    l.tick(t0);
+    assert_eq!(kinds(&l.take_acks()), vec![(4, AckKind::Release)], "nothing starts once stopping");
+}

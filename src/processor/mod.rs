@@ -38,8 +38,9 @@
 //!   config says: [`ProcessorConfig::acquire_mode`]); on 4.1, which has no record_limit, it
 //!   hands out whole log batches, so a batch larger than the free room may leave records
 //!   waiting (the engine warns at start). A record acquired but not started within
-//!   [`max_unstarted`](ProcessorConfig::max_unstarted) (a quarter of the lock by default) goes
-//!   back to the group (RELEASE) at once instead of lapsing here, **once**: a record that
+//!   [`max_unstarted`](ProcessorConfig::max_unstarted) (a quarter of the lock by default)
+//!   because every slot stayed busy goes back to the group (RELEASE) at once instead of
+//!   lapsing here (never while a slot is free to start it), **once**: a record that
 //!   comes back with a delivery count above 1 is kept past the bound (renewed while it
 //!   waits, and started before newer records), because each release of a record never
 //!   processed uses up one of its `share.delivery.count.limit` deliveries, and a record
@@ -73,6 +74,7 @@
 //! untouched: the engine drives the consumer's driver directly and the two are not mixed on
 //! one consumer (a `Processor` owns its consumer).
 
+mod deadline;
 mod ledger;
 pub mod metrics;
 mod pool;
@@ -90,6 +92,7 @@ use crate::acquire_mode::AcquireMode;
 use crate::consumer::{ConsumerRecord, MetricsSnapshot, ShareConsumer, ShareConsumerConfig};
 use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
+use deadline::later;
 
 pub use metrics::PROCESSOR;
 #[cfg(feature = "sink")]
@@ -191,6 +194,11 @@ pub trait BatchHandler: Send + 'static {
 pub struct Stop(pub String);
 
 /// The engine's settings.
+///
+/// Every setter takes any value and clamps it to a documented range (the `MAX_*`
+/// constants), so no setting can make the engine panic or abort later: a count past what a
+/// process could hold, or a time past what the clock can count to, means "as many" or
+/// "never" within the range.
 #[derive(Debug, Clone)]
 pub struct ProcessorConfig {
     concurrency: usize,
@@ -223,6 +231,16 @@ impl Default for ProcessorConfig {
 }
 
 impl ProcessorConfig {
+    /// The most handlers [`concurrency`](Self::concurrency) allows (each is a tokio task).
+    pub const MAX_CONCURRENCY: usize = 65_536;
+    /// The largest [`prefetch`](Self::prefetch) (records held locked, unstarted).
+    pub const MAX_PREFETCH: usize = 1_048_576;
+    /// The largest [`batch_size`](Self::batch_size).
+    pub const MAX_BATCH_SIZE: usize = 1_048_576;
+    /// The longest time any setting takes (one year): deadlines counted from now stay
+    /// within what the clock can hold.
+    pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
     /// The defaults: 16 handlers, prefetch one record per handler, at most 3 retries (100 ms
     /// doubling to 10 s), then RELEASE; unstarted records released after a quarter of the lock.
     pub fn new() -> Self {
@@ -230,32 +248,35 @@ impl ProcessorConfig {
     }
 
     /// Handlers that may run at once (per-record form; the batch form runs one batch at a
-    /// time). At least 1.
+    /// time). Clamped to `1..=`[`MAX_CONCURRENCY`](Self::MAX_CONCURRENCY).
     pub fn concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n.max(1);
+        self.concurrency = n.clamp(1, Self::MAX_CONCURRENCY);
         self
     }
 
     /// Records acquired ahead of the running handlers (default: one per handler; in the
-    /// batch form one batch).
+    /// batch form one batch). Clamped to `0..=`[`MAX_PREFETCH`](Self::MAX_PREFETCH).
     pub fn prefetch(mut self, n: usize) -> Self {
-        self.prefetch = Some(n);
+        self.prefetch = Some(n.min(Self::MAX_PREFETCH));
         self
     }
 
     /// Records per handler call in the batch form (default: the consumer's
-    /// `max.poll.records`).
+    /// `max.poll.records`). Clamped to `1..=`[`MAX_BATCH_SIZE`](Self::MAX_BATCH_SIZE), the
+    /// default too.
     pub fn batch_size(mut self, n: usize) -> Self {
-        self.batch_size = Some(n.max(1));
+        self.batch_size = Some(n.clamp(1, Self::MAX_BATCH_SIZE));
         self
     }
 
-    /// How long a record may wait acquired and unstarted before it goes back to the group
-    /// (default: a quarter of the acquisition lock). A record delivered more than once is
-    /// kept past it instead (renewed while it waits), so releases never use up its
-    /// deliveries.
+    /// How long a record may wait acquired and unstarted, while every handler slot is busy,
+    /// before it goes back to the group (default: a quarter of the acquisition lock). A
+    /// record a free slot can start is never sent back, so zero means: nothing waits here
+    /// for a slot. A record delivered more than once is kept past it instead (renewed while
+    /// it waits), so releases never use up its deliveries. Clamped to at most
+    /// [`MAX_DURATION`](Self::MAX_DURATION).
     pub fn max_unstarted(mut self, d: Duration) -> Self {
-        self.max_unstarted = Some(d);
+        self.max_unstarted = Some(d.min(Self::MAX_DURATION));
         self
     }
 
@@ -265,10 +286,11 @@ impl ProcessorConfig {
         self
     }
 
-    /// The first retry's wait, doubled per retry up to `max`.
+    /// The first retry's wait, doubled per retry up to `max` (at least `first`). Both are
+    /// clamped to at most [`MAX_DURATION`](Self::MAX_DURATION).
     pub fn retry_backoff(mut self, first: Duration, max: Duration) -> Self {
-        self.retry_backoff = first;
-        self.retry_backoff_max = max.max(first);
+        self.retry_backoff = first.min(Self::MAX_DURATION);
+        self.retry_backoff_max = max.clamp(self.retry_backoff, Self::MAX_DURATION);
         self
     }
 
@@ -279,9 +301,11 @@ impl ProcessorConfig {
         self
     }
 
-    /// How long [`Running::shutdown`] with no time of its own waits (default 30 s).
+    /// How long [`Running::shutdown`] with no time of its own, or a dropped [`Running`],
+    /// lets the running handlers finish (default 30 s). Clamped to at most
+    /// [`MAX_DURATION`](Self::MAX_DURATION).
     pub fn shutdown_timeout(mut self, d: Duration) -> Self {
-        self.shutdown_timeout = d;
+        self.shutdown_timeout = d.min(Self::MAX_DURATION);
         self
     }
 
@@ -307,13 +331,14 @@ impl ProcessorConfig {
     fn limits(&self, handlers: Option<usize>, max_poll_records: usize) -> ledger::Limits {
         let batch = handlers.is_some();
         let (slots, batch_size) = match handlers {
-            Some(n) => (n, self.batch_size.unwrap_or(max_poll_records).max(1)),
+            Some(n) => (n, self.batch_size.unwrap_or(max_poll_records).clamp(1, Self::MAX_BATCH_SIZE)),
             None => (self.concurrency, 1),
         };
         ledger::Limits {
             slots,
             batch_size,
-            prefetch: self.prefetch.unwrap_or(slots * batch_size),
+            // A pool's size is the caller's: the product saturates (the ledger's sums do too).
+            prefetch: self.prefetch.unwrap_or(slots.saturating_mul(batch_size)),
             prefetch_follows_slots: batch && self.prefetch.is_none(),
             max_unstarted: self.max_unstarted,
             max_retries: self.max_retries,
@@ -442,11 +467,12 @@ pub struct ProcessorHandle {
 
 impl ProcessorHandle {
     /// The first call starts a graceful shutdown with `timeout` for the running handlers; a
-    /// second call aborts them.
+    /// second call aborts them. Any `timeout` is taken: one past what the clock can count
+    /// to (`Duration::MAX`) means the handlers are waited for without a deadline.
     pub fn shutdown(&self, timeout: Duration) {
         self.signal.send_modify(|s| {
             *s = match *s {
-                Signal::Run => Signal::Shutdown(Instant::now() + timeout),
+                Signal::Run => Signal::Shutdown(later(Instant::now(), timeout)),
                 _ => Signal::Abort,
             }
         });
@@ -482,6 +508,9 @@ pub struct Report {
 }
 
 /// A running engine.
+///
+/// Dropping it without a shutdown shuts the engine down in the background (see `Drop`);
+/// neither that nor any shutdown panics, whatever timeout it was given.
 pub struct Running {
     handle: ProcessorHandle,
     task: Option<tokio::task::JoinHandle<Result<Report>>>,
@@ -548,7 +577,7 @@ impl Drop for Running {
         if self.task.is_some() {
             self.handle.signal.send_if_modified(|s| {
                 if *s == Signal::Run {
-                    *s = Signal::Shutdown(Instant::now() + self.shutdown_timeout);
+                    *s = Signal::Shutdown(later(Instant::now(), self.shutdown_timeout));
                     true
                 } else {
                     false
@@ -557,3 +586,7 @@ impl Drop for Running {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod config_tests;

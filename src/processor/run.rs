@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
+use super::deadline::later;
 use super::ledger::{Ledger, Limits, Unit};
 use super::metrics::ProcessorMetrics;
 use super::pool::{HandlerKey, Pool, PoolCommand};
@@ -296,11 +297,11 @@ impl Engine {
                 // While renewals are under way the poll must come back at once: a waiting
                 // poll is answered only when records arrive, and their outcomes with it.
                 let wait = !renewals;
-                let expires = now + if wait { POLL_WAIT } else { RENEWAL_POLL };
+                let expires = later(now, if wait { POLL_WAIT } else { RENEWAL_POLL });
                 Some((self.consumer.raw_poll(self.ledger.want(), wait, false, std::mem::take(&mut acks)), expires))
-            } else if now >= self.last_keepalive + keepalive && !backing_off {
+            } else if now >= later(self.last_keepalive, keepalive) && !backing_off {
                 self.last_keepalive = now;
-                Some((self.consumer.raw_poll(0, false, true, std::mem::take(&mut acks)), now + RENEWAL_POLL))
+                Some((self.consumer.raw_poll(0, false, true, std::mem::take(&mut acks)), later(now, RENEWAL_POLL)))
             } else {
                 None
             };
@@ -320,7 +321,7 @@ impl Engine {
     fn poll_failed(&mut self, e: Error, now: Instant) {
         if e.is_retriable() {
             tracing::warn!(error = %e, "processor: poll failed, retrying");
-            self.poll_retry_at = Some(now + self.poll_backoff);
+            self.poll_retry_at = Some(later(now, self.poll_backoff));
             self.poll_backoff = (self.poll_backoff * 2).min(Duration::from_secs(10));
             return;
         }
@@ -328,11 +329,11 @@ impl Engine {
         if self.fatal.is_none() {
             self.fatal = Some(e);
         }
-        self.begin_stop(now + Duration::from_secs(10), now);
+        self.begin_stop(later(now, Duration::from_secs(10)), now);
     }
 
     async fn wait(&mut self, now: Instant) {
-        let mut deadline = now + KEEPALIVE_POLL;
+        let mut deadline = later(now, KEEPALIVE_POLL);
         for t in [self.ledger.next_deadline(), self.poll.as_ref().map(|p| p.expires), self.stopping, self.poll_retry_at]
             .into_iter()
             .flatten()
@@ -340,7 +341,7 @@ impl Engine {
             deadline = deadline.min(t);
         }
         if self.poll.is_none() && self.ledger.renewals_in_flight() {
-            deadline = deadline.min(self.last_keepalive + RENEWAL_POLL);
+            deadline = deadline.min(later(self.last_keepalive, RENEWAL_POLL));
         }
         let deadline = deadline.max(now);
         let poll = async {
@@ -356,7 +357,7 @@ impl Engine {
                     // Every handle is gone without a word: stop as a drop of `Running` would.
                     self.signals_open = false;
                     let now = Instant::now();
-                    self.begin_stop(now + Duration::from_secs(30), now);
+                    self.begin_stop(later(now, Duration::from_secs(30)), now);
                 }
             }
             Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {

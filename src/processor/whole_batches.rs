@@ -26,6 +26,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::deadline::later;
 use crate::consumer::driver::AckEntry;
 use crate::share::acks::AckKind;
 use crate::share::TopicIdPartition;
@@ -129,13 +130,13 @@ impl WholeBatches {
     /// Sends what has waited [`HOLD`], and forgets batches that will not complete.
     pub(crate) fn flush_due(&mut self, now: Instant, out: &mut Vec<AckEntry>) {
         for b in self.all() {
-            if b.since.is_some_and(|t| now >= t + HOLD) {
+            if b.since.is_some_and(|t| now >= later(t, HOLD)) {
                 b.split = true;
                 b.since = None;
                 out.append(&mut b.held);
             }
         }
-        let keep = |b: &Batch| b.since.is_some() || now < b.seen + FORGET_AFTER;
+        let keep = |b: &Batch| b.since.is_some() || now < later(b.seen, FORGET_AFTER);
         self.batches.retain(|_, b| keep(b));
         if self.hot.as_ref().is_some_and(|(_, b)| !keep(b)) {
             self.hot = None;
@@ -154,7 +155,7 @@ impl WholeBatches {
     /// When the oldest held acknowledgement must leave.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let hot = self.hot.iter().map(|(_, b)| b);
-        hot.chain(self.batches.values()).filter_map(|b| b.since).min().map(|t| t + HOLD)
+        hot.chain(self.batches.values()).filter_map(|b| b.since).min().map(|t| later(t, HOLD))
     }
 
     /// Acknowledgements held now.

@@ -1,0 +1,186 @@
+//! The processing engine against the fake cluster (feature `test-util`): what needs no real
+//! broker. Every setting at its extreme runs through a real engine; the cases that used to
+//! abort the process (a panic in `Drop` while panicking) run in a child process, so an
+//! abort fails the test instead of ending the test binary. Every wait is for a condition
+//! with a generous deadline.
+
+mod fake_broker;
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fake_broker::{eventually, FakeCluster, FakeConfig};
+use futures::future::BoxFuture;
+use kafka_share::processor::{BatchHandler, Delivery, Outcome, Processor, ProcessorConfig, Running, Stop};
+use kafka_share::ShareConsumer;
+
+const T: Duration = Duration::from_secs(30);
+const RECORDS: i64 = 20;
+
+/// Selects the case a child process runs (see `child_case`).
+const CHILD: &str = "KAFKA_SHARE_PROCESSOR_FAKE_CHILD";
+
+async fn fake() -> FakeCluster {
+    FakeCluster::start(FakeConfig::default().records(RECORDS)).await
+}
+
+/// A consumer on the fake, subscribed and never polled (the engine takes its records).
+async fn consumer(fake: &FakeCluster) -> ShareConsumer {
+    let c = ShareConsumer::connect(fake.consumer_config("g")).await.expect("connect to the fake");
+    c.subscribe([fake.topic()]).expect("subscribe");
+    c
+}
+
+/// Runs a per-record engine that accepts everything.
+async fn accept_all(fake: &FakeCluster, config: ProcessorConfig) -> (Running, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let running = Processor::new(consumer(fake).await, config).run(move |_d: Delivery| {
+        seen.fetch_add(1, Ordering::Relaxed);
+        async { Outcome::Accept }
+    });
+    (running, calls)
+}
+
+async fn wait_all_accepted(fake: &FakeCluster) {
+    let done = eventually(T, || fake.accepted(0).len() == RECORDS as usize).await;
+    assert!(done, "accepted {:?} of {RECORDS}:\n{}", fake.accepted(0), fake.dump());
+}
+
+/// Runs the engine with `config` to the end of the topic and shuts it down cleanly.
+async fn runs_to_the_end(config: ProcessorConfig) {
+    let fake = fake().await;
+    let (running, _) = accept_all(&fake, config).await;
+    wait_all_accepted(&fake).await;
+    let report = running.shutdown(T).await.expect("a clean shutdown");
+    assert_eq!(report.accepted, RECORDS as u64, "{report:?}");
+}
+
+#[tokio::test]
+async fn concurrency_usize_max_runs() {
+    runs_to_the_end(ProcessorConfig::new().concurrency(usize::MAX)).await;
+}
+
+#[tokio::test]
+async fn prefetch_usize_max_runs() {
+    runs_to_the_end(ProcessorConfig::new().prefetch(usize::MAX)).await;
+}
+
+#[tokio::test]
+async fn max_unstarted_duration_max_runs() {
+    runs_to_the_end(ProcessorConfig::new().max_unstarted(Duration::MAX)).await;
+}
+
+/// Accepts every batch.
+struct AcceptBatches;
+
+impl BatchHandler for AcceptBatches {
+    fn handle<'a>(&'a mut self, batch: &'a [Delivery]) -> BoxFuture<'a, Result<Vec<Outcome>, Stop>> {
+        Box::pin(async move { Ok(vec![Outcome::Accept; batch.len()]) })
+    }
+}
+
+#[tokio::test]
+async fn batch_size_usize_max_with_a_pool_runs() {
+    let fake = fake().await;
+    let config = ProcessorConfig::new().batch_size(usize::MAX);
+    let running = Processor::new(consumer(&fake).await, config).run_batch_pool(vec![AcceptBatches, AcceptBatches]);
+    wait_all_accepted(&fake).await;
+    let report = running.shutdown(T).await.expect("a clean shutdown");
+    assert_eq!(report.accepted, RECORDS as u64, "{report:?}");
+}
+
+/// The longest backoff there is: each record is tried once, then waits (held here) until the
+/// shutdown gives it back.
+#[tokio::test]
+async fn retry_backoff_duration_max_holds_the_record_until_shutdown() {
+    let fake = fake().await;
+    let config = ProcessorConfig::new().retry_backoff(Duration::MAX, Duration::MAX);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let running = Processor::new(consumer(&fake).await, config).run(move |_d: Delivery| {
+        seen.fetch_add(1, Ordering::Relaxed);
+        async { Outcome::Retry }
+    });
+    let tried = eventually(T, || calls.load(Ordering::Relaxed) >= RECORDS as usize).await;
+    assert!(tried, "handler calls {} of {RECORDS}:\n{}", calls.load(Ordering::Relaxed), fake.dump());
+    let report = running.shutdown(T).await.expect("a clean shutdown");
+    assert_eq!(calls.load(Ordering::Relaxed), RECORDS as usize, "no record tried twice");
+    assert_eq!((report.accepted, report.released), (0, RECORDS as u64), "{report:?}");
+}
+
+#[tokio::test]
+async fn a_handle_shutdown_with_duration_max_stops_the_engine() {
+    let fake = fake().await;
+    let (running, _) = accept_all(&fake, ProcessorConfig::new()).await;
+    wait_all_accepted(&fake).await;
+    running.handle().shutdown(Duration::MAX);
+    let report = running.join().await.expect("a clean stop");
+    assert_eq!(report.accepted, RECORDS as u64, "{report:?}");
+}
+
+/// Zero: no record waits unstarted while every slot is busy. With more free slots than the
+/// topic has records and no prefetch, a slot is free for every record the engine acquires:
+/// none may go back unstarted.
+#[tokio::test]
+async fn max_unstarted_zero_releases_nothing_a_free_slot_can_start() {
+    let fake = fake().await;
+    let config = ProcessorConfig::new().concurrency(64).prefetch(0).max_unstarted(Duration::ZERO);
+    let (running, calls) = accept_all(&fake, config).await;
+    wait_all_accepted(&fake).await;
+    let report = running.shutdown(T).await.expect("a clean shutdown");
+    assert_eq!(report.released_unstarted, 0, "{report:?}");
+    assert_eq!(calls.load(Ordering::Relaxed), RECORDS as usize);
+}
+
+/// The child process's side of `in_a_child_process`: runs the case named in `CHILD`, and
+/// nothing when it is unset (as one of the parent's tests).
+#[tokio::test]
+async fn child_case() {
+    let Ok(case) = std::env::var(CHILD) else { return };
+    let fake = fake().await;
+    let config = ProcessorConfig::new().shutdown_timeout(Duration::MAX);
+    let (running, _) = accept_all(&fake, config).await;
+    wait_all_accepted(&fake).await;
+    match case.as_str() {
+        // Used to panic in `shutdown`, then again in `Drop` while unwinding: an abort.
+        "shutdown-none" => {
+            let report = running.shutdown(None).await.expect("a clean shutdown");
+            assert_eq!(report.accepted, RECORDS as u64, "{report:?}");
+        }
+        // Used to panic in `Drop`.
+        "drop" => {
+            drop(running);
+            // The engine shuts down on its own: its consumer leaves the group.
+            let left = eventually(T, || fake.log().iter().any(|l| l.is_leave())).await;
+            assert!(left, "no leave after the drop:\n{}", fake.dump());
+        }
+        other => panic!("unknown case {other}"),
+    }
+}
+
+/// Runs `child_case` with `case` in a child process (this test binary again) and expects
+/// it to pass: an abort there ends the child, not this process.
+fn in_a_child_process(case: &str) {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = Command::new(exe)
+        .args(["--exact", "child_case", "--nocapture", "--test-threads=1"])
+        .env(CHILD, case)
+        .output()
+        .expect("run the test binary again");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "case {case}: the child ended with {}\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains("1 passed"), "case {case}: the child did not run it\n{stdout}\n{stderr}");
+}
+
+#[test]
+fn shutdown_timeout_duration_max_then_shutdown_none_neither_panics_nor_aborts() {
+    in_a_child_process("shutdown-none");
+}
+
+#[test]
+fn shutdown_timeout_duration_max_then_drop_does_not_panic() {
+    in_a_child_process("drop");
+}
