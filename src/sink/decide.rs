@@ -157,14 +157,9 @@ fn give_up_all<'e>(
         }
         out[f.index] = give_up(&f.reason, policy).ok_or_else(|| Verdict::Stop {
             record: Some(f.index),
-            why: format!(
-                "failed and errors.tolerance=none (set errors.tolerance=all to {} it): {}",
-                match policy.dead_letter {
-                    DeadLetterTo::Nowhere => "skip",
-                    DeadLetterTo::Topic | DeadLetterTo::Broker => "dead-letter",
-                },
-                f.reason
-            ),
+            // The configuration refuses a dead-letter queue with tolerance none, so all
+            // would reject it (or skip it, in implicit mode).
+            why: format!("failed and errors.tolerance=none (errors.tolerance=all would go on without it): {}", f.reason),
         })?;
         settled[f.index] = true;
     }
