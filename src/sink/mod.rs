@@ -27,9 +27,10 @@
 //! public consumer, producer and admin API and the public engine. It also reaches into the
 //! crate where a second copy would be worse: the engine's crate-internal `PoolControl` (a
 //! task retired alone instead of stopping the engine), `topic_name` (the broker's topic-name
-//! rules, for `topics` and the DLQ topic), `backoff` (implicit mode's poll retries),
-//! `prometheus::serve_text` (the one `/metrics` endpoint) and `security::tls_client` (the
-//! HTTP and PostgreSQL sinks' TLS). Nothing below the public API knows it exists.
+//! rules, for `topics` and the DLQ topic), `backoff` (implicit mode's poll retries) and
+//! `security::tls_client` (the HTTP and PostgreSQL sinks' TLS). Its Prometheus form goes
+//! through the public [`crate::prometheus`] module (a collector, the one endpoint). Nothing
+//! below the public API knows it exists.
 //!
 //! # Running connectors
 //! A [`Worker`] (from a [`WorkerConfig`]: bootstrap and security settings) starts connectors
@@ -80,7 +81,8 @@
 //!   finishes its batch, commits and closes. [`Connector::stop`] and [`Worker::shutdown`] do
 //!   that for every task.
 //! - Metrics under KIP-1302's names ([`SinkMetricsSnapshot`], [`METRIC_NAMES`]); the
-//!   [`PrometheusServer`] serves them as Prometheus text.
+//!   [`PrometheusServer`] serves them as Prometheus (OpenMetrics) text, and a
+//!   [`SinkCollector`] puts them in an application's own `prometheus-client` registry.
 //!
 //! # Delivery semantics
 //! At least once: a record is ACCEPTed only after the sink took it, so a crash between `put`
@@ -120,7 +122,7 @@ pub use kafka::{KafkaSink, Transform};
 pub use metrics::{SinkMetricsSnapshot, METRIC_NAMES};
 #[cfg(feature = "sink-postgres")]
 pub use postgres::PostgresSink;
-pub use prometheus::{render as render_prometheus, MetricsSource, PrometheusServer, PROMETHEUS_PREFIX};
+pub use prometheus::{render as render_prometheus, MetricsSource, PrometheusServer, SinkCollector, PROMETHEUS_PREFIX};
 pub use registry::Registry;
 pub use task::{RecordFailure, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig};
 pub use worker::{Connector, Worker};
