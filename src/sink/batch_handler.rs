@@ -14,8 +14,8 @@ use futures::future::BoxFuture;
 use tokio::sync::Mutex;
 
 use super::connector::ConnectorShared;
-use super::metrics::SinkMetrics;
 use super::decide::{decide, stray_indexes, Decision, Verdict};
+use super::metrics::SinkMetrics;
 use super::task::{SinkError, SinkRecord, SinkTask};
 use crate::processor::{BatchHandler, Delivery, Outcome, Stop};
 

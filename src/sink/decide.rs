@@ -159,7 +159,10 @@ fn give_up_all<'e>(
             record: Some(f.index),
             // The configuration refuses a dead-letter queue with tolerance none, so all
             // would reject it (or skip it, in implicit mode).
-            why: format!("failed and errors.tolerance=none (errors.tolerance=all would go on without it): {}", f.reason),
+            why: format!(
+                "failed and errors.tolerance=none (errors.tolerance=all would go on without it): {}",
+                f.reason
+            ),
         })?;
         settled[f.index] = true;
     }

@@ -162,7 +162,8 @@ impl Runner {
                             skipped += 1;
                         }
                     }
-                    // Refused with implicit mode by the configuration; skipped if it got here.
+                    // No dead-letter topic (broker mode is refused with implicit mode), and no
+                    // REJECT in implicit mode: the next poll accepts it.
                     Decision::BrokerDeadLetter { reason } | Decision::Reject { reason } => {
                         tracing::warn!(connector = %self.shared.config.name, task = self.id, "{} skipped (no errors.deadletterqueue.topic.name; implicit mode accepts the whole batch, set share.acknowledgement.mode=explicit to REJECT it): {reason}", describe(&records[i]));
                         skipped += 1;
