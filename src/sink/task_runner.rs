@@ -174,14 +174,8 @@ impl Runner {
                 continue;
             }
             tokio::time::sleep(retry_wait(group.len(), &again, &mut retries)).await;
-            if group.len() > 1 {
-                // As the engine: the next tries are at most half the failed batch.
-                let half = (group.len() / 2).max(1);
-                for chunk in again.chunks(half).rev() {
-                    todo.push_front(chunk.to_vec());
-                }
-            } else {
-                todo.push_front(again);
+            for part in split(group.len(), again).into_iter().rev() {
+                todo.push_front(part);
             }
         }
         m.acknowledge_time(acquired.elapsed());
@@ -260,9 +254,32 @@ fn retry_wait(batch: usize, again: &[usize], retries: &mut [u32]) -> Duration {
     first.saturating_mul(1 << exp).min(max)
 }
 
+/// The batches the records of `again` (what failed retriably in a batch of `batch`) are
+/// tried in next, in order: as the engine, at most half the failed batch each, so that a
+/// record failing on its own ends up alone.
+fn split(batch: usize, again: Vec<usize>) -> Vec<Vec<usize>> {
+    let half = (batch / 2).max(1);
+    if again.len() <= half {
+        return vec![again];
+    }
+    again.chunks(half).map(<[usize]>::to_vec).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_batch_is_tried_again_in_halves_until_alone() {
+        assert_eq!(split(8, (0..8).collect()), vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+        assert_eq!(split(4, vec![4, 5, 6, 7]), vec![vec![4, 5], vec![6, 7]]);
+        assert_eq!(split(2, vec![6, 7]), vec![vec![6], vec![7]]);
+        assert_eq!(split(1, vec![7]), vec![vec![7]]);
+        // An odd batch: halves rounded down, the rest in a third.
+        assert_eq!(split(5, (0..5).collect()), vec![vec![0, 1], vec![2, 3], vec![4]]);
+        // Only some failed (RetriableRecords): they fit in one half.
+        assert_eq!(split(10, vec![2, 7]), vec![vec![2, 7]]);
+    }
 
     #[test]
     fn a_split_waits_the_base_and_counts_nothing() {
