@@ -169,11 +169,11 @@ pub async fn serve(port: u16, registry: Arc<Registry>) -> Result<MetricsEndpoint
 }
 
 /// What an endpoint answers with, rendered at each scrape.
-pub(crate) type TextSource = Arc<dyn Fn() -> String + Send + Sync>;
+type TextSource = Arc<dyn Fn() -> String + Send + Sync>;
 
-/// The endpoint behind [`serve`] and the sink's `PrometheusServer`: `GET /metrics` answered
-/// with `text()` as `content_type`.
-pub(crate) async fn serve_text(port: u16, content_type: &'static str, text: TextSource) -> Result<MetricsEndpoint> {
+/// The endpoint behind [`serve`] (the sink's `PrometheusServer` too): `GET /metrics`
+/// answered with `text()` as `content_type`.
+async fn serve_text(port: u16, content_type: &'static str, text: TextSource) -> Result<MetricsEndpoint> {
     let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
         Error::config("metrics port", format!("cannot listen on 127.0.0.1:{port}: {e}; pick another port"))
     })?;

@@ -378,7 +378,7 @@ impl Ledger {
         match kind {
             AckKind::Accept => ProcessorMetrics::add(&m.accepted, 1),
             AckKind::Reject => ProcessorMetrics::add(&m.rejected, 1),
-            _ => ProcessorMetrics::add(&m.released, 1),
+            AckKind::Release | AckKind::Gap | AckKind::Renew => ProcessorMetrics::add(&m.released, 1),
         }
         m.outcome_time.record(now.saturating_duration_since(e.acquired));
         self.whole.settled(batch_key(e.tp, e.generation, e.batch), ack_of(&e, kind), now, &mut self.acks);

@@ -346,7 +346,7 @@ impl ProcessorConfig {
             backoff_max: self.retry_backoff_max,
             on_exhausted: match self.on_exhausted {
                 Outcome::Reject => AckKind::Reject,
-                _ => AckKind::Release,
+                Outcome::Accept | Outcome::Release | Outcome::Retry => AckKind::Release,
             },
         }
     }

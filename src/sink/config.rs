@@ -143,8 +143,10 @@ pub enum SinkAckMode {
     /// The runtime ACCEPTs a batch after `put` (and `flush`) succeeded, RELEASEs it on a
     /// retriable error, and dead-letters failed records (the default).
     Explicit,
-    /// The consumer accepts every record on the next poll. A retriable error is retried in
-    /// place (the records cannot be released), a failed record is dead-lettered or counted.
+    /// The consumer accepts every record on the next poll; each task has a consumer of its
+    /// own. Failures are decided as in explicit mode, but a retry happens in place (the
+    /// records cannot be released) and a failed record without a dead-letter topic is
+    /// skipped (accepted, counted as rejected); a stopped task's batch is released.
     Implicit,
 }
 

@@ -11,8 +11,9 @@ use std::time::Duration;
 use crate::consumer::{AcquireMode, ShareConsumer, ShareConsumerConfig};
 use crate::error::Error;
 
-use super::config::ConnectorConfig;
+use super::config::{ConnectorConfig, DeadLetterMode};
 use super::dead_letter::DeadLetter;
+use super::decide::{DeadLetterTo, Policy};
 use super::metrics::SinkMetrics;
 use super::task::{SinkTask, SinkTaskFactory};
 
@@ -41,6 +42,21 @@ impl ConnectorShared {
     pub(super) fn failed(&self, id: usize, why: String) {
         tracing::error!(connector = %self.config.name, task = id, "task failed: {why}");
         self.failures.lock().unwrap_or_else(|p| p.into_inner()).push((id, why));
+    }
+
+    /// The settings `decide` reads. A dead-letter topic counts when its writer runs (client
+    /// mode), so the decision never asks for a copy nobody can write.
+    pub(super) fn policy(&self) -> Policy {
+        let cfg = &self.config;
+        Policy {
+            tolerance: cfg.tolerance,
+            dead_letter: match (&self.dead_letter, cfg.dlq_mode) {
+                (Some(_), _) => DeadLetterTo::Topic,
+                (None, DeadLetterMode::Broker) => DeadLetterTo::Broker,
+                (None, DeadLetterMode::Client) => DeadLetterTo::Nowhere,
+            },
+            max_failures: cfg.max_delivery_count.max(1) as u32,
+        }
     }
 
     /// Connects a consumer and subscribes it to the connector's topics. `client_id` is the

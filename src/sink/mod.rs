@@ -2,14 +2,35 @@
 //! limit, head-of-line blocking or rebalances.
 //!
 //! A [`SinkTask`] writes batches somewhere (a file, another topic, an HTTP endpoint, a
-//! PostgreSQL table). The runtime runs `tasks.max` of them per connector, each on its own
-//! [`ShareConsumer`](crate::ShareConsumer) in one share group, so any number of tasks share
-//! any number of partitions, and several processes started on the same connector
-//! configuration share the work through the broker alone. A batch is ACCEPTed after `put`
-//! returns `Ok`; [`SinkError`] says what happens otherwise.
+//! PostgreSQL table). The runtime runs `tasks.max` of them per connector in one share group,
+//! so any number of tasks share any number of partitions, and several processes started on
+//! the same connector configuration share the work through the broker alone. A batch is
+//! ACCEPTed after `put` returns `Ok`; [`SinkError`] says what happens otherwise.
 //!
-//! Layering: this module sits on the public consumer and producer API only (it is a user of
-//! the client, as Connect is of Java's); it reaches into no internal layer.
+//! Two task models, by `share.acknowledgement.mode`:
+//! - explicit (the default): **one consumer per connector** and one processing engine
+//!   ([`crate::processor`]), the tasks its batch handlers (`task_pool.rs`,
+//!   `batch_handler.rs`);
+//! - implicit: **each task on its own [`ShareConsumer`](crate::ShareConsumer)** in implicit
+//!   mode, in a poll -> put -> poll loop (`task_runner.rs`). It stays a model of its own
+//!   because the engine needs explicit acknowledgement (it RELEASEs records waiting
+//!   unstarted, RENEWs, REJECTs, gives back a stopped task's batch), which a consumer in
+//!   implicit mode cannot send: as a policy of the engine, implicit mode would be an
+//!   explicit consumer that only ever ACCEPTs, no longer the consumer mode the user asked
+//!   for. (Folding it in anyway is open: it would drop this file and the per-task consumers.)
+//!
+//! Both models act on one decision (`decide.rs`): what a batch's answer means for each
+//! record under `errors.tolerance`, `errors.deadletterqueue.*` and
+//! `share.max.delivery.count`.
+//!
+//! Layering: this module is a user of the client, as Connect is of Java's: it runs on the
+//! public consumer, producer and admin API and the public engine. It also reaches into the
+//! crate where a second copy would be worse: the engine's crate-internal `PoolControl` (a
+//! task retired alone instead of stopping the engine), `topic_name` (the broker's topic-name
+//! rules, for `topics` and the DLQ topic), `backoff` (implicit mode's poll retries) and
+//! `security::tls_client` (the HTTP and PostgreSQL sinks' TLS). Its Prometheus form goes
+//! through the public [`crate::prometheus`] module (a collector, the one endpoint). Nothing
+//! below the public API knows it exists.
 //!
 //! # Running connectors
 //! A [`Worker`] (from a [`WorkerConfig`]: bootstrap and security settings) starts connectors
@@ -41,7 +62,8 @@
 //!   whichever task is free (the records spread over the free tasks), never waiting behind
 //!   another task's slow `put`; the next batches are acquired while `put`s run, and a
 //!   batch's acknowledgements leave as soon as `put` and `flush` returned. (In implicit mode
-//!   each task has a share consumer of its own.) `Ok` ACCEPTs the batch; a
+//!   each task has a share consumer of its own, and a retry happens in place.) `Ok` ACCEPTs
+//!   the batch; a
 //!   retriable error tries it again here (its locks kept, delivery count unchanged), split in
 //!   halves on each retry so that a record failing on its own is told apart from its
 //!   batch-mates; a record that failed for good (a per-record failure, or
@@ -49,14 +71,18 @@
 //!   `errors.deadletterqueue.topic.name` and ACCEPTed, or REJECTed without one. Good records
 //!   are never dead-lettered for a batch-mate. With `errors.deadletterqueue.mode=broker`
 //!   (Kafka 4.4+) the record is REJECTed and the broker writes it to the topic
-//!   ([`DeadLetterMode::Broker`]).
+//!   ([`DeadLetterMode::Broker`]). With `errors.tolerance=none` (the default) a record that
+//!   failed for good stops its task instead, and its batch goes back to the group, as after
+//!   a [`SinkError::Fatal`]. Implicit mode follows the same rules, except that it cannot
+//!   REJECT: a record without a dead-letter topic is skipped (accepted, counted as rejected).
 //! - A `put` that runs past half the acquisition lock has its records RENEWed (Kafka 4.2+)
 //!   while it runs, so a slow sink does not get its records redelivered elsewhere meanwhile.
 //! - [`Connector::set_tasks`] adds or removes tasks while the others run; a removed task
 //!   finishes its batch, commits and closes. [`Connector::stop`] and [`Worker::shutdown`] do
 //!   that for every task.
 //! - Metrics under KIP-1302's names ([`SinkMetricsSnapshot`], [`METRIC_NAMES`]); the
-//!   [`PrometheusServer`] serves them as Prometheus text.
+//!   [`PrometheusServer`] serves them as Prometheus (OpenMetrics) text, and a
+//!   [`SinkCollector`] puts them in an application's own `prometheus-client` registry.
 //!
 //! # Delivery semantics
 //! At least once: a record is ACCEPTed only after the sink took it, so a crash between `put`
@@ -69,6 +95,7 @@ mod builtins;
 mod config;
 mod connector;
 mod dead_letter;
+mod decide;
 pub mod file;
 #[cfg(feature = "sink-http")]
 pub mod http;
@@ -95,7 +122,7 @@ pub use kafka::{KafkaSink, Transform};
 pub use metrics::{SinkMetricsSnapshot, METRIC_NAMES};
 #[cfg(feature = "sink-postgres")]
 pub use postgres::PostgresSink;
-pub use prometheus::{render as render_prometheus, MetricsSource, PrometheusServer, PROMETHEUS_PREFIX};
+pub use prometheus::{render as render_prometheus, MetricsSource, PrometheusServer, SinkCollector, PROMETHEUS_PREFIX};
 pub use registry::Registry;
 pub use task::{RecordFailure, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig};
 pub use worker::{Connector, Worker};

@@ -393,7 +393,9 @@ impl SinkTask for PostgresSink {
                     tracing::warn!(%reason, "postgres sink: not connected yet; the first put tries again");
                     Ok(())
                 }
-                Err(e) => Err(e),
+                Err(e @ (SinkError::Records { .. } | SinkError::RetriableRecords { .. } | SinkError::Fatal { .. })) => {
+                    Err(e)
+                }
             }
         })
     }

@@ -1,72 +1,111 @@
-//! The sink metrics in Prometheus' text exposition format, served on a loopback port
-//! (`GET /metrics`) by the crate's endpoint ([`crate::prometheus`]). Names are KIP-1302's
-//! with `-` turned to `_` under the prefix `kafka_connect_sink_task_`, labelled by connector.
+//! The sink metrics in Prometheus form, through the crate's [`crate::prometheus`] module: a
+//! `prometheus-client` collector ([`SinkCollector`]) reads the connectors' snapshots at each
+//! scrape, and [`PrometheusServer`] serves it on a loopback port (`GET /metrics`) with the
+//! crate's endpoint. Names are KIP-1302's with `-` turned to `_` under the prefix
+//! `kafka_connect_sink_task_`, labelled by connector; a name ending in `-total` is a counter
+//! (OpenMetrics writes its `_total`), every other one a gauge.
 
-use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+
 use super::metrics::SinkMetricsSnapshot;
 use crate::error::{Error, Result};
+use crate::prometheus::{MetricsEndpoint, Registry};
 
 /// The prefix of every exposed metric name.
 pub const PROMETHEUS_PREFIX: &str = "kafka_connect_sink_task_";
 
-/// Renders snapshots as Prometheus text (version 0.0.4): one `# TYPE` line per metric, then
-/// one sample per connector.
-pub fn render(snapshots: &[SinkMetricsSnapshot]) -> String {
-    let mut out = String::new();
-    let Some(first) = snapshots.first() else { return out };
-    for (name, _) in first.iter() {
-        let prom = format!("{PROMETHEUS_PREFIX}{}", name.replace('-', "_"));
-        let kind = if name.ends_with("-total") { "counter" } else { "gauge" };
-        let _ = writeln!(out, "# TYPE {prom} {kind}");
-        for s in snapshots {
-            let v = s.get(name).unwrap_or(f64::NAN);
-            let _ = writeln!(out, "{prom}{{connector=\"{}\"}} {}", escape(s.connector()), number(v));
-        }
-    }
-    out
-}
-
-fn escape(label: &str) -> String {
-    label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-fn number(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        }
-    } else {
-        format!("{v}")
-    }
-}
-
 /// Where the server reads its metrics from on each scrape.
 pub type MetricsSource = Arc<dyn Fn() -> Vec<SinkMetricsSnapshot> + Send + Sync>;
+
+/// The connectors' metrics as a `prometheus-client` collector: register it in an
+/// application's own [`Registry`] to serve them beside its other metrics.
+pub struct SinkCollector {
+    source: MetricsSource,
+}
+
+impl std::fmt::Debug for SinkCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SinkCollector").finish_non_exhaustive()
+    }
+}
+
+impl SinkCollector {
+    /// Reads `source` at each scrape.
+    pub fn new(source: MetricsSource) -> SinkCollector {
+        SinkCollector { source }
+    }
+}
+
+/// `kafka_connect_sink_task_<name>` with `-` as `_`, the `-total` of a counter left out (the
+/// encoder writes `_total`); and whether it is a counter.
+fn prometheus_name(name: &str) -> (String, bool) {
+    let (base, counter) = match name.strip_suffix("-total") {
+        Some(b) => (b, true),
+        None => (name, false),
+    };
+    (format!("{PROMETHEUS_PREFIX}{}", base.replace('-', "_")), counter)
+}
+
+impl Collector for SinkCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let snapshots = (self.source)();
+        let Some(first) = snapshots.first() else { return Ok(()) };
+        // One family per metric, one sample per connector in it.
+        for (name, _) in first.iter() {
+            let (prom, counter) = prometheus_name(name);
+            let help = format!("KIP-1302 {name}");
+            if counter {
+                let mut family = encoder.encode_descriptor(&prom, &help, None, ConstCounter::new(0.0).metric_type())?;
+                for s in &snapshots {
+                    let labels = [("connector", s.connector())];
+                    let v = s.get(name).unwrap_or(0.0).max(0.0);
+                    ConstCounter::new(v).encode(family.encode_family(&labels)?)?;
+                }
+            } else {
+                let mut family = encoder.encode_descriptor(&prom, &help, None, ConstGauge::new(0.0).metric_type())?;
+                for s in &snapshots {
+                    let labels = [("connector", s.connector())];
+                    ConstGauge::new(s.get(name).unwrap_or(f64::NAN)).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Renders snapshots in Prometheus' text format (OpenMetrics text, as the crate's
+/// [`crate::prometheus::render`] writes it).
+pub fn render(snapshots: &[SinkMetricsSnapshot]) -> String {
+    let snapshots = snapshots.to_vec();
+    crate::prometheus::render(&registry(Arc::new(move || snapshots.clone())))
+}
+
+fn registry(source: MetricsSource) -> Registry {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(SinkCollector::new(source)));
+    registry
+}
 
 /// A running metrics endpoint; dropping it stops the server.
 #[derive(Debug)]
 pub struct PrometheusServer {
-    endpoint: crate::prometheus::MetricsEndpoint,
+    endpoint: MetricsEndpoint,
 }
 
 impl PrometheusServer {
     /// Serves `GET /metrics` on 127.0.0.1:`port` (0 picks a free port; see
     /// [`local_addr`](Self::local_addr)).
     pub async fn bind(port: u16, source: MetricsSource) -> Result<PrometheusServer> {
-        let text: crate::prometheus::TextSource = Arc::new(move || render(&source()));
-        let endpoint = crate::prometheus::serve_text(port, "text/plain; version=0.0.4; charset=utf-8", text)
-            .await
-            .map_err(|e| match e {
-                Error::Config { message, .. } => Error::config("--metrics-port", message),
-                e => e,
-            })?;
+        let endpoint = crate::prometheus::serve(port, Arc::new(registry(source))).await.map_err(|e| match e {
+            Error::Config { message, .. } => Error::config("--metrics-port", message),
+            e => e,
+        })?;
         Ok(PrometheusServer { endpoint })
     }
 
@@ -87,12 +126,28 @@ mod tests {
         let m = SinkMetrics::new("my \"c\"");
         m.acquired(3, 1);
         let text = render(&[m.snapshot()]);
-        assert!(text.contains("# TYPE kafka_connect_sink_task_sink_record_acquire_total counter"), "{text}");
+        assert!(text.contains("# TYPE kafka_connect_sink_task_sink_record_acquire counter"), "{text}");
         assert!(
             text.contains("kafka_connect_sink_task_sink_record_acquire_total{connector=\"my \\\"c\\\"\"} 3"),
             "{text}"
         );
+        assert!(text.contains("# TYPE kafka_connect_sink_task_task_count gauge"), "{text}");
         assert!(text.contains("kafka_connect_sink_task_put_batch_time_avg{connector=\"my \\\"c\\\"\"} NaN"), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn one_family_per_metric_one_sample_per_connector() {
+        let (a, b) = (SinkMetrics::new("a"), SinkMetrics::new("b"));
+        a.acquired(1, 0);
+        b.acquired(2, 0);
+        let text = render(&[a.snapshot(), b.snapshot()]);
+        let family = "# TYPE kafka_connect_sink_task_sink_record_acquire counter";
+        assert_eq!(text.matches(family).count(), 1, "{text}");
+        assert!(text.contains("kafka_connect_sink_task_sink_record_acquire_total{connector=\"a\"} 1"), "{text}");
+        assert!(text.contains("kafka_connect_sink_task_sink_record_acquire_total{connector=\"b\"} 2"), "{text}");
+        // Nothing to render without a connector.
+        assert_eq!(render(&[]), "# EOF\n");
     }
 
     #[tokio::test]

@@ -78,8 +78,9 @@ pub enum SinkError {
     /// A passing failure (the target is down, a timeout) of the whole batch: the batch is
     /// tried again, split in halves (so a record that fails on its own is told apart from
     /// its batch-mates), its locks renewed meanwhile; a record that keeps failing alone
-    /// reaches the dead-letter path after `share.max.delivery.count` attempts. (Implicit
-    /// mode: the batch is retried in place.)
+    /// reaches the dead-letter path after `share.max.delivery.count` failures alone. (Implicit
+    /// mode: the same, in place, the locks not renewed: the consumer can neither release nor
+    /// renew.)
     #[error("retriable: {reason}")]
     Retriable {
         /// What went wrong, for the log.
