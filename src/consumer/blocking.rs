@@ -91,9 +91,10 @@ impl Open {
         }
     }
 
-    /// No thread for the close (the system refused one): the async consumer's drop still
-    /// releases what it holds through the driver, and the runtime stops without waiting,
-    /// which does not block (nor panic) inside an async runtime.
+    /// No thread for the close (the system refused one): the async consumer's drop asks the
+    /// driver to release what it holds, and the runtime stops without waiting (which does
+    /// not block, nor panic, inside an async runtime), so that release may be cut short: the
+    /// records then come back when their locks expire, and the member when its session does.
     fn abandon(self) {
         let Open { consumer, rt } = self;
         drop(consumer);
