@@ -362,7 +362,9 @@ pub enum Error {
     /// The request was written in full, then its answer was lost: the connection failed or
     /// the answer did not come in time. The broker **may have applied it**, or not; nothing
     /// here can tell which. Requests that never left whole stay [`Error::ConnectionClosed`]
-    /// or [`Error::Timeout`]: the broker cannot have applied those.
+    /// or [`Error::Timeout`]: the broker cannot have applied those. So do requests that only
+    /// read (Metadata, ListGroups, ShareGroupDescribe, DescribeShareGroupOffsets, ...): there
+    /// is nothing to apply.
     ///
     /// Retriable in the sense of [`Error::is_retriable`] (a new connection may succeed), but
     /// only operations that are safe to apply twice should be retried blindly. The share

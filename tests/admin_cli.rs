@@ -5,7 +5,7 @@ mod common;
 
 use std::process::{Command, Output};
 
-use admin_support::{produce, Member};
+use admin_support::{produce, share_group_command_async, table_rows, Member};
 use serde_json::Value;
 
 fn cli(args: &[&str]) -> Output {
@@ -211,7 +211,10 @@ fn bad_usage_exits_2_with_one_line() {
     ] {
         let e = fails(&args, 2);
         assert!(e.starts_with("kafka-share-groups: "), "{e}");
+        assert_eq!(e.matches("(see --help)").count(), 1, "the hint once: {e}");
     }
+    let e = fails(&["--list", "--foo"], 2);
+    assert_eq!(e, "kafka-share-groups: unknown option \"--foo\" (see --help)\n");
     let out = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups")).arg("--help").output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("--reset-offsets"));
@@ -250,4 +253,60 @@ fn command_config_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("request.timout.ms") && err.trim_end().lines().count() == 1, "{err}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `--describe --verbose` of partitions that have no start offset yet (assigned, never
+/// fetched: the broker answers start -1 with leader epoch 0): Java prints `-` for the leader
+/// epoch, the start offset and the lag; so do we, byte for byte.
+#[tokio::test]
+async fn verbose_describe_without_start_offset_prints_what_java_prints() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let topic = common::new_topic(&admin, "adm-java-nostart", 3).await;
+    let group = common::unique("adm-java-nostart-g");
+    let member = Member::join(&cluster, &group, &[&topic]).await;
+    let alive = member.keep_alive(cluster.clone());
+    // Wait until the group has state for every partition, none with a start offset.
+    let end = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let o = admin.list_share_group_offsets(&group, None).await.unwrap();
+        if o.partitions.len() == 3 {
+            for (tp, r) in &o.partitions {
+                let r = r.as_ref().unwrap();
+                assert_eq!((r.start_offset, r.leader_epoch, r.lag), (None, None, None), "{tp}: {r:?}");
+            }
+            break;
+        }
+        assert!(tokio::time::Instant::now() < end, "no state for 3 partitions: {o:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
+    let args = ["--describe", "--group", &group, "--offsets", "--verbose"];
+    let java = share_group_command_async(&args).await;
+    assert!(java.ok, "{}", java.stderr);
+    let ours = ok(&args);
+    let rows = table_rows(&ours, "GROUP");
+    assert_eq!(rows.len(), 3, "{ours}");
+    // GROUP TOPIC PARTITION LEADER-EPOCH START-OFFSET [LAG]: all unknown.
+    assert!(rows.iter().all(|r| r[3..].iter().all(|c| c == "-")), "{ours}");
+    let java_rows = table_rows(&java.stdout, "GROUP");
+    // Kafka 4.1's tool has no LAG column.
+    let java_rows: Vec<Vec<String>> = java_rows
+        .into_iter()
+        .map(|mut r| {
+            if r.len() == 5 {
+                r.push("-".into());
+            }
+            r
+        })
+        .collect();
+    let mut sorted = java_rows.clone();
+    sorted.sort();
+    assert_eq!(rows, sorted, "java:\n{}\nours:\n{ours}", java.stdout);
+    if common::broker_has_v2() {
+        assert_eq!(ours, java.stdout, "byte for byte");
+    }
+
+    alive.stop().await.leave(&cluster).await;
+    admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
 }

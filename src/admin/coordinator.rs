@@ -68,16 +68,49 @@ impl Admin {
             let why = match attempt.await {
                 Ok(r) => match retriable_group_code(group_code(&r.response)) {
                     None => return Ok(r),
-                    Some(_) => format!("group-level error {}", group_code(&r.response)),
+                    Some(_) => Some(format!("group-level error {}", group_code(&r.response))),
                 },
-                Err(e) if e.is_retriable() => e.to_string(),
+                // A request that timed out adds nothing to the deadline's own "timed out".
+                Err(Error::Timeout { .. }) => None,
+                Err(e) if e.is_retriable() => Some(e.to_string()),
                 Err(e) => return Err(e),
             };
             if Instant::now() >= deadline {
-                return Err(Error::Timeout { what: format!("{} for group {group} ({why})", R::NAME), after: timeout });
+                return Err(deadline_passed(R::NAME, group, why, timeout));
             }
-            debug!(group, api = R::NAME, why, "retrying at the coordinator");
+            debug!(group, api = R::NAME, why = why.as_deref().unwrap_or("timed out"), "retrying at the coordinator");
             tokio::time::sleep(backoff.next_delay()).await;
         }
+    }
+}
+
+/// The error of a group request still failing at its deadline: it timed out, once, naming
+/// the group, with the last retriable failure when it was something else than a timeout
+/// (a moved coordinator, a lost connection; for a write, that its outcome is unknown).
+fn deadline_passed(api: &str, group: &str, last: Option<String>, after: std::time::Duration) -> Error {
+    let what = match last {
+        Some(why) => format!("{api} for group {group} ({why})"),
+        None => format!("{api} for group {group}"),
+    };
+    Error::Timeout { what, after }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::deadline_passed;
+
+    #[test]
+    fn a_read_that_timed_out_says_so_once_naming_the_group() {
+        let e = deadline_passed("ShareGroupDescribe", "orders", None, Duration::from_millis(1));
+        assert_eq!(e.to_string(), "ShareGroupDescribe for group orders timed out after 1ms");
+        let e = deadline_passed(
+            "ShareGroupDescribe",
+            "orders",
+            Some("group-level error 14".into()),
+            Duration::from_secs(30),
+        );
+        assert_eq!(e.to_string(), "ShareGroupDescribe for group orders (group-level error 14) timed out after 30s");
     }
 }

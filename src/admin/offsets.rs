@@ -39,11 +39,30 @@ pub struct SharePartitionOffset {
     /// write, so right after the last acknowledgement it can still show the old one while
     /// `lag` (4.2+) already counts the acknowledged records. The Java tool shows the same.
     pub start_offset: Option<i64>,
-    /// The leader epoch the state was written at, if known.
+    /// The leader epoch the state was written at; `None` when unknown, and always when
+    /// there is no start offset.
     pub leader_epoch: Option<i32>,
     /// Records from the start offset to the end that are not yet acknowledged; `None` when
-    /// the broker does not report it (see [`ShareGroupOffsets::lag_unavailable_reason`]).
+    /// the broker does not report it (see [`ShareGroupOffsets::lag_unavailable_reason`]) or
+    /// there is no start offset.
     pub lag: Option<i64>,
+}
+
+impl SharePartitionOffset {
+    /// The answer's fields, negative values being the protocol's "unknown". A partition
+    /// without a start offset has no state to describe: its leader epoch (0 from the broker,
+    /// meaningless there) and lag are unknown too, as Java's admin reads it (no
+    /// `SharePartitionOffsetInfo` at all) and its tool prints it (`-` in each column).
+    fn from_wire(start_offset: i64, leader_epoch: i32, lag: i64) -> Self {
+        if start_offset < 0 {
+            return SharePartitionOffset { start_offset: None, leader_epoch: None, lag: None };
+        }
+        SharePartitionOffset {
+            start_offset: Some(start_offset),
+            leader_epoch: (leader_epoch >= 0).then_some(leader_epoch),
+            lag: (lag >= 0).then_some(lag),
+        }
+    }
 }
 
 /// The offsets of one share group, per partition (sorted by topic, partition).
@@ -138,12 +157,7 @@ impl Admin {
                 let ctx = Context::api("DescribeShareGroupOffsets").broker(r.node).partition(&t.name, p.partition);
                 let res = match Error::from_code(p.error_code, p.error_message, ctx) {
                     Some(e) => Err(e),
-                    // Negative values are the protocol's "unknown".
-                    None => Ok(SharePartitionOffset {
-                        start_offset: (p.start_offset >= 0).then_some(p.start_offset),
-                        leader_epoch: (p.leader_epoch >= 0).then_some(p.leader_epoch),
-                        lag: (p.lag >= 0).then_some(p.lag),
-                    }),
+                    None => Ok(SharePartitionOffset::from_wire(p.start_offset, p.leader_epoch, p.lag)),
                 };
                 partitions.push((tp, res));
             }
@@ -281,5 +295,26 @@ impl Admin {
                 (t.to_string(), res)
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SharePartitionOffset;
+
+    #[test]
+    fn no_start_offset_means_no_epoch_and_no_lag() {
+        // A 4.4 broker answers start -1, epoch 0 for a partition assigned but never fetched.
+        let none = SharePartitionOffset { start_offset: None, leader_epoch: None, lag: None };
+        assert_eq!(SharePartitionOffset::from_wire(-1, 0, 0), none);
+        assert_eq!(SharePartitionOffset::from_wire(-1, -1, -1), none);
+        assert_eq!(
+            SharePartitionOffset::from_wire(3, 0, 7),
+            SharePartitionOffset { start_offset: Some(3), leader_epoch: Some(0), lag: Some(7) }
+        );
+        assert_eq!(
+            SharePartitionOffset::from_wire(0, -1, -1),
+            SharePartitionOffset { start_offset: Some(0), leader_epoch: None, lag: None }
+        );
     }
 }

@@ -171,7 +171,7 @@ async fn describe(admin: &Admin, a: &Args) -> Result<(), Failure> {
         let d: ShareGroupDescription = match admin.describe_share_group(g).await {
             Ok(d) => d,
             Err(e) => {
-                failed.push(format!("group {g}: {e}"));
+                failed.push(group_failure(g, &e));
                 docs.push(serde_json::json!({"group": g, "error": e.to_string()}));
                 continue;
             }
@@ -205,7 +205,7 @@ async fn describe(admin: &Admin, a: &Args) -> Result<(), Failure> {
                     docs.push(v);
                 }
                 Err(e) => {
-                    failed.push(format!("group {g}: {e}"));
+                    failed.push(group_failure(g, &e));
                     docs.push(serde_json::json!({"group": g, "error": e.to_string()}));
                 }
             },
@@ -220,6 +220,15 @@ async fn describe(admin: &Admin, a: &Args) -> Result<(), Failure> {
     match failed.len() {
         0 => Ok(()),
         _ => Err(Failure::Op(failed.join("; "))),
+    }
+}
+
+/// One group's failure in a multi-group line. A group request that ran out of time says so
+/// naming the group (`ShareGroupDescribe for group g timed out after ..`): not again.
+fn group_failure(g: &str, e: &Error) -> String {
+    match e {
+        Error::Timeout { .. } => e.to_string(),
+        _ => format!("group {g}: {e}"),
     }
 }
 

@@ -15,8 +15,15 @@
 //!   one file for producer, consumer and admin, so such keys are accepted and listed in the
 //!   same warning.
 //!
-//! Any other key is refused (a typo must not pass silently), with the nearest known name when
-//! one is close. This departs from Java, which only logs unknown keys.
+//! Any other key is a near miss of a known name (at most two edits, e.g. `bootstrap.server`,
+//! `max.poll.record`): refused, naming the known one, as a typo must not pass silently; or
+//! the application's own (`app.auto.offset.reset`: services keep their keys in the same
+//! file): listed in the same warning, and the client goes on, as Java's does ("supplied but
+//! are not used").
+//!
+//! A share group's own configs (`share.auto.offset.reset`, `share.record.lock.duration.ms`,
+//! ...) in a consumer's file are refused with how to set them on the group: the consumer
+//! cannot apply them, and going on would start the group somewhere the user did not ask for.
 //!
 //! The `ssl.*` and `sasl.*` keys are the security reader's (`security/config.rs`,
 //! `security/tls.rs`): it reads or ignores each of them for every client.
@@ -97,6 +104,12 @@ const fn refused(name: &'static str, by: u8, unused: u8, why: &'static str) -> K
 const fn foreign(name: &'static str) -> Key {
     Key { name, read: 0, unused: 0, refused: 0, why: "" }
 }
+
+/// Why a share group's config is refused in a consumer's settings.
+const GROUP_CONFIG: &str = "a share group config, which the broker keeps per group, not a consumer setting: \
+     set it on the group with Admin::set_group_config (share.auto.offset.reset: \
+     Admin::set_share_auto_offset_reset) or `kafka-share-groups --alter-config --group G --config KEY=VALUE`, \
+     and remove it here";
 
 /// The table. Comments say why a key the Java client reads has no use here.
 pub(crate) const KEYS: &[Key] = &[
@@ -189,6 +202,14 @@ pub(crate) const KEYS: &[Key] = &[
     ),
     refused("group.protocol", C, 0, "share consumers always use the share-group protocol; remove it"),
     refused("group.remote.assignor", C, 0, "share groups are assigned by the broker; remove it"),
+    // The broker's share-group configs (KIP-932): set on the group, not on a client; Java's
+    // consumer ignores them with a warning, so the group silently keeps its defaults.
+    refused("share.auto.offset.reset", C, 0, GROUP_CONFIG),
+    refused("share.isolation.level", C, 0, GROUP_CONFIG),
+    refused("share.record.lock.duration.ms", C, 0, GROUP_CONFIG),
+    refused("share.delivery.count.limit", C, 0, GROUP_CONFIG),
+    refused("share.session.timeout.ms", C, 0, GROUP_CONFIG),
+    refused("share.heartbeat.interval.ms", C, 0, GROUP_CONFIG),
     // A producer's interceptors (often Confluent's monitoring ones) are Java classes: nothing
     // to run here, and records go out unchanged.
     refused("interceptor.classes", C, P, "share consumers take no interceptors (Java's refuses them too); remove it"),
@@ -256,42 +277,69 @@ pub(crate) fn refuse(p: &Properties, client: Client) -> Result<()> {
     Ok(())
 }
 
-/// Call after the client's reader: refuses any key nobody read that the table does not know
-/// (a typo), and lists in one warning the keys accepted without a use here (the client's own
-/// unused ones, and other client types').
+/// Call after the client's reader: refuses a key nobody read that is a near miss of a known
+/// name (a typo), and lists in one warning the keys it goes on without (its own unused ones,
+/// other client types', and keys no client knows).
 pub(crate) fn finish(p: &Properties, client: Client) -> Result<()> {
-    let mut unused = Vec::new();
-    let mut others = Vec::new();
+    let ignored = ignored(p, client)?;
+    if let Some(line) = ignored.warning() {
+        tracing::warn!(client = client.name(), "the {} ignores {line}", client.name());
+    }
+    Ok(())
+}
+
+/// The keys a client goes on without, by kind (sorted, as the properties are).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Ignored {
+    /// The client's own keys that mean nothing here.
+    unused: Vec<String>,
+    /// Other client types' keys.
+    others: Vec<String>,
+    /// Keys no client knows, and no near miss of one: the application's own.
+    unknown: Vec<String>,
+}
+
+impl Ignored {
+    /// The one warning line, if anything was ignored.
+    fn warning(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            ("settings it has no use for", &self.unused),
+            ("settings of other client types", &self.others),
+            ("settings no Kafka client knows (as Java's client, it goes on without them)", &self.unknown),
+        ]
+        .into_iter()
+        .filter(|(_, keys)| !keys.is_empty())
+        .map(|(what, keys)| format!("{what}: {}", keys.join(", ")))
+        .collect();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// Sorts the keys nobody read; fails on a refused key or a near miss of a known one.
+fn ignored(p: &Properties, client: Client) -> Result<Ignored> {
+    let mut ignored = Ignored::default();
     let bit = client.bit();
     for key in p.unused_keys() {
         match lookup(&key) {
             Some(k) if k.refused & bit != 0 => return Err(Error::config(key, k.why)),
             // The readers read every key the table says they read (their tests check it);
             // one left unread would be listed here, not refused.
-            Some(k) if k.read & bit != 0 || k.unused & bit != 0 => unused.push(key),
-            Some(_) => others.push(key),
-            None => return Err(unknown(&key, client)),
+            Some(k) if k.read & bit != 0 || k.unused & bit != 0 => ignored.unused.push(key),
+            Some(_) => ignored.others.push(key),
+            None => match nearest(&key) {
+                Some(near) => return Err(misspelt(&key, near, client)),
+                None => ignored.unknown.push(key),
+            },
         }
     }
-    if !unused.is_empty() || !others.is_empty() {
-        let mut parts = Vec::new();
-        if !unused.is_empty() {
-            parts.push(format!("settings it has no use for: {}", unused.join(", ")));
-        }
-        if !others.is_empty() {
-            parts.push(format!("settings of other client types: {}", others.join(", ")));
-        }
-        tracing::warn!(client = client.name(), "the {} ignores {}", client.name(), parts.join("; "));
-    }
-    Ok(())
+    Ok(ignored)
 }
 
-fn unknown(key: &str, client: Client) -> Error {
-    let hint = nearest(key).map(|k| format!(" (did you mean {k}?)")).unwrap_or_default();
+fn misspelt(key: &str, near: &str, client: Client) -> Error {
     Error::config(
         key,
         format!(
-            "unknown setting for a {}{hint}; check the spelling against the Java client's config names",
+            "unknown setting for a {} (did you mean {near}?); check the spelling against the Java client's config names",
             client.name()
         ),
     )
@@ -390,10 +438,67 @@ mod tests {
         let p = Properties::from_pairs([("max.poll.record", "5")]);
         let e = finish(&p, Client::ShareConsumer).unwrap_err();
         assert!(e.to_string().contains("did you mean max.poll.records?"), "{e}");
-        let p = Properties::from_pairs([("completely.unknown", "5")]);
+        let p = Properties::from_pairs([("bootstrap.server", "a:1")]);
         let e = finish(&p, Client::Producer).unwrap_err();
-        assert!(e.to_string().contains("unknown setting for a producer"), "{e}");
-        assert!(!e.to_string().contains("did you mean"), "{e}");
+        assert!(e.to_string().contains("did you mean bootstrap.servers?"), "{e}");
+    }
+
+    #[test]
+    fn keys_no_client_knows_are_listed_in_the_one_warning_as_java_does() {
+        // A service's own keys beside the client's, in one file.
+        let p = Properties::from_pairs([
+            ("app.auto.offset.reset", "earliest"),
+            ("app.name", "orders"),
+            ("acks", "all"),
+            ("metric.reporters", "x"),
+        ]);
+        let ignored = ignored(&p, Client::ShareConsumer).unwrap();
+        assert_eq!(
+            ignored,
+            Ignored {
+                unused: vec!["metric.reporters".into()],
+                others: vec!["acks".into()],
+                unknown: vec!["app.auto.offset.reset".into(), "app.name".into()],
+            }
+        );
+        let line = ignored.warning().unwrap();
+        assert_eq!(line.matches("app.auto.offset.reset").count(), 1, "{line}");
+        assert!(line.contains("as Java's client, it goes on without them): app.auto.offset.reset, app.name"), "{line}");
+        finish(&p, Client::ShareConsumer).unwrap();
+        assert_eq!(ignored_of(&[("client.id", "x")]).warning(), None);
+    }
+
+    fn ignored_of(pairs: &[(&str, &str)]) -> Ignored {
+        let p = Properties::from_pairs(pairs.iter().copied());
+        for (k, _) in pairs {
+            p.get(k);
+        }
+        ignored(&p, Client::Admin).unwrap()
+    }
+
+    #[test]
+    fn group_configs_in_a_consumer_file_say_how_to_set_them_on_the_group() {
+        for key in [
+            "share.auto.offset.reset",
+            "share.isolation.level",
+            "share.record.lock.duration.ms",
+            "share.delivery.count.limit",
+            "share.session.timeout.ms",
+            "share.heartbeat.interval.ms",
+        ] {
+            let p = Properties::from_pairs([(key, "1")]);
+            let e = refuse(&p, Client::ShareConsumer).unwrap_err();
+            let msg = e.to_string();
+            assert!(matches!(&e, Error::Config { key: k, .. } if k == key), "{e}");
+            assert!(msg.contains("a share group config") && msg.contains("--alter-config"), "{msg}");
+            assert!(!msg.contains("check the spelling"), "{msg}");
+        }
+        let p = Properties::from_pairs([("share.auto.offset.reset", "earliest")]);
+        let msg = refuse(&p, Client::ShareConsumer).unwrap_err().to_string();
+        assert!(msg.contains("Admin::set_share_auto_offset_reset"), "{msg}");
+        // Another client's file keeps it as another client type's key.
+        refuse(&p, Client::Producer).unwrap();
+        assert_eq!(ignored(&p, Client::Producer).unwrap().others, vec!["share.auto.offset.reset".to_string()]);
     }
 
     #[test]

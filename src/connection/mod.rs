@@ -21,8 +21,10 @@
 //! - A waiter learns whether its request could have reached the broker: if the socket took
 //!   the whole frame before the connection failed, the error is [`Error::OutcomeUnknown`]
 //!   (the broker may have applied it); otherwise it is the plain connection error (it cannot
-//!   have: a broker ignores a partial frame). Bytes are counted as the socket takes them,
-//!   under the lock that poisons, and nothing is written after the poison.
+//!   have: a broker ignores a partial frame). A request that only reads (Metadata,
+//!   ListGroups, ShareGroupDescribe, ...) gets the plain error either way: it has nothing the
+//!   broker could have applied. Bytes are counted as the socket takes them, under the lock
+//!   that poisons, and nothing is written after the poison.
 //!
 //! The stream type is generic (`AsyncRead + AsyncWrite`), so TLS and SASL wrap the TCP stream
 //! before it gets here, with no change to this module.
@@ -223,7 +225,8 @@ impl Connection {
     /// not be matched to anything.
     ///
     /// The error is [`Error::OutcomeUnknown`] (with the timeout as its cause) when the request
-    /// was written whole before the time ran out, [`Error::Timeout`] when it never was.
+    /// was written whole before the time ran out, [`Error::Timeout`] when it never was, or
+    /// when it only reads ([`is_read_only`](crate::protocol::api::is_read_only)).
     pub async fn call_timeout<R: ApiRequest>(
         &self,
         request: &R,

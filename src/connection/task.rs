@@ -12,7 +12,7 @@ use tracing::{debug, trace};
 
 use super::{Command, ConnectionConfig, Shared};
 use crate::error::{Error, Result};
-use crate::protocol::api::api_name;
+use crate::protocol::api::{api_name, is_read_only};
 use crate::protocol::{frame, CodecError};
 
 /// Largest response accepted by default: above `fetch.max.bytes` (50 MiB) with room to spare.
@@ -72,7 +72,8 @@ pub(super) enum Priority {
 
 /// Marks the connection failed, stops the writer (nothing more reaches the socket), and hands
 /// `cause` to every waiter: as [`Error::OutcomeUnknown`] to those whose request the socket
-/// took whole (the broker may have applied it), as is to the others (it cannot have).
+/// took whole (the broker may have applied it), as is to the others (it cannot have) and to
+/// read-only requests ([`is_read_only`]: there is nothing it could have applied).
 pub(super) fn poison(shared: &Shared, cause: Option<Error>) {
     let err = match cause {
         // End of stream is a cause-less ConnectionClosed already: "closed: closed" says nothing.
@@ -94,7 +95,7 @@ pub(super) fn poison(shared: &Shared, cause: Option<Error>) {
     }
     let cause = Arc::new(err.clone());
     for p in drained {
-        let e = if p.end <= sent {
+        let e = if p.end <= sent && !is_read_only(p.api_key) {
             Error::OutcomeUnknown { api: api_name(p.api_key), addr: shared.addr.clone(), cause: cause.clone() }
         } else {
             err.clone()

@@ -58,8 +58,8 @@ async fn garbage_length_poisons_every_waiter() {
     let (conn, mut broker) = pair();
     let c1 = conn.clone();
     let c2 = conn.clone();
-    let r1 = tokio::spawn(async move { c1.call_raw(3, 12, 2, Bytes::new()).await });
-    let r2 = tokio::spawn(async move { c2.call_raw(3, 12, 2, Bytes::new()).await });
+    let r1 = tokio::spawn(async move { c1.call_raw(79, 2, 2, Bytes::new()).await });
+    let r2 = tokio::spawn(async move { c2.call_raw(79, 2, 2, Bytes::new()).await });
     read_request(&mut broker).await.unwrap();
     read_request(&mut broker).await.unwrap();
     broker.write_all(&(-5i32).to_be_bytes()).await.unwrap();
@@ -92,11 +92,25 @@ async fn unknown_correlation_id_poisons() {
 async fn peer_close_fails_waiters() {
     let (conn, mut broker) = pair();
     let c = conn.clone();
-    let r = tokio::spawn(async move { c.call_raw(3, 12, 2, Bytes::new()).await });
+    let r = tokio::spawn(async move { c.call_raw(79, 2, 2, Bytes::new()).await });
     read_request(&mut broker).await.unwrap();
     drop(broker);
     let e = r.await.unwrap().unwrap_err();
     assert!(matches!(e, Error::OutcomeUnknown { .. }), "{e}");
+}
+
+#[tokio::test]
+async fn a_read_whose_answer_is_lost_is_a_plain_connection_error() {
+    let (conn, mut broker) = pair();
+    let c = conn.clone();
+    let r = tokio::spawn(async move { c.call_raw(77, 1, 2, Bytes::from_static(b"describe")).await });
+    // The broker read the whole ShareGroupDescribe, then died: nothing it could have applied.
+    read_request(&mut broker).await.unwrap();
+    drop(broker);
+    let e = r.await.unwrap().unwrap_err();
+    assert!(matches!(e, Error::ConnectionClosed { .. }), "{e}");
+    assert!(!e.is_outcome_unknown() && e.is_retriable() && e.is_connection_error());
+    assert!(!e.to_string().contains("may have applied"), "{e}");
 }
 
 #[tokio::test]
@@ -140,17 +154,14 @@ async fn request_not_written_whole_is_a_plain_connection_error() {
 
 #[tokio::test]
 async fn timeout_of_a_request_never_written_whole_is_a_plain_timeout() {
-    use kafka_protocol::messages::{metadata_request::MetadataRequestTopic, MetadataRequest, TopicName};
+    use kafka_protocol::messages::{DeleteGroupsRequest, GroupId};
     let (a, mut broker) = tokio::io::duplex(64);
     let conn = Connection::spawn(a, "fake:1", ConnectionConfig::default());
-    let topics = (0..50)
-        .map(|i| {
-            MetadataRequestTopic::default().with_name(Some(TopicName(format!("topic-with-a-long-name-{i}").into())))
-        })
-        .collect();
-    let req = MetadataRequest::default().with_topics(Some(topics));
+    // A request that changes something (a read would be a plain timeout anyway).
+    let groups = (0..50).map(|i| GroupId(format!("group-with-a-long-name-{i}").into())).collect();
+    let req = DeleteGroupsRequest::default().with_groups_names(groups);
     // Nobody reads: the request sticks in the pipe, so the broker cannot have seen it whole.
-    let e = conn.call_timeout(&req, 12, Duration::from_millis(100)).await.unwrap_err();
+    let e = conn.call_timeout(&req, 2, Duration::from_millis(100)).await.unwrap_err();
     assert!(matches!(e, Error::Timeout { .. }), "{e}");
     assert!(conn.is_closed());
     // The timed-out connection really closes: the broker side reads to its end.
@@ -191,16 +202,32 @@ async fn cancelled_request_leaves_no_waiter_and_no_partial_frame() {
 
 #[tokio::test]
 async fn timeout_of_a_written_request_is_an_unknown_outcome_and_closes_connection() {
+    use kafka_protocol::messages::{DeleteGroupsRequest, GroupId};
     let (conn, mut broker) = pair();
-    let req = kafka_protocol::messages::ApiVersionsRequest::default();
+    let req = DeleteGroupsRequest::default().with_groups_names(vec![GroupId("g".into())]);
     let c = conn.clone();
-    let r = tokio::spawn(async move { c.call_timeout(&req, 3, Duration::from_secs(2)).await });
+    let r = tokio::spawn(async move { c.call_timeout(&req, 2, Duration::from_secs(2)).await });
     // The broker got it whole and never answers.
     read_request(&mut broker).await.unwrap();
     let e = r.await.unwrap().unwrap_err();
     let Error::OutcomeUnknown { api, cause, .. } = &e else { panic!("{e}") };
-    assert_eq!(*api, "ApiVersions");
+    assert_eq!(*api, "DeleteGroups");
     assert!(matches!(&**cause, Error::Timeout { .. }), "{e}");
+    assert!(conn.is_closed());
+}
+
+#[tokio::test]
+async fn timeout_of_a_written_read_is_a_plain_timeout_and_closes_connection() {
+    let (conn, mut broker) = pair();
+    let req = kafka_protocol::messages::ListGroupsRequest::default();
+    let c = conn.clone();
+    let r = tokio::spawn(async move { c.call_timeout(&req, 5, Duration::from_millis(200)).await });
+    // The broker got it whole and never answers: a read, so nothing can have been applied.
+    read_request(&mut broker).await.unwrap();
+    let e = r.await.unwrap().unwrap_err();
+    let Error::Timeout { what, .. } = &e else { panic!("{e}") };
+    assert_eq!(what, "ListGroups to fake:1");
+    assert_eq!(e.to_string(), "ListGroups to fake:1 timed out after 200ms");
     assert!(conn.is_closed());
 }
 

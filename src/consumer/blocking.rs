@@ -33,12 +33,73 @@ use super::{
 };
 use crate::error::{Error, Result};
 
+/// How long a drop gives the close (as the async consumer's own drop).
+const CLOSE_ON_DROP: Duration = Duration::from_secs(5);
+
 /// A blocking wrapper around [`super::ShareConsumer`]. It owns a small runtime whose one
 /// worker thread runs the background driver, so heartbeats and prefetching go on while your
 /// thread processes records.
+///
+/// Dropped without [`close`](Self::close), it closes itself (within 5 s): on a plain thread
+/// the drop waits for that close; inside an async runtime (e.g. the last `Arc` clone held by a
+/// metrics endpoint's task) it cannot block, so the close goes on in a thread of its own and
+/// the drop returns at once. Call `close` where you can wait for it.
 pub struct ShareConsumer {
-    inner: Option<super::ShareConsumer>,
+    /// `None` once closed (or while being dropped).
+    open: Option<Open>,
+}
+
+/// The async consumer and the runtime its driver runs on; they go away together.
+struct Open {
+    consumer: super::ShareConsumer,
     rt: Runtime,
+}
+
+impl Open {
+    /// Closes the consumer and stops the runtime, blocking this thread: only where blocking
+    /// is allowed (not inside an async runtime).
+    fn close_blocking(self, timeout: Option<Duration>) -> Result<()> {
+        let Open { consumer, rt } = self;
+        let r = rt.block_on(consumer.close(timeout));
+        drop(consumer);
+        drop(rt);
+        r
+    }
+
+    /// The close of a drop. Inside an async runtime, `block_on` panics ("Cannot start a
+    /// runtime from within a runtime") and so does dropping a runtime, so the close is handed
+    /// to a thread of its own; the drop does not wait for it.
+    fn close_on_drop(self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            // Nothing to report to: a failed close is in the consumer's log already.
+            let _ = self.close_blocking(Some(CLOSE_ON_DROP));
+            return;
+        }
+        // The consumer is sent after the thread started, so a failed spawn leaves it here.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Open>(1);
+        let spawned = std::thread::Builder::new().name("kafka-share-close".into()).spawn(move || {
+            if let Ok(open) = rx.recv() {
+                let _ = open.close_blocking(Some(CLOSE_ON_DROP));
+            }
+        });
+        let unsent = match spawned {
+            Ok(_) => tx.send(self).err().map(|e| e.0),
+            Err(_) => Some(self),
+        };
+        if let Some(open) = unsent {
+            open.abandon();
+        }
+    }
+
+    /// No thread for the close (the system refused one): the async consumer's drop asks the
+    /// driver to release what it holds, and the runtime stops without waiting (which does
+    /// not block, nor panic, inside an async runtime), so that release may be cut short: the
+    /// records then come back when their locks expire, and the member when its session does.
+    fn abandon(self) {
+        let Open { consumer, rt } = self;
+        drop(consumer);
+        rt.shutdown_background();
+    }
 }
 
 impl ShareConsumer {
@@ -50,12 +111,20 @@ impl ShareConsumer {
             .enable_all()
             .build()
             .map_err(|e| Error::io("runtime", e))?;
-        let inner = rt.block_on(super::ShareConsumer::connect(cfg))?;
-        Ok(ShareConsumer { inner: Some(inner), rt })
+        let consumer = rt.block_on(super::ShareConsumer::connect(cfg))?;
+        Ok(ShareConsumer { open: Some(Open { consumer, rt }) })
     }
 
     fn c(&self) -> Result<&super::ShareConsumer> {
-        self.inner.as_ref().ok_or(Error::Closed)
+        self.open.as_ref().map(|o| &o.consumer).ok_or(Error::Closed)
+    }
+
+    fn rt_and_c(&self) -> Result<(&Runtime, &super::ShareConsumer)> {
+        self.open.as_ref().map(|o| (&o.rt, &o.consumer)).ok_or(Error::Closed)
+    }
+
+    fn inner(&self) -> Option<&super::ShareConsumer> {
+        self.open.as_ref().map(|o| &o.consumer)
     }
 
     /// See [`super::ShareConsumer::subscribe`].
@@ -79,13 +148,13 @@ impl ShareConsumer {
 
     /// See [`super::ShareConsumer::subscription`].
     pub fn subscription(&self) -> BTreeSet<String> {
-        self.inner.as_ref().map(|c| c.subscription()).unwrap_or_default()
+        self.inner().map(|c| c.subscription()).unwrap_or_default()
     }
 
     /// See [`super::ShareConsumer::poll`].
     pub fn poll(&self, timeout: Duration) -> Result<Vec<ConsumerRecord>> {
-        let c = self.c()?;
-        self.rt.block_on(c.poll(timeout))
+        let (rt, c) = self.rt_and_c()?;
+        rt.block_on(c.poll(timeout))
     }
 
     /// See [`super::ShareConsumer::acknowledge`].
@@ -115,7 +184,7 @@ impl ShareConsumer {
 
     /// See [`super::ShareConsumer::paused`].
     pub fn paused(&self) -> BTreeSet<TopicPartition> {
-        self.inner.as_ref().map(|c| c.paused()).unwrap_or_default()
+        self.inner().map(|c| c.paused()).unwrap_or_default()
     }
 
     /// See [`super::ShareConsumer::acknowledge_offset`].
@@ -125,16 +194,17 @@ impl ShareConsumer {
 
     /// See [`super::ShareConsumer::commit_sync`].
     pub fn commit_sync(&self, timeout: impl Into<Option<Duration>>) -> Result<CommitResults> {
-        let c = self.c()?;
-        self.rt.block_on(c.commit_sync(timeout.into()))
+        let (rt, c) = self.rt_and_c()?;
+        rt.block_on(c.commit_sync(timeout.into()))
     }
 
     /// Sends pending acknowledgements without waiting (see
     /// [`super::ShareConsumer::commit_async`]). [`CommitHandle::wait`] blocks for the
     /// per-partition results; dropped, the results go to the acknowledgement commit callback.
     pub fn commit_async(&self) -> Result<CommitHandle> {
-        let inner = self.c()?.commit_async()?;
-        Ok(CommitHandle { inner, rt: self.rt.handle().clone() })
+        let (rt, c) = self.rt_and_c()?;
+        let inner = c.commit_async()?;
+        Ok(CommitHandle { inner, rt: rt.handle().clone() })
     }
 
     /// The records of successive polls, one by one, as the async
@@ -165,7 +235,7 @@ impl ShareConsumer {
     /// [`Error::Wakeup`]. Callable from another thread while this one blocks in `poll`
     /// (share the consumer with an `Arc`, or use [`wakeup_handle`](Self::wakeup_handle)).
     pub fn wakeup(&self) {
-        if let Some(c) = self.inner.as_ref() {
+        if let Some(c) = self.inner() {
             c.wakeup();
         }
     }
@@ -185,28 +255,26 @@ impl ShareConsumer {
 
     /// See [`super::ShareConsumer::acquisition_lock_timeout`].
     pub fn acquisition_lock_timeout(&self) -> Option<Duration> {
-        self.inner.as_ref().and_then(|c| c.acquisition_lock_timeout())
+        self.inner().and_then(|c| c.acquisition_lock_timeout())
     }
 
     /// See [`super::ShareConsumer::metrics`].
     pub fn metrics(&self) -> MetricsSnapshot {
-        self.inner.as_ref().map(|c| c.metrics()).unwrap_or_default()
+        self.inner().map(|c| c.metrics()).unwrap_or_default()
     }
 
     /// A handle whose `wakeup()` ends a blocked poll from any thread.
     pub fn wakeup_handle(&self) -> WakeupHandle {
-        self.inner.as_ref().map(|c| c.wakeup_handle()).unwrap_or_default()
+        self.inner().map(|c| c.wakeup_handle()).unwrap_or_default()
     }
 
     /// See [`super::ShareConsumer::close`].
+    ///
+    /// Blocks, as every call here: not callable from inside an async runtime (drop it there,
+    /// or call it in `spawn_blocking`).
     pub fn close(mut self, timeout: impl Into<Option<Duration>>) -> Result<()> {
-        let timeout = timeout.into();
-        match self.inner.take() {
-            Some(c) => {
-                let r = self.rt.block_on(c.close(timeout));
-                drop(c);
-                r
-            }
+        match self.open.take() {
+            Some(open) => open.close_blocking(timeout.into()),
             None => Ok(()),
         }
     }
@@ -255,9 +323,10 @@ impl CommitHandle {
 
 impl Drop for ShareConsumer {
     fn drop(&mut self) {
-        if let Some(c) = self.inner.take() {
-            // Give the driver a moment to release what we hold before the runtime stops.
-            let _ = self.rt.block_on(c.close(Duration::from_secs(5)));
+        // Give the driver a moment to release what we hold before the runtime stops; never
+        // panic, wherever the last owner drops it (see the type's docs).
+        if let Some(open) = self.open.take() {
+            open.close_on_drop();
         }
     }
 }

@@ -320,6 +320,36 @@ mod tests {
         assert!(ShareConsumerConfig::from_properties(&p).unwrap_err().to_string().contains("group.id"));
     }
 
+    /// A service's one file, as it keeps it: the client's keys beside its own.
+    const SERVICE_FILE: &str = "bootstrap.servers=127.0.0.1:9092
+group.id=orders-worker
+max.poll.records=100
+app.auto.offset.reset=earliest
+app.metrics.port=9464
+";
+
+    #[test]
+    fn a_services_own_keys_are_ignored_with_a_warning_as_java_does() {
+        let p = Properties::parse(SERVICE_FILE).unwrap();
+        let c = ShareConsumerConfig::from_properties(&p).expect("goes on without app.*");
+        assert_eq!(c.max_poll_records, 100);
+        // A near miss of a known key is still a typo.
+        let p = Properties::parse(&format!("{SERVICE_FILE}bootstrap.server=a:1\n")).unwrap();
+        let e = ShareConsumerConfig::from_properties(&p).unwrap_err();
+        assert!(e.to_string().contains("did you mean bootstrap.servers?"), "{e}");
+    }
+
+    #[test]
+    fn share_auto_offset_reset_in_a_consumer_file_says_it_is_a_group_config() {
+        let p = Properties::parse(&format!("{SERVICE_FILE}share.auto.offset.reset=earliest\n")).unwrap();
+        let e = ShareConsumerConfig::from_properties(&p).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(&e, Error::Config { key, .. } if key == "share.auto.offset.reset"), "{e}");
+        assert!(msg.contains("share group config") && msg.contains("Admin::set_share_auto_offset_reset"), "{msg}");
+        assert!(msg.contains("kafka-share-groups --alter-config"), "{msg}");
+        assert!(!msg.contains("check the spelling"), "{msg}");
+    }
+
     #[test]
     fn wait_must_be_below_request_timeout() {
         let mut p = base();

@@ -58,6 +58,20 @@ pub const fn api_name(key: i16) -> &'static str {
     }
 }
 
+/// Whether a request of this API only reads: the broker changes nothing for it, so a lost
+/// answer is a plain timeout or closed connection, never an "outcome unknown" (the
+/// connection layer asks). Every API this crate sends that is not listed here may change
+/// something (a heartbeat, a fetch that acquires records, an alter).
+pub const fn is_read_only(key: i16) -> bool {
+    matches!(
+        key,
+        // Fetch, ListOffsets, Metadata, OffsetFetch, FindCoordinator, DescribeGroups,
+        // ListGroups, ApiVersions, DescribeConfigs, DescribeCluster, ConsumerGroupDescribe,
+        // DescribeTopicPartitions, ShareGroupDescribe, DescribeShareGroupOffsets.
+        1 | 2 | 3 | 9 | 10 | 15 | 16 | 18 | 32 | 60 | 69 | 75 | 77 | 90
+    )
+}
+
 /// Every `kafka-protocol` request is an [`ApiRequest`].
 impl<T> ApiRequest for T
 where

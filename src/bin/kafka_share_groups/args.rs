@@ -182,7 +182,8 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
             "--timeout" => a.timeout_ms = Some(number("--timeout", &value("--timeout")?)?.max(1) as u64),
             "--help" | "-h" => a.help = true,
             "--version" => a.version = true,
-            other => return usage(format!("unknown option {other:?} (see --help)")),
+            // main adds "(see --help)" to every usage line.
+            other => return usage(format!("unknown option {other:?}")),
         }
     }
     // As in Java (CommandLineUtils.maybePrintHelpOrVersion), --help and --version need no
@@ -367,5 +368,12 @@ mod tests {
         ] {
             assert!(p(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn unknown_option_names_it_without_the_help_hint() {
+        // The hint is added once, by main, to every usage line.
+        let e = p("--bootstrap-server h:1 --list --foo").unwrap_err();
+        assert_eq!(e.0, "unknown option \"--foo\"");
     }
 }
