@@ -516,6 +516,15 @@ impl ShareConsumer {
     /// Sets the callback told of every completed acknowledgement (partition, offsets,
     /// result), as Java's `setAcknowledgementCommitCallback`.
     ///
+    /// It reports the application's acknowledgements only: those of records a poll returned
+    /// (explicit `acknowledge*` calls, or the implicit ACCEPTs of implicit mode). Records the
+    /// consumer fetched ahead and gives back without ever returning them are never in it, nor
+    /// in a commit's results: the RELEASEs of what was buffered when the application stopped
+    /// polling for a quarter of the lock (counted by the metric
+    /// `records-released-unseen-total`), at [`close`](Self::close), after `max.poll.interval.ms`,
+    /// or when their partition was paused or revoked. Java's `KafkaShareConsumer` never
+    /// acknowledges records it did not return, so its callback has none of them either.
+    ///
     /// As in Java, it runs on the application's side: inside [`poll`](Self::poll),
     /// [`commit_sync`](Self::commit_sync), [`commit_async`](Self::commit_async) (for earlier
     /// completions; the returned handle, when awaited, for its own) and [`close`](Self::close),

@@ -125,9 +125,23 @@ impl Ledger {
 
     /// The client reported the outcome of acks of `offsets` of partition `p` (the
     /// acknowledgement commit callback's view): `Ok` only as often as a broker applied one.
+    ///
+    /// And never more often than the application handed acks of the offset: the client's own
+    /// RELEASEs of records it never handed out are not the application's acknowledgements
+    /// (issue 34). Its other own acks, GAPs and REJECTs of corrupt records, are reported.
     pub(crate) fn completed(&mut self, client: ClientId, p: i32, offsets: &[i64], result: &Result<()>) {
         for &o in offsets {
-            *self.reported_per_offset.entry((client, p, o)).or_default() += 1;
+            let reported = {
+                let n = self.reported_per_offset.entry((client, p, o)).or_default();
+                *n += 1;
+                *n
+            };
+            let handed = self.handed_per_offset.get(&(client, p, o)).copied().unwrap_or(0);
+            if reported > handed && !self.clients_own_ack(client, p, o) {
+                self.violations.push(format!(
+                    "client {client}: p{p} offset {o} reported to the callback {reported} times, but the application handed {handed} acks of it (the client's own release reported as the application's)"
+                ));
+            }
         }
         if result.is_err() {
             return;
@@ -142,6 +156,13 @@ impl Ledger {
                 ));
             }
         }
+    }
+
+    /// Whether the client acknowledges (p, o) on its own and reports it: a gap, or a record
+    /// it got in a corrupt batch.
+    fn clients_own_ack(&self, client: ClientId, p: i32, o: i64) -> bool {
+        self.gaps.contains(&(p, o))
+            || self.corrupt.range((client, p, o, i16::MIN)..=(client, p, o, i16::MAX)).next().is_some()
     }
 
     /// A client closed successfully: every ack the application handed it was reported, with
@@ -288,7 +309,30 @@ mod tests {
         l.completed(0, 0, &[1], &Ok(()));
         assert!(l.violations.is_empty(), "{:?}", l.violations);
         l.completed(0, 0, &[2], &Ok(()));
-        assert_eq!(l.violations.len(), 1, "ok without an applied ack");
+        assert_eq!(l.violations.len(), 2, "ok without an applied ack, of an ack never handed: {:?}", l.violations);
+    }
+
+    #[test]
+    fn the_callback_hears_of_no_release_the_application_did_not_make() {
+        // Issue 34: the client RELEASEs offset 4, which it buffered and never handed out; the
+        // broker applies it (allowed), but reporting it is a violation. A gap is the client's
+        // own too, and is reported.
+        let mut l = Ledger::default();
+        l.applied(0, 1, 1, 0, 4, 1, AckKind::Release);
+        assert!(l.violations.is_empty(), "{:?}", l.violations);
+        l.gap(0, 6);
+        l.applied(0, 1, 1, 0, 6, 1, AckKind::Gap);
+        l.completed(0, 0, &[6], &Ok(()));
+        assert!(l.violations.is_empty(), "{:?}", l.violations);
+        l.completed(0, 0, &[4], &Ok(()));
+        assert_eq!(l.violations.len(), 1, "{:?}", l.violations);
+        // Once the application itself acknowledges the redelivered record, one report is due.
+        let mut l = Ledger::default();
+        l.applied(0, 1, 1, 0, 4, 1, AckKind::Release);
+        l.app_acked(0, 0, 4, 2, AckKind::Accept);
+        l.applied(0, 1, 1, 0, 4, 2, AckKind::Accept);
+        l.completed(0, 0, &[4], &Ok(()));
+        assert!(l.violations.is_empty(), "{:?}", l.violations);
     }
 
     #[test]

@@ -18,7 +18,8 @@ pub(crate) const IDLE_AFTER: Duration = Duration::from_secs(1);
 /// taking what it acquires.
 #[derive(Debug, Default)]
 pub(crate) struct Activity {
-    /// When a poll last arrived, or last left with records (a poll waiting counts as now).
+    /// When a poll last arrived, or last ended (left with records, or gave up); a poll
+    /// waiting counts as now.
     pub last_poll: Option<Instant>,
     /// When a poll last found nothing buffered (see the session manager's `Pace::demand`).
     pub demand_at: Option<Instant>,
@@ -139,6 +140,17 @@ impl DriverCore {
             self.activity.demand_at = Some(now);
         }
         self.sessions.poll_arrived(empty);
+    }
+
+    /// A poll that waited for records gave up (timed out, woken, dropped) by `now`: the
+    /// application was inside it until then, so its idle time counts from here, not from
+    /// the poll's arrival. Else a poll that waited past a quarter of the lock and gave up
+    /// empty left the application "idle" at once: a fetch answer arriving before its next
+    /// poll, milliseconds later, was released unseen and came back at delivery count 2
+    /// (issue 34). The shell tells the core of a poll that gave up only when it next drives
+    /// it, so `now` may be later than the give-up: that only delays an idle release.
+    pub(super) fn note_poll_ended(&mut self, now: Instant) {
+        self.activity.last_poll = Some(now);
     }
 
     /// Releases what is buffered once the application has stopped polling, so other members

@@ -77,13 +77,25 @@ impl DriverCore {
         node: Option<i32>,
         results: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>,
     ) {
-        for (tp, (offsets, r)) in results {
+        for (tp, (mut offsets, r)) in results {
             if !self.renewing.is_empty() {
                 self.note_renewals(node, tp, &offsets, &r);
             }
-            let name = self.to_topic_partition(&tp);
             let count = offsets.len() as u64;
             self.shared.metrics.record_acks(count, r.is_err());
+            if node.is_some() && !self.client_releases.is_empty() {
+                // The client's own RELEASEs (records it never handed out) are not the
+                // application's acknowledgements: neither the callback nor a commit hears
+                // of them, as Java never reports records it did not deliver. They fail or
+                // succeed only on a broker's word (`node`): what fails here, before sending
+                // (`report_local_failures`), is the application's, even at an offset the
+                // client also releases (a late ack of an older delivery).
+                offsets.retain(|o| !self.client_releases.remove(&(tp, *o)));
+                if offsets.is_empty() {
+                    continue;
+                }
+            }
+            let name = self.to_topic_partition(&tp);
             for w in &mut self.commits {
                 if node.is_none_or(|n| w.nodes.contains(&n)) {
                     match (w.results.get(&name), &r) {

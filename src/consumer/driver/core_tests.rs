@@ -627,6 +627,144 @@ fn after_a_waiting_call_returns_the_idle_quarter_lock_starts_then() {
     assert_eq!(c.activity.busy, 0);
 }
 
+/// The offsets of the RELEASEs among `ts`, with the request that carries them.
+fn releases_in(ts: Vec<Transmit>) -> (Vec<i64>, Option<(i32, crate::share::session::Sent)>) {
+    for t in ts {
+        if let Transmit::Acknowledge { node, sent, .. } = t {
+            let released: Vec<i64> = sent
+                .acks
+                .values()
+                .flat_map(|a| a.iter())
+                .filter(|(_, k)| *k == AckKind::Release)
+                .map(|(o, _)| o)
+                .collect();
+            return (released, Some((node, sent)));
+        }
+    }
+    (Vec::new(), None)
+}
+
+/// The offsets the completions queued so far report, with their results (what the
+/// acknowledgement commit callback is told).
+fn completed(c: &mut DriverCore) -> Vec<(i64, bool)> {
+    std::iter::from_fn(|| c.poll_event())
+        .filter_map(|o| match o {
+            super::Output::AckCompleted { offsets, result, .. } => {
+                Some(offsets.into_iter().map(move |o| (o, result.is_ok())).collect::<Vec<_>>())
+            }
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+#[test]
+fn a_record_that_comes_between_back_to_back_polls_is_delivered_not_released() {
+    // Issue 34: a poll waits longer than a quarter of the lock and gives up empty; its long
+    // poll is still on the broker. A record produced just then answers that fetch while no
+    // poll waits, and the application polls again 15 ms later. Taking the age of the last
+    // poll's arrival as idle time, the core released the record unseen (delivery count 2 on
+    // its way back) although the application never stopped polling.
+    let t0 = Instant::now();
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);
+    c.drive(t0);
+    assert!(c.waiter.is_none(), "the first poll took offsets 0..=9");
+    let _ = perform(&mut c);
+    // The next poll, 15 ms later, waits: a long poll leaves for it.
+    let second = t0 + Duration::from_millis(15);
+    c.handle_command(poll(2, true, false, Vec::new()), second);
+    c.drive(second);
+    let (node, sent, sent_at) = long_poll(&mut c);
+    // It gives up after 1.5 s (the lock is 4 s: idle after 1 s); the shell hears of that only
+    // when the fetch's answer comes, with offset 10, 5 ms later.
+    let answered = second + Duration::from_millis(1505);
+    c.handle_command(Command::PollAbandoned(ReplyId(2)), answered);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(10, 10)) }, answered);
+    c.drive(answered);
+    let (released, _) = releases_in(drain(&mut c));
+    assert!(released.is_empty(), "released {released:?} while the application polls");
+    assert!(!releases_queued(&c), "RELEASE queued for a polling application");
+    assert_eq!(released_unseen(&c), 0.0);
+    assert_eq!(c.idle_deadline(), Some(answered + LOCK / 4), "idle counts from the end of the poll");
+    // The application's next poll, 15 ms on, gets the record at its first delivery.
+    let third = answered + Duration::from_millis(15);
+    c.handle_command(poll(3, false, false, Vec::new()), third);
+    match perform(&mut c).polls.remove(&ReplyId(3)) {
+        Some(Ok(answer)) => {
+            let got: Vec<(i64, i16)> =
+                answer.records.iter().map(|d| (d.record.offset, d.record.delivery_count)).collect();
+            assert_eq!(got, [(10, 1)]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_poll_waiting_for_renewals_that_gives_up_does_not_count_as_taking_records() {
+    // Such a poll takes no records (see `waiting_for_records`): its end leaves the idle
+    // clock where the last poll for records put it.
+    let t0 = Instant::now();
+    let mut c = buffered(t0);
+    c.handle_command(poll(2, true, true, Vec::new()), t0);
+    let later = t0 + LOCK / 2;
+    c.handle_command(Command::PollAbandoned(ReplyId(2)), later);
+    c.drive(later);
+    assert!(c.waiter.is_none());
+    assert!(c.buffer.is_empty() && released_unseen(&c) == 20.0, "idle since t0: the 20 buffered records went back");
+}
+
+#[test]
+fn the_clients_own_releases_are_not_reported_as_the_applications_acknowledgements() {
+    // The application stops polling with 20 records buffered: the core RELEASEs them. The
+    // acknowledgement commit callback and a commit must hear only of the application's own
+    // acknowledgement (offset 5, accepted), not of the 20 the application never saw.
+    let t0 = Instant::now();
+    let mut c = buffered(t0);
+    let _ = completed(&mut c);
+    let idle = t0 + LOCK / 4;
+    c.handle_command(Command::Commit { acks: vec![accept(5)], id: Some(ReplyId(9)) }, idle);
+    c.drive(idle);
+    let (released, request) = releases_in(drain(&mut c));
+    assert_eq!(released, (10..30).collect::<Vec<i64>>(), "the unseen records go back");
+    assert_eq!(released_unseen(&c), 20.0);
+    let (node, sent) = request.expect("a ShareAcknowledge carries them");
+    assert!(sent.acks.values().flat_map(|a| a.iter()).any(|(o, k)| o == 5 && k == AckKind::Accept));
+    c.handle_event(Event::Ack { node, sent, result: Ok(ShareAcknowledgeResponse::default()) }, idle);
+    c.drive(idle);
+    let shared = c.shared.clone();
+    let mut answers = Answers::default();
+    let mut told = Vec::new();
+    while let Some(out) = c.poll_event() {
+        if let super::Output::AckCompleted { offsets, result, .. } = &out {
+            told.extend(offsets.iter().map(|o| (*o, result.is_ok())));
+        }
+        assert!(out.perform(&shared, &mut answers).is_none());
+    }
+    assert_eq!(told, [(5, true)], "the callback hears of the application's acknowledgement only");
+    let commit = answers.commits.remove(&ReplyId(9)).expect("the commit is answered");
+    assert!(commit.is_ok() && commit.len() == 1, "{commit:?}");
+    assert!(c.client_releases.is_empty(), "nothing kept once the releases completed");
+}
+
+#[test]
+fn the_clients_releases_that_fail_are_not_reported_either() {
+    // The session is lost with the RELEASEs queued: they fail here, and the callback still
+    // hears nothing of records the application never saw.
+    let t0 = Instant::now();
+    let mut c = buffered(t0);
+    let _ = completed(&mut c);
+    let idle = t0 + LOCK / 4;
+    c.drive(idle);
+    let (released, request) = releases_in(drain(&mut c));
+    assert_eq!(released.len(), 20);
+    let (node, sent) = request.expect("a ShareAcknowledge carries them");
+    c.handle_event(Event::Ack { node, sent, result: Err(Error::Closed) }, idle);
+    c.drive(idle);
+    assert_eq!(completed(&mut c), [], "no completion for the client's own releases");
+    assert!(c.client_releases.is_empty());
+}
+
 #[test]
 fn the_engines_outcomes_do_not_linger_and_the_public_acks_still_do() {
     // The processing engine asks for records only as slots free, so a fetch to carry its

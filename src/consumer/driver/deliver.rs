@@ -118,7 +118,11 @@ impl DriverCore {
             }
             // RELEASE acks queued, and the buffer changed.
             self.to_decide.mark(ToDecide::BUFFER);
-            self.sessions.release(f.node, f.generation, f.tp, f.records.iter().map(|r| r.offset));
+            if self.sessions.release(f.node, f.generation, f.tp, f.records.iter().map(|r| r.offset)) {
+                // The client's own RELEASEs: their outcome is no acknowledgement of the
+                // application's (`complete_acks` leaves them out of the callback).
+                self.client_releases.extend(f.records.iter().map(|r| (f.tp, r.offset)));
+            }
         }
         self.buffer = kept;
     }

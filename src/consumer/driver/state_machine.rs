@@ -72,6 +72,7 @@ impl DriverCore {
             topic_errors: Default::default(),
             renewing: HashMap::new(),
             renewed: Vec::new(),
+            client_releases: HashSet::new(),
             paused: HashSet::new(),
             poll_size: cfg_poll_size,
             eager_acks: false,
@@ -128,6 +129,9 @@ impl DriverCore {
             Command::PollAbandoned(id) => {
                 if let Some(w) = self.waiter.as_mut().filter(|w| w.id == id) {
                     w.abandoned = true;
+                    if !w.renewing {
+                        self.note_poll_ended(now);
+                    }
                 }
             }
             Command::Commit { acks, id } => {

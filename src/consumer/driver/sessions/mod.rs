@@ -260,21 +260,24 @@ impl SessionManager {
     }
 
     /// Buffered records of `node` (fetched in `generation`) go back to the broker: RELEASE
-    /// acks on its session, if that session is still the one that acquired them.
+    /// acks on its session, if that session is still the one that acquired them. Returns
+    /// whether it queued them (their outcome will then be completed).
     pub(super) fn release(
         &mut self,
         node: i32,
         generation: u64,
         tp: TopicIdPartition,
         offsets: impl ExactSizeIterator<Item = i64>,
-    ) {
-        let Some(n) = self.nodes.get_mut(&node) else { return };
+    ) -> bool {
+        let Some(n) = self.nodes.get_mut(&node) else { return false };
         if n.session.generation() == generation && offsets.len() > 0 {
             for o in offsets {
                 n.session.queue_ack(tp, o, AckKind::Release);
             }
             n.pace.releases_queued = true;
+            return true;
         }
+        false
     }
 
     /// Queues acks on the sessions that delivered their records; returns, with the reason,
