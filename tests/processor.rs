@@ -207,13 +207,20 @@ async fn a_stuck_handler_holds_only_its_own_record() {
         // The lapsed record's second delivery is processed by another slot meanwhile.
         assert!(while_stuck >= N - 1, "no record waited behind the stuck one: {while_stuck}");
     }
-    assert!(
-        first_wait_ms <= 2.0 * bound.as_millis() as f64,
-        "a first delivery waited {first_wait_ms} ms unstarted (bound {bound:?})"
-    );
-    // Kept records (delivery count 2) go back, or are renewed, before their lock is gone.
-    let wait_bound = if kept > 0.0 { LOCK_MS as f64 } else { 2.0 * bound.as_millis() as f64 };
-    assert!(wait_max <= wait_bound, "a record waited {wait_max} ms unstarted (bound {wait_bound} ms, {kept} kept)");
+    // The bound holds where the broker acquires only what the engine has room for (4.2+,
+    // record_limit). On 4.1 the broker hands out whole log batches: records beyond the free
+    // slots age in the consumer's buffer, and one that reaches the engine past its bound
+    // while a slot is free is started, not released (a release would use up one of its
+    // deliveries for nothing): its wait is the batch's, not the engine's.
+    if common::broker_has_v2() {
+        assert!(
+            first_wait_ms <= 2.0 * bound.as_millis() as f64,
+            "a first delivery waited {first_wait_ms} ms unstarted (bound {bound:?})"
+        );
+        // Kept records (delivery count 2) go back, or are renewed, before their lock is gone.
+        let wait_bound = if kept > 0.0 { LOCK_MS as f64 } else { 2.0 * bound.as_millis() as f64 };
+        assert!(wait_max <= wait_bound, "a record waited {wait_max} ms unstarted (bound {wait_bound} ms, {kept} kept)");
+    }
     if common::broker_has_v2() {
         assert!(renewals >= 2.0, "the stuck record kept its lock: {renewals}");
         assert_eq!(report.lapses, 0);
@@ -375,14 +382,16 @@ async fn acquisition_follows_free_slots_at_default_settings() {
         "released unstarted {released_unstarted}, released unseen by the consumer {unseen}, \
          first deliveries with count > 1: {late}, highest first count {most}, {report:?}"
     );
-    assert_eq!(report.accepted as usize, N, "{report:?}");
     if common::broker_has_v2() {
+        assert_eq!(report.accepted as usize, N, "{report:?}");
         assert_eq!(released_unstarted, 0.0, "a record went back unstarted although acquisition follows the free slots");
         assert_eq!(unseen, 0.0, "the consumer under the engine released records it had fetched ahead");
         assert_eq!(late, 0, "a record reached its first handler with a delivery count above 1");
     } else {
         // 4.1: a log batch may still be larger than the free slots, but a record the engine
-        // sent back once is kept (and the consumer holds nothing beyond what it asked for).
+        // sent back once is kept. (The 6 s handlers lose their 2 s locks without RENEW: those
+        // records are delivered and accepted again, so more than N are accepted.)
+        assert!(report.accepted as usize >= N, "{report:?}");
         assert!(most <= 2, "a record was released unstarted more than once before a handler saw it: count {most}");
     }
 }

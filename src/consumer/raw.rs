@@ -59,8 +59,9 @@ impl ShareConsumer {
 
     /// Sets how the driver acquires for the engine (`share.acquire.mode` as the engine
     /// chooses it; the consumer's configured mode stays the fallback where a broker cannot).
-    pub(crate) fn raw_acquire_mode(&self, mode: AcquireMode) -> Result<()> {
-        self.send(Command::AcquireMode(mode))
+    /// `sized`: batch_optimized fetches ask for the engine's room, not for a prefetch.
+    pub(crate) fn raw_acquire_mode(&self, mode: AcquireMode, sized: bool) -> Result<()> {
+        self.send(Command::AcquireMode { mode, sized })
     }
 
     /// Whether the cluster takes record_limit acquisition (ShareFetch v2, Kafka 4.2+).

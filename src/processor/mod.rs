@@ -35,9 +35,10 @@
 //!   handler slots plus a bounded [`prefetch`](ProcessorConfig::prefetch), so a slow handler
 //!   holds its own record and nothing else. On Kafka 4.2+ the broker acquires exactly that
 //!   many (`share.acquire.mode=record_limit` under the engine, whatever the consumer's
-//!   config says: [`ProcessorConfig::acquire_mode`]); on 4.1, which has no record_limit, it
-//!   hands out whole log batches, so a batch larger than the free room may leave records
-//!   waiting (the engine warns at start). A record acquired but not started within
+//!   config says: [`ProcessorConfig::acquire_mode`]); on 4.1, which has no record_limit,
+//!   each fetch asks for the engine's room too, but the broker completes every log batch it
+//!   starts, so a batch larger than the free room may leave records waiting (the engine
+//!   warns at start). A record acquired but not started within
 //!   [`max_unstarted`](ProcessorConfig::max_unstarted) (a quarter of the lock by default)
 //!   because every slot stayed busy goes back to the group (RELEASE) at once instead of
 //!   lapsing here (never while a slot is free to start it), **once**: a record that

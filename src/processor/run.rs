@@ -180,6 +180,10 @@ impl Engine {
     fn choose_acquire_mode(&mut self) {
         let supported = self.consumer.record_limit_supported();
         let configured = self.consumer.config().acquire_mode;
+        // Without record_limit, batch_optimized fetches ask for the engine's room all the
+        // same (the broker completes the log batch it starts, no more), unless the user
+        // chose whole batches with the consumer's prefetch.
+        let sized = self.acquire.is_none();
         let mode = match self.acquire {
             Some(AcquireMode::RecordLimit) if !supported => {
                 let now = Instant::now();
@@ -197,8 +201,8 @@ impl Engine {
                 configured
             }
         };
-        if mode != configured {
-            if let Err(e) = self.consumer.raw_acquire_mode(mode) {
+        if mode != configured || sized {
+            if let Err(e) = self.consumer.raw_acquire_mode(mode, sized) {
                 tracing::debug!(error = %e, "the consumer is closed already");
             }
         }

@@ -168,10 +168,15 @@ pub(crate) enum Command {
     /// records are not released for want of a poll. Sent in pairs; each `true` is followed by
     /// one `false`, also when the call's future is dropped.
     Busy(bool),
-    /// The processing engine's acquisition mode (`raw_acquire_mode`): record_limit sizes
-    /// every fetch to the room the engine asks for, so no record waits here, acquired, for a
-    /// slot that is not free.
-    AcquireMode(AcquireMode),
+    /// The processing engine's acquisition (`raw_acquire_mode`): record_limit acquires
+    /// exactly the room the engine asks for, so no record waits here, acquired, for a slot
+    /// that is not free; `sized`: a batch_optimized fetch asks for that room too, not for
+    /// what the drain rate affords (4.1, which has no record_limit: the broker still
+    /// completes the log batch it starts).
+    AcquireMode {
+        mode: AcquireMode,
+        sized: bool,
+    },
 }
 
 /// A finished request.

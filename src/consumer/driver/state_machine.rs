@@ -160,7 +160,7 @@ impl DriverCore {
             }
             Command::Close { acks, deadline, id } => self.start_close(acks, deadline, id, now),
             Command::Busy(entered) => self.note_busy(entered, now),
-            Command::AcquireMode(mode) => self.sessions.set_acquire_mode(mode),
+            Command::AcquireMode { mode, sized } => self.sessions.set_acquire_mode(mode, sized),
         }
     }
 

@@ -145,7 +145,7 @@ impl ToDecide {
                 ToDecide::ALL
             }
             Command::Poll { .. } => ToDecide::WAITER,
-            Command::Commit { .. } | Command::Outcomes(_) | Command::AcquireMode(_) => ToDecide::SESSIONS,
+            Command::Commit { .. } | Command::Outcomes(_) | Command::AcquireMode { .. } => ToDecide::SESSIONS,
             Command::Requeue(_) => ToDecide::BUFFER,
             Command::PollAbandoned(_) => ToDecide::DELIVER,
             Command::Busy(_) => ToDecide::IDLE | ToDecide::SESSIONS,

@@ -53,6 +53,9 @@ struct Settings {
     /// `share.acquire.mode` as configured: the processing engine may choose record_limit
     /// over it (`set_acquire_mode`), and goes back to it where a broker cannot.
     configured_acquire_mode: AcquireMode,
+    /// Every fetch asks for the last poll's size (the processing engine's room), in either
+    /// mode: no prefetch sized by the drain rate.
+    sized_to_poll: bool,
     /// Each new node's backoff starts as this one.
     backoff: Backoff,
     /// How long acks are retried: `default.api.timeout.ms`, as Java bounds its retries.
@@ -158,9 +161,11 @@ pub(super) enum Answered {
 
 impl SessionManager {
     /// The processing engine's choice of acquisition mode (record_limit where the cluster
-    /// has it: each fetch acquires no more than the engine has room for).
-    pub(super) fn set_acquire_mode(&mut self, mode: AcquireMode) {
+    /// has it: each fetch acquires no more than the engine has room for); `sized`: a
+    /// batch_optimized fetch asks for that room as well.
+    pub(super) fn set_acquire_mode(&mut self, mode: AcquireMode, sized: bool) {
         self.settings.acquire_mode = mode;
+        self.settings.sized_to_poll = sized;
     }
 
     /// A broker refused the acquisition mode: if the engine chose it (the configured mode is
@@ -189,6 +194,7 @@ impl SessionManager {
                 max_poll_records: cfg.max_poll_records,
                 acquire_mode: cfg.acquire_mode,
                 configured_acquire_mode: cfg.acquire_mode,
+                sized_to_poll: false,
                 backoff: cfg.cluster.backoff(),
                 ack_retry_limit: cfg.default_api_timeout,
             },

@@ -268,15 +268,16 @@ impl SessionManager {
         (acks, parked)
     }
 
-    /// MaxRecords of the next fetch. record_limit: exactly `max.poll.records` (a hard cap).
-    /// batch_optimized: what the application takes in the prefetch horizon (or a quarter of
+    /// MaxRecords of the next fetch. record_limit: exactly the last poll's size (the public
+    /// poll's `max.poll.records`, a hard cap; the processing engine's room), and so for a
+    /// batch_optimized fetch the engine sized (`sized_to_poll`). Otherwise batch_optimized: what the application takes in the prefetch horizon (or a quarter of
     /// the lock, if shorter), at least one poll's worth and at most [`FETCH_RECORDS_CAP`].
     /// Bigger fetches mean fewer round trips on the session's one-at-a-time connection (the
     /// broker's time per fetch hardly depends on its size), but records must not wait for an
     /// application that takes them slowly: other members could process them meanwhile.
     pub(super) fn fetch_max_records(&self, d: &Demand) -> usize {
         let poll = d.poll_size;
-        if self.settings.acquire_mode == AcquireMode::RecordLimit {
+        if self.settings.acquire_mode == AcquireMode::RecordLimit || self.settings.sized_to_poll {
             return poll;
         }
         let affordable = d.drain_per_sec * within_lock(PREFETCH_HORIZON, d.lock).as_secs_f64();
