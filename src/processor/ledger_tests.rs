@@ -16,6 +16,7 @@ fn limits(slots: usize, batch_size: usize) -> Limits {
         batch_size,
         prefetch: slots * batch_size,
         prefetch_follows_slots: false,
+        prefetch_adapts: false,
         max_unstarted: None,
         max_retries: 2,
         backoff: Duration::from_millis(100),
@@ -442,4 +443,51 @@ fn a_zero_bound_releases_nothing_a_free_slot_can_start() {
     l.received(answer(4..5, t0), t0);
     l.tick(t0);
     assert_eq!(kinds(&l.take_acks()), vec![(4, AckKind::Release)], "nothing starts once stopping");
+}
+
+#[test]
+fn the_default_prefetch_follows_the_outcome_rate_within_its_bounds() {
+    // 4 slots, a default prefetch of 4, a 2 s lock (a 500 ms bound): handlers finishing
+    // 1,000 records a second may have 125 ahead (a quarter of the bound), capped at 8 x 4.
+    let t0 = Instant::now();
+    let mut l = Ledger::new(Limits { prefetch: 4, prefetch_adapts: true, ..limits(4, 1) }, true, Arc::default());
+    l.set_lock(Some(Duration::from_secs(2)));
+    assert_eq!(l.want(), 8, "4 free slots and the prefetch");
+    l.tick(t0);
+    let mut next = 0;
+    let mut now = t0;
+    for _ in 0..25 {
+        l.received(answer(next..next + 4, now), now);
+        next += 4;
+        let units = l.start(now);
+        now += Duration::from_millis(10);
+        for u in units {
+            l.finished(&u.ids, &[Outcome::Accept], Duration::from_millis(1), now);
+        }
+        l.tick(now);
+    }
+    // 100 records in 250 ms: 400 a second, 50 ahead would start within 125 ms; capped at 32.
+    assert_eq!(l.want(), 4 + 32, "the prefetch grew to its cap");
+    // Slow handlers: nothing finishes for a window, the prefetch falls back to its base.
+    now += Duration::from_millis(300);
+    l.tick(now);
+    assert_eq!(l.want(), 8);
+}
+
+#[test]
+fn a_prefetch_the_user_set_does_not_adapt() {
+    let t0 = Instant::now();
+    let mut l = Ledger::new(Limits { prefetch: 4, ..limits(4, 1) }, true, Arc::default());
+    l.set_lock(Some(Duration::from_secs(2)));
+    let mut now = t0;
+    l.tick(now);
+    for i in 0..100 {
+        l.received(answer(i..i + 1, now), now);
+        for u in l.start(now) {
+            l.finished(&u.ids, &[Outcome::Accept], Duration::from_millis(1), now);
+        }
+        now += Duration::from_millis(3);
+        l.tick(now);
+    }
+    assert_eq!(l.want(), 8);
 }

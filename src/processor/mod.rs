@@ -341,6 +341,7 @@ impl ProcessorConfig {
             // A pool's size is the caller's: the product saturates (the ledger's sums do too).
             prefetch: self.prefetch.unwrap_or(slots.saturating_mul(batch_size)),
             prefetch_follows_slots: batch && self.prefetch.is_none(),
+            prefetch_adapts: !batch && self.prefetch.is_none(),
             max_unstarted: self.max_unstarted,
             max_retries: self.max_retries,
             backoff: self.retry_backoff,
