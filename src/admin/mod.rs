@@ -9,6 +9,7 @@ mod configs;
 mod coordinator;
 mod describe;
 mod groups;
+mod list_offsets;
 mod offsets;
 mod reset;
 mod share_settings;
@@ -21,6 +22,7 @@ pub use describe::{
     BrokerDescription, ClusterDescription, PartitionDescription, TopicDescription, TopicId, TopicListing,
 };
 pub use groups::{ShareGroupDescription, ShareGroupListing, ShareGroupState, ShareMemberDescription};
+pub use list_offsets::{ListedOffset, OffsetSpec};
 pub use offsets::{ShareGroupOffsets, SharePartitionOffset, TopicPartition, LAG_NEEDS_KAFKA_4_2};
 pub use reset::{parse_datetime, OffsetResetSpec, PlannedReset, TopicSelection};
 pub use share_settings::{
