@@ -1,5 +1,6 @@
 //! Administration: topics (list, describe, create, delete), the cluster's brokers, group
-//! configs, share groups and their dead-letter queue.
+//! configs, share groups and their dead-letter queue, partitions' offsets and deleting records
+//! below one.
 //!
 //! [`Admin`] is a thin, typed layer over the cluster: each call picks the broker that must
 //! answer it (the controller-facing broker for topics, the group coordinator for groups),
@@ -7,6 +8,7 @@
 
 mod configs;
 mod coordinator;
+mod delete_records;
 mod describe;
 mod groups;
 mod list_offsets;
