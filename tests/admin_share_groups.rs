@@ -297,7 +297,10 @@ async fn delete_records_moves_the_share_groups_start_offset() {
     assert_eq!(deleted.len(), 1);
     assert_eq!(deleted[0].0, tp);
     assert_eq!(*deleted[0].1.as_ref().expect("partition deleted"), 6, "the new low watermark");
-    let earliest = admin.list_offsets(&[tp.clone()], kafka_share::admin::OffsetSpec::Earliest).await.expect("list");
+    let earliest = admin
+        .list_offsets(std::slice::from_ref(&tp), kafka_share::admin::OffsetSpec::Earliest)
+        .await
+        .expect("list");
     assert_eq!(earliest[&tp].offset, Some(6));
 
     // The group's next delivery starts at 6, not at its old start offset 2. The stored start

@@ -112,7 +112,7 @@ async fn list_offsets_finds_each_spec_as_javas_offset_spec() {
     // would put the segment past retention): offsets 0, 1, 2 at now-60 s, now-20 s, now-40 s.
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     let stamps = [now - 60_000, now - 20_000, now - 40_000];
-    let producer = Producer::connect(ProducerConfig::new(&common::bootstrap())).await.expect("producer");
+    let producer = Producer::connect(ProducerConfig::new(common::bootstrap())).await.expect("producer");
     for ts in stamps {
         let sent = producer.send(ProducerRecord::new(&topic, "v").partition(0).timestamp(ts)).await.expect("send");
         sent.await.expect("delivered");

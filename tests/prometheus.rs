@@ -134,7 +134,7 @@ fn app_registry() -> (Registry, Counter) {
 async fn the_endpoint_listens_on_the_address_given_with_the_apps_metrics_beside_ours() {
     // 127.0.0.2 is loopback on Linux too, but not the address serve used to pin: the
     // endpoint must be where it was asked to be, and nowhere else.
-    let producer = Producer::connect(ProducerConfig::new(&common::bootstrap())).await.expect("producer");
+    let producer = Producer::connect(ProducerConfig::new(common::bootstrap())).await.expect("producer");
     let (mut registry, rejected) = app_registry();
     let p = producer.clone();
     registry.register_collector(Box::new(SnapshotCollector::new("app", move || p.metrics())));
