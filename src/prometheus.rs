@@ -31,8 +31,26 @@
 //! let mut registry = prometheus_client::registry::Registry::default();
 //! let c = consumer.clone();
 //! registry.register_collector(Box::new(SnapshotCollector::new("orders-worker", move || c.metrics())));
-//! let endpoint = serve(9464, Arc::new(registry)).await?; // GET http://127.0.0.1:9464/metrics
+//! // Every interface, so Prometheus on another host or pod can scrape it;
+//! // "127.0.0.1:9464" keeps it to this machine.
+//! let endpoint = serve("0.0.0.0:9464", Arc::new(registry)).await?; // GET http://<host>:9464/metrics
 //! # drop(endpoint); Ok(()) }
+//! ```
+//!
+//! The application's own metrics go into the same registry through [`client`], the
+//! `prometheus-client` this crate is built with, re-exported so the application need not
+//! depend on that crate at exactly the same version (a `Registry` or `Collector` of another
+//! version is another type):
+//!
+//! ```
+//! use kafka_share::prometheus::client::metrics::counter::Counter;
+//! use kafka_share::prometheus::{render, Registry};
+//!
+//! let mut registry = Registry::default();
+//! let orders: Counter = Counter::default();
+//! registry.register("orders_rejected", "Orders rejected as invalid", orders.clone());
+//! orders.inc();
+//! assert!(render(&registry).contains("orders_rejected_total 1"));
 //! ```
 
 use std::net::SocketAddr;
@@ -47,7 +65,12 @@ use prometheus_client::metrics::MetricType;
 pub use prometheus_client::registry::Registry;
 use prometheus_client::registry::Unit;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, ToSocketAddrs};
+
+/// The [`prometheus-client`](https://docs.rs/prometheus-client) crate this module is built
+/// with (its [`Registry`] is this one), for the application's own metrics: register them
+/// beside the clients' without naming `prometheus-client` at this crate's exact version.
+pub use prometheus_client as client;
 
 use crate::error::{Error, Result};
 use crate::metrics::{HistogramSnapshot, MetricsSnapshot};
@@ -159,13 +182,17 @@ impl Drop for MetricsEndpoint {
     }
 }
 
-/// Serves `GET /metrics` with the registry's metrics on 127.0.0.1:`port` (0 picks a free
-/// port: see [`MetricsEndpoint::local_addr`]). One route, one answer per connection: a few
-/// dozen lines instead of a web framework (`prometheus-client` serves no HTTP itself); put a
-/// framework's route in front of [`render`] instead when the service has one.
-pub async fn serve(port: u16, registry: Arc<Registry>) -> Result<MetricsEndpoint> {
+/// Serves `GET /metrics` with the registry's metrics on `addr`: `"0.0.0.0:9464"` (or
+/// `"[::]:9464"`) for every interface, so a Prometheus on another host or pod can scrape it;
+/// `"127.0.0.1:9464"` for this machine only; port 0 picks a free port (see
+/// [`MetricsEndpoint::local_addr`]). `addr` is anything tokio can resolve: a
+/// [`SocketAddr`], `(IpAddr, u16)`, `"host:port"`; the first address that binds is used.
+/// One route, one answer per connection: a few dozen lines instead of a web framework
+/// (`prometheus-client` serves no HTTP itself); put a framework's route in front of
+/// [`render`] instead when the service has one.
+pub async fn serve(addr: impl ToSocketAddrs, registry: Arc<Registry>) -> Result<MetricsEndpoint> {
     let text: TextSource = Arc::new(move || render(&registry));
-    serve_text(port, "application/openmetrics-text; version=1.0.0; charset=utf-8", text).await
+    serve_text(addr, "application/openmetrics-text; version=1.0.0; charset=utf-8", text).await
 }
 
 /// What an endpoint answers with, rendered at each scrape.
@@ -173,11 +200,17 @@ type TextSource = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// The endpoint behind [`serve`] (the sink's `PrometheusServer` too): `GET /metrics`
 /// answered with `text()` as `content_type`.
-async fn serve_text(port: u16, content_type: &'static str, text: TextSource) -> Result<MetricsEndpoint> {
-    let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
-        Error::config("metrics port", format!("cannot listen on 127.0.0.1:{port}: {e}; pick another port"))
+async fn serve_text(addr: impl ToSocketAddrs, content_type: &'static str, text: TextSource) -> Result<MetricsEndpoint> {
+    // Resolved first so that an error names the addresses tried, not only the cause.
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
+        .await
+        .map_err(|e| Error::config("metrics address", format!("cannot resolve the metrics address: {e}")))?
+        .collect();
+    let listener = TcpListener::bind(&addrs[..]).await.map_err(|e| {
+        let tried = addrs.iter().map(SocketAddr::to_string).collect::<Vec<_>>().join(", ");
+        Error::config("metrics address", format!("cannot listen on {tried}: {e}; pick another port or address"))
     })?;
-    let addr = listener.local_addr().map_err(|e| Error::config("metrics port", e.to_string()))?;
+    let addr = listener.local_addr().map_err(|e| Error::config("metrics address", e.to_string()))?;
     let task = tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -306,7 +339,7 @@ mod tests {
     async fn the_endpoint_serves_get_metrics_only() {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(SnapshotCollector::new("c", snapshot)));
-        let endpoint = serve(0, Arc::new(registry)).await.unwrap();
+        let endpoint = serve("127.0.0.1:0", Arc::new(registry)).await.unwrap();
         for (req, want) in
             [("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", "200 OK"), ("POST /metrics HTTP/1.1\r\n\r\n", "405")]
         {

@@ -1,6 +1,6 @@
 //! Share-group administration against the real broker: list, describe (members, assignment,
 //! start offsets), destructive operations refused on a live group and working on an empty
-//! one, resets, deletion.
+//! one, resets, deletion, and deleting records below a group's start offset.
 
 mod admin_support;
 mod common;
@@ -260,4 +260,77 @@ async fn reset_to_earliest_redelivers_to_a_new_consumer() {
     assert_eq!(values, (0..5).map(|i| format!("old-{i}")).collect::<Vec<_>>());
     second.commit_sync(std::time::Duration::from_secs(10)).await.unwrap().into_result().unwrap();
     second.close(std::time::Duration::from_secs(10)).await.unwrap();
+}
+
+/// Deleting records below an offset moves a share group's start offset past them: the
+/// records the group had not yet accepted below it are never delivered, and the start offset
+/// the coordinator keeps follows (Java's `deleteRecords`, as Kafka's own share tests use it).
+#[tokio::test]
+async fn delete_records_moves_the_share_groups_start_offset() {
+    use kafka_share::consumer::{AcknowledgementMode, ShareConsumer};
+    use std::time::Duration;
+
+    let bs = common::bootstrap();
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "adm-delrec", 1).await;
+    let group = common::new_group(&admin, "adm-delrec-g", None).await;
+    let tp = TopicPartition::new(&topic, 0);
+    common::produce(&bs, &topic, 1, 10, "v").await;
+
+    // The group accepts offsets 0 and 1 and gives the rest back: its start offset is 2.
+    let explicit = || common::consumer_config(&bs, &group).acknowledgement_mode(AcknowledgementMode::Explicit);
+    let first = ShareConsumer::connect(explicit()).await.expect("consumer");
+    first.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&first, 2, WAIT, |r| {
+        if r.offset < 2 {
+            first.acknowledge(r).expect("accept");
+        }
+    })
+    .await;
+    assert!(got.iter().any(|r| r.offset == 1), "{:?}", got.iter().map(|r| r.offset).collect::<Vec<_>>());
+    first.commit_sync(Duration::from_secs(10)).await.expect("commit");
+    first.close(Duration::from_secs(10)).await.expect("close");
+    wait_offsets(&admin, &group, &BTreeMap::from([(tp.clone(), 2)])).await;
+
+    // Records below 6 deleted: the log starts at 6.
+    let deleted = admin.delete_records(&[(tp.clone(), 6)]).await.expect("delete records");
+    assert_eq!(deleted.len(), 1);
+    assert_eq!(deleted[0].0, tp);
+    assert_eq!(*deleted[0].1.as_ref().expect("partition deleted"), 6, "the new low watermark");
+    let earliest = admin
+        .list_offsets(std::slice::from_ref(&tp), kafka_share::admin::OffsetSpec::Earliest)
+        .await
+        .expect("list");
+    assert_eq!(earliest[&tp].offset, Some(6));
+
+    // The group's next delivery starts at 6, not at its old start offset 2. The stored start
+    // offset follows only once the share partition reads the log again (a fetch), not at the
+    // deletion: with no consumer it read 2 for 6 s after it (Kafka 4.4). After the fetch it is
+    // 6, or 10 once the acceptances of 6..9 are written too.
+    let second = ShareConsumer::connect(explicit()).await.expect("consumer");
+    second.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&second, 4, WAIT, |r| second.acknowledge(r).expect("accept")).await;
+    assert_eq!(got.iter().map(|r| r.offset).collect::<Vec<_>>(), [6, 7, 8, 9]);
+    second.commit_sync(Duration::from_secs(10)).await.expect("commit");
+    second.close(Duration::from_secs(10)).await.expect("close");
+    let mut last = BTreeMap::new();
+    let end = tokio::time::Instant::now() + WAIT;
+    while tokio::time::Instant::now() < end {
+        last = admin.list_share_group_offsets(&group, None).await.expect("offsets").start_offsets();
+        if last.get(&tp).is_some_and(|o| (6..=10).contains(o)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(last.get(&tp).is_some_and(|o| (6..=10).contains(o)), "start offset of {group} did not move to 6: {last:?}");
+
+    // Refused before anything is sent.
+    let e = admin.delete_records(&[(tp.clone(), -1)]).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    let e = admin.delete_records(&[(tp.clone(), 1), (tp.clone(), 2)]).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    // Past the high watermark: that partition's error.
+    let past = admin.delete_records(&[(tp.clone(), 1_000)]).await.expect("delete records");
+    let e = past[0].1.as_ref().unwrap_err();
+    assert_eq!(e.code().map(ErrorCode::value), Some(1), "OFFSET_OUT_OF_RANGE: {e:?}");
 }

@@ -1,9 +1,10 @@
-//! Listing and describing topics and describing the cluster, against the real single-node
-//! broker (`scripts/kafka up`).
+//! Listing and describing topics and describing the cluster, and listing a partition's
+//! offsets, against the real single-node broker (`scripts/kafka up`).
 
 mod common;
 
-use kafka_share::admin::NewTopic;
+use kafka_share::admin::{ListedOffset, NewTopic, OffsetSpec, TopicPartition};
+use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
 use kafka_share::Error;
 
 #[tokio::test]
@@ -101,4 +102,51 @@ async fn list_topics_leaves_out_internal_topics() {
     let internal: Vec<&str> = all.iter().filter(|t| t.internal).map(|t| t.name.as_str()).collect();
     assert!(internal.contains(&"__share_group_state"), "{internal:?}");
     assert_eq!(all.len(), listed.len() + internal.len(), "the same listing plus the internal topics");
+}
+
+#[tokio::test]
+async fn list_offsets_finds_each_spec_as_javas_offset_spec() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "list-offsets", 2).await;
+    // Three records on partition 0, out of timestamp order, all recent (an old timestamp
+    // would put the segment past retention): offsets 0, 1, 2 at now-60 s, now-20 s, now-40 s.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let stamps = [now - 60_000, now - 20_000, now - 40_000];
+    let producer = Producer::connect(ProducerConfig::new(common::bootstrap())).await.expect("producer");
+    for ts in stamps {
+        let sent = producer.send(ProducerRecord::new(&topic, "v").partition(0).timestamp(ts)).await.expect("send");
+        sent.await.expect("delivered");
+    }
+    producer.close(std::time::Duration::from_secs(10)).await.expect("producer close");
+    let (p0, p1) = (TopicPartition::new(&topic, 0), TopicPartition::new(&topic, 1));
+    let tps = [p0.clone(), p1.clone()];
+    let at = |spec| {
+        let admin = admin.clone();
+        let tps = tps.clone();
+        async move { admin.list_offsets(&tps, spec).await.unwrap_or_else(|e| panic!("list_offsets {spec:?}: {e}")) }
+    };
+    let offset = |l: &ListedOffset| l.offset;
+
+    let earliest = at(OffsetSpec::Earliest).await;
+    assert_eq!((offset(&earliest[&p0]), offset(&earliest[&p1])), (Some(0), Some(0)), "{earliest:?}");
+    let latest = at(OffsetSpec::Latest).await;
+    assert_eq!((offset(&latest[&p0]), offset(&latest[&p1])), (Some(3), Some(0)), "{latest:?}");
+    assert_eq!(latest[&p0].timestamp, None, "latest names no record: {latest:?}");
+
+    // The first offset whose timestamp is at or after: offset 1 for any time in (now-60 s,
+    // now-20 s], though offset 2's timestamp is closer; none after the newest.
+    let after_first = at(OffsetSpec::Timestamp(stamps[0] + 1)).await;
+    assert_eq!((after_first[&p0].offset, after_first[&p0].timestamp), (Some(1), Some(stamps[1])), "{after_first:?}");
+    let exact = at(OffsetSpec::Timestamp(stamps[0])).await;
+    assert_eq!(exact[&p0].offset, Some(0), "{exact:?}");
+    let future = at(OffsetSpec::Timestamp(now + 3_600_000)).await;
+    assert_eq!((future[&p0].offset, future[&p1].offset), (None, None), "{future:?}");
+
+    let newest = at(OffsetSpec::MaxTimestamp).await;
+    assert_eq!((newest[&p0].offset, newest[&p0].timestamp), (Some(1), Some(stamps[1])), "{newest:?}");
+    assert!(newest[&p0].leader_epoch.is_some_and(|e| e >= 0), "{newest:?}");
+    assert_eq!(newest[&p1].offset, None, "an empty partition has no newest record: {newest:?}");
+
+    let e = admin.list_offsets(&tps, OffsetSpec::Timestamp(-1)).await.unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "a negative timestamp is refused, not sent as a sentinel: {e:?}");
 }

@@ -186,7 +186,7 @@ fn last_clone_held_by_a_metrics_endpoint_closes_when_the_endpoint_stops() {
     let c = consumer.clone();
     registry.register_collector(Box::new(SnapshotCollector::new("blocking-drop", move || c.metrics())));
     let rt = tokio::runtime::Builder::new_multi_thread().thread_name(WORKER).enable_all().build().unwrap();
-    let endpoint = rt.block_on(serve(0, Arc::new(registry))).unwrap();
+    let endpoint = rt.block_on(serve("127.0.0.1:0", Arc::new(registry))).unwrap();
     // One scrape: the collector reads the consumer.
     let mut s = std::net::TcpStream::connect(endpoint.local_addr()).unwrap();
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();

@@ -1,5 +1,6 @@
 //! Administration: topics (list, describe, create, delete), the cluster's brokers, group
-//! configs, share groups and their dead-letter queue.
+//! configs, share groups and their dead-letter queue, partitions' offsets and deleting records
+//! below one.
 //!
 //! [`Admin`] is a thin, typed layer over the cluster: each call picks the broker that must
 //! answer it (the controller-facing broker for topics, the group coordinator for groups),
@@ -7,8 +8,10 @@
 
 mod configs;
 mod coordinator;
+mod delete_records;
 mod describe;
 mod groups;
+mod list_offsets;
 mod offsets;
 mod reset;
 mod share_settings;
@@ -21,6 +24,7 @@ pub use describe::{
     BrokerDescription, ClusterDescription, PartitionDescription, TopicDescription, TopicId, TopicListing,
 };
 pub use groups::{ShareGroupDescription, ShareGroupListing, ShareGroupState, ShareMemberDescription};
+pub use list_offsets::{ListedOffset, OffsetSpec};
 pub use offsets::{ShareGroupOffsets, SharePartitionOffset, TopicPartition, LAG_NEEDS_KAFKA_4_2};
 pub use reset::{parse_datetime, OffsetResetSpec, PlannedReset, TopicSelection};
 pub use share_settings::{

@@ -8,15 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
-use kafka_protocol::protocol::StrBytes;
-
 use super::groups::{non_empty, ShareGroupState};
+use super::list_offsets::OffsetSpec;
 use super::offsets::TopicPartition;
 use super::Admin;
-use crate::cluster::TrafficClass;
-use crate::error::{Context, Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Result};
 
 /// Where to move the start offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,14 +96,14 @@ impl Admin {
         }
         let tps: Vec<TopicPartition> = tps.into_iter().collect();
         let new = match spec {
-            OffsetResetSpec::Earliest => self.list_offsets(&tps, -2).await?,
-            OffsetResetSpec::Latest => self.list_offsets(&tps, -1).await?,
+            OffsetResetSpec::Earliest => self.offsets_at(&tps, OffsetSpec::Earliest).await?,
+            OffsetResetSpec::Latest => self.offsets_at(&tps, OffsetSpec::Latest).await?,
             OffsetResetSpec::Timestamp(ts) => {
-                let mut at = self.list_offsets(&tps, ts).await?;
+                let mut at = self.offsets_at(&tps, OffsetSpec::Timestamp(ts)).await?;
                 let missing: Vec<TopicPartition> =
                     at.iter().filter(|(_, o)| **o < 0).map(|(tp, _)| tp.clone()).collect();
                 if !missing.is_empty() {
-                    at.extend(self.list_offsets(&missing, -1).await?);
+                    at.extend(self.offsets_at(&missing, OffsetSpec::Latest).await?);
                 }
                 at
             }
@@ -244,98 +240,9 @@ impl Admin {
     /// Clamps wanted offsets to each log's [earliest, latest].
     async fn clamp(&self, wanted: BTreeMap<TopicPartition, i64>) -> Result<BTreeMap<TopicPartition, i64>> {
         let tps: Vec<TopicPartition> = wanted.keys().cloned().collect();
-        let lo = self.list_offsets(&tps, -2).await?;
-        let hi = self.list_offsets(&tps, -1).await?;
+        let lo = self.offsets_at(&tps, OffsetSpec::Earliest).await?;
+        let hi = self.offsets_at(&tps, OffsetSpec::Latest).await?;
         Ok(wanted.into_iter().map(|(tp, o)| (tp.clone(), o.clamp(lo[&tp], hi[&tp].max(lo[&tp])))).collect())
-    }
-
-    /// ListOffsets to each partition's leader: -2 earliest, -1 latest, else a timestamp (ms).
-    /// The result has every partition (offset -1 when no record is at or after a timestamp).
-    ///
-    /// # Cancel safety
-    /// Dropping the future stops the wait, not a request already sent: the broker may still
-    /// apply it. Nothing is left half-done on this side.
-    pub async fn list_offsets(&self, tps: &[TopicPartition], spec: i64) -> Result<BTreeMap<TopicPartition, i64>> {
-        let mut out = BTreeMap::new();
-        let mut todo: Vec<TopicPartition> = tps.to_vec();
-        let mut backoff = self.cluster.config().backoff();
-        loop {
-            let topics: Vec<String> =
-                todo.iter().map(|tp| tp.topic.clone()).collect::<BTreeSet<_>>().into_iter().collect();
-            self.cluster.refresh_metadata(&topics).await?;
-            let mut by_leader: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
-            let mut retry = Vec::new();
-            let mut last_error = None;
-            for tp in todo.drain(..) {
-                match self.cluster.with_metadata(|m| m.leader(&tp.topic, tp.partition)) {
-                    Some(l) => by_leader.entry(l).or_default().push(tp),
-                    None => {
-                        last_error = Some(Error::Broker {
-                            context: Context::api("ListOffsets").partition(&tp.topic, tp.partition),
-                            code: ErrorCode::LEADER_NOT_AVAILABLE,
-                            message: Some("the cluster metadata names no leader".into()),
-                        });
-                        retry.push(tp)
-                    }
-                }
-            }
-            for (leader, parts) in by_leader {
-                let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
-                for tp in &parts {
-                    topics.entry(&tp.topic).or_default().push(
-                        ListOffsetsPartition::default()
-                            .with_partition_index(tp.partition)
-                            .with_current_leader_epoch(-1)
-                            .with_timestamp(spec),
-                    );
-                }
-                let req =
-                    ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_timeout_ms(30_000).with_topics(
-                        topics
-                            .into_iter()
-                            .map(|(t, ps)| {
-                                ListOffsetsTopic::default()
-                                    .with_name(TopicName(StrBytes::from_string(t.to_string())))
-                                    .with_partitions(ps)
-                            })
-                            .collect(),
-                    );
-                let conn = self.cluster.broker(leader, TrafficClass::Control).await?;
-                let resp = self.cluster.send(&conn, &req, (1, 10)).await?;
-                for tp in parts {
-                    let p = resp
-                        .topics
-                        .iter()
-                        .filter(|t| t.name.0.as_str() == tp.topic)
-                        .flat_map(|t| t.partitions.iter())
-                        .find(|p| p.partition_index == tp.partition);
-                    let Some(p) = p else {
-                        return Err(Error::IncompleteResponse { api: "ListOffsets", missing: tp.to_string() });
-                    };
-                    let ctx = || Context::api("ListOffsets").broker(leader).partition(&tp.topic, tp.partition);
-                    match Error::from_code(p.error_code, None, ctx()) {
-                        None => {
-                            out.insert(tp, p.offset);
-                        }
-                        Some(e) if e.is_retriable() => {
-                            last_error = Some(e);
-                            retry.push(tp);
-                        }
-                        Some(e) => return Err(e),
-                    }
-                }
-            }
-            if retry.is_empty() {
-                return Ok(out);
-            }
-            if backoff.attempts() >= 10 {
-                // Still failing after ten tries: the last partition's error says why.
-                return Err(last_error
-                    .unwrap_or(Error::IncompleteResponse { api: "ListOffsets", missing: retry[0].to_string() }));
-            }
-            tokio::time::sleep(backoff.next_delay()).await;
-            todo = retry;
-        }
     }
 }
 

@@ -40,6 +40,7 @@ pub const fn api_name(key: i16) -> &'static str {
         18 => "ApiVersions",
         19 => "CreateTopics",
         20 => "DeleteTopics",
+        21 => "DeleteRecords",
         22 => "InitProducerId",
         32 => "DescribeConfigs",
         36 => "SaslAuthenticate",

@@ -102,10 +102,12 @@ impl PrometheusServer {
     /// Serves `GET /metrics` on 127.0.0.1:`port` (0 picks a free port; see
     /// [`local_addr`](Self::local_addr)).
     pub async fn bind(port: u16, source: MetricsSource) -> Result<PrometheusServer> {
-        let endpoint = crate::prometheus::serve(port, Arc::new(registry(source))).await.map_err(|e| match e {
-            Error::Config { message, .. } => Error::config("--metrics-port", message),
-            e => e,
-        })?;
+        let endpoint = crate::prometheus::serve((std::net::Ipv4Addr::LOCALHOST, port), Arc::new(registry(source)))
+            .await
+            .map_err(|e| match e {
+                Error::Config { message, .. } => Error::config("--metrics-port", message),
+                e => e,
+            })?;
         Ok(PrometheusServer { endpoint })
     }
 

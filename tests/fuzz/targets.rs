@@ -177,6 +177,7 @@ pub fn all() -> Vec<Target> {
         default_api::<km::SaslAuthenticateRequest, km::SaslAuthenticateResponse>("SaslAuthenticate", 0..=2),
         default_api::<km::CreateTopicsRequest, km::CreateTopicsResponse>("CreateTopics", 2..=7),
         default_api::<km::DeleteTopicsRequest, km::DeleteTopicsResponse>("DeleteTopics", 1..=6),
+        default_api::<km::DeleteRecordsRequest, km::DeleteRecordsResponse>("DeleteRecords", 0..=2),
         default_api::<km::InitProducerIdRequest, km::InitProducerIdResponse>("InitProducerId", 0..=6),
         default_api::<km::DescribeConfigsRequest, km::DescribeConfigsResponse>("DescribeConfigs", 1..=4),
         default_api::<km::DeleteGroupsRequest, km::DeleteGroupsResponse>("DeleteGroups", 0..=2),

@@ -6,7 +6,7 @@
 //!
 //! Covered: Produce (0) v3–13, Fetch (1) v4–18, ListOffsets (2) v1–10, Metadata (3) v0–13,
 //! FindCoordinator (10) v0–6, ListGroups (16) v0–5, SaslHandshake (17) v0–1, ApiVersions (18)
-//! v0–4, CreateTopics (19) v2–7, DeleteTopics (20) v1–6, InitProducerId (22) v0–6,
+//! v0–4, CreateTopics (19) v2–7, DeleteTopics (20) v1–6, DeleteRecords (21) v0–2, InitProducerId (22) v0–6,
 //! DescribeConfigs (32) v1–4, SaslAuthenticate (36) v0–2, DeleteGroups (42) v0–2,
 //! IncrementalAlterConfigs (44) v0–1, DescribeCluster (60) v0–2, ShareGroupHeartbeat (76) v1,
 //! ShareGroupDescribe (77) v1, DescribeShareGroupOffsets (90) v0, AlterShareGroupOffsets (91) v0,
@@ -33,6 +33,7 @@ pub(super) const ALL: &[Schema] = &[
     Schema { name: "ApiVersionsResponse", key: 18, min: 0, max: 4, flexible: 3, fields: API_VERSIONS },
     Schema { name: "CreateTopicsResponse", key: 19, min: 2, max: 7, flexible: 5, fields: CREATE_TOPICS },
     Schema { name: "DeleteTopicsResponse", key: 20, min: 1, max: 6, flexible: 4, fields: DELETE_TOPICS },
+    Schema { name: "DeleteRecordsResponse", key: 21, min: 0, max: 2, flexible: 2, fields: DELETE_RECORDS },
     Schema { name: "InitProducerIdResponse", key: 22, min: 0, max: 6, flexible: 2, fields: INIT_PRODUCER_ID },
     Schema { name: "DescribeConfigsResponse", key: 32, min: 1, max: 4, flexible: 4, fields: DESCRIBE_CONFIGS },
     Schema { name: "SaslAuthenticateResponse", key: 36, min: 0, max: 2, flexible: 2, fields: SASL_AUTHENTICATE },
@@ -256,6 +257,14 @@ const DELETE_TOPICS: &[Field] = &[f("ThrottleTimeMs", I32), f("Responses", Array
 
 const DELETABLE_TOPIC_RESULT: &[Field] =
     &[f("Name", Str), f("TopicId", Uuid).since(6), f("ErrorCode", I16), f("ErrorMessage", Str).since(5)];
+
+// ---- DeleteRecords (21) ----
+
+const DELETE_RECORDS: &[Field] = &[f("ThrottleTimeMs", I32), f("Topics", Array(&Struct(DELETE_RECORDS_TOPIC)))];
+
+const DELETE_RECORDS_TOPIC: &[Field] = &[f("Name", Str), f("Partitions", Array(&Struct(DELETE_RECORDS_PARTITION)))];
+
+const DELETE_RECORDS_PARTITION: &[Field] = &[f("PartitionIndex", I32), f("LowWatermark", I64), f("ErrorCode", I16)];
 
 // ---- InitProducerId (22) ----
 

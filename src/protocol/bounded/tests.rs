@@ -59,6 +59,7 @@ fn crate_decode(key: i16, v: i16, bytes: &[u8]) -> Result<(), String> {
         18 => decode::<m::ApiVersionsResponse>(v, bytes),
         19 => decode::<m::CreateTopicsResponse>(v, bytes),
         20 => decode::<m::DeleteTopicsResponse>(v, bytes),
+        21 => decode::<m::DeleteRecordsResponse>(v, bytes),
         22 => decode::<m::InitProducerIdResponse>(v, bytes),
         32 => decode::<m::DescribeConfigsResponse>(v, bytes),
         36 => decode::<m::SaslAuthenticateResponse>(v, bytes),
@@ -92,6 +93,7 @@ fn samples(key: i16, v: i16) -> Vec<Vec<u8>> {
         18 => vec![encode(&m::ApiVersionsResponse::default(), v), encode(&api_versions(v), v)],
         19 => vec![encode(&m::CreateTopicsResponse::default(), v), encode(&create_topics(v), v)],
         20 => vec![encode(&m::DeleteTopicsResponse::default(), v), encode(&delete_topics(v), v)],
+        21 => vec![encode(&m::DeleteRecordsResponse::default(), v), encode(&delete_records(v), v)],
         22 => vec![encode(&m::InitProducerIdResponse::default(), v), encode(&init_producer_id(v), v)],
         32 => vec![encode(&m::DescribeConfigsResponse::default(), v), encode(&describe_configs(v), v)],
         36 => vec![encode(&m::SaslAuthenticateResponse::default(), v), encode(&sasl_authenticate(v), v)],
@@ -425,6 +427,22 @@ fn sasl_authenticate(v: i16) -> m::SaslAuthenticateResponse {
         r.session_lifetime_ms = 1000;
     }
     r.with_unknown_tagged_fields(tags(v, 2))
+}
+
+fn delete_records(v: i16) -> m::DeleteRecordsResponse {
+    use m::delete_records_response::*;
+    let p = DeleteRecordsPartitionResult::default()
+        .with_partition_index(3)
+        .with_low_watermark(42)
+        .with_unknown_tagged_fields(tags(v, 2));
+    let t = DeleteRecordsTopicResult::default()
+        .with_name(TopicName(s("t")))
+        .with_partitions(vec![p.clone(), p.with_error_code(6)])
+        .with_unknown_tagged_fields(tags(v, 2));
+    DeleteRecordsResponse::default()
+        .with_throttle_time_ms(1)
+        .with_topics(vec![t.clone(), t])
+        .with_unknown_tagged_fields(tags(v, 2))
 }
 
 fn delete_groups(v: i16) -> m::DeleteGroupsResponse {
