@@ -310,3 +310,88 @@ async fn verbose_describe_without_start_offset_prints_what_java_prints() {
     alive.stop().await.leave(&cluster).await;
     admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
 }
+
+/// Runs our tool and Java's with the same arguments: (our output, Java's).
+async fn both(args: &[&str]) -> (Output, admin_support::ToolOutput) {
+    let java = share_group_command_async(args).await;
+    (cli(args), java)
+}
+
+/// Java's log lines (`[time] WARN message (logger)`) as we print them: `WARN message`.
+fn java_log_lines(stderr: &str, level: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.split_once("] ").map(|(_, rest)| rest))
+        .filter(|l| l.starts_with(level))
+        .map(|l| l.rsplit_once(" (").map(|(m, _)| m).unwrap_or(l).to_string())
+        .collect()
+}
+
+/// Stdout lines sorted: Java's rows follow a hash map, ours the partition order.
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+/// `--reset-offsets` prints Java's columns and Java's warnings: an offset past the log end
+/// is logged at WARN on stderr and clamped; a timestamp after the last record falls back to
+/// the log end with a `Warn:` block on stdout, before the table and before --export's CSV.
+#[tokio::test]
+async fn reset_offsets_warns_as_java() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let ta = common::new_topic(&admin, "adm-rw-a", 2).await;
+    let tb = common::new_topic(&admin, "adm-rw-b", 1).await;
+    let group = common::unique("adm-rw-g");
+    produce(&cluster, &ta, 0, 10).await;
+
+    for args in [
+        vec!["--reset-offsets", "--group", &group, "--topic", &ta, "--to-offset", "100", "--dry-run"],
+        vec!["--reset-offsets", "--group", &group, "--topic", &ta, "--topic", &tb, "--to-offset", "3", "--dry-run"],
+        vec![
+            "--reset-offsets",
+            "--group",
+            &group,
+            "--topic",
+            &ta,
+            "--topic",
+            &tb,
+            "--to-datetime",
+            "2099-01-01T00:00:00.000",
+            "--dry-run",
+        ],
+        vec![
+            "--reset-offsets",
+            "--group",
+            &group,
+            "--topic",
+            &format!("{ta}:0"),
+            "--to-datetime",
+            "2099-01-01T00:00:00.000",
+            "--dry-run",
+            "--export",
+        ],
+    ] {
+        let (ours, java) = both(&args).await;
+        assert!(java.ok, "java {args:?}: {}", java.stderr);
+        assert!(ours.status.success(), "{args:?}: {}", String::from_utf8_lossy(&ours.stderr));
+        let out = String::from_utf8_lossy(&ours.stdout);
+        let err = String::from_utf8_lossy(&ours.stderr);
+        assert_eq!(sorted_lines(&out), sorted_lines(&java.stdout), "{args:?}\njava:\n{}\nours:\n{out}", java.stdout);
+        assert!(!out.contains("CURRENT-OFFSET"), "{out}");
+        let mut java_warns = java_log_lines(&java.stderr, "WARN");
+        java_warns.sort();
+        assert_eq!(sorted_lines(&err), java_warns, "{args:?}\njava:\n{}\nours:\n{err}", java.stderr);
+    }
+    // The clamped offsets are what the warnings say.
+    let (ours, _) =
+        both(&["--reset-offsets", "--group", &group, "--topic", &ta, "--to-offset", "100", "--dry-run"]).await;
+    let err = String::from_utf8_lossy(&ours.stderr);
+    assert!(
+        err.contains(&format!(
+            "WARN New offset (100) is higher than latest offset for topic partition {ta}-0. Value will be set to 10."
+        )),
+        "{err}"
+    );
+}

@@ -73,7 +73,36 @@ pub struct PlannedReset {
     pub new: i64,
     /// `None` for a dry run; otherwise the broker's answer for this partition.
     pub applied: Option<Result<()>>,
+    /// Why `new` is not the offset asked for (`None`: it is). Java's tool warns about each.
+    pub adjusted: Option<ResetAdjustment>,
 }
+
+/// Why a planned start offset differs from the one asked for: the cases Java's
+/// `GroupOffsetsResetter` warns about, so a tool can say what it did instead of clamping
+/// silently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResetAdjustment {
+    /// The offset asked for is past the log end: the log end offset is used.
+    AboveLatest {
+        /// The offset asked for.
+        requested: i64,
+        /// The log end offset, used instead.
+        latest: i64,
+    },
+    /// The offset asked for is before the log start: the log start offset is used.
+    BelowEarliest {
+        /// The offset asked for.
+        requested: i64,
+        /// The log start offset, used instead.
+        earliest: i64,
+    },
+    /// No record has a timestamp at or after the one asked for: the log end offset is used.
+    NoRecordAtTimestamp,
+}
+
+/// Planned offsets, with the partitions whose offset is not the one asked for.
+type Planned = (BTreeMap<TopicPartition, i64>, BTreeMap<TopicPartition, ResetAdjustment>);
 
 impl Admin {
     /// Plans (and with `execute`, applies) a reset of `group`'s start offsets. `scope` None
@@ -99,9 +128,9 @@ impl Admin {
             return Ok(Vec::new());
         }
         let tps: Vec<TopicPartition> = tps.into_iter().collect();
-        let new = match spec {
-            OffsetResetSpec::Earliest => self.list_offsets(&tps, -2).await?,
-            OffsetResetSpec::Latest => self.list_offsets(&tps, -1).await?,
+        let planned: Planned = match spec {
+            OffsetResetSpec::Earliest => (self.list_offsets(&tps, -2).await?, BTreeMap::new()),
+            OffsetResetSpec::Latest => (self.list_offsets(&tps, -1).await?, BTreeMap::new()),
             OffsetResetSpec::Timestamp(ts) => {
                 let mut at = self.list_offsets(&tps, ts).await?;
                 let missing: Vec<TopicPartition> =
@@ -109,7 +138,8 @@ impl Admin {
                 if !missing.is_empty() {
                     at.extend(self.list_offsets(&missing, -1).await?);
                 }
-                at
+                let adjusted = missing.into_iter().map(|tp| (tp, ResetAdjustment::NoRecordAtTimestamp)).collect();
+                (at, adjusted)
             }
             OffsetResetSpec::Offset(o) => self.clamp(tps.iter().map(|tp| (tp.clone(), o)).collect()).await?,
             OffsetResetSpec::ShiftBy(n) => {
@@ -130,10 +160,10 @@ impl Admin {
                         .ok_or_else(|| Error::InvalidArgument(format!("{tp} has no current start offset")))?;
                     out.insert(tp.clone(), *cur);
                 }
-                out
+                (out, BTreeMap::new())
             }
         };
-        self.plan_and_apply(group, &current, new, execute).await
+        self.plan_and_apply(group, &current, planned, execute).await
     }
 
     /// Plans (and with `execute`, applies) a reset of `group`'s start offsets to the given
@@ -165,8 +195,8 @@ impl Admin {
             .collect();
         // Checks that each partition exists, so a stale plan fails with its name.
         self.expand(&sel).await?;
-        let new = self.clamp(offsets.clone()).await?;
-        self.plan_and_apply(group, &current, new, execute).await
+        let planned = self.clamp(offsets.clone()).await?;
+        self.plan_and_apply(group, &current, planned, execute).await
     }
 
     /// The group's current start offsets and every partition it has state for, after checking
@@ -195,12 +225,18 @@ impl Admin {
         &self,
         group: &str,
         current: &BTreeMap<TopicPartition, i64>,
-        new: BTreeMap<TopicPartition, i64>,
+        (new, mut adjusted): Planned,
         execute: bool,
     ) -> Result<Vec<PlannedReset>> {
         let mut plan: Vec<PlannedReset> = new
             .into_iter()
-            .map(|(tp, new)| PlannedReset { current: current.get(&tp).copied(), tp, new, applied: None })
+            .map(|(tp, new)| PlannedReset {
+                current: current.get(&tp).copied(),
+                adjusted: adjusted.remove(&tp),
+                tp,
+                new,
+                applied: None,
+            })
             .collect();
         if execute {
             let offsets: BTreeMap<TopicPartition, i64> = plan.iter().map(|p| (p.tp.clone(), p.new)).collect();
@@ -241,12 +277,23 @@ impl Admin {
         Ok(out)
     }
 
-    /// Clamps wanted offsets to each log's [earliest, latest].
-    async fn clamp(&self, wanted: BTreeMap<TopicPartition, i64>) -> Result<BTreeMap<TopicPartition, i64>> {
+    /// Clamps wanted offsets to each log's [earliest, latest], noting each one moved.
+    async fn clamp(&self, wanted: BTreeMap<TopicPartition, i64>) -> Result<Planned> {
         let tps: Vec<TopicPartition> = wanted.keys().cloned().collect();
         let lo = self.list_offsets(&tps, -2).await?;
         let hi = self.list_offsets(&tps, -1).await?;
-        Ok(wanted.into_iter().map(|(tp, o)| (tp.clone(), o.clamp(lo[&tp], hi[&tp].max(lo[&tp])))).collect())
+        let mut out = BTreeMap::new();
+        let mut adjusted = BTreeMap::new();
+        for (tp, o) in wanted {
+            let earliest = lo.get(&tp).copied().unwrap_or(0);
+            let latest = hi.get(&tp).copied().unwrap_or(earliest).max(earliest);
+            let (new, why) = clamp_one(o, earliest, latest);
+            if let Some(why) = why {
+                adjusted.insert(tp.clone(), why);
+            }
+            out.insert(tp, new);
+        }
+        Ok((out, adjusted))
     }
 
     /// ListOffsets to each partition's leader: -2 earliest, -1 latest, else a timestamp (ms).
@@ -407,9 +454,31 @@ pub fn parse_datetime(s: &str) -> Result<i64> {
     Ok(((days * 24 + h) * 60 + mi - offset_min) * 60_000 + se * 1000 + millis)
 }
 
+/// `wanted` within [`earliest`, `latest`], and why it moved if it did. Above the end is
+/// checked first, as Java's `checkOffsetsRange` does.
+fn clamp_one(wanted: i64, earliest: i64, latest: i64) -> (i64, Option<ResetAdjustment>) {
+    if wanted > latest {
+        (latest, Some(ResetAdjustment::AboveLatest { requested: wanted, latest }))
+    } else if wanted < earliest {
+        (earliest, Some(ResetAdjustment::BelowEarliest { requested: wanted, earliest }))
+    } else {
+        (wanted, None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clamping_says_why() {
+        assert_eq!(clamp_one(5, 2, 10), (5, None));
+        assert_eq!(clamp_one(10, 2, 10), (10, None));
+        assert_eq!(clamp_one(100, 2, 10), (10, Some(ResetAdjustment::AboveLatest { requested: 100, latest: 10 })));
+        assert_eq!(clamp_one(-3, 2, 10), (2, Some(ResetAdjustment::BelowEarliest { requested: -3, earliest: 2 })));
+        // An empty log: start and end are one offset.
+        assert_eq!(clamp_one(1, 0, 0), (0, Some(ResetAdjustment::AboveLatest { requested: 1, latest: 0 })));
+    }
 
     #[test]
     fn datetimes() {

@@ -284,6 +284,14 @@ async fn reset(admin: &Admin, a: &Args, planned: Option<BTreeMap<TopicPartition,
     if plan.is_empty() && !a.json {
         eprintln!("Share group '{g}' has no offsets to reset.");
     }
+    // Java's warnings, where Java prints them: the clamped offsets logged on stderr, the
+    // timestamp fallbacks on stdout before the plan (also before --export's CSV).
+    for w in text::reset_clamp_warnings(&plan) {
+        eprintln!("{w}");
+    }
+    if !a.json {
+        print!("{}", text::reset_fallbacks(&plan));
+    }
     if a.export {
         // Java: `System.out.println(exportOffsetsToCsv(..))`, the lines then an empty one.
         println!("{}", reset_plan::export(&plan));
