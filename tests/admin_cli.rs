@@ -395,3 +395,66 @@ async fn reset_offsets_warns_as_java() {
         "{err}"
     );
 }
+
+/// A failure says the broker's words once, as Java's tool does: in the STATUS column
+/// (`Error: There is no offset information to delete.`) with nothing again on stderr, or as
+/// one line, without the request, broker id or error code behind it.
+#[tokio::test]
+async fn errors_say_the_brokers_words_once_as_java() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let ta = common::new_topic(&admin, "adm-err-a", 1).await;
+    let tb = common::new_topic(&admin, "adm-err-b", 1).await;
+    let group = common::unique("adm-err-g");
+    let no_group = common::unique("adm-err-none");
+    let no_topic = common::unique("adm-err-none-t");
+    // The group exists (Empty) with state for tb only.
+    Member::join(&cluster, &group, &[&tb]).await.leave(&cluster).await;
+
+    for args in [
+        vec!["--delete-offsets", "--group", &group, "--topic", &ta],
+        vec!["--delete-offsets", "--group", &group, "--topic", &no_topic],
+        vec!["--delete-offsets", "--group", &no_group, "--topic", &ta],
+    ] {
+        let (ours, java) = both(&args).await;
+        let out = String::from_utf8_lossy(&ours.stdout);
+        assert_eq!(out, java.stdout, "{args:?}: stdout as Java's");
+        assert!(out.contains("Error: "), "{out}");
+        assert_eq!(ours.status.code(), Some(1), "{args:?}");
+        assert!(ours.stderr.is_empty(), "{args:?}: said once: {}", String::from_utf8_lossy(&ours.stderr));
+    }
+    let (ours, _) = both(&["--delete-offsets", "--group", &group, "--topic", &ta]).await;
+    assert!(
+        String::from_utf8_lossy(&ours.stdout).contains("Error: There is no offset information to delete."),
+        "{}",
+        String::from_utf8_lossy(&ours.stdout)
+    );
+
+    // One line on stderr, the end of Java's `Error:` line, no protocol internals.
+    for (args, says) in [
+        (vec!["--describe", "--group", no_group.as_str()], format!("Group {no_group} not found.")),
+        (vec!["--describe", "--group", no_group.as_str(), "--members"], format!("Group {no_group} not found.")),
+        (
+            vec![
+                "--reset-offsets",
+                "--group",
+                group.as_str(),
+                "--topic",
+                no_topic.as_str(),
+                "--to-earliest",
+                "--dry-run",
+            ],
+            format!("Topic {no_topic} does not exist."),
+        ),
+    ] {
+        let (ours, java) = both(&args).await;
+        assert!(java.stdout.contains("Error: "), "java {args:?}: {}", java.stdout);
+        let err = fails(&args, 1);
+        assert_eq!(err, format!("kafka-share-groups: {says}\n"), "{args:?}");
+        if args[0] == "--describe" {
+            assert!(java.stdout.trim_end().ends_with(&says), "java: {}", java.stdout);
+        }
+        assert!(ours.stdout.is_empty());
+    }
+    admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
+}

@@ -151,7 +151,7 @@ pub fn reset(group: &str, plan: &[PlannedReset]) -> String {
         .map(|p| {
             let mut row = vec![group.to_string(), p.tp.topic.clone(), p.tp.partition.to_string(), p.new.to_string()];
             if let Some(Err(e)) = &p.applied {
-                row.push(format!("Error: {e}"));
+                row.push(format!("Error: {}", crate::kafka_share_groups::errors::user_text(e)));
             }
             row
         })
