@@ -458,3 +458,40 @@ async fn errors_say_the_brokers_words_once_as_java() {
     }
     admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
 }
+
+/// Options Java's tool accepts and ignores (`--list --all-groups`, `--describe --export`,
+/// `--describe --dry-run`, ...) run here too: the same output, and one warning line each.
+#[tokio::test]
+async fn options_java_ignores_run_with_a_warning() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let topic = common::new_topic(&admin, "adm-ign", 1).await;
+    let group = common::unique("adm-ign-g");
+    produce(&cluster, &topic, 0, 3).await;
+    Member::join(&cluster, &group, &[&topic]).await.leave(&cluster).await;
+
+    let (ours, java) = both(&["--list", "--all-groups"]).await;
+    assert!(java.ok, "{}", java.stderr);
+    assert!(ours.status.success(), "{}", String::from_utf8_lossy(&ours.stderr));
+    for out in [String::from_utf8_lossy(&ours.stdout).into_owned(), java.stdout] {
+        assert!(out.lines().any(|l| l == group), "{out}");
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&ours.stderr),
+        "kafka-share-groups: warning: --all-groups does nothing with --list; ignored\n"
+    );
+
+    for (extra, flag) in [("--export", "--export"), ("--dry-run", "--dry-run"), ("--execute", "--execute")] {
+        let args = ["--describe", "--group", &group, extra];
+        let (ours, java) = both(&args).await;
+        assert!(java.ok, "{}", java.stderr);
+        assert!(ours.status.success(), "{args:?}: {}", String::from_utf8_lossy(&ours.stderr));
+        let out = String::from_utf8_lossy(&ours.stdout);
+        assert_eq!(sorted_lines(&out), sorted_lines(&java.stdout), "{args:?}\njava:\n{}\nours:\n{out}", java.stdout);
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stderr),
+            format!("kafka-share-groups: warning: {flag} does nothing with --describe; ignored\n")
+        );
+    }
+    admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
+}

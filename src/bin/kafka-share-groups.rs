@@ -60,7 +60,12 @@ async fn main() -> ExitCode {
             println!("{PROG} {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
-        Ok(a) => run(a).await,
+        Ok(a) => {
+            for w in &a.warnings {
+                eprintln!("{PROG}: {w}");
+            }
+            run(a).await
+        }
         Err(u) => Err(u.into()),
     };
     match result {
