@@ -495,3 +495,44 @@ async fn options_java_ignores_run_with_a_warning() {
     }
     admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
 }
+
+/// `--to-current` / `--shift-by` on partitions without a start offset: Java's tool ends in a
+/// NullPointerException; ours says which partitions, why, and which options work.
+#[tokio::test]
+async fn relative_reset_without_start_offset_says_why() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "adm-nostart", 2).await;
+    let group = common::unique("adm-nostart-g");
+    // The group has state for both partitions, neither with a start offset (assigned, never
+    // fetched), and no members.
+    let cluster = admin.cluster().clone();
+    let member = Member::join(&cluster, &group, &[&topic]).await;
+    let alive = member.keep_alive(cluster.clone());
+    let end = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while admin.list_share_group_offsets(&group, None).await.unwrap().partitions.len() < 2 {
+        assert!(tokio::time::Instant::now() < end, "no state for 2 partitions");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    alive.stop().await.leave(&cluster).await;
+    let args = ["--reset-offsets", "--group", &group, "--topic", &topic, "--to-current", "--dry-run"];
+    let java = share_group_command_async(&args).await;
+    assert!(
+        java.stdout.contains("Error:") && java.stderr.contains("NullPointerException"),
+        "java: {}\n{}",
+        java.stdout,
+        java.stderr
+    );
+    let e = fails(&args, 1);
+    assert!(
+        e.starts_with(&format!(
+            "kafka-share-groups: Share group '{group}' has no start offset yet for {topic}-0, {topic}-1"
+        )),
+        "{e}"
+    );
+    assert!(e.contains("--to-earliest") && !e.contains("invalid argument"), "{e}");
+    let e = fails(
+        &["--reset-offsets", "--group", &group, "--topic", &format!("{topic}:1"), "--shift-by", "-1", "--dry-run"],
+        1,
+    );
+    assert!(e.contains(&format!("has no start offset yet for {topic}-1 (")), "{e}");
+}

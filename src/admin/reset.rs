@@ -143,25 +143,10 @@ impl Admin {
             }
             OffsetResetSpec::Offset(o) => self.clamp(tps.iter().map(|tp| (tp.clone(), o)).collect()).await?,
             OffsetResetSpec::ShiftBy(n) => {
-                let mut wanted = BTreeMap::new();
-                for tp in &tps {
-                    let cur = current.get(tp).ok_or_else(|| {
-                        Error::InvalidArgument(format!("cannot shift {tp}: the group has no start offset for it yet"))
-                    })?;
-                    wanted.insert(tp.clone(), cur.saturating_add(n));
-                }
-                self.clamp(wanted).await?
+                let starts = relative_starts(group, &current, &tps)?;
+                self.clamp(starts.into_iter().map(|(tp, cur)| (tp, cur.saturating_add(n))).collect()).await?
             }
-            OffsetResetSpec::Current => {
-                let mut out = BTreeMap::new();
-                for tp in &tps {
-                    let cur = current
-                        .get(tp)
-                        .ok_or_else(|| Error::InvalidArgument(format!("{tp} has no current start offset")))?;
-                    out.insert(tp.clone(), *cur);
-                }
-                (out, BTreeMap::new())
-            }
+            OffsetResetSpec::Current => (relative_starts(group, &current, &tps)?, BTreeMap::new()),
         };
         self.plan_and_apply(group, &current, planned, execute).await
     }
@@ -454,6 +439,20 @@ pub fn parse_datetime(s: &str) -> Result<i64> {
     Ok(((days * 24 + h) * 60 + mi - offset_min) * 60_000 + se * 1000 + millis)
 }
 
+/// The current start offset of each of `tps`, for a reset relative to it; every partition
+/// without one is named in one error.
+fn relative_starts(
+    group: &str,
+    current: &BTreeMap<TopicPartition, i64>,
+    tps: &[TopicPartition],
+) -> Result<BTreeMap<TopicPartition, i64>> {
+    let missing: Vec<TopicPartition> = tps.iter().filter(|tp| !current.contains_key(*tp)).cloned().collect();
+    if !missing.is_empty() {
+        return Err(Error::NoStartOffset { group: group.to_string(), partitions: missing });
+    }
+    Ok(tps.iter().filter_map(|tp| current.get(tp).map(|c| (tp.clone(), *c))).collect())
+}
+
 /// `wanted` within [`earliest`, `latest`], and why it moved if it did. Above the end is
 /// checked first, as Java's `checkOffsetsRange` does.
 fn clamp_one(wanted: i64, earliest: i64, latest: i64) -> (i64, Option<ResetAdjustment>) {
@@ -469,6 +468,20 @@ fn clamp_one(wanted: i64, earliest: i64, latest: i64) -> (i64, Option<ResetAdjus
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_resets_name_every_partition_without_a_start() {
+        let tp = |p| TopicPartition::new("ta", p);
+        let current = BTreeMap::from([(tp(0), 4)]);
+        assert_eq!(relative_starts("g", &current, &[tp(0)]).unwrap(), current);
+        let e = relative_starts("g", &current, &[tp(0), tp(1), tp(2)]).unwrap_err();
+        assert!(
+            matches!(&e, Error::NoStartOffset { group, partitions } if group == "g" && *partitions == [tp(1), tp(2)])
+        );
+        let text = e.to_string();
+        assert!(text.contains("share group g has no start offset yet for ta-1, ta-2"), "{text}");
+        assert!(!text.contains("invalid argument"), "{text}");
+    }
 
     #[test]
     fn clamping_says_why() {

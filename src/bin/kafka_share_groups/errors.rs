@@ -16,6 +16,13 @@ pub fn user_text(e: &Error) -> String {
             None => "The topic or partition does not exist.".into(),
         },
         Error::UnknownTopic(t) => format!("Topic {t} does not exist."),
+        // Java's tool ends in a NullPointerException here: say what is missing and what works.
+        Error::NoStartOffset { group, partitions } => format!(
+            "Share group '{group}' has no start offset yet for {} (no consumer of the group has fetched \
+             from it), and --to-current and --shift-by start from it: use --to-earliest, --to-latest, \
+             --to-offset or --to-datetime, or leave the partition out (--topic TOPIC:PARTITION,...).",
+            partitions.iter().map(|tp| tp.to_string()).collect::<Vec<_>>().join(", ")
+        ),
         _ => e.to_string(),
     }
 }
@@ -54,6 +61,14 @@ mod tests {
         let e = broker(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, Some("nope"), None);
         assert_eq!(user_text(&e), "Topic nope does not exist.");
         assert_eq!(user_text(&Error::UnknownTopic("nope".into())), "Topic nope does not exist.");
+    }
+
+    #[test]
+    fn no_start_offset_names_the_options_that_work() {
+        let e = Error::NoStartOffset { group: "g".into(), partitions: vec![kafka_share::TopicPartition::new("ta", 1)] };
+        let t = user_text(&e);
+        assert!(t.starts_with("Share group 'g' has no start offset yet for ta-1"), "{t}");
+        assert!(t.contains("--to-earliest") && !t.contains("invalid argument"), "{t}");
     }
 
     #[test]
