@@ -65,7 +65,8 @@ Usage: kafka-console-share-consumer --bootstrap-server HOST:PORT --topic TOPIC [
   --bootstrap-server HOST:PORT[,...]  REQUIRED: the server(s) to connect to
   --topic TOPIC                  REQUIRED: the topic to consume from
   --group GROUP                  the share group (default console-share-consumer)
-  --max-messages N               exit after N records (default: no limit)
+  --max-messages N               exit after N records (default: no limit; -1 no limit, any
+                                   other negative reads nothing, as Java)
   --timeout-ms MS                exit when no record arrives for MS milliseconds
   --release                      release each record once printed (it is delivered again)
   --reject                       reject each record once printed (never delivered again)
@@ -224,7 +225,11 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
         (false, true) => Ack::Release,
         (false, false) => Ack::Accept,
     };
-    a.max_messages = count("--max-messages", max_messages)?;
+    // Java reads while `count < max || max == -1`: any other negative reads nothing.
+    a.max_messages = match count("--max-messages", max_messages.clone()) {
+        Err(_) if max_messages.as_deref().and_then(|v| v.trim().parse::<i32>().ok()).is_some_and(|n| n < -1) => Some(0),
+        other => other?,
+    };
     a.timeout_ms = count("--timeout-ms", timeout_ms)?;
     a.formatter_properties =
         deprecated(&mut a.warnings, ("--formatter-property", formatter_property), ("--property", property))?;
@@ -438,7 +443,9 @@ mod tests {
         assert!(err(&with(&["--max-messages", "abc"])).contains("--max-messages needs a whole number"));
         assert!(err(&with(&["--timeout-ms", "1.5"])).contains("--timeout-ms needs a whole number"));
         assert!(err(&with(&["--max-messages", "99999999999"])).contains("at most 2147483647"));
-        assert!(err(&with(&["--max-messages", "-2"])).contains("0 or more"));
+        // As Java: -1 is no limit, any other negative reads nothing.
+        assert_eq!(ok(&with(&["--max-messages", "-3"])).max_messages, Some(0));
+        assert!(err(&with(&["--timeout-ms", "-2"])).contains("0 or more"));
         assert_eq!(ok(&with(&["--max-messages", "-1"])).max_messages, None);
         assert_eq!(ok(&with(&["--max-messages", "0"])).max_messages, Some(0));
         assert_eq!(ok(&with(&["--timeout-ms", "0"])).timeout_ms, Some(0));
