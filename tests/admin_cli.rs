@@ -536,3 +536,32 @@ async fn relative_reset_without_start_offset_says_why() {
     );
     assert!(e.contains(&format!("has no start offset yet for {topic}-1 (")), "{e}");
 }
+
+/// Every exit code that differs from Java's tool is stated in `--help` and in the README, and
+/// is what both tools do: `--help`, a usage mistake, a failed operation.
+#[tokio::test]
+async fn exit_codes_differ_from_java_only_as_stated() {
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups")).arg("--help").output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    let help = words(&String::from_utf8_lossy(&help.stdout));
+    let readme = words(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap());
+    let no_group = common::unique("adm-exit-none");
+    for (args, ours_code, java_code, in_help, in_readme) in [
+        (vec!["--help"], 0, 1, "--help exits 0 (Java's tool: 1)", "`--help` exits 0 (Java: 1)"),
+        (vec!["--lst"], 2, 1, "2 bad usage, one line on stderr (Java's tool: 1", "2 bad usage (Java: 1)"),
+        (
+            vec!["--describe", "--group", no_group.as_str()],
+            1,
+            0,
+            "1 an operation failed (Java's tool: 0, after an Error: block on stdout)",
+            "1 an operation failed (Java: 0, after an `Error:` block on stdout)",
+        ),
+    ] {
+        let (ours, java) = both(&args).await;
+        assert_eq!(java.code, Some(java_code), "java {args:?}: {}{}", java.stdout, java.stderr);
+        assert_eq!(ours.status.code(), Some(ours_code), "{args:?}: {}", String::from_utf8_lossy(&ours.stderr));
+        assert!(help.contains(in_help), "--help does not state {in_help:?}:\n{help}");
+        assert!(readme.contains(in_readme), "README does not state {in_readme:?}");
+    }
+}

@@ -93,7 +93,10 @@ Usage: kafka-console-share-consumer --bootstrap-server HOST:PORT --topic TOPIC [
 
 Records go to stdout, then \"Processed a total of N messages\" to stderr. Exit code 0 when
 --max-messages or --timeout-ms ends the run, on Ctrl-C / SIGTERM (what was printed is
-acknowledged, the rest released) and when stdout closes; 1 on bad usage or an error.";
+acknowledged, the rest released) and when stdout closes; 1 on bad usage or an error.
+Where Java's tool differs: --help exits 1, and an error after the start is logged and exits 0.
+header.deserializer (the spelling of Java's --help) is ignored with a warning, as Java's
+formatter ignores it.";
 
 /// Every option, with whether it takes a value.
 const OPTIONS: &[(&str, bool)] = &[

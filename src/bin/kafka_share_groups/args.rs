@@ -113,7 +113,11 @@ Other options:
 
 As Java's tool, the reset options (--dry-run, --execute, --export, --to-*, --shift-by,
 --from-file) beside another action, --all-groups with --list and --all-topics with --list or
---describe do nothing; here each says so in a warning on stderr.";
+--describe do nothing; here each says so in a warning on stderr.
+
+Exit codes: 0 success; 1 an operation failed (Java's tool: 0, after an Error: block on
+stdout); 2 bad usage, one line on stderr (Java's tool: 1, with its option table); --help
+exits 0 (Java's tool: 1).";
 
 /// Parses `argv` (without the program name).
 pub fn parse(argv: &[String]) -> Result<Args, Usage> {
