@@ -579,6 +579,23 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// A reset relative to the current start offset (`OffsetResetSpec::Current` or
+    /// `ShiftBy`) asked for partitions the share group has no start offset for yet (no
+    /// consumer of the group has fetched from them). The arguments are fine; the group's
+    /// state does not allow it. Nothing was changed.
+    #[error(
+        "share group {group} has no start offset yet for {} (no consumer of the group has fetched from it), \
+         so a reset relative to the current start offset has nothing to start from; reset it to \
+         earliest, latest, an offset or a timestamp, or leave it out",
+        .partitions.iter().map(|tp| tp.to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    NoStartOffset {
+        /// The share group.
+        group: String,
+        /// Every partition asked for that has no start offset.
+        partitions: Vec<crate::TopicPartition>,
+    },
+
     /// A blocking call was interrupted by `wakeup()`.
     #[error("woken up by wakeup()")]
     Wakeup,

@@ -310,3 +310,258 @@ async fn verbose_describe_without_start_offset_prints_what_java_prints() {
     alive.stop().await.leave(&cluster).await;
     admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
 }
+
+/// Runs our tool and Java's with the same arguments: (our output, Java's).
+async fn both(args: &[&str]) -> (Output, admin_support::ToolOutput) {
+    let java = share_group_command_async(args).await;
+    (cli(args), java)
+}
+
+/// Java's log lines (`[time] WARN message (logger)`) as we print them: `WARN message`.
+fn java_log_lines(stderr: &str, level: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| l.split_once("] ").map(|(_, rest)| rest))
+        .filter(|l| l.starts_with(level))
+        .map(|l| l.rsplit_once(" (").map(|(m, _)| m).unwrap_or(l).to_string())
+        .collect()
+}
+
+/// Stdout lines sorted: Java's rows follow a hash map, ours the partition order.
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+/// `--reset-offsets` prints Java's columns and Java's warnings: an offset past the log end
+/// is logged at WARN on stderr and clamped; a timestamp after the last record falls back to
+/// the log end with a `Warn:` block on stdout, before the table and before --export's CSV.
+#[tokio::test]
+async fn reset_offsets_warns_as_java() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let ta = common::new_topic(&admin, "adm-rw-a", 2).await;
+    let tb = common::new_topic(&admin, "adm-rw-b", 1).await;
+    let group = common::unique("adm-rw-g");
+    produce(&cluster, &ta, 0, 10).await;
+
+    for args in [
+        vec!["--reset-offsets", "--group", &group, "--topic", &ta, "--to-offset", "100", "--dry-run"],
+        vec!["--reset-offsets", "--group", &group, "--topic", &ta, "--topic", &tb, "--to-offset", "3", "--dry-run"],
+        vec![
+            "--reset-offsets",
+            "--group",
+            &group,
+            "--topic",
+            &ta,
+            "--topic",
+            &tb,
+            "--to-datetime",
+            "2099-01-01T00:00:00.000",
+            "--dry-run",
+        ],
+        vec![
+            "--reset-offsets",
+            "--group",
+            &group,
+            "--topic",
+            &format!("{ta}:0"),
+            "--to-datetime",
+            "2099-01-01T00:00:00.000",
+            "--dry-run",
+            "--export",
+        ],
+    ] {
+        let (ours, java) = both(&args).await;
+        assert!(java.ok, "java {args:?}: {}", java.stderr);
+        assert!(ours.status.success(), "{args:?}: {}", String::from_utf8_lossy(&ours.stderr));
+        let out = String::from_utf8_lossy(&ours.stdout);
+        let err = String::from_utf8_lossy(&ours.stderr);
+        assert_eq!(sorted_lines(&out), sorted_lines(&java.stdout), "{args:?}\njava:\n{}\nours:\n{out}", java.stdout);
+        assert!(!out.contains("CURRENT-OFFSET"), "{out}");
+        let mut java_warns = java_log_lines(&java.stderr, "WARN");
+        java_warns.sort();
+        assert_eq!(sorted_lines(&err), java_warns, "{args:?}\njava:\n{}\nours:\n{err}", java.stderr);
+    }
+    // The clamped offsets are what the warnings say.
+    let (ours, _) =
+        both(&["--reset-offsets", "--group", &group, "--topic", &ta, "--to-offset", "100", "--dry-run"]).await;
+    let err = String::from_utf8_lossy(&ours.stderr);
+    assert!(
+        err.contains(&format!(
+            "WARN New offset (100) is higher than latest offset for topic partition {ta}-0. Value will be set to 10."
+        )),
+        "{err}"
+    );
+}
+
+/// A failure says the broker's words once, as Java's tool does: in the STATUS column
+/// (`Error: There is no offset information to delete.`) with nothing again on stderr, or as
+/// one line, without the request, broker id or error code behind it.
+#[tokio::test]
+async fn errors_say_the_brokers_words_once_as_java() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let ta = common::new_topic(&admin, "adm-err-a", 1).await;
+    let tb = common::new_topic(&admin, "adm-err-b", 1).await;
+    let group = common::unique("adm-err-g");
+    let no_group = common::unique("adm-err-none");
+    let no_topic = common::unique("adm-err-none-t");
+    // The group exists (Empty) with state for tb only.
+    Member::join(&cluster, &group, &[&tb]).await.leave(&cluster).await;
+
+    for args in [
+        vec!["--delete-offsets", "--group", &group, "--topic", &ta],
+        vec!["--delete-offsets", "--group", &group, "--topic", &no_topic],
+        vec!["--delete-offsets", "--group", &no_group, "--topic", &ta],
+    ] {
+        let (ours, java) = both(&args).await;
+        let out = String::from_utf8_lossy(&ours.stdout);
+        assert_eq!(out, java.stdout, "{args:?}: stdout as Java's");
+        assert!(out.contains("Error: "), "{out}");
+        assert_eq!(ours.status.code(), Some(1), "{args:?}");
+        assert!(ours.stderr.is_empty(), "{args:?}: said once: {}", String::from_utf8_lossy(&ours.stderr));
+    }
+    let (ours, _) = both(&["--delete-offsets", "--group", &group, "--topic", &ta]).await;
+    assert!(
+        String::from_utf8_lossy(&ours.stdout).contains("Error: There is no offset information to delete."),
+        "{}",
+        String::from_utf8_lossy(&ours.stdout)
+    );
+
+    // One line on stderr, the end of Java's `Error:` line, no protocol internals.
+    for (args, says) in [
+        (vec!["--describe", "--group", no_group.as_str()], format!("Group {no_group} not found.")),
+        (vec!["--describe", "--group", no_group.as_str(), "--members"], format!("Group {no_group} not found.")),
+        (
+            vec![
+                "--reset-offsets",
+                "--group",
+                group.as_str(),
+                "--topic",
+                no_topic.as_str(),
+                "--to-earliest",
+                "--dry-run",
+            ],
+            format!("Topic {no_topic} does not exist."),
+        ),
+    ] {
+        let (ours, java) = both(&args).await;
+        assert!(java.stdout.contains("Error: "), "java {args:?}: {}", java.stdout);
+        let err = fails(&args, 1);
+        assert_eq!(err, format!("kafka-share-groups: {says}\n"), "{args:?}");
+        if args[0] == "--describe" {
+            assert!(java.stdout.trim_end().ends_with(&says), "java: {}", java.stdout);
+        }
+        assert!(ours.stdout.is_empty());
+    }
+    admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
+}
+
+/// Options Java's tool accepts and ignores (`--list --all-groups`, `--describe --export`,
+/// `--describe --dry-run`, ...) run here too: the same output, and one warning line each.
+#[tokio::test]
+async fn options_java_ignores_run_with_a_warning() {
+    let admin = common::admin().await;
+    let cluster = admin.cluster().clone();
+    let topic = common::new_topic(&admin, "adm-ign", 1).await;
+    let group = common::unique("adm-ign-g");
+    produce(&cluster, &topic, 0, 3).await;
+    Member::join(&cluster, &group, &[&topic]).await.leave(&cluster).await;
+
+    let (ours, java) = both(&["--list", "--all-groups"]).await;
+    assert!(java.ok, "{}", java.stderr);
+    assert!(ours.status.success(), "{}", String::from_utf8_lossy(&ours.stderr));
+    for out in [String::from_utf8_lossy(&ours.stdout).into_owned(), java.stdout] {
+        assert!(out.lines().any(|l| l == group), "{out}");
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&ours.stderr),
+        "kafka-share-groups: warning: --all-groups does nothing with --list; ignored\n"
+    );
+
+    for (extra, flag) in [("--export", "--export"), ("--dry-run", "--dry-run"), ("--execute", "--execute")] {
+        let args = ["--describe", "--group", &group, extra];
+        let (ours, java) = both(&args).await;
+        assert!(java.ok, "{}", java.stderr);
+        assert!(ours.status.success(), "{args:?}: {}", String::from_utf8_lossy(&ours.stderr));
+        let out = String::from_utf8_lossy(&ours.stdout);
+        assert_eq!(sorted_lines(&out), sorted_lines(&java.stdout), "{args:?}\njava:\n{}\nours:\n{out}", java.stdout);
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stderr),
+            format!("kafka-share-groups: warning: {flag} does nothing with --describe; ignored\n")
+        );
+    }
+    admin.delete_share_groups(&[&group]).await.unwrap().pop().unwrap().unwrap();
+}
+
+/// `--to-current` / `--shift-by` on partitions without a start offset: Java's tool ends in a
+/// NullPointerException; ours says which partitions, why, and which options work.
+#[tokio::test]
+async fn relative_reset_without_start_offset_says_why() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "adm-nostart", 2).await;
+    let group = common::unique("adm-nostart-g");
+    // The group has state for both partitions, neither with a start offset (assigned, never
+    // fetched), and no members.
+    let cluster = admin.cluster().clone();
+    let member = Member::join(&cluster, &group, &[&topic]).await;
+    let alive = member.keep_alive(cluster.clone());
+    let end = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while admin.list_share_group_offsets(&group, None).await.unwrap().partitions.len() < 2 {
+        assert!(tokio::time::Instant::now() < end, "no state for 2 partitions");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    alive.stop().await.leave(&cluster).await;
+    let args = ["--reset-offsets", "--group", &group, "--topic", &topic, "--to-current", "--dry-run"];
+    let java = share_group_command_async(&args).await;
+    assert!(
+        java.stdout.contains("Error:") && java.stderr.contains("NullPointerException"),
+        "java: {}\n{}",
+        java.stdout,
+        java.stderr
+    );
+    let e = fails(&args, 1);
+    assert!(
+        e.starts_with(&format!(
+            "kafka-share-groups: Share group '{group}' has no start offset yet for {topic}-0, {topic}-1"
+        )),
+        "{e}"
+    );
+    assert!(e.contains("--to-earliest") && !e.contains("invalid argument"), "{e}");
+    let e = fails(
+        &["--reset-offsets", "--group", &group, "--topic", &format!("{topic}:1"), "--shift-by", "-1", "--dry-run"],
+        1,
+    );
+    assert!(e.contains(&format!("has no start offset yet for {topic}-1 (")), "{e}");
+}
+
+/// Every exit code that differs from Java's tool is stated in `--help` and in the README, and
+/// is what both tools do: `--help`, a usage mistake, a failed operation.
+#[tokio::test]
+async fn exit_codes_differ_from_java_only_as_stated() {
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = Command::new(env!("CARGO_BIN_EXE_kafka-share-groups")).arg("--help").output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    let help = words(&String::from_utf8_lossy(&help.stdout));
+    let readme = words(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap());
+    let no_group = common::unique("adm-exit-none");
+    for (args, ours_code, java_code, in_help, in_readme) in [
+        (vec!["--help"], 0, 1, "--help exits 0 (Java's tool: 1)", "`--help` exits 0 (Java: 1)"),
+        (vec!["--lst"], 2, 1, "2 bad usage, one line on stderr (Java's tool: 1", "2 bad usage (Java: 1)"),
+        (
+            vec!["--describe", "--group", no_group.as_str()],
+            1,
+            0,
+            "1 an operation failed (Java's tool: 0, after an Error: block on stdout)",
+            "1 an operation failed (Java: 0, after an `Error:` block on stdout)",
+        ),
+    ] {
+        let (ours, java) = both(&args).await;
+        assert_eq!(java.code, Some(java_code), "java {args:?}: {}{}", java.stdout, java.stderr);
+        assert_eq!(ours.status.code(), Some(ours_code), "{args:?}: {}", String::from_utf8_lossy(&ours.stderr));
+        assert!(help.contains(in_help), "--help does not state {in_help:?}:\n{help}");
+        assert!(readme.contains(in_readme), "README does not state {in_readme:?}");
+    }
+}

@@ -372,3 +372,74 @@ async fn bad_usage_exits_one_with_a_message() {
     assert!(help.status.success());
     assert!(stdout(&help).contains("--formatter-property"));
 }
+
+/// Java's log line `[time] ERROR message (logger)` as we print it: `ERROR message`.
+fn java_log_line(line: &str) -> Option<&str> {
+    let (_, rest) = line.split_once("] ")?;
+    Some(rest.rsplit_once(" (").map(|(m, _)| m).unwrap_or(rest))
+}
+
+/// Side by side with Java's tool: `header.deserializer` (the spelling of Java's --help) is
+/// accepted and ignored as Java ignores it; `--max-messages -3` reads nothing and exits 0;
+/// an expired `--timeout-ms` is logged at ERROR, and the run still exits 0.
+#[tokio::test]
+async fn java_spellings_negative_max_and_timeout_log_as_java() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "console-quirks", 1).await;
+    produce_varied(&topic, 1, 4).await;
+
+    // header.deserializer=IntegerDeserializer would fail on "t-1": ignored, the headers print
+    // as bytes, the same as Java's.
+    let args = |g: &str| -> Vec<String> {
+        [
+            "--topic",
+            &topic,
+            "--group",
+            g,
+            "--max-messages",
+            "4",
+            "--timeout-ms",
+            "60000",
+            "--formatter-property",
+            "print.headers=true",
+            "--formatter-property",
+            "header.deserializer=org.apache.kafka.common.serialization.IntegerDeserializer",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let (g_ours, g_java) = (group(&admin, "console-quirks-o").await, group(&admin, "console-quirks-j").await);
+    let a_ours = args(&g_ours);
+    let a_java = args(&g_java);
+    let out_ours = ours(&a_ours.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let out_java = java(&a_java.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_ok(&out_ours, "header.deserializer");
+    assert_eq!(stdout(&out_ours), stdout(&out_java));
+    assert!(stdout(&out_ours).contains("trace:t-1"), "{}", stdout(&out_ours));
+    assert!(stderr(&out_ours).contains("header.deserializer="), "a warning: {}", stderr(&out_ours));
+
+    // --max-messages -3: nothing read, exit 0 (java() checks Java's exit).
+    let g = group(&admin, "console-quirks-neg").await;
+    for out in [
+        ours(&["--topic", &topic, "--group", &g, "--max-messages", "-3"]).await,
+        java(&["--topic", &topic, "--group", &g, "--max-messages", "-3"]).await,
+    ] {
+        assert_ok(&out, "--max-messages -3");
+        assert_eq!(stdout(&out), "");
+        assert!(stderr(&out).contains("Processed a total of 0 messages"), "{}", stderr(&out));
+    }
+
+    // --timeout-ms on a group with nothing left (g_ours read all 4): the timeout is logged.
+    let out_ours = ours(&["--topic", &topic, "--group", &g_ours, "--timeout-ms", "2000"]).await;
+    let out_java = java(&["--topic", &topic, "--group", &g_java, "--timeout-ms", "2000"]).await;
+    assert_ok(&out_ours, "--timeout-ms");
+    let java_error = stderr(&out_java).lines().find_map(java_log_line).map(str::to_string);
+    let java_error = java_error.unwrap_or_else(|| panic!("Java logged no timeout: {}", stderr(&out_java)));
+    assert!(java_error.starts_with("ERROR Error processing message, terminating consumer process:"), "{java_error}");
+    let err = stderr(&out_ours);
+    let ours_error = err.lines().find(|l| l.starts_with("ERROR ")).unwrap_or_else(|| panic!("no ERROR line: {err}"));
+    assert!(ours_error.starts_with(java_error.trim_end()), "ours: {ours_error}\njava: {java_error}");
+    assert!(ours_error.contains("TimeoutException"), "{ours_error}");
+    assert!(err.ends_with("Processed a total of 0 messages\n"), "{err}");
+}

@@ -69,7 +69,36 @@ pub struct PlannedReset {
     pub new: i64,
     /// `None` for a dry run; otherwise the broker's answer for this partition.
     pub applied: Option<Result<()>>,
+    /// Why `new` is not the offset asked for (`None`: it is). Java's tool warns about each.
+    pub adjusted: Option<ResetAdjustment>,
 }
+
+/// Why a planned start offset differs from the one asked for: the cases Java's
+/// `GroupOffsetsResetter` warns about, so a tool can say what it did instead of clamping
+/// silently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResetAdjustment {
+    /// The offset asked for is past the log end: the log end offset is used.
+    AboveLatest {
+        /// The offset asked for.
+        requested: i64,
+        /// The log end offset, used instead.
+        latest: i64,
+    },
+    /// The offset asked for is before the log start: the log start offset is used.
+    BelowEarliest {
+        /// The offset asked for.
+        requested: i64,
+        /// The log start offset, used instead.
+        earliest: i64,
+    },
+    /// No record has a timestamp at or after the one asked for: the log end offset is used.
+    NoRecordAtTimestamp,
+}
+
+/// Planned offsets, with the partitions whose offset is not the one asked for.
+type Planned = (BTreeMap<TopicPartition, i64>, BTreeMap<TopicPartition, ResetAdjustment>);
 
 impl Admin {
     /// Plans (and with `execute`, applies) a reset of `group`'s start offsets. `scope` None
@@ -95,9 +124,9 @@ impl Admin {
             return Ok(Vec::new());
         }
         let tps: Vec<TopicPartition> = tps.into_iter().collect();
-        let new = match spec {
-            OffsetResetSpec::Earliest => self.offsets_at(&tps, OffsetSpec::Earliest).await?,
-            OffsetResetSpec::Latest => self.offsets_at(&tps, OffsetSpec::Latest).await?,
+        let planned: Planned = match spec {
+            OffsetResetSpec::Earliest => (self.offsets_at(&tps, OffsetSpec::Earliest).await?, BTreeMap::new()),
+            OffsetResetSpec::Latest => (self.offsets_at(&tps, OffsetSpec::Latest).await?, BTreeMap::new()),
             OffsetResetSpec::Timestamp(ts) => {
                 let mut at = self.offsets_at(&tps, OffsetSpec::Timestamp(ts)).await?;
                 let missing: Vec<TopicPartition> =
@@ -105,31 +134,17 @@ impl Admin {
                 if !missing.is_empty() {
                     at.extend(self.offsets_at(&missing, OffsetSpec::Latest).await?);
                 }
-                at
+                let adjusted = missing.into_iter().map(|tp| (tp, ResetAdjustment::NoRecordAtTimestamp)).collect();
+                (at, adjusted)
             }
             OffsetResetSpec::Offset(o) => self.clamp(tps.iter().map(|tp| (tp.clone(), o)).collect()).await?,
             OffsetResetSpec::ShiftBy(n) => {
-                let mut wanted = BTreeMap::new();
-                for tp in &tps {
-                    let cur = current.get(tp).ok_or_else(|| {
-                        Error::InvalidArgument(format!("cannot shift {tp}: the group has no start offset for it yet"))
-                    })?;
-                    wanted.insert(tp.clone(), cur.saturating_add(n));
-                }
-                self.clamp(wanted).await?
+                let starts = relative_starts(group, &current, &tps)?;
+                self.clamp(starts.into_iter().map(|(tp, cur)| (tp, cur.saturating_add(n))).collect()).await?
             }
-            OffsetResetSpec::Current => {
-                let mut out = BTreeMap::new();
-                for tp in &tps {
-                    let cur = current
-                        .get(tp)
-                        .ok_or_else(|| Error::InvalidArgument(format!("{tp} has no current start offset")))?;
-                    out.insert(tp.clone(), *cur);
-                }
-                out
-            }
+            OffsetResetSpec::Current => (relative_starts(group, &current, &tps)?, BTreeMap::new()),
         };
-        self.plan_and_apply(group, &current, new, execute).await
+        self.plan_and_apply(group, &current, planned, execute).await
     }
 
     /// Plans (and with `execute`, applies) a reset of `group`'s start offsets to the given
@@ -161,8 +176,8 @@ impl Admin {
             .collect();
         // Checks that each partition exists, so a stale plan fails with its name.
         self.expand(&sel).await?;
-        let new = self.clamp(offsets.clone()).await?;
-        self.plan_and_apply(group, &current, new, execute).await
+        let planned = self.clamp(offsets.clone()).await?;
+        self.plan_and_apply(group, &current, planned, execute).await
     }
 
     /// The group's current start offsets and every partition it has state for, after checking
@@ -191,12 +206,18 @@ impl Admin {
         &self,
         group: &str,
         current: &BTreeMap<TopicPartition, i64>,
-        new: BTreeMap<TopicPartition, i64>,
+        (new, mut adjusted): Planned,
         execute: bool,
     ) -> Result<Vec<PlannedReset>> {
         let mut plan: Vec<PlannedReset> = new
             .into_iter()
-            .map(|(tp, new)| PlannedReset { current: current.get(&tp).copied(), tp, new, applied: None })
+            .map(|(tp, new)| PlannedReset {
+                current: current.get(&tp).copied(),
+                adjusted: adjusted.remove(&tp),
+                tp,
+                new,
+                applied: None,
+            })
             .collect();
         if execute {
             let offsets: BTreeMap<TopicPartition, i64> = plan.iter().map(|p| (p.tp.clone(), p.new)).collect();
@@ -237,12 +258,23 @@ impl Admin {
         Ok(out)
     }
 
-    /// Clamps wanted offsets to each log's [earliest, latest].
-    async fn clamp(&self, wanted: BTreeMap<TopicPartition, i64>) -> Result<BTreeMap<TopicPartition, i64>> {
+    /// Clamps wanted offsets to each log's [earliest, latest], noting each one moved.
+    async fn clamp(&self, wanted: BTreeMap<TopicPartition, i64>) -> Result<Planned> {
         let tps: Vec<TopicPartition> = wanted.keys().cloned().collect();
         let lo = self.offsets_at(&tps, OffsetSpec::Earliest).await?;
         let hi = self.offsets_at(&tps, OffsetSpec::Latest).await?;
-        Ok(wanted.into_iter().map(|(tp, o)| (tp.clone(), o.clamp(lo[&tp], hi[&tp].max(lo[&tp])))).collect())
+        let mut out = BTreeMap::new();
+        let mut adjusted = BTreeMap::new();
+        for (tp, o) in wanted {
+            let earliest = lo.get(&tp).copied().unwrap_or(0);
+            let latest = hi.get(&tp).copied().unwrap_or(earliest).max(earliest);
+            let (new, why) = clamp_one(o, earliest, latest);
+            if let Some(why) = why {
+                adjusted.insert(tp.clone(), why);
+            }
+            out.insert(tp, new);
+        }
+        Ok((out, adjusted))
     }
 }
 
@@ -314,9 +346,59 @@ pub fn parse_datetime(s: &str) -> Result<i64> {
     Ok(((days * 24 + h) * 60 + mi - offset_min) * 60_000 + se * 1000 + millis)
 }
 
+/// The current start offset of each of `tps`, for a reset relative to it; every partition
+/// without one is named in one error.
+fn relative_starts(
+    group: &str,
+    current: &BTreeMap<TopicPartition, i64>,
+    tps: &[TopicPartition],
+) -> Result<BTreeMap<TopicPartition, i64>> {
+    let missing: Vec<TopicPartition> = tps.iter().filter(|tp| !current.contains_key(*tp)).cloned().collect();
+    if !missing.is_empty() {
+        return Err(Error::NoStartOffset { group: group.to_string(), partitions: missing });
+    }
+    Ok(tps.iter().filter_map(|tp| current.get(tp).map(|c| (tp.clone(), *c))).collect())
+}
+
+/// `wanted` within [`earliest`, `latest`], and why it moved if it did. Above the end is
+/// checked first, as Java's `checkOffsetsRange` does.
+fn clamp_one(wanted: i64, earliest: i64, latest: i64) -> (i64, Option<ResetAdjustment>) {
+    if wanted > latest {
+        (latest, Some(ResetAdjustment::AboveLatest { requested: wanted, latest }))
+    } else if wanted < earliest {
+        (earliest, Some(ResetAdjustment::BelowEarliest { requested: wanted, earliest }))
+    } else {
+        (wanted, None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_resets_name_every_partition_without_a_start() {
+        let tp = |p| TopicPartition::new("ta", p);
+        let current = BTreeMap::from([(tp(0), 4)]);
+        assert_eq!(relative_starts("g", &current, &[tp(0)]).unwrap(), current);
+        let e = relative_starts("g", &current, &[tp(0), tp(1), tp(2)]).unwrap_err();
+        assert!(
+            matches!(&e, Error::NoStartOffset { group, partitions } if group == "g" && *partitions == [tp(1), tp(2)])
+        );
+        let text = e.to_string();
+        assert!(text.contains("share group g has no start offset yet for ta-1, ta-2"), "{text}");
+        assert!(!text.contains("invalid argument"), "{text}");
+    }
+
+    #[test]
+    fn clamping_says_why() {
+        assert_eq!(clamp_one(5, 2, 10), (5, None));
+        assert_eq!(clamp_one(10, 2, 10), (10, None));
+        assert_eq!(clamp_one(100, 2, 10), (10, Some(ResetAdjustment::AboveLatest { requested: 100, latest: 10 })));
+        assert_eq!(clamp_one(-3, 2, 10), (2, Some(ResetAdjustment::BelowEarliest { requested: -3, earliest: 2 })));
+        // An empty log: start and end are one offset.
+        assert_eq!(clamp_one(1, 0, 0), (0, Some(ResetAdjustment::AboveLatest { requested: 1, latest: 0 })));
+    }
 
     #[test]
     fn datetimes() {

@@ -52,6 +52,9 @@ async fn main() -> ExitCode {
         (Ok(f), Ok(p)) => (f, p),
         (Err(u), _) | (_, Err(u)) => return usage(&u.0),
     };
+    for w in &formatter.warnings {
+        eprintln!("{PROG}: {w}");
+    }
     // Watched from before the connect: a SIGTERM while connecting ends the run cleanly instead
     // of killing the process by the signal's default action.
     let stop = stop_signal(|m| eprintln!("{PROG}: {m}"));
@@ -122,7 +125,14 @@ async fn consume(
             r = consumer.poll(wait) => r.map_err(|e| e.to_string())?,
         };
         if records.is_empty() {
-            if timeout.is_some_and(|t| waiting_since.elapsed() >= t) {
+            if let Some(t) = timeout.filter(|t| waiting_since.elapsed() >= *t) {
+                // Java logs the timeout that ends its loop at ERROR, then exits 0; so do we,
+                // in one line, without the time stamp and logger name.
+                eprintln!(
+                    "ERROR Error processing message, terminating consumer process: TimeoutException: \
+                     no record for {} ms (--timeout-ms)",
+                    t.as_millis()
+                );
                 return Ok(());
             }
             continue;

@@ -17,20 +17,22 @@ use kafka_share::config::Properties;
 use kafka_share::Error;
 use kafka_share_groups::args::{self, Action, Args, DescribeWhat, ResetTo, Usage};
 use kafka_share_groups::reset_plan::{self, PlanFileError};
-use kafka_share_groups::{json, text};
+use kafka_share_groups::{errors, json, text};
 use serde_json::Value;
 
 const PROG: &str = "kafka-share-groups";
 
-/// Why a run failed: bad usage (exit 2) or a failed operation (exit 1).
+/// Why a run failed: bad usage (exit 2) or a failed operation (exit 1), said on stderr, or
+/// said already on stdout where Java's tool says it (a STATUS column, an `Error:` line).
 enum Failure {
     Usage(String),
     Op(String),
+    Shown,
 }
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        Failure::Op(e.to_string())
+        Failure::Op(errors::user_text(&e))
     }
 }
 
@@ -58,7 +60,12 @@ async fn main() -> ExitCode {
             println!("{PROG} {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
-        Ok(a) => run(a).await,
+        Ok(a) => {
+            for w in &a.warnings {
+                eprintln!("{PROG}: {w}");
+            }
+            run(a).await
+        }
         Err(u) => Err(u.into()),
     };
     match result {
@@ -71,6 +78,7 @@ async fn main() -> ExitCode {
             eprintln!("{PROG}: {}", m.replace('\n', " "));
             ExitCode::from(1)
         }
+        Err(Failure::Shown) => ExitCode::from(1),
     }
 }
 
@@ -223,12 +231,14 @@ async fn describe(admin: &Admin, a: &Args) -> Result<(), Failure> {
     }
 }
 
-/// One group's failure in a multi-group line. A group request that ran out of time says so
-/// naming the group (`ShareGroupDescribe for group g timed out after ..`): not again.
+/// One group's failure in a multi-group line, naming the group once: the broker's words
+/// (`Group g not found.`) and a timeout (`ShareGroupDescribe for group g timed out ..`)
+/// already name it.
 fn group_failure(g: &str, e: &Error) -> String {
     match e {
         Error::Timeout { .. } => e.to_string(),
-        _ => format!("group {g}: {e}"),
+        _ if errors::names_group(e, g) => errors::user_text(e),
+        _ => format!("group {g}: {}", errors::user_text(e)),
     }
 }
 
@@ -238,8 +248,7 @@ async fn delete(admin: &Admin, a: &Args) -> Result<(), Failure> {
     let results: Vec<(String, Result<(), Error>)> =
         groups.iter().cloned().zip(admin.delete_share_groups(&refs).await?).collect();
     let ok: Vec<String> = results.iter().filter(|(_, r)| r.is_ok()).map(|(g, _)| format!("'{g}'")).collect();
-    let bad: Vec<String> =
-        results.iter().filter_map(|(g, r)| r.as_ref().err().map(|e| format!("group '{g}': {e}"))).collect();
+    let bad: Vec<String> = results.iter().filter_map(|(g, r)| r.as_ref().err().map(|e| group_failure(g, e))).collect();
     let mut human = String::new();
     if bad.is_empty() {
         human.push_str(&format!("Deletion of requested share groups ({}) was successful.\n", ok.join(", ")));
@@ -250,27 +259,48 @@ async fn delete(admin: &Admin, a: &Args) -> Result<(), Failure> {
     if bad.is_empty() {
         Ok(())
     } else {
-        Err(Failure::Op(format!("could not delete {}", bad.join("; "))))
+        Err(Failure::Op(format!("could not delete: {}", bad.join("; "))))
     }
 }
 
 async fn delete_offsets(admin: &Admin, a: &Args) -> Result<(), Failure> {
     let g = &a.groups[0];
     let topics: Vec<&str> = a.topics.iter().map(String::as_str).collect();
-    let results = admin.delete_share_group_offsets(g, &topics).await?;
+    let results = match admin.delete_share_group_offsets(g, &topics).await {
+        Ok(r) => r,
+        // The whole request failed (an unknown group): as Java, one `Error:` line, then each
+        // topic with that error.
+        Err(e) if !a.json && e.code().is_some() => {
+            let m = errors::user_text(&e);
+            let rows: Vec<Vec<String>> = a.topics.iter().map(|t| vec![t.clone(), format!("Error: {m}")]).collect();
+            print!("\nError: {m}\n\n{}", text::table(&["TOPIC", "STATUS"], &rows, &[15]));
+            return Err(Failure::Shown);
+        }
+        Err(e) => return Err(e.into()),
+    };
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|(t, r)| {
-            vec![t.clone(), r.as_ref().map(|_| "Successful".to_string()).unwrap_or_else(|e| format!("Error: {e}"))]
+            let status = match r {
+                Ok(()) => "Successful".to_string(),
+                Err(e) => format!("Error: {}", errors::user_text(e)),
+            };
+            vec![t.clone(), status]
         })
         .collect();
     emit(a, json::results("topic", &results), format!("\n{}", text::table(&["TOPIC", "STATUS"], &rows, &[15])));
-    let bad: Vec<String> =
-        results.iter().filter_map(|(t, r)| r.as_ref().err().map(|e| format!("topic {t}: {e}"))).collect();
-    if bad.is_empty() {
+    if results.iter().all(|(_, r)| r.is_ok()) {
         Ok(())
-    } else {
+    } else if a.json {
+        // The JSON has each error; say on stderr that some failed, as for the other actions.
+        let bad: Vec<String> = results
+            .iter()
+            .filter_map(|(t, r)| r.as_ref().err().map(|e| format!("topic {t}: {}", errors::user_text(e))))
+            .collect();
         Err(Failure::Op(format!("could not delete offsets of {}", bad.join("; "))))
+    } else {
+        // Each error is in the STATUS column: not again on stderr.
+        Err(Failure::Shown)
     }
 }
 
@@ -284,6 +314,14 @@ async fn reset(admin: &Admin, a: &Args, planned: Option<BTreeMap<TopicPartition,
     if plan.is_empty() && !a.json {
         eprintln!("Share group '{g}' has no offsets to reset.");
     }
+    // Java's warnings, where Java prints them: the clamped offsets logged on stderr, the
+    // timestamp fallbacks on stdout before the plan (also before --export's CSV).
+    for w in text::reset_clamp_warnings(&plan) {
+        eprintln!("{w}");
+    }
+    if !a.json {
+        print!("{}", text::reset_fallbacks(&plan));
+    }
     if a.export {
         // Java: `System.out.println(exportOffsetsToCsv(..))`, the lines then an empty one.
         println!("{}", reset_plan::export(&plan));
@@ -293,14 +331,17 @@ async fn reset(admin: &Admin, a: &Args, planned: Option<BTreeMap<TopicPartition,
     let bad: Vec<String> = plan
         .iter()
         .filter_map(|p| match &p.applied {
-            Some(Err(e)) => Some(format!("{}: {e}", p.tp)),
+            Some(Err(e)) => Some(format!("{}: {}", p.tp, errors::user_text(e))),
             _ => None,
         })
         .collect();
     if bad.is_empty() {
         Ok(())
-    } else {
+    } else if a.json || a.export {
         Err(Failure::Op(format!("could not reset {}", bad.join("; "))))
+    } else {
+        // Each error is in the STATUS column: not again on stderr.
+        Err(Failure::Shown)
     }
 }
 

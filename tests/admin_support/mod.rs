@@ -265,6 +265,8 @@ impl Member {
 /// Output of a Java tool run.
 pub struct ToolOutput {
     pub ok: bool,
+    /// The exit code (`None`: ended by a signal).
+    pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -282,6 +284,7 @@ pub fn share_group_command(args: &[&str]) -> ToolOutput {
         .expect("run scripts/kafka tool");
     ToolOutput {
         ok: out.status.success(),
+        code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }

@@ -65,7 +65,8 @@ Usage: kafka-console-share-consumer --bootstrap-server HOST:PORT --topic TOPIC [
   --bootstrap-server HOST:PORT[,...]  REQUIRED: the server(s) to connect to
   --topic TOPIC                  REQUIRED: the topic to consume from
   --group GROUP                  the share group (default console-share-consumer)
-  --max-messages N               exit after N records (default: no limit)
+  --max-messages N               exit after N records (default: no limit; -1 no limit, any
+                                   other negative reads nothing, as Java)
   --timeout-ms MS                exit when no record arrives for MS milliseconds
   --release                      release each record once printed (it is delivered again)
   --reject                       reject each record once printed (never delivered again)
@@ -92,7 +93,10 @@ Usage: kafka-console-share-consumer --bootstrap-server HOST:PORT --topic TOPIC [
 
 Records go to stdout, then \"Processed a total of N messages\" to stderr. Exit code 0 when
 --max-messages or --timeout-ms ends the run, on Ctrl-C / SIGTERM (what was printed is
-acknowledged, the rest released) and when stdout closes; 1 on bad usage or an error.";
+acknowledged, the rest released) and when stdout closes; 1 on bad usage or an error.
+Where Java's tool differs: --help exits 1, and an error after the start is logged and exits 0.
+header.deserializer (the spelling of Java's --help) is ignored with a warning, as Java's
+formatter ignores it.";
 
 /// Every option, with whether it takes a value.
 const OPTIONS: &[(&str, bool)] = &[
@@ -224,7 +228,11 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
         (false, true) => Ack::Release,
         (false, false) => Ack::Accept,
     };
-    a.max_messages = count("--max-messages", max_messages)?;
+    // Java reads while `count < max || max == -1`: any other negative reads nothing.
+    a.max_messages = match count("--max-messages", max_messages.clone()) {
+        Err(_) if max_messages.as_deref().and_then(|v| v.trim().parse::<i32>().ok()).is_some_and(|n| n < -1) => Some(0),
+        other => other?,
+    };
     a.timeout_ms = count("--timeout-ms", timeout_ms)?;
     a.formatter_properties =
         deprecated(&mut a.warnings, ("--formatter-property", formatter_property), ("--property", property))?;
@@ -438,7 +446,9 @@ mod tests {
         assert!(err(&with(&["--max-messages", "abc"])).contains("--max-messages needs a whole number"));
         assert!(err(&with(&["--timeout-ms", "1.5"])).contains("--timeout-ms needs a whole number"));
         assert!(err(&with(&["--max-messages", "99999999999"])).contains("at most 2147483647"));
-        assert!(err(&with(&["--max-messages", "-2"])).contains("0 or more"));
+        // As Java: -1 is no limit, any other negative reads nothing.
+        assert_eq!(ok(&with(&["--max-messages", "-3"])).max_messages, Some(0));
+        assert!(err(&with(&["--timeout-ms", "-2"])).contains("0 or more"));
         assert_eq!(ok(&with(&["--max-messages", "-1"])).max_messages, None);
         assert_eq!(ok(&with(&["--max-messages", "0"])).max_messages, Some(0));
         assert_eq!(ok(&with(&["--timeout-ms", "0"])).timeout_ms, Some(0));

@@ -109,6 +109,8 @@ pub struct Formatter {
     pub key_deserializer: Deserializer,
     pub value_deserializer: Deserializer,
     pub headers_deserializer: Deserializer,
+    /// Properties accepted and ignored, as Java's tool ignores them: one line each for main.
+    pub warnings: Vec<String>,
 }
 
 impl Default for Formatter {
@@ -130,6 +132,7 @@ impl Default for Formatter {
             key_deserializer: Deserializer::Bytes,
             value_deserializer: Deserializer::Bytes,
             headers_deserializer: Deserializer::Bytes,
+            warnings: Vec::new(),
         }
     }
 }
@@ -157,13 +160,12 @@ impl Formatter {
                 "key.deserializer" => f.key_deserializer = Deserializer::from_class(key, value)?,
                 "value.deserializer" => f.value_deserializer = Deserializer::from_class(key, value)?,
                 "headers.deserializer" => f.headers_deserializer = Deserializer::from_class(key, value)?,
-                // Java's help text says header.deserializer, its code reads headers.deserializer.
-                "header.deserializer" => {
-                    return Err(
-                        "unknown formatter property \"header.deserializer\" (did you mean headers.deserializer?)"
-                            .into(),
-                    )
-                }
+                // Java's --help names header.deserializer, but its formatter reads only
+                // headers.deserializer and ignores this one: so do we, and say so.
+                "header.deserializer" => f.warnings.push(format!(
+                    "warning: formatter property header.deserializer={value} is ignored, as Java's tool \
+                     ignores it (its --help names it; its formatter reads headers.deserializer)"
+                )),
                 k if DESERIALIZER_PREFIXES.iter().any(|p| k.starts_with(p)) => {}
                 other => return Err(unknown_key(other)),
             }
@@ -381,8 +383,11 @@ mod tests {
             e.starts_with("unknown formatter property \"print.keys\"; the formatter knows print.timestamp, print.key,"),
             "{e}"
         );
-        let e = Formatter::from_properties(&props(&[("header.deserializer", STRING_DESERIALIZER)])).unwrap_err();
-        assert!(e.contains("headers.deserializer"), "{e}");
+        // Java's --help spelling: accepted and ignored (as Java), with a warning.
+        let f = Formatter::from_properties(&props(&[("header.deserializer", STRING_DESERIALIZER)])).unwrap();
+        assert_eq!(f.headers_deserializer, Deserializer::Bytes);
+        assert_eq!(f.warnings.len(), 1);
+        assert!(f.warnings[0].contains("headers.deserializer"), "{:?}", f.warnings);
         // Deserializer settings are the deserializer's business.
         Formatter::from_properties(&props(&[("value.deserializer.encoding", "UTF-8")])).unwrap();
     }

@@ -37,6 +37,21 @@ pub enum ResetTo {
     FromFile(String),
 }
 
+impl ResetTo {
+    /// The option that asks for it.
+    pub fn flag(&self) -> &'static str {
+        match self {
+            ResetTo::Earliest => "--to-earliest",
+            ResetTo::Latest => "--to-latest",
+            ResetTo::Current => "--to-current",
+            ResetTo::Datetime(_) => "--to-datetime",
+            ResetTo::Offset(_) => "--to-offset",
+            ResetTo::ShiftBy(_) => "--shift-by",
+            ResetTo::FromFile(_) => "--from-file",
+        }
+    }
+}
+
 /// A parsed command line.
 #[derive(Debug, Clone, Default)]
 pub struct Args {
@@ -62,6 +77,9 @@ pub struct Args {
     pub timeout_ms: Option<u64>,
     pub help: bool,
     pub version: bool,
+    /// Options given that this action ignores, as Java's tool ignores them: one warning line
+    /// each for main to print.
+    pub warnings: Vec<String>,
 }
 
 // A usage mistake is printed as one line, exit code 2.
@@ -91,7 +109,15 @@ Other options:
   --output json|text      machine-readable output (default text)
   --timeout MS            request timeout (default 30000)
   --version               print the version and exit
-  --help";
+  --help
+
+As Java's tool, the reset options (--dry-run, --execute, --export, --to-*, --shift-by,
+--from-file) beside another action, --all-groups with --list and --all-topics with --list or
+--describe do nothing; here each says so in a warning on stderr.
+
+Exit codes: 0 success; 1 an operation failed (Java's tool: 0, after an Error: block on
+stdout); 2 bad usage, one line on stderr (Java's tool: 1, with its option table); --help
+exits 0 (Java's tool: 1).";
 
 /// Parses `argv` (without the program name).
 pub fn parse(argv: &[String]) -> Result<Args, Usage> {
@@ -189,9 +215,42 @@ pub fn parse(argv: &[String]) -> Result<Args, Usage> {
     // As in Java (CommandLineUtils.maybePrintHelpOrVersion), --help and --version need no
     // action or --bootstrap-server.
     if !a.help && !a.version {
+        ignore_what_java_ignores(&mut a);
         check(&a)?;
     }
     Ok(a)
+}
+
+/// Java's tool lets these through its checks and does nothing with them: the reset options
+/// (`--dry-run`, `--execute`, `--export`, `--to-*`, `--shift-by`, `--from-file`) beside
+/// another of its actions, `--all-groups` with `--list`, `--all-topics` with `--list` or
+/// `--describe`. A command line written for it runs here too: each is dropped with a warning
+/// (Java says nothing). Our own actions (`--describe-config`, `--alter-config`) still refuse them.
+fn ignore_what_java_ignores(a: &mut Args) {
+    let Some(action) = a.action else { return };
+    let name = match action {
+        Action::List => "--list",
+        Action::Describe => "--describe",
+        Action::Delete => "--delete",
+        Action::DeleteOffsets => "--delete-offsets",
+        Action::ResetOffsets | Action::DescribeConfig | Action::AlterConfig => return,
+    };
+    let mut ignored: Vec<&str> = Vec::new();
+    for (given, flag) in [(&mut a.dry_run, "--dry-run"), (&mut a.execute, "--execute"), (&mut a.export, "--export")] {
+        if std::mem::take(given) {
+            ignored.push(flag);
+        }
+    }
+    ignored.extend(a.reset_to.drain(..).map(|r| r.flag()));
+    if action == Action::List && std::mem::take(&mut a.all_groups) {
+        ignored.push("--all-groups");
+    }
+    if matches!(action, Action::List | Action::Describe) && std::mem::take(&mut a.all_topics) {
+        ignored.push("--all-topics");
+    }
+    ignored.dedup();
+    a.warnings
+        .extend(ignored.into_iter().map(|f| format!("warning: {f} does nothing with {name}; ignored")));
 }
 
 fn set_describe(a: &mut Args, w: DescribeWhat) -> Result<(), Usage> {
@@ -339,10 +398,28 @@ mod tests {
             "--bootstrap-server h:1 --reset-offsets --group g --from-file f --to-earliest --execute",
             "--bootstrap-server h:1 --reset-offsets --group g --from-file --execute",
             "--bootstrap-server h:1 --reset-offsets --group g --all-topics --to-latest --dry-run --export --output json",
-            "--bootstrap-server h:1 --list --export",
+            "--bootstrap-server h:1 --describe-config --group g --export",
         ] {
             assert!(p(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn options_java_ignores_are_dropped_with_a_warning() {
+        let a = p("--bootstrap-server h:1 --list --all-groups").unwrap();
+        assert!(!a.all_groups);
+        assert_eq!(a.warnings, ["warning: --all-groups does nothing with --list; ignored"]);
+        let a = p("--bootstrap-server h:1 --describe --group g --export --dry-run --to-earliest").unwrap();
+        assert!(!a.export && !a.dry_run && a.reset_to.is_empty());
+        assert_eq!(a.warnings.len(), 3, "{:?}", a.warnings);
+        assert!(a.warnings[0].contains("--dry-run does nothing with --describe"), "{:?}", a.warnings);
+        // With --reset-offsets they mean something: no warning.
+        let a = p("--bootstrap-server h:1 --reset-offsets --group g --all-topics --to-earliest --dry-run --export")
+            .unwrap();
+        assert!(a.warnings.is_empty() && a.export && a.dry_run);
+        // What Java refuses, we refuse.
+        assert!(p("--bootstrap-server h:1 --list --group g").is_err());
+        assert!(p("--bootstrap-server h:1 --list --verbose").is_err());
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `--output json`: one JSON document on stdout per run, snake_case keys, `null` for
 //! unknown values (never "-").
 
-use kafka_share::admin::{ConfigEntry, PlannedReset, ShareGroupDescription, ShareGroupListing, ShareGroupOffsets};
+use kafka_share::admin::{
+    ConfigEntry, PlannedReset, ResetAdjustment, ShareGroupDescription, ShareGroupListing, ShareGroupOffsets,
+};
 use kafka_share::Error;
 use serde_json::{json, Value};
 
@@ -69,12 +71,27 @@ pub fn reset(group: &str, dry_run: bool, plan: &[PlannedReset]) -> Value {
         .map(|p| {
             json!({
                 "topic": p.tp.topic, "partition": p.tp.partition, "current_offset": p.current,
-                "new_offset": p.new,
+                "new_offset": p.new, "adjusted": adjusted(p.adjusted),
                 "error": match &p.applied { Some(Err(e)) => err(e), _ => Value::Null },
             })
         })
         .collect();
     json!({"group": group, "dry_run": dry_run, "partitions": parts})
+}
+
+/// Why the new offset is not the one asked for, as Java's tool warns (`null`: it is).
+fn adjusted(a: Option<ResetAdjustment>) -> Value {
+    match a {
+        None => Value::Null,
+        Some(ResetAdjustment::AboveLatest { requested, latest }) => {
+            json!({"reason": "above_latest", "requested": requested, "latest": latest})
+        }
+        Some(ResetAdjustment::BelowEarliest { requested, earliest }) => {
+            json!({"reason": "below_earliest", "requested": requested, "earliest": earliest})
+        }
+        Some(ResetAdjustment::NoRecordAtTimestamp) => json!({"reason": "no_record_at_timestamp"}),
+        Some(_) => json!({"reason": "other"}),
+    }
 }
 
 pub fn results(key: &str, items: &[(String, Result<(), Error>)]) -> Value {

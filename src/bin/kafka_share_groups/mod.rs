@@ -2,6 +2,7 @@
 //! the CSV reset plans of `--export` / `--from-file`.
 
 pub mod args;
+pub mod errors;
 pub mod json;
 pub mod reset_plan;
 pub mod text;

@@ -230,7 +230,7 @@ mod tests {
     use super::*;
 
     fn planned(topic: &str, partition: i32, new: i64) -> PlannedReset {
-        PlannedReset { tp: TopicPartition::new(topic, partition), current: Some(0), new, applied: None }
+        PlannedReset { tp: TopicPartition::new(topic, partition), current: Some(0), new, applied: None, adjusted: None }
     }
 
     fn offsets(pairs: &[(&str, i32, i64)]) -> BTreeMap<TopicPartition, i64> {

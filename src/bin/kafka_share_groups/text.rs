@@ -1,7 +1,8 @@
 //! Human output: left-aligned columns at least 15 wide, as the Java tool prints them.
 
 use kafka_share::admin::{
-    ConfigEntry, PlannedReset, ShareGroupDescription, ShareGroupListing, ShareGroupOffsets, ShareGroupState,
+    ConfigEntry, PlannedReset, ResetAdjustment, ShareGroupDescription, ShareGroupListing, ShareGroupOffsets,
+    ShareGroupState,
 };
 
 /// Prints rows as left-aligned columns; each width is max(min, longest cell). The last
@@ -141,29 +142,58 @@ pub fn state(d: &ShareGroupDescription, verbose: bool) -> String {
     format!("\n{t}")
 }
 
+/// The reset plan with Java's columns (GROUP TOPIC PARTITION NEW-OFFSET); a STATUS column,
+/// which Java does not have, only when a partition failed to apply. The current offset is
+/// in `--output json`.
 pub fn reset(group: &str, plan: &[PlannedReset]) -> String {
     let rows: Vec<Vec<String>> = plan
         .iter()
         .map(|p| {
-            let mut row = vec![
-                group.to_string(),
-                p.tp.topic.clone(),
-                p.tp.partition.to_string(),
-                dash(p.current),
-                p.new.to_string(),
-            ];
+            let mut row = vec![group.to_string(), p.tp.topic.clone(), p.tp.partition.to_string(), p.new.to_string()];
             if let Some(Err(e)) = &p.applied {
-                row.push(format!("Error: {e}"));
+                row.push(format!("Error: {}", crate::kafka_share_groups::errors::user_text(e)));
             }
             row
         })
         .collect();
     let failed = plan.iter().any(|p| matches!(p.applied, Some(Err(_))));
-    let mut header = vec!["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"];
+    let mut header = vec!["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"];
     if failed {
         header.push("STATUS");
     }
-    format!("\n{}", table(&header, &rows, &[15, 15, 10, 15, 11]))
+    format!("\n{}", table(&header, &rows, &[15, 15, 10, 11]))
+}
+
+/// What Java's tool prints on stdout before the plan (table or CSV): one block per partition
+/// whose timestamp matched no record (`getLogTimestampOffsets`).
+pub fn reset_fallbacks(plan: &[PlannedReset]) -> String {
+    plan.iter()
+        .filter(|p| p.adjusted == Some(ResetAdjustment::NoRecordAtTimestamp))
+        .map(|p| {
+            format!(
+                "\nWarn: Partition {} from topic {} is empty. Falling back to latest known offset.\n",
+                p.tp.partition, p.tp.topic
+            )
+        })
+        .collect()
+}
+
+/// What Java's tool logs at WARN (on stderr) for each offset moved into the log's range
+/// (`checkOffsetsRange`), without the log line's time stamp and logger name.
+pub fn reset_clamp_warnings(plan: &[PlannedReset]) -> Vec<String> {
+    plan.iter()
+        .filter_map(|p| {
+            let (requested, edge, set) = match p.adjusted? {
+                ResetAdjustment::AboveLatest { requested, latest } => (requested, "higher than latest", latest),
+                ResetAdjustment::BelowEarliest { requested, earliest } => (requested, "lower than earliest", earliest),
+                _ => return None,
+            };
+            Some(format!(
+                "WARN New offset ({requested}) is {edge} offset for topic partition {}. Value will be set to {set}.",
+                p.tp
+            ))
+        })
+        .collect()
 }
 
 pub fn configs(group: &str, entries: &[ConfigEntry]) -> String {
