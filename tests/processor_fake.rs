@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use fake_broker::{eventually, FakeCluster, FakeConfig};
 use futures::future::BoxFuture;
-use kafka_share::processor::{BatchHandler, Delivery, Outcome, Processor, ProcessorConfig, Running, Stop};
+use kafka_share::processor::{BatchHandler, Delivery, Outcome, Processor, ProcessorConfig, Running, Stop, PROCESSOR};
 use kafka_share::ShareConsumer;
 
 const T: Duration = Duration::from_secs(30);
@@ -183,4 +183,46 @@ fn shutdown_timeout_duration_max_then_shutdown_none_neither_panics_nor_aborts() 
 #[test]
 fn shutdown_timeout_duration_max_then_drop_does_not_panic() {
     in_a_child_process("drop");
+}
+
+/// One engine shared three ways, as a service holds it: a metrics endpoint and a signal
+/// handler on clones of its handle, and the task that joins `Running`. The metrics stay
+/// readable while the shutdown waits for a running handler, and after the end.
+#[tokio::test]
+async fn one_handle_serves_metrics_and_shutdown_while_running_is_joined() {
+    let fake = fake().await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (g, seen) = (gate.clone(), calls.clone());
+    // One record is held in its handler until the gate opens; the others are accepted.
+    let running = Processor::new(consumer(&fake).await, ProcessorConfig::new()).run(move |_d: Delivery| {
+        let (g, first) = (g.clone(), seen.fetch_add(1, Ordering::Relaxed) == 0);
+        async move {
+            if first {
+                let _ = g.acquire().await;
+            }
+            Outcome::Accept
+        }
+    });
+    let handle = running.handle();
+    let endpoint = handle.clone();
+    let in_flight = |h: &kafka_share::processor::ProcessorHandle| h.metrics().get(PROCESSOR, "records-in-flight");
+    let accepted = |h: &kafka_share::processor::ProcessorHandle| h.metrics().get(PROCESSOR, "records-accepted-total");
+    let all_but_one = eventually(T, || accepted(&endpoint) == Some((RECORDS - 1) as f64)).await;
+    assert!(all_but_one, "accepted {:?}:\n{}", accepted(&endpoint), fake.dump());
+
+    let joiner = tokio::spawn(running.join());
+    let signal = handle.clone();
+    tokio::spawn(async move { signal.shutdown(T) }).await.expect("the signal task");
+    // Shutting down, one handler still running: the endpoint still reads the engine.
+    let held = eventually(T, || in_flight(&endpoint) == Some(1.0)).await;
+    assert!(held, "in flight {:?} during the shutdown", in_flight(&endpoint));
+    assert!(!handle.is_stopped());
+    gate.add_permits(1);
+    let report = joiner.await.expect("the joining task").expect("a clean stop");
+    assert_eq!(report.accepted, RECORDS as u64, "{report:?}");
+    assert!(handle.is_stopped());
+    // After the end: the last figures, not a blank snapshot.
+    assert_eq!(accepted(&endpoint), Some(RECORDS as f64));
+    assert_eq!(in_flight(&endpoint), Some(0.0));
 }

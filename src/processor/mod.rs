@@ -62,7 +62,8 @@
 //!   [`Processor::run_batch_pool`]: a call per idle handler, the records spread over them. A batch whose records
 //!   come back as `Retry` is split: each record goes next into a batch of at most half the
 //!   size, so the records that fail on their own are found and the others get through.
-//! - Metrics: [`Running::metrics`], the consumer's metrics plus the group
+//! - Metrics: [`Running::metrics`] or [`ProcessorHandle::metrics`] (readable during and
+//!   after the shutdown), the consumer's metrics plus the group
 //!   [`PROCESSOR`]: records in flight and queued, handler time,
 //!   acquisition-to-start and acquisition-to-outcome time (avg, max, p50, p99 in ms, and
 //!   as the histograms `handler-time`, `wait-time`, `outcome-time`:
@@ -439,11 +440,18 @@ impl Processor {
         let acquire = self.config.acquire_mode;
         let engine = run::Engine::new(consumer.clone(), limits, metrics.clone(), handler, signals, commands, acquire);
         let task = tokio::spawn(engine.run());
+        let source = {
+            let (consumer, metrics) = (consumer.clone(), metrics.clone());
+            Arc::new(move || {
+                let mut s = consumer.metrics();
+                metrics.put(&mut s);
+                s
+            })
+        };
         Running {
-            handle: ProcessorHandle { signal: Arc::new(signal) },
+            handle: ProcessorHandle { signal: Arc::new(signal), metrics: source },
             task: Some(task),
             consumer,
-            metrics,
             shutdown_timeout: self.config.shutdown_timeout,
         }
     }
@@ -459,13 +467,54 @@ pub(crate) enum Signal {
     Abort,
 }
 
-/// Tells a running engine to stop; cheap to clone (e.g. into a signal handler).
-#[derive(Debug, Clone)]
+/// The engine's metrics as a handle reads them: the consumer's plus the engine's.
+type MetricsSource = Arc<dyn Fn() -> MetricsSnapshot + Send + Sync>;
+
+/// A running engine's shared face: its metrics, and the way to stop it. Cheap to clone, so
+/// one engine can be shared by a metrics endpoint, a signal handler and the task that
+/// [`join`](Running::join)s its [`Running`] (which stays where the end is awaited):
+///
+/// ```rust,no_run
+/// # use std::time::Duration;
+/// # use kafka_share::processor::{Delivery, Outcome, Processor};
+/// # async fn f(processor: Processor) -> kafka_share::Result<()> {
+/// let running = processor.run(|_d: Delivery| async { Outcome::Accept });
+/// let handle = running.handle();
+/// let for_metrics = handle.clone(); // e.g. moved into a scrape endpoint's collector
+/// let _snapshot = for_metrics.metrics();
+/// tokio::spawn(async move {
+///     tokio::signal::ctrl_c().await.ok();
+///     handle.shutdown(Duration::from_secs(30));
+/// });
+/// let report = running.join().await?; // a fatal engine error comes here too
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
 pub struct ProcessorHandle {
     signal: Arc<watch::Sender<Signal>>,
+    metrics: MetricsSource,
+}
+
+impl std::fmt::Debug for ProcessorHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessorHandle").field("signal", &*self.signal.borrow()).finish_non_exhaustive()
+    }
 }
 
 impl ProcessorHandle {
+    /// The consumer's metrics plus the engine's (group [`PROCESSOR`]), as
+    /// [`Running::metrics`]. Readable for as long as the handle lives: while the engine
+    /// runs, while it shuts down, and after it stopped (the last figures, frozen).
+    pub fn metrics(&self) -> MetricsSnapshot {
+        (self.metrics)()
+    }
+
+    /// Whether the engine has stopped (its task ended: the [`Report`] or error waits in
+    /// [`Running::join`]).
+    pub fn is_stopped(&self) -> bool {
+        self.signal.is_closed()
+    }
+
     /// The first call starts a graceful shutdown with `timeout` for the running handlers; a
     /// second call aborts them. Any `timeout` is taken: one past what the clock can count
     /// to (`Duration::MAX`) means the handlers are waited for without a deadline.
@@ -515,7 +564,6 @@ pub struct Running {
     handle: ProcessorHandle,
     task: Option<tokio::task::JoinHandle<Result<Report>>>,
     consumer: Arc<ShareConsumer>,
-    metrics: Arc<metrics::ProcessorMetrics>,
     shutdown_timeout: Duration,
 }
 
@@ -526,16 +574,15 @@ impl std::fmt::Debug for Running {
 }
 
 impl Running {
-    /// A handle to stop the engine from elsewhere.
+    /// A handle to read the metrics and stop the engine from elsewhere (cheap to clone).
     pub fn handle(&self) -> ProcessorHandle {
         self.handle.clone()
     }
 
-    /// The consumer's metrics plus the engine's (group [`PROCESSOR`]).
+    /// The consumer's metrics plus the engine's (group [`PROCESSOR`]); the same as
+    /// [`ProcessorHandle::metrics`], which stays readable while `shutdown` or `join` wait.
     pub fn metrics(&self) -> MetricsSnapshot {
-        let mut s = self.consumer.metrics();
-        self.metrics.put(&mut s);
-        s
+        self.handle.metrics()
     }
 
     /// The consumer (to pause, resume, read its metrics; not to poll).
