@@ -13,7 +13,7 @@
 //! let running = processor.run(|delivery: Delivery| async move {
 //!     match delivery.record().value_str() {
 //!         Some(_order) => Outcome::Accept, // your processing here
-//!         None if delivery.attempt() < 3 => Outcome::Retry,
+//!         None if delivery.total_attempts() < 3 => Outcome::Retry,
 //!         None => Outcome::Reject,
 //!     }
 //! });
@@ -116,10 +116,24 @@ pub enum Outcome {
 
 /// One record handed to a handler, with what the handler may want to know of its lock.
 #[derive(Debug, Clone)]
+///
+/// # Which counter means what
+/// | counter | counts | starts | grows on | restarts |
+/// |---|---|---|---|---|
+/// | [`delivery_count`](Self::delivery_count) | the broker's deliveries of the record (to any member) | 1 | each redelivery (a RELEASE, a lost lock or member) | never |
+/// | [`attempt`](Self::attempt) | handler calls within this delivery | 1 | each call (a `Retry` brings the next) | at 1 on each redelivery |
+/// | [`retries`](Self::retries) | `Retry` outcomes within this delivery (per-record form) | 0 | each `Retry` the record got alone | at 0 on each redelivery |
+/// | [`total_attempts`](Self::total_attempts) | handler calls in all, across deliveries | 1 | each call and each redelivery | never |
+///
+/// To give up after `n` tries in all, compare [`total_attempts`](Self::total_attempts), not
+/// `attempt` (which restarts when the engine's own `on_exhausted` RELEASE brings the record
+/// back): `if d.total_attempts() >= n { Outcome::Reject } else { Outcome::Retry }`.
 pub struct Delivery {
     held: Arc<HeldRecord>,
     attempt: u32,
     retries: u32,
+    /// The engine's `max_retries`: how many calls an earlier delivery is counted as.
+    max_retries: u32,
 }
 
 /// A record as the engine holds it, shared with the handler that runs it: handing it over
@@ -143,8 +157,8 @@ impl HeldRecord {
 }
 
 impl Delivery {
-    pub(crate) fn new(held: Arc<HeldRecord>, attempt: u32, retries: u32) -> Delivery {
-        Delivery { held, attempt, retries }
+    pub(crate) fn new(held: Arc<HeldRecord>, attempt: u32, retries: u32, max_retries: u32) -> Delivery {
+        Delivery { held, attempt, retries, max_retries }
     }
 
     /// The record.
@@ -157,18 +171,42 @@ impl Delivery {
         Arc::try_unwrap(self.held).map_or_else(|held| held.record.clone(), |h| h.record)
     }
 
-    /// How often the broker has delivered it (1 the first time).
+    /// How often the broker has delivered it (1 the first time), to this member or any
+    /// other: a redelivery follows a RELEASE (the handler's, `on_exhausted`'s, a shutdown's)
+    /// or a lost lock or member. The broker archives the record after
+    /// `share.delivery.count.limit` deliveries.
     pub fn delivery_count(&self) -> i16 {
         self.held.record.delivery_count
     }
 
-    /// This handler call's number for this delivery (1 the first time; `Retry` adds one).
+    /// This handler call's number **within this delivery** (1 the first time; `Retry` adds
+    /// one). It restarts at 1 when the record is delivered again: to cap tries in all, use
+    /// [`total_attempts`](Self::total_attempts).
     pub fn attempt(&self) -> u32 {
         self.attempt
     }
 
-    /// `Retry` outcomes this record got while handled alone (in the batch form, failures
-    /// inside a larger batch are not counted: they may have been a batch-mate's).
+    /// Handler calls in all, across deliveries, counting this one:
+    /// `(delivery_count - 1) × (max_retries + 1) + attempt`.
+    ///
+    /// The broker counts deliveries, not calls, so each earlier delivery counts as the
+    /// calls the engine gives a record before [`on_exhausted`](ProcessorConfig::on_exhausted)
+    /// RELEASEs it (`max_retries + 1`). That is exact when the redeliveries came from used-up
+    /// retries (the usual way with `Retry` and the default `on_exhausted`), and more than the
+    /// truth when an earlier delivery ended sooner (released unstarted or by the handler,
+    /// a lost lock or member). So `if d.total_attempts() >= n { Outcome::Reject }` never lets
+    /// a record be tried more than `n` times, given every member runs with the same
+    /// `max_retries` in the per-record form (a batch call's `Retry` is not counted against
+    /// `max_retries`). Saturates at `u32::MAX`.
+    pub fn total_attempts(&self) -> u32 {
+        let earlier = u32::try_from(self.delivery_count().saturating_sub(1)).unwrap_or(0);
+        earlier.saturating_mul(self.max_retries.saturating_add(1)).saturating_add(self.attempt)
+    }
+
+    /// `Retry` outcomes this record got **within this delivery** while handled alone (in the
+    /// batch form, failures inside a larger batch are not counted: they may have been a
+    /// batch-mate's). Past [`max_retries`](ProcessorConfig::max_retries) the record goes to
+    /// [`on_exhausted`](ProcessorConfig::on_exhausted). Restarts at 0 on a redelivery.
     pub fn retries(&self) -> u32 {
         self.retries
     }
@@ -281,7 +319,9 @@ impl ProcessorConfig {
         self
     }
 
-    /// `Retry` outcomes a record may get (handled alone) before [`on_exhausted`](Self::on_exhausted).
+    /// `Retry` outcomes a record may get (handled alone) within one delivery before
+    /// [`on_exhausted`](Self::on_exhausted) (default 3). A redelivery starts the count over:
+    /// to cap tries across deliveries, see [`Delivery::total_attempts`].
     pub fn max_retries(mut self, n: u32) -> Self {
         self.max_retries = n;
         self
