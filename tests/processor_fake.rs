@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use fake_broker::{eventually, FakeCluster, FakeConfig};
 use futures::future::BoxFuture;
-use kafka_share::processor::{BatchHandler, Delivery, Outcome, Processor, ProcessorConfig, Running, Stop, PROCESSOR};
+use kafka_share::processor::{
+    BatchHandler, Delivery, Handler, Outcome, Processor, ProcessorConfig, Running, Stop, PROCESSOR,
+};
 use kafka_share::ShareConsumer;
 
 const T: Duration = Duration::from_secs(30);
@@ -225,4 +227,33 @@ async fn one_handle_serves_metrics_and_shutdown_while_running_is_joined() {
     // After the end: the last figures, not a blank snapshot.
     assert_eq!(accepted(&endpoint), Some(RECORDS as f64));
     assert_eq!(in_flight(&endpoint), Some(0.0));
+}
+
+/// A service with state, not `Clone`: the engine lends it to every call by reference.
+struct CountingService {
+    calls: AtomicUsize,
+    /// A `Handler` needs no `Clone`: this field would forbid it.
+    _not_clone: std::sync::Mutex<()>,
+}
+
+impl Handler for CountingService {
+    async fn handle(&self, delivery: Delivery) -> Outcome {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        match delivery.record().offset % 2 {
+            0 => Outcome::Accept,
+            _ => Outcome::Reject,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_handler_type_with_state_runs_beside_closures() {
+    let fake = fake().await;
+    let service = CountingService { calls: AtomicUsize::new(0), _not_clone: std::sync::Mutex::new(()) };
+    let running = Processor::new(consumer(&fake).await, ProcessorConfig::new()).run(service);
+    let half = (RECORDS / 2) as usize;
+    let done = eventually(T, || fake.accepted(0).len() == half && fake.rejected(0).len() == half).await;
+    assert!(done, "accepted {:?}, rejected {:?}:\n{}", fake.accepted(0), fake.rejected(0), fake.dump());
+    let report = running.shutdown(T).await.expect("a clean shutdown");
+    assert_eq!((report.accepted, report.rejected), ((RECORDS / 2) as u64, (RECORDS / 2) as u64), "{report:?}");
 }

@@ -219,6 +219,50 @@ impl Delivery {
     }
 }
 
+/// A per-record handler: what [`Processor::run`] calls for each record, up to
+/// [`concurrency`](ProcessorConfig::concurrency) calls at once.
+///
+/// A closure `Fn(Delivery) -> impl Future<Output = Outcome>` is one already. Implement it on a
+/// service's own type when the handler has state (clients, caches, settings): the engine
+/// holds the value once and lends it to every call by reference, so nothing is cloned per
+/// record (a closure would have to clone its captures into each call's future).
+///
+/// ```rust,no_run
+/// use kafka_share::processor::{Delivery, Handler, Outcome, Processor};
+///
+/// struct OrderService {
+///     max_len: usize,
+/// }
+///
+/// impl Handler for OrderService {
+///     async fn handle(&self, delivery: Delivery) -> Outcome {
+///         match delivery.record().value_str() {
+///             Some(order) if order.len() <= self.max_len => Outcome::Accept,
+///             _ => Outcome::Reject,
+///         }
+///     }
+/// }
+///
+/// # fn f(processor: Processor) {
+/// let running = processor.run(OrderService { max_len: 1024 });
+/// # }
+/// ```
+pub trait Handler: Send + Sync + 'static {
+    /// Handles one record; its [`Outcome`] is the record's fate. A panic counts as
+    /// [`Outcome::Release`].
+    fn handle(&self, delivery: Delivery) -> impl Future<Output = Outcome> + Send;
+}
+
+impl<F, Fut> Handler for F
+where
+    F: Fn(Delivery) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Outcome> + Send + 'static,
+{
+    fn handle(&self, delivery: Delivery) -> impl Future<Output = Outcome> + Send {
+        self(delivery)
+    }
+}
+
 /// A handler of batches (the sink's form): one call at a time, the next batch acquired while
 /// it runs. It answers one [`Outcome`] per record, in order (missing ones are RELEASEd), or
 /// [`Stop`] to end the engine (its batch is released).
@@ -427,14 +471,15 @@ impl Processor {
         &self.consumer
     }
 
-    /// Starts the engine with a per-record handler, up to `concurrency` at once, each on its
-    /// own tokio task. A handler that panics counts as [`Outcome::Release`].
-    pub fn run<F, Fut>(self, handler: F) -> Running
-    where
-        F: Fn(Delivery) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Outcome> + Send + 'static,
-    {
-        let handler: run::RecordFn = Arc::new(move |d| Box::pin(handler(d)));
+    /// Starts the engine with a per-record [`Handler`] (a closure, or a type of yours that
+    /// implements it), up to `concurrency` calls at once, each on its own tokio task. A
+    /// handler that panics counts as [`Outcome::Release`].
+    pub fn run<H: Handler>(self, handler: H) -> Running {
+        let handler = Arc::new(handler);
+        let handler: run::RecordFn = Arc::new(move |d| {
+            let handler = handler.clone();
+            Box::pin(async move { handler.handle(d).await })
+        });
         self.start(run::Handler::PerRecord(handler), None)
     }
 
