@@ -257,3 +257,83 @@ async fn a_handler_type_with_state_runs_beside_closures() {
     let report = running.shutdown(T).await.expect("a clean shutdown");
     assert_eq!((report.accepted, report.rejected), ((RECORDS / 2) as u64, (RECORDS / 2) as u64), "{report:?}");
 }
+
+/// Counts a handler's end (its future dropped: finished or aborted).
+struct Ended(Arc<AtomicUsize>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The next "signal": a future that ends when `n` is notified (a permit waits if no one
+/// listens yet), standing in for `tokio::signal::ctrl_c`.
+fn signal_from(n: &Arc<tokio::sync::Notify>) -> impl FnMut() -> BoxFuture<'static, ()> {
+    let n = n.clone();
+    move || {
+        let n = n.clone();
+        Box::pin(async move { n.notified().await })
+    }
+}
+
+/// The first signal shuts down gracefully (the running handler is waited for), the second
+/// aborts it: the helper every service would write, fed futures instead of real signals.
+#[tokio::test]
+async fn shutdown_on_a_first_signal_waits_and_a_second_aborts() {
+    let fake = fake().await;
+    let (started, ended) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (s, e) = (started.clone(), ended.clone());
+    // One handler slot; every handler runs until aborted, and counts its end in `ended`.
+    let running = Processor::new(consumer(&fake).await, ProcessorConfig::new().concurrency(1)).run(move |_d: Delivery| {
+        s.fetch_add(1, Ordering::Relaxed);
+        let end = Ended(e.clone());
+        async move {
+            let _end = end;
+            std::future::pending::<Outcome>().await
+        }
+    });
+    let began = eventually(T, || started.load(Ordering::Relaxed) == 1).await;
+    assert!(began, "no handler started:\n{}", fake.dump());
+    let handle = running.handle();
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let helper = tokio::spawn({
+        let (handle, signal) = (handle.clone(), signal_from(&notify));
+        async move { handle.shutdown_on(signal, Duration::MAX).await }
+    });
+    let joiner = tokio::spawn(running.join());
+
+    notify.notify_one();
+    // The shutdown began: what waited for the busy slot went back unstarted...
+    let unstarted = |h: &kafka_share::processor::ProcessorHandle| {
+        h.metrics().get(PROCESSOR, "records-released-unstarted-total").unwrap_or(0.0)
+    };
+    let stopping = eventually(T, || unstarted(&handle) >= 1.0).await;
+    assert!(stopping, "nothing released unstarted after the first signal:\n{}", fake.dump());
+    // ...and, graceful without a deadline, the running handler goes on.
+    assert_eq!(ended.load(Ordering::Relaxed), 0, "the first signal must not abort the handler");
+    assert!(!handle.is_stopped() && !helper.is_finished() && !joiner.is_finished());
+
+    notify.notify_one();
+    let report = tokio::time::timeout(T, joiner).await.expect("stops after the second signal");
+    let report = report.expect("the joining task").expect("an aborted stop is still a clean one");
+    assert_eq!((report.aborted, ended.load(Ordering::Relaxed)), (1, 1), "{report:?}");
+    tokio::time::timeout(T, helper).await.expect("the helper ends with the engine").expect("the helper task");
+    assert!(handle.is_stopped());
+}
+
+/// An engine that stops for another reason ends the helper too: no task is left waiting
+/// for a signal that will never matter.
+#[tokio::test]
+async fn shutdown_on_returns_when_the_engine_stops_otherwise() {
+    let fake = fake().await;
+    let (running, _) = accept_all(&fake, ProcessorConfig::new()).await;
+    let handle = running.handle();
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let helper = tokio::spawn({
+        let (handle, signal) = (handle.clone(), signal_from(&notify));
+        async move { handle.shutdown_on(signal, T).await }
+    });
+    running.shutdown(T).await.expect("a clean shutdown");
+    tokio::time::timeout(T, helper).await.expect("the helper ends with the engine").expect("the helper task");
+}

@@ -55,8 +55,9 @@
 //! - **Graceful shutdown** ([`Running::shutdown`]): stop acquiring, give back every record
 //!   not started, let running handlers finish within the deadline, send their outcomes, close
 //!   the consumer. A second [`ProcessorHandle::shutdown`] (or the deadline) aborts the
-//!   handlers still running; the close then releases their records. Cancel-safe: dropping
-//!   the `shutdown` future leaves the shutdown running in the background.
+//!   handlers still running; the close then releases their records
+//!   ([`ProcessorHandle::shutdown_on`] does both on a first and a second signal). Cancel-safe:
+//!   dropping the `shutdown` future leaves the shutdown running in the background.
 //! - **Batches** ([`Processor::run_batches`], for sinks): one [`BatchHandler`] call at a time
 //!   per engine, with the next batch already acquired while it runs;
 //!   [`Processor::run_batch_pool`]: a call per idle handler, the records spread over them. A batch whose records
@@ -568,8 +569,8 @@ type MetricsSource = Arc<dyn Fn() -> MetricsSnapshot + Send + Sync>;
 /// let for_metrics = handle.clone(); // e.g. moved into a scrape endpoint's collector
 /// let _snapshot = for_metrics.metrics();
 /// tokio::spawn(async move {
-///     tokio::signal::ctrl_c().await.ok();
-///     handle.shutdown(Duration::from_secs(30));
+///     // The first Ctrl-C shuts down gracefully, a second one aborts.
+///     handle.shutdown_on(tokio::signal::ctrl_c, Duration::from_secs(30)).await
 /// });
 /// let report = running.join().await?; // a fatal engine error comes here too
 /// # Ok(()) }
@@ -615,6 +616,44 @@ impl ProcessorHandle {
     /// Aborts the running handlers and closes at once.
     pub fn abort(&self) {
         self.signal.send_replace(Signal::Abort);
+    }
+
+    /// Stops the engine on a signal, as a service does on SIGTERM or Ctrl-C: the first
+    /// signal starts a graceful [`shutdown`](Self::shutdown) with `timeout` for the running
+    /// handlers, a second one [`abort`](Self::abort)s them. `signal` makes the future of the
+    /// next signal (called at most twice); e.g. `tokio::signal::ctrl_c`, or for SIGTERM a
+    /// closure over a `tokio::signal::unix::Signal`'s `recv`. Returns once the engine has
+    /// stopped, for whatever reason (the [`Report`] waits in [`Running::join`]), or right
+    /// after the abort; so it can be spawned beside the task that joins and ends with it.
+    ///
+    /// ```rust,no_run
+    /// # use std::time::Duration;
+    /// # use kafka_share::processor::Running;
+    /// # async fn f(running: Running) -> kafka_share::Result<()> {
+    /// let handle = running.handle();
+    /// tokio::spawn(async move { handle.shutdown_on(tokio::signal::ctrl_c, Duration::from_secs(30)).await });
+    /// let report = running.join().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn shutdown_on<S, F>(&self, mut signal: S, timeout: Duration)
+    where
+        S: FnMut() -> F,
+        F: Future,
+    {
+        let stopped = self.signal.closed();
+        tokio::pin!(stopped);
+        tokio::select! {
+            _ = &mut stopped => return,
+            _ = signal() => {}
+        }
+        tracing::info!(?timeout, "processor: shutdown signal; a second one aborts the running handlers");
+        self.shutdown(timeout);
+        tokio::select! {
+            _ = &mut stopped => return,
+            _ = signal() => {}
+        }
+        tracing::warn!("processor: second shutdown signal; aborting the running handlers");
+        self.abort();
     }
 }
 
