@@ -285,14 +285,15 @@ async fn shutdown_on_a_first_signal_waits_and_a_second_aborts() {
     let (started, ended) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let (s, e) = (started.clone(), ended.clone());
     // One handler slot; every handler runs until aborted, and counts its end in `ended`.
-    let running = Processor::new(consumer(&fake).await, ProcessorConfig::new().concurrency(1)).run(move |_d: Delivery| {
-        s.fetch_add(1, Ordering::Relaxed);
-        let end = Ended(e.clone());
-        async move {
-            let _end = end;
-            std::future::pending::<Outcome>().await
-        }
-    });
+    let running =
+        Processor::new(consumer(&fake).await, ProcessorConfig::new().concurrency(1)).run(move |_d: Delivery| {
+            s.fetch_add(1, Ordering::Relaxed);
+            let end = Ended(e.clone());
+            async move {
+                let _end = end;
+                std::future::pending::<Outcome>().await
+            }
+        });
     let began = eventually(T, || started.load(Ordering::Relaxed) == 1).await;
     assert!(began, "no handler started:\n{}", fake.dump());
     let handle = running.handle();
@@ -318,7 +319,10 @@ async fn shutdown_on_a_first_signal_waits_and_a_second_aborts() {
     let report = tokio::time::timeout(T, joiner).await.expect("stops after the second signal");
     let report = report.expect("the joining task").expect("an aborted stop is still a clean one");
     assert_eq!((report.aborted, ended.load(Ordering::Relaxed)), (1, 1), "{report:?}");
-    tokio::time::timeout(T, helper).await.expect("the helper ends with the engine").expect("the helper task");
+    tokio::time::timeout(T, helper)
+        .await
+        .expect("the helper ends with the engine")
+        .expect("the helper task");
     assert!(handle.is_stopped());
 }
 
@@ -335,5 +339,8 @@ async fn shutdown_on_returns_when_the_engine_stops_otherwise() {
         async move { handle.shutdown_on(signal, T).await }
     });
     running.shutdown(T).await.expect("a clean shutdown");
-    tokio::time::timeout(T, helper).await.expect("the helper ends with the engine").expect("the helper task");
+    tokio::time::timeout(T, helper)
+        .await
+        .expect("the helper ends with the engine")
+        .expect("the helper task");
 }

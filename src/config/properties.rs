@@ -308,7 +308,12 @@ mod tests {
 
     #[test]
     fn a_prefix_view_holds_the_prefixed_keys_without_the_prefix() {
-        let p = Properties::from_pairs([("consumer.group.id", "g"), ("consumer.", "empty"), ("group.id", "top"), ("consumer", "x")]);
+        let p = Properties::from_pairs([
+            ("consumer.group.id", "g"),
+            ("consumer.", "empty"),
+            ("group.id", "top"),
+            ("consumer", "x"),
+        ]);
         let v = p.with_prefix("consumer.");
         assert_eq!(v.keys().collect::<Vec<_>>(), vec!["", "group.id"]);
         assert_eq!(v.get("group.id"), Some("g"));

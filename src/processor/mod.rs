@@ -80,6 +80,7 @@ mod deadline;
 mod ledger;
 pub mod metrics;
 mod pool;
+mod properties;
 mod run;
 mod whole_batches;
 
