@@ -69,6 +69,45 @@ impl Properties {
         Self::parse(&text)
     }
 
+    /// The keys that start with `prefix`, without it: one client's part of a file that holds
+    /// several clients' settings and the application's own, as Java's
+    /// `originalsWithPrefix`, Connect's `consumer.`/`producer.` and Spring's prefixes keep them.
+    /// Only the prefixed keys are in the view (a key every client needs, such as
+    /// `bootstrap.servers`, is written under each prefix); the view is a copy, with marks of
+    /// its own (see [`unused_keys`](Self::unused_keys)).
+    ///
+    /// ```
+    /// use kafka_share::config::Properties;
+    ///
+    /// let file = Properties::parse(
+    ///     "app.name=orders\n\
+    ///      consumer.bootstrap.servers=localhost:9092\n\
+    ///      consumer.group.id=orders\n\
+    ///      producer.bootstrap.servers=localhost:9092\n\
+    ///      processor.concurrency=64\n",
+    /// )?;
+    /// let consumer = file.with_prefix("consumer.");
+    /// assert_eq!(consumer.get("group.id"), Some("orders"));
+    /// assert!(!consumer.contains("app.name") && !consumer.contains("concurrency"));
+    /// # Ok::<(), kafka_share::Error>(())
+    /// ```
+    pub fn with_prefix(&self, prefix: &str) -> Properties {
+        Properties::from_pairs(
+            self.values.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|k| (k.to_string(), v.clone()))),
+        )
+    }
+
+    /// Runs one client's reader on a copy with no key marked used, then marks here what it
+    /// read: its check of unread keys sees only its own reads, so what another client read
+    /// first from a shared `Properties` does not hide a key from its warning, while
+    /// [`unused_keys`](Self::unused_keys) here still lists what no client read.
+    pub(crate) fn read_alone<T>(&self, read: impl FnOnce(&Properties) -> Result<T>) -> Result<T> {
+        let own = Properties { values: self.values.clone(), used: Default::default() };
+        let result = read(&own);
+        self.used.borrow_mut().extend(own.used.into_inner());
+        result
+    }
+
     /// Sets a key.
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) -> &mut Self {
         self.values.insert(key.into(), value.into());
@@ -265,6 +304,22 @@ mod tests {
         assert!(e.to_string().contains("out of range"), "{e}");
         assert!(p.bool("b", false).is_err());
         assert_eq!(p.choice("m", "implicit", &["implicit", "explicit"]).unwrap(), "explicit");
+    }
+
+    #[test]
+    fn a_prefix_view_holds_the_prefixed_keys_without_the_prefix() {
+        let p = Properties::from_pairs([
+            ("consumer.group.id", "g"),
+            ("consumer.", "empty"),
+            ("group.id", "top"),
+            ("consumer", "x"),
+        ]);
+        let v = p.with_prefix("consumer.");
+        assert_eq!(v.keys().collect::<Vec<_>>(), vec!["", "group.id"]);
+        assert_eq!(v.get("group.id"), Some("g"));
+        // Marks are the view's own.
+        assert!(p.unused_keys().contains(&"consumer.group.id".to_string()));
+        assert!(p.with_prefix("producer.").keys().next().is_none());
     }
 
     #[test]

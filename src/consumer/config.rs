@@ -206,6 +206,12 @@ impl ShareConsumerConfig {
     /// warning listing them) the keys Java reads that have no use here and those of other
     /// client types; refuses any unknown key. See `config/keys.rs` for the table.
     pub fn from_properties(p: &Properties) -> Result<Self> {
+        // Its own marks: what another client read from a shared `Properties` first must not
+        // hide a key from this one's warning.
+        p.read_alone(Self::read_properties)
+    }
+
+    fn read_properties(p: &Properties) -> Result<Self> {
         crate::config::refuse(p, Client::ShareConsumer)?;
         let group_id = p
             .get("group.id")

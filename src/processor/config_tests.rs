@@ -48,7 +48,7 @@ fn a_pool_with_the_largest_batch_size_does_not_overflow_its_limits() {
 
 fn handle() -> (ProcessorHandle, watch::Receiver<Signal>) {
     let (tx, rx) = watch::channel(Signal::Run);
-    (ProcessorHandle { signal: Arc::new(tx) }, rx)
+    (ProcessorHandle { signal: Arc::new(tx), metrics: Arc::new(MetricsSnapshot::default) }, rx)
 }
 
 #[test]

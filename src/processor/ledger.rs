@@ -272,7 +272,7 @@ impl Ledger {
                 if e.attempts == 1 {
                     self.metrics.wait_time.record(now.saturating_duration_since(e.acquired));
                 }
-                deliveries.push(Delivery::new(e.held.clone(), e.attempts, e.retries));
+                deliveries.push(Delivery::new(e.held.clone(), e.attempts, e.retries, self.limits.max_retries));
                 if let Some(d) = e.lock_deadline {
                     let due = d.checked_sub(self.lock / 2).unwrap_or(d);
                     self.next_renewal = Some(self.next_renewal.map_or(due, |t| t.min(due)));

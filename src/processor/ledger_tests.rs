@@ -491,3 +491,36 @@ fn a_prefetch_the_user_set_does_not_adapt() {
     }
     assert_eq!(l.want(), 8);
 }
+
+/// "Give up after 5 tries in all" with `max_retries` 2 and the default RELEASE when they are
+/// used up: 3 calls in the first delivery, the record comes back (delivery count 2), and
+/// `attempt` restarts at 1 there while `total_attempts` goes on: exactly 5 calls, then REJECT.
+#[test]
+fn total_attempts_counts_across_a_redelivery_so_a_cap_holds() {
+    const CAP: u32 = 5;
+    let t0 = Instant::now();
+    let mut l = ledger(1, 1);
+    let mut calls = Vec::new();
+    let mut now = t0;
+    l.received(answer(0..1, now), now);
+    for delivery in 1..=2i16 {
+        if delivery == 2 {
+            assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Release)], "retries used up: released");
+            l.received(redelivered(0..1, 2, now), now);
+        }
+        loop {
+            now += Duration::from_secs(2);
+            let u = l.start(now);
+            let Some(unit) = u.first() else { break };
+            let d = &unit.deliveries[0];
+            calls.push((d.delivery_count(), d.attempt(), d.total_attempts()));
+            let outcome = if d.total_attempts() >= CAP { Outcome::Reject } else { Outcome::Retry };
+            l.finished(&unit.ids, &[outcome], Duration::ZERO, now);
+            if outcome == Outcome::Reject || l.held_records() == 0 {
+                break;
+            }
+        }
+    }
+    assert_eq!(calls, vec![(1, 1, 1), (1, 2, 2), (1, 3, 3), (2, 1, 4), (2, 2, 5)]);
+    assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Reject)]);
+}

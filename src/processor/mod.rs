@@ -13,7 +13,7 @@
 //! let running = processor.run(|delivery: Delivery| async move {
 //!     match delivery.record().value_str() {
 //!         Some(_order) => Outcome::Accept, // your processing here
-//!         None if delivery.attempt() < 3 => Outcome::Retry,
+//!         None if delivery.total_attempts() < 3 => Outcome::Retry,
 //!         None => Outcome::Reject,
 //!     }
 //! });
@@ -56,14 +56,16 @@
 //! - **Graceful shutdown** ([`Running::shutdown`]): stop acquiring, give back every record
 //!   not started, let running handlers finish within the deadline, send their outcomes, close
 //!   the consumer. A second [`ProcessorHandle::shutdown`] (or the deadline) aborts the
-//!   handlers still running; the close then releases their records. Cancel-safe: dropping
-//!   the `shutdown` future leaves the shutdown running in the background.
+//!   handlers still running; the close then releases their records
+//!   ([`ProcessorHandle::shutdown_on`] does both on a first and a second signal). Cancel-safe:
+//!   dropping the `shutdown` future leaves the shutdown running in the background.
 //! - **Batches** ([`Processor::run_batches`], for sinks): one [`BatchHandler`] call at a time
 //!   per engine, with the next batch already acquired while it runs;
 //!   [`Processor::run_batch_pool`]: a call per idle handler, the records spread over them. A batch whose records
 //!   come back as `Retry` is split: each record goes next into a batch of at most half the
 //!   size, so the records that fail on their own are found and the others get through.
-//! - Metrics: [`Running::metrics`], the consumer's metrics plus the group
+//! - Metrics: [`Running::metrics`] or [`ProcessorHandle::metrics`] (readable during and
+//!   after the shutdown), the consumer's metrics plus the group
 //!   [`PROCESSOR`]: records in flight and queued, handler time,
 //!   acquisition-to-start and acquisition-to-outcome time (avg, max, p50, p99 in ms, and
 //!   as the histograms `handler-time`, `wait-time`, `outcome-time`:
@@ -79,6 +81,7 @@ mod deadline;
 mod ledger;
 pub mod metrics;
 mod pool;
+mod properties;
 mod run;
 mod whole_batches;
 
@@ -116,10 +119,24 @@ pub enum Outcome {
 
 /// One record handed to a handler, with what the handler may want to know of its lock.
 #[derive(Debug, Clone)]
+///
+/// # Which counter means what
+/// | counter | counts | starts | grows on | restarts |
+/// |---|---|---|---|---|
+/// | [`delivery_count`](Self::delivery_count) | the broker's deliveries of the record (to any member) | 1 | each redelivery (a RELEASE, a lost lock or member) | never |
+/// | [`attempt`](Self::attempt) | handler calls within this delivery | 1 | each call (a `Retry` brings the next) | at 1 on each redelivery |
+/// | [`retries`](Self::retries) | `Retry` outcomes within this delivery (per-record form) | 0 | each `Retry` the record got alone | at 0 on each redelivery |
+/// | [`total_attempts`](Self::total_attempts) | handler calls in all, across deliveries | 1 | each call and each redelivery | never |
+///
+/// To give up after `n` tries in all, compare [`total_attempts`](Self::total_attempts), not
+/// `attempt` (which restarts when the engine's own `on_exhausted` RELEASE brings the record
+/// back): `if d.total_attempts() >= n { Outcome::Reject } else { Outcome::Retry }`.
 pub struct Delivery {
     held: Arc<HeldRecord>,
     attempt: u32,
     retries: u32,
+    /// The engine's `max_retries`: how many calls an earlier delivery is counted as.
+    max_retries: u32,
 }
 
 /// A record as the engine holds it, shared with the handler that runs it: handing it over
@@ -143,8 +160,8 @@ impl HeldRecord {
 }
 
 impl Delivery {
-    pub(crate) fn new(held: Arc<HeldRecord>, attempt: u32, retries: u32) -> Delivery {
-        Delivery { held, attempt, retries }
+    pub(crate) fn new(held: Arc<HeldRecord>, attempt: u32, retries: u32, max_retries: u32) -> Delivery {
+        Delivery { held, attempt, retries, max_retries }
     }
 
     /// The record.
@@ -157,18 +174,42 @@ impl Delivery {
         Arc::try_unwrap(self.held).map_or_else(|held| held.record.clone(), |h| h.record)
     }
 
-    /// How often the broker has delivered it (1 the first time).
+    /// How often the broker has delivered it (1 the first time), to this member or any
+    /// other: a redelivery follows a RELEASE (the handler's, `on_exhausted`'s, a shutdown's)
+    /// or a lost lock or member. The broker archives the record after
+    /// `share.delivery.count.limit` deliveries.
     pub fn delivery_count(&self) -> i16 {
         self.held.record.delivery_count
     }
 
-    /// This handler call's number for this delivery (1 the first time; `Retry` adds one).
+    /// This handler call's number **within this delivery** (1 the first time; `Retry` adds
+    /// one). It restarts at 1 when the record is delivered again: to cap tries in all, use
+    /// [`total_attempts`](Self::total_attempts).
     pub fn attempt(&self) -> u32 {
         self.attempt
     }
 
-    /// `Retry` outcomes this record got while handled alone (in the batch form, failures
-    /// inside a larger batch are not counted: they may have been a batch-mate's).
+    /// Handler calls in all, across deliveries, counting this one:
+    /// `(delivery_count - 1) × (max_retries + 1) + attempt`.
+    ///
+    /// The broker counts deliveries, not calls, so each earlier delivery counts as the
+    /// calls the engine gives a record before [`on_exhausted`](ProcessorConfig::on_exhausted)
+    /// RELEASEs it (`max_retries + 1`). That is exact when the redeliveries came from used-up
+    /// retries (the usual way with `Retry` and the default `on_exhausted`), and more than the
+    /// truth when an earlier delivery ended sooner (released unstarted or by the handler,
+    /// a lost lock or member). So `if d.total_attempts() >= n { Outcome::Reject }` never lets
+    /// a record be tried more than `n` times, given every member runs with the same
+    /// `max_retries` in the per-record form (a batch call's `Retry` is not counted against
+    /// `max_retries`). Saturates at `u32::MAX`.
+    pub fn total_attempts(&self) -> u32 {
+        let earlier = u32::try_from(self.delivery_count().saturating_sub(1)).unwrap_or(0);
+        earlier.saturating_mul(self.max_retries.saturating_add(1)).saturating_add(self.attempt)
+    }
+
+    /// `Retry` outcomes this record got **within this delivery** while handled alone (in the
+    /// batch form, failures inside a larger batch are not counted: they may have been a
+    /// batch-mate's). Past [`max_retries`](ProcessorConfig::max_retries) the record goes to
+    /// [`on_exhausted`](ProcessorConfig::on_exhausted). Restarts at 0 on a redelivery.
     pub fn retries(&self) -> u32 {
         self.retries
     }
@@ -178,6 +219,50 @@ impl Delivery {
     /// how long its locks last.
     pub fn lock_deadline(&self) -> Option<Instant> {
         *self.held.lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A per-record handler: what [`Processor::run`] calls for each record, up to
+/// [`concurrency`](ProcessorConfig::concurrency) calls at once.
+///
+/// A closure `Fn(Delivery) -> impl Future<Output = Outcome>` is one already. Implement it on a
+/// service's own type when the handler has state (clients, caches, settings): the engine
+/// holds the value once and lends it to every call by reference, so nothing is cloned per
+/// record (a closure would have to clone its captures into each call's future).
+///
+/// ```rust,no_run
+/// use kafka_share::processor::{Delivery, Handler, Outcome, Processor};
+///
+/// struct OrderService {
+///     max_len: usize,
+/// }
+///
+/// impl Handler for OrderService {
+///     async fn handle(&self, delivery: Delivery) -> Outcome {
+///         match delivery.record().value_str() {
+///             Some(order) if order.len() <= self.max_len => Outcome::Accept,
+///             _ => Outcome::Reject,
+///         }
+///     }
+/// }
+///
+/// # fn f(processor: Processor) {
+/// let running = processor.run(OrderService { max_len: 1024 });
+/// # }
+/// ```
+pub trait Handler: Send + Sync + 'static {
+    /// Handles one record; its [`Outcome`] is the record's fate. A panic counts as
+    /// [`Outcome::Release`].
+    fn handle(&self, delivery: Delivery) -> impl Future<Output = Outcome> + Send;
+}
+
+impl<F, Fut> Handler for F
+where
+    F: Fn(Delivery) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Outcome> + Send + 'static,
+{
+    fn handle(&self, delivery: Delivery) -> impl Future<Output = Outcome> + Send {
+        self(delivery)
     }
 }
 
@@ -281,7 +366,9 @@ impl ProcessorConfig {
         self
     }
 
-    /// `Retry` outcomes a record may get (handled alone) before [`on_exhausted`](Self::on_exhausted).
+    /// `Retry` outcomes a record may get (handled alone) within one delivery before
+    /// [`on_exhausted`](Self::on_exhausted) (default 3). A redelivery starts the count over:
+    /// to cap tries across deliveries, see [`Delivery::total_attempts`].
     pub fn max_retries(mut self, n: u32) -> Self {
         self.max_retries = n;
         self
@@ -388,14 +475,15 @@ impl Processor {
         &self.consumer
     }
 
-    /// Starts the engine with a per-record handler, up to `concurrency` at once, each on its
-    /// own tokio task. A handler that panics counts as [`Outcome::Release`].
-    pub fn run<F, Fut>(self, handler: F) -> Running
-    where
-        F: Fn(Delivery) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Outcome> + Send + 'static,
-    {
-        let handler: run::RecordFn = Arc::new(move |d| Box::pin(handler(d)));
+    /// Starts the engine with a per-record [`Handler`] (a closure, or a type of yours that
+    /// implements it), up to `concurrency` calls at once, each on its own tokio task. A
+    /// handler that panics counts as [`Outcome::Release`].
+    pub fn run<H: Handler>(self, handler: H) -> Running {
+        let handler = Arc::new(handler);
+        let handler: run::RecordFn = Arc::new(move |d| {
+            let handler = handler.clone();
+            Box::pin(async move { handler.handle(d).await })
+        });
         self.start(run::Handler::PerRecord(handler), None)
     }
 
@@ -441,11 +529,18 @@ impl Processor {
         let acquire = self.config.acquire_mode;
         let engine = run::Engine::new(consumer.clone(), limits, metrics.clone(), handler, signals, commands, acquire);
         let task = tokio::spawn(engine.run());
+        let source = {
+            let (consumer, metrics) = (consumer.clone(), metrics.clone());
+            Arc::new(move || {
+                let mut s = consumer.metrics();
+                metrics.put(&mut s);
+                s
+            })
+        };
         Running {
-            handle: ProcessorHandle { signal: Arc::new(signal) },
+            handle: ProcessorHandle { signal: Arc::new(signal), metrics: source },
             task: Some(task),
             consumer,
-            metrics,
             shutdown_timeout: self.config.shutdown_timeout,
         }
     }
@@ -461,13 +556,54 @@ pub(crate) enum Signal {
     Abort,
 }
 
-/// Tells a running engine to stop; cheap to clone (e.g. into a signal handler).
-#[derive(Debug, Clone)]
+/// The engine's metrics as a handle reads them: the consumer's plus the engine's.
+type MetricsSource = Arc<dyn Fn() -> MetricsSnapshot + Send + Sync>;
+
+/// A running engine's shared face: its metrics, and the way to stop it. Cheap to clone, so
+/// one engine can be shared by a metrics endpoint, a signal handler and the task that
+/// [`join`](Running::join)s its [`Running`] (which stays where the end is awaited):
+///
+/// ```rust,no_run
+/// # use std::time::Duration;
+/// # use kafka_share::processor::{Delivery, Outcome, Processor};
+/// # async fn f(processor: Processor) -> kafka_share::Result<()> {
+/// let running = processor.run(|_d: Delivery| async { Outcome::Accept });
+/// let handle = running.handle();
+/// let for_metrics = handle.clone(); // e.g. moved into a scrape endpoint's collector
+/// let _snapshot = for_metrics.metrics();
+/// tokio::spawn(async move {
+///     // The first Ctrl-C shuts down gracefully, a second one aborts.
+///     handle.shutdown_on(tokio::signal::ctrl_c, Duration::from_secs(30)).await
+/// });
+/// let report = running.join().await?; // a fatal engine error comes here too
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
 pub struct ProcessorHandle {
     signal: Arc<watch::Sender<Signal>>,
+    metrics: MetricsSource,
+}
+
+impl std::fmt::Debug for ProcessorHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessorHandle").field("signal", &*self.signal.borrow()).finish_non_exhaustive()
+    }
 }
 
 impl ProcessorHandle {
+    /// The consumer's metrics plus the engine's (group [`PROCESSOR`]), as
+    /// [`Running::metrics`]. Readable for as long as the handle lives: while the engine
+    /// runs, while it shuts down, and after it stopped (the last figures, frozen).
+    pub fn metrics(&self) -> MetricsSnapshot {
+        (self.metrics)()
+    }
+
+    /// Whether the engine has stopped (its task ended: the [`Report`] or error waits in
+    /// [`Running::join`]).
+    pub fn is_stopped(&self) -> bool {
+        self.signal.is_closed()
+    }
+
     /// The first call starts a graceful shutdown with `timeout` for the running handlers; a
     /// second call aborts them. Any `timeout` is taken: one past what the clock can count
     /// to (`Duration::MAX`) means the handlers are waited for without a deadline.
@@ -483,6 +619,44 @@ impl ProcessorHandle {
     /// Aborts the running handlers and closes at once.
     pub fn abort(&self) {
         self.signal.send_replace(Signal::Abort);
+    }
+
+    /// Stops the engine on a signal, as a service does on SIGTERM or Ctrl-C: the first
+    /// signal starts a graceful [`shutdown`](Self::shutdown) with `timeout` for the running
+    /// handlers, a second one [`abort`](Self::abort)s them. `signal` makes the future of the
+    /// next signal (called at most twice); e.g. `tokio::signal::ctrl_c`, or for SIGTERM a
+    /// closure over a `tokio::signal::unix::Signal`'s `recv`. Returns once the engine has
+    /// stopped, for whatever reason (the [`Report`] waits in [`Running::join`]), or right
+    /// after the abort; so it can be spawned beside the task that joins and ends with it.
+    ///
+    /// ```rust,no_run
+    /// # use std::time::Duration;
+    /// # use kafka_share::processor::Running;
+    /// # async fn f(running: Running) -> kafka_share::Result<()> {
+    /// let handle = running.handle();
+    /// tokio::spawn(async move { handle.shutdown_on(tokio::signal::ctrl_c, Duration::from_secs(30)).await });
+    /// let report = running.join().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn shutdown_on<S, F>(&self, mut signal: S, timeout: Duration)
+    where
+        S: FnMut() -> F,
+        F: Future,
+    {
+        let stopped = self.signal.closed();
+        tokio::pin!(stopped);
+        tokio::select! {
+            _ = &mut stopped => return,
+            _ = signal() => {}
+        }
+        tracing::info!(?timeout, "processor: shutdown signal; a second one aborts the running handlers");
+        self.shutdown(timeout);
+        tokio::select! {
+            _ = &mut stopped => return,
+            _ = signal() => {}
+        }
+        tracing::warn!("processor: second shutdown signal; aborting the running handlers");
+        self.abort();
     }
 }
 
@@ -517,7 +691,6 @@ pub struct Running {
     handle: ProcessorHandle,
     task: Option<tokio::task::JoinHandle<Result<Report>>>,
     consumer: Arc<ShareConsumer>,
-    metrics: Arc<metrics::ProcessorMetrics>,
     shutdown_timeout: Duration,
 }
 
@@ -528,16 +701,15 @@ impl std::fmt::Debug for Running {
 }
 
 impl Running {
-    /// A handle to stop the engine from elsewhere.
+    /// A handle to read the metrics and stop the engine from elsewhere (cheap to clone).
     pub fn handle(&self) -> ProcessorHandle {
         self.handle.clone()
     }
 
-    /// The consumer's metrics plus the engine's (group [`PROCESSOR`]).
+    /// The consumer's metrics plus the engine's (group [`PROCESSOR`]); the same as
+    /// [`ProcessorHandle::metrics`], which stays readable while `shutdown` or `join` wait.
     pub fn metrics(&self) -> MetricsSnapshot {
-        let mut s = self.consumer.metrics();
-        self.metrics.put(&mut s);
-        s
+        self.handle.metrics()
     }
 
     /// The consumer (to pause, resume, read its metrics; not to poll).

@@ -151,6 +151,12 @@ impl ProducerConfig {
     /// `enable.idempotence=false`, or it was left unset and `acks`, `retries` or
     /// `max.in.flight.requests.per.connection` conflict with it (then it is off).
     pub fn from_properties(p: &Properties) -> Result<ProducerConfig> {
+        // Its own marks: what another client read from a shared `Properties` first must not
+        // hide a key from this one's warning.
+        p.read_alone(Self::read_properties)
+    }
+
+    fn read_properties(p: &Properties) -> Result<ProducerConfig> {
         crate::config::refuse(p, Client::Producer)?;
         let d = ProducerConfig::default();
         let idempotence_set = p.get("enable.idempotence").is_some();
@@ -405,5 +411,50 @@ mod tests {
         assert_eq!((c.acks, c.batch_size, c.compression), (Acks::Leader, 1 << 18, Compression::Lz4));
         assert!(c.validate().is_ok());
         assert!(c.clone().max_request_size(0).validate().is_err());
+    }
+
+    /// What the producer's reader logs at WARN, captured.
+    fn producer_warnings(p: &Properties) -> String {
+        use std::sync::{Arc, Mutex};
+        let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let sink = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .with_writer(move || Capture(sink.clone()))
+            .finish();
+        tracing::subscriber::with_default(subscriber, || ProducerConfig::from_properties(p).map(drop))
+            .expect("the producer's settings");
+        let out = buf.lock().map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        out
+    }
+
+    /// A log writer into a shared buffer.
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if let Ok(mut v) = self.0.lock() {
+                v.extend_from_slice(b);
+            }
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// One `Properties` for a consumer and a producer: the producer names the consumer's
+    /// keys it ignores whether or not the consumer read them first.
+    #[test]
+    fn the_other_clients_keys_warning_does_not_depend_on_who_read_first() {
+        let p = props(&[("group.id", "g")]);
+        let alone = producer_warnings(&p);
+        assert!(alone.contains("settings of other client types: group.id"), "{alone}");
+        crate::consumer::ShareConsumerConfig::from_properties(&p).expect("the consumer's settings");
+        let after = producer_warnings(&p);
+        assert!(after.contains("settings of other client types: group.id"), "{after}");
+        // What no client read is still listed on the shared set.
+        assert!(p.unused_keys().is_empty(), "{:?}", p.unused_keys());
     }
 }

@@ -31,6 +31,9 @@ impl DriverCore {
                 for (topic, code) in &errors {
                     debug!(topic, code, "metadata refused a subscribed topic");
                 }
+                for topic in super::topic_errors::missing(self.group.subscription(), &errors) {
+                    warn!(group = self.cfg.group_id, topic, "subscribed topic does not exist: no records until it is created (asked again at the next metadata refresh)");
+                }
                 self.topic_errors.on_metadata(self.group.subscription(), &errors);
             }
             Err(e) => {

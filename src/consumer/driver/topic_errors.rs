@@ -13,7 +13,9 @@
 //! - a later answer refuses the topic again after one had accepted it.
 //!
 //! UNKNOWN_TOPIC_OR_PARTITION is no error here: the topic may be created later, and the
-//! group assigns its partitions once it exists (Java waits too). LEADER_NOT_AVAILABLE and
+//! group assigns its partitions once it exists (Java waits too). It is logged at WARN, once
+//! per Metadata answer, naming the topic ([`missing`]): else a worker on a misspelt or
+//! not yet created topic idles with no word (Java's client warns too). LEADER_NOT_AVAILABLE and
 //! other retriable codes only mean "ask again", which the driver does when an assigned
 //! partition has no known leader.
 //!
@@ -150,6 +152,16 @@ impl TopicErrors {
     }
 }
 
+/// The subscribed topics a Metadata answer says do not exist (UNKNOWN_TOPIC_OR_PARTITION or
+/// UNKNOWN_TOPIC_ID), in the answer's order.
+pub(crate) fn missing<'a>(subscription: &BTreeSet<String>, errors: &'a [(String, i16)]) -> Vec<&'a str> {
+    errors
+        .iter()
+        .filter(|(t, c)| ErrorCode(*c).is_unknown_topic_or_partition() && subscription.contains(t))
+        .map(|(t, _)| t.as_str())
+        .collect()
+}
+
 /// Walks the buffered runs in delivery order up to the first record of `tp` at or after
 /// `first_offset` (a successor of the corrupt batch). `None` when no record of `tp` from
 /// before the batch comes ahead of it: the error is due. Otherwise `Some` of how many records
@@ -214,6 +226,14 @@ mod tests {
         t.on_metadata(&s, &[("later".into(), 3), ("moving".into(), 5)]);
         assert!(!t.has_untold());
         assert!(t.take_next().is_none());
+    }
+
+    #[test]
+    fn missing_subscribed_topics_are_named_for_the_warning() {
+        let s: BTreeSet<String> = subs(&["orders", "ordres", "denied"]).into_iter().collect();
+        let errors = [("ordres".into(), 3), ("denied".into(), 29), ("other".into(), 3), ("byid".into(), 100)];
+        assert_eq!(missing(&s, &errors), vec!["ordres"], "subscribed, and unknown to the broker");
+        assert!(missing(&s, &[]).is_empty());
     }
 
     #[test]
