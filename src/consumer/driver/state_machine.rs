@@ -109,8 +109,14 @@ impl DriverCore {
                     if max > 0 {
                         // The public poll asks for `max.poll.records`; the processing engine
                         // for the room it has (its slots' calls and its prefetch, which may
-                        // be more than one poll's worth): record_limit acquires exactly that.
-                        self.poll_size = max;
+                        // be more than one poll's worth): where it sizes the fetches
+                        // (record_limit, or `sized`) they acquire exactly that. Otherwise the
+                        // poll size stays within `max.poll.records`, as the pacing was tuned.
+                        self.poll_size = if self.sessions.fetches_sized_to_poll() {
+                            max
+                        } else {
+                            max.min(self.cfg.max_poll_records).max(1)
+                        };
                     }
                 }
                 let failed = self.route_acks(acks, now);

@@ -168,6 +168,12 @@ impl SessionManager {
         self.settings.sized_to_poll = sized;
     }
 
+    /// Whether each fetch asks for exactly the last poll's size (record_limit, or the
+    /// engine's sized batch_optimized fetches).
+    pub(super) fn fetches_sized_to_poll(&self) -> bool {
+        self.settings.acquire_mode == AcquireMode::RecordLimit || self.settings.sized_to_poll
+    }
+
     /// A broker refused the acquisition mode: if the engine chose it (the configured mode is
     /// another), fall back to the configured one and say whether it did; a configured
     /// record_limit stays (the error is the user's to see).
