@@ -122,6 +122,7 @@ impl Fixture {
 
 /// The panics on threads named `thread_name` (set up before the first one can happen). A
 /// panic inside a task's drop is caught by tokio and would pass unseen otherwise.
+#[cfg(feature = "prometheus")]
 fn panics_on(thread_name: &'static str) -> std::sync::Arc<std::sync::Mutex<Vec<String>>> {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = seen.clone();
