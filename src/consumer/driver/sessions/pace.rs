@@ -277,7 +277,7 @@ impl SessionManager {
     /// application that takes them slowly: other members could process them meanwhile.
     pub(super) fn fetch_max_records(&self, d: &Demand) -> usize {
         let poll = d.poll_size;
-        if self.settings.acquire_mode == AcquireMode::RecordLimit || self.settings.sized_to_poll {
+        if self.fetches_sized_to_poll() {
             return poll;
         }
         let affordable = d.drain_per_sec * within_lock(PREFETCH_HORIZON, d.lock).as_secs_f64();
