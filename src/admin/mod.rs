@@ -15,6 +15,7 @@ mod list_offsets;
 mod offsets;
 mod reset;
 mod share_settings;
+mod to_leaders;
 mod topics;
 
 use std::sync::Arc;
