@@ -80,7 +80,7 @@
 
 mod deadline;
 mod ledger;
-pub mod metrics;
+mod metrics;
 mod pool;
 mod properties;
 mod run;
