@@ -117,7 +117,7 @@
 //! # }
 //! ```
 //!
-//! `tests/fake_redelivery.rs` in the crate's repository has both cases through a
+//! `tests/offline/fake_redelivery.rs` in the crate's repository has both cases through a
 //! [`ShareConsumer`].
 //!
 //! # What it is, and is not

@@ -1,0 +1,20 @@
+//! Tests against the real three-broker cluster (`scripts/kafka up --nodes 3`; env
+//! `KAFKA_CLUSTER_BOOTSTRAP`, default 127.0.0.1:29092): replication, leader moves, brokers
+//! stopped and killed under the clients. Every test fails when the cluster is absent. Run with
+//! `scripts/test --test cluster`.
+//!
+//! A new test joins this binary when it needs more than one broker.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod chaos_support;
+#[path = "../producer_support/mod.rs"]
+mod producer_support;
+
+mod chaos_broker_kill;
+mod chaos_brokers;
+mod chaos_consumer_kill;
+mod chaos_network;
+mod producer;
+mod share_consumer_cluster;
