@@ -36,7 +36,6 @@ mod processor;
 mod producer_order;
 #[cfg(feature = "prometheus")]
 mod prometheus;
-mod readme_confluent;
 mod security_sasl;
 mod security_tls;
 mod share_consumer;

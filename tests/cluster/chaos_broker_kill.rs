@@ -304,17 +304,14 @@ async fn kill_one_broker(kill_coordinator: bool) {
     assert!(resumed, "not every partition flowed again within {RESUME_DEADLINE:?} of the kill of broker {victim}");
 }
 
-/// One broker down at a time: the two tests of this binary take turns.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_a_broker_that_is_not_the_coordinator_every_partition_flows_again() {
-    let _turn = ONE_AT_A_TIME.lock().await;
+    let _turn = crate::disrupting().await;
     kill_one_broker(false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_group_coordinator_every_partition_flows_again() {
-    let _turn = ONE_AT_A_TIME.lock().await;
+    let _turn = crate::disrupting().await;
     kill_one_broker(true).await;
 }

@@ -8,7 +8,7 @@
 //! The suite runs the short form (a few thousand records); scripts/chaos the full form
 //! (CHAOS_RECORDS, CHAOS_RATE). Nothing else may use the cluster while a broker is down:
 //! cargo runs test binaries one after the other, and the tests of this binary take turns
-//! (ONE_AT_A_TIME). Every test leaves all three brokers running and every replica in sync.
+//! (`crate::disrupting`). Every test leaves all three brokers running and every replica in sync.
 
 use crate::chaos_support;
 use crate::common;
@@ -17,9 +17,6 @@ use std::time::Duration;
 
 use chaos_support::brokers::{self, StartOnDrop};
 use chaos_support::no_loss::{NoLoss, Options};
-
-/// One broker down at a time: the tests of this binary take turns.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A broker leading at least two of the topic's partitions, the group coordinator or not as
 /// asked when there is a choice.
@@ -34,7 +31,7 @@ async fn pick_leader(run: &NoLoss, coordinator: bool) -> (i32, Vec<i32>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_of_several_partitions_killed_mid_consumption_nothing_is_lost() {
-    let _turn = ONE_AT_A_TIME.lock().await;
+    let _turn = crate::disrupting().await;
     let admin = common::cluster_admin().await;
     brokers::wait_all_in_sync(&admin).await;
     let run = NoLoss::start(Options::from_env(3000)).await;
@@ -55,7 +52,7 @@ async fn leader_of_several_partitions_killed_mid_consumption_nothing_is_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_restart_of_all_three_brokers_nothing_is_lost() {
-    let _turn = ONE_AT_A_TIME.lock().await;
+    let _turn = crate::disrupting().await;
     let admin = common::cluster_admin().await;
     brokers::wait_all_in_sync(&admin).await;
     // Long enough to keep producing through at least the first restart.
@@ -90,7 +87,7 @@ async fn rolling_restart_of_all_three_brokers_nothing_is_lost() {
 /// records, and the application acknowledges them afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broker_restart_loses_the_share_session_its_acks_fail_visibly_nothing_is_lost() {
-    let _turn = ONE_AT_A_TIME.lock().await;
+    let _turn = crate::disrupting().await;
     let admin = common::cluster_admin().await;
     brokers::wait_all_in_sync(&admin).await;
     let run = NoLoss::start(Options::from_env(3000)).await;
@@ -156,7 +153,7 @@ async fn broker_restart_loses_the_share_session_its_acks_fail_visibly_nothing_is
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_coordinator_broker_killed_nothing_is_lost() {
-    let _turn = ONE_AT_A_TIME.lock().await;
+    let _turn = crate::disrupting().await;
     let admin = common::cluster_admin().await;
     brokers::wait_all_in_sync(&admin).await;
     let run = NoLoss::start(Options::from_env(3000)).await;

@@ -85,6 +85,7 @@ async fn child_member_holding_a_batch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_killed_mid_batch_another_member_gets_its_records_with_delivery_count_2() {
+    let _turn = crate::disrupting().await;
     let mut options = Options::from_env(1000);
     options.lock_ms = LOCK_MS;
     options.consumers = 1;

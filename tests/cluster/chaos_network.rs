@@ -19,6 +19,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latency_resets_and_a_black_hole_between_consumer_and_brokers_nothing_is_lost() {
+    let _turn = crate::disrupting().await;
     let proxy = FaultProxy::start().await;
     let mut options = Options::from_env(4000);
     options.consumer_bootstrap = Some(proxy.bootstrap.clone());

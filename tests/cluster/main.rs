@@ -9,6 +9,23 @@
 mod common;
 
 mod chaos_support;
+
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Every test here uses the same three brokers. The ones that stop, kill or cut them
+/// ([`disrupting`]) run alone; the others ([`sharing`]) run side by side with each other only,
+/// as they did when each file was its own binary and cargo ran binaries one after another.
+static CLUSTER: RwLock<()> = RwLock::const_new(());
+
+/// The cluster to itself: no other test runs until the guard drops.
+async fn disrupting() -> RwLockWriteGuard<'static, ()> {
+    CLUSTER.write().await
+}
+
+/// The cluster beside other sharing tests, never during a disrupting one.
+async fn sharing() -> RwLockReadGuard<'static, ()> {
+    CLUSTER.read().await
+}
 #[path = "../producer_support/mod.rs"]
 mod producer_support;
 

@@ -34,6 +34,7 @@ fn assert_consecutive(offsets: &HashMap<i32, Vec<i64>>) {
 
 #[tokio::test]
 async fn keys_headers_and_partitions_round_trip() {
+    let _turn = crate::sharing().await;
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "produce-keys", 3).await;
     let p = producer(config()).await;
@@ -83,6 +84,7 @@ async fn keys_headers_and_partitions_round_trip() {
 
 #[tokio::test]
 async fn every_compression_round_trips() {
+    let _turn = crate::sharing().await;
     let admin = common::admin().await;
     for compression in Compression::ALL {
         let topic = common::new_topic(&admin, &format!("produce-{compression}"), 1).await;
@@ -106,6 +108,7 @@ async fn every_compression_round_trips() {
 
 #[tokio::test]
 async fn bad_records_fail_fast_with_clear_errors() {
+    let _turn = crate::sharing().await;
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "produce-errors", 2).await;
     let p = producer(config().max_request_size(10_000)).await;
@@ -134,6 +137,7 @@ async fn bad_records_fail_fast_with_clear_errors() {
 
 #[tokio::test]
 async fn properties_refuse_unsupported_settings() {
+    let _turn = crate::sharing().await;
     let mut props = Properties::from_pairs([("bootstrap.servers", common::bootstrap())]);
     props.set("enable.idempotence", "true");
     props.set("acks", "1");
@@ -155,6 +159,7 @@ async fn properties_refuse_unsupported_settings() {
 
 #[tokio::test]
 async fn hundred_thousand_records_all_accounted_for() {
+    let _turn = crate::sharing().await;
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "produce-volume", 3).await;
     let cfg = config().batch_size(65_536).linger(Duration::from_millis(10)).buffer_memory(4 << 20);
@@ -188,6 +193,7 @@ async fn hundred_thousand_records_all_accounted_for() {
 
 #[tokio::test]
 async fn dropping_the_producer_still_delivers() {
+    let _turn = crate::sharing().await;
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "produce-drop", 1).await;
     let p = producer(config().linger(Duration::from_millis(50))).await;
@@ -204,6 +210,7 @@ async fn dropping_the_producer_still_delivers() {
 /// Runs on the 3-node cluster that scripts/test starts (`scripts/kafka up --nodes 3`).
 #[tokio::test]
 async fn three_node_cluster_acks_all() {
+    let _turn = crate::sharing().await;
     use kafka_share::admin::NewTopic;
     let admin = common::cluster_admin().await;
     let topic = common::unique("produce-cluster");
@@ -232,6 +239,7 @@ async fn three_node_cluster_acks_all() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_connections_are_retried() {
+    let _turn = crate::sharing().await;
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "produce-retry", 1).await;
     let p = producer(config().batch_size(4096).linger(Duration::from_millis(1))).await;

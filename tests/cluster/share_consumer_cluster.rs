@@ -76,6 +76,7 @@ async fn run_members(
 
 #[tokio::test]
 async fn eight_consumers_on_two_partitions_all_get_work() {
+    let _turn = crate::sharing().await;
     let bs = common::bootstrap();
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "eight", 2).await;
@@ -100,6 +101,7 @@ async fn eight_consumers_on_two_partitions_all_get_work() {
 
 #[tokio::test]
 async fn three_brokers_one_session_each_all_records_once() {
+    let _turn = crate::sharing().await;
     let bs = common::cluster_bootstrap();
     let admin = common::cluster_admin().await;
     let topic = common::unique("three");

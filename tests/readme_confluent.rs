@@ -8,7 +8,7 @@
 //! else runs.
 #![cfg(feature = "tls")]
 
-use crate::common;
+mod common;
 
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ use kafka_share::ShareConsumer;
 
 /// The ```properties block after the README's confluent-cloud-properties marker.
 fn readme_confluent_file() -> String {
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../README.md");
     let after = readme.split("<!-- confluent-cloud-properties").nth(1).expect("the README marker");
     let block = after.split("```properties\n").nth(1).expect("a properties block after the marker");
     block.split("\n```").next().expect("the end of the block").to_string()
