@@ -132,7 +132,9 @@ async fn scrape_once(addr: &str) -> BTreeMap<String, f64> {
 }
 
 fn m(metrics: &BTreeMap<String, f64>, name: &str) -> f64 {
-    let key = format!("kafka_connect_sink_task_{}", name.replace('-', "_"));
+    // The times (kept in ms) are exported in seconds, with the unit in the name.
+    let unit = if name.contains("-time-") { "_seconds" } else { "" };
+    let key = format!("kafka_connect_sink_task_{}{unit}", name.replace('-', "_"));
     *metrics.get(&key).unwrap_or_else(|| panic!("no {key} in {metrics:?}"))
 }
 

@@ -53,7 +53,7 @@ mod accumulator;
 mod admission;
 mod batch;
 mod config;
-mod metrics;
+pub(crate) mod metrics;
 mod partitioner;
 mod record;
 mod request;

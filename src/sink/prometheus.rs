@@ -2,8 +2,11 @@
 //! `prometheus-client` collector ([`SinkCollector`]) reads the connectors' snapshots at each
 //! scrape, and [`PrometheusServer`] serves it on a loopback port (`GET /metrics`) with the
 //! crate's endpoint. Names are KIP-1302's with `-` turned to `_` under the prefix
-//! `kafka_connect_sink_task_`, labelled by connector; a name ending in `-total` is a counter
-//! (OpenMetrics writes its `_total`), every other one a gauge.
+//! `kafka_connect_sink_task_`, labelled by connector, in base units as the crate's
+//! [`crate::prometheus`] names every series: a name ending in `-total` is a counter
+//! (OpenMetrics writes its `_total`), every other one a gauge; the times kept in
+//! milliseconds are exported in seconds (`put-batch-time-avg` is
+//! `kafka_connect_sink_task_put_batch_time_avg_seconds`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -42,36 +45,29 @@ impl SinkCollector {
     }
 }
 
-/// `kafka_connect_sink_task_<name>` with `-` as `_`, the `-total` of a counter left out (the
-/// encoder writes `_total`); and whether it is a counter.
-fn prometheus_name(name: &str) -> (String, bool) {
-    let (base, counter) = match name.strip_suffix("-total") {
-        Some(b) => (b, true),
-        None => (name, false),
-    };
-    (format!("{PROMETHEUS_PREFIX}{}", base.replace('-', "_")), counter)
-}
-
 impl Collector for SinkCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
         let snapshots = (self.source)();
         let Some(first) = snapshots.first() else { return Ok(()) };
         // One family per metric, one sample per connector in it.
         for (name, _) in first.iter() {
-            let (prom, counter) = prometheus_name(name);
-            let help = format!("KIP-1302 {name}");
-            if counter {
-                let mut family = encoder.encode_descriptor(&prom, &help, None, ConstCounter::new(0.0).metric_type())?;
+            let series = crate::prometheus::units::series(PROMETHEUS_PREFIX, "KIP-1302", name);
+            let unit = series.unit.as_ref();
+            if series.counter {
+                let metric_type = ConstCounter::new(0.0).metric_type();
+                let mut family = encoder.encode_descriptor(&series.name, &series.help, unit, metric_type)?;
                 for s in &snapshots {
                     let labels = [("connector", s.connector())];
-                    let v = s.get(name).unwrap_or(0.0).max(0.0);
+                    let v = series.value(s.get(name).unwrap_or(0.0)).max(0.0);
                     ConstCounter::new(v).encode(family.encode_family(&labels)?)?;
                 }
             } else {
-                let mut family = encoder.encode_descriptor(&prom, &help, None, ConstGauge::new(0.0).metric_type())?;
+                let metric_type = ConstGauge::new(0.0).metric_type();
+                let mut family = encoder.encode_descriptor(&series.name, &series.help, unit, metric_type)?;
                 for s in &snapshots {
                     let labels = [("connector", s.connector())];
-                    ConstGauge::new(s.get(name).unwrap_or(f64::NAN)).encode(family.encode_family(&labels)?)?;
+                    let v = series.value(s.get(name).unwrap_or(f64::NAN));
+                    ConstGauge::new(v).encode(family.encode_family(&labels)?)?;
                 }
             }
         }
@@ -134,7 +130,9 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# TYPE kafka_connect_sink_task_task_count gauge"), "{text}");
-        assert!(text.contains("kafka_connect_sink_task_put_batch_time_avg{connector=\"my \\\"c\\\"\"} NaN"), "{text}");
+        let avg = "kafka_connect_sink_task_put_batch_time_avg_seconds";
+        assert!(text.contains(&format!("{avg}{{connector=\"my \\\"c\\\"\"}} NaN")), "{text}");
+        assert!(text.contains(&format!("# UNIT {avg} seconds\n")), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
