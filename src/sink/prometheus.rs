@@ -1,7 +1,7 @@
 //! The sink metrics in Prometheus form, through the crate's [`crate::prometheus`] module: a
 //! `prometheus-client` collector ([`SinkCollector`]) reads the connectors' snapshots at each
-//! scrape, and [`PrometheusServer`] serves it on a loopback port (`GET /metrics`) with the
-//! crate's endpoint. Names are KIP-1302's with `-` turned to `_` under the prefix
+//! scrape, and [`PrometheusServer`] serves it (`GET /metrics`) with the crate's endpoint, on
+//! a loopback port or the address given. Names are KIP-1302's with `-` turned to `_` under the prefix
 //! `kafka_connect_sink_task_`, labelled by connector, in base units as the crate's
 //! [`crate::prometheus`] names every series: a name ending in `-total` is a counter
 //! (OpenMetrics writes its `_total`), every other one a gauge; the times kept in
@@ -15,6 +15,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use tokio::net::ToSocketAddrs;
 
 use super::metrics::SinkMetricsSnapshot;
 use crate::error::{Error, Result};
@@ -95,8 +96,8 @@ pub struct PrometheusServer {
 }
 
 impl PrometheusServer {
-    /// Serves `GET /metrics` on 127.0.0.1:`port` (0 picks a free port; see
-    /// [`local_addr`](Self::local_addr)).
+    /// Serves `GET /metrics` on 127.0.0.1:`port`, this host only (0 picks a free port; see
+    /// [`local_addr`](Self::local_addr)); [`bind_to`](Self::bind_to) takes the address.
     pub async fn bind(port: u16, source: MetricsSource) -> Result<PrometheusServer> {
         let endpoint = crate::prometheus::serve((std::net::Ipv4Addr::LOCALHOST, port), Arc::new(registry(source)))
             .await
@@ -104,6 +105,14 @@ impl PrometheusServer {
                 Error::Config { message, .. } => Error::config("--metrics-port", message),
                 e => e,
             })?;
+        Ok(PrometheusServer { endpoint })
+    }
+
+    /// Serves `GET /metrics` on `addr`: `"0.0.0.0:9464"` (or `"[::]:9464"`) for every
+    /// interface, so a Prometheus on another host or pod can scrape it; anything
+    /// [`crate::prometheus::serve`] takes (port 0 picks a free port).
+    pub async fn bind_to(addr: impl ToSocketAddrs, source: MetricsSource) -> Result<PrometheusServer> {
+        let endpoint = crate::prometheus::serve(addr, Arc::new(registry(source))).await?;
         Ok(PrometheusServer { endpoint })
     }
 
@@ -148,6 +157,21 @@ mod tests {
         assert!(text.contains("kafka_connect_sink_task_sink_record_acquire_total{connector=\"b\"} 2"), "{text}");
         // Nothing to render without a connector.
         assert_eq!(render(&[]), "# EOF\n");
+    }
+
+    #[tokio::test]
+    async fn binds_the_address_given_every_interface_too() {
+        let m = Arc::new(SinkMetrics::new("c"));
+        let src = m.clone();
+        let server = PrometheusServer::bind_to("0.0.0.0:0", Arc::new(move || vec![src.snapshot()])).await.unwrap();
+        assert!(server.local_addr().ip().is_unspecified(), "{}", server.local_addr());
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", server.local_addr().port())).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        assert!(out.starts_with("HTTP/1.1 200") && out.contains("kafka_connect_sink_task_task_count"), "{out}");
+        let e = PrometheusServer::bind_to("not-an-address", Arc::new(Vec::new)).await.unwrap_err();
+        assert!(e.to_string().contains("metrics address"), "{e}");
     }
 
     #[tokio::test]
