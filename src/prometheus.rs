@@ -79,6 +79,7 @@ pub use prometheus_client as client;
 use crate::error::{Error, Result};
 use crate::metrics::{HistogramSnapshot, MetricsSnapshot};
 
+pub mod blocking;
 pub(crate) mod units;
 
 /// Renders a snapshot source (a consumer's `metrics()`, a processor's `Running::metrics()`, a

@@ -52,6 +52,7 @@ pub use crate::protocol::records::Compression;
 mod accumulator;
 mod admission;
 mod batch;
+pub mod blocking;
 mod config;
 pub(crate) mod metrics;
 mod partitioner;
