@@ -54,14 +54,13 @@ fn every_series_says_its_unit(text: &str) {
     let mut families = 0;
     for help in body.lines().filter(|l| l.starts_with("# HELP kafka_")) {
         let name = help["# HELP ".len()..].split(' ').next().unwrap_or("");
-        let unit = body
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("# UNIT {name} ")))
-            .map(str::to_string);
+        let unit = body.lines().find_map(|l| l.strip_prefix(&format!("# UNIT {name} "))).map(str::to_string);
         match unit {
             Some(u) => assert!(name.ends_with(&format!("_{u}")), "{name} does not end with its unit {u}"),
             None => assert!(
-                help.ends_with(", per second") || help.ends_with(", a count (unitless)") || help.ends_with(", in seconds"),
+                help.ends_with(", per second")
+                    || help.ends_with(", a count (unitless)")
+                    || help.ends_with(", in seconds"),
                 "{help}: no unit"
             ),
         }

@@ -44,7 +44,8 @@ fn fail(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-const USAGE: &str = "usage: kafka-share-sink [--metrics-port N | --metrics-address HOST:PORT] [--log-format text|json] \
+const USAGE: &str =
+    "usage: kafka-share-sink [--metrics-port N | --metrics-address HOST:PORT] [--log-format text|json] \
                      worker.properties connector.properties|connector.json ...";
 
 /// How long a clean stop may take before tasks are aborted (their records then come back
@@ -88,7 +89,9 @@ impl MetricsAt {
     }
 
     fn port(v: &str) -> Result<MetricsAt, String> {
-        v.parse::<u16>().map(MetricsAt::Port).map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))
+        v.parse::<u16>()
+            .map(MetricsAt::Port)
+            .map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))
     }
 }
 
@@ -256,7 +259,10 @@ mod tests {
     #[test]
     fn parses_port_and_files() {
         let a = args(&["--metrics-port", "9400", "w.properties", "c.json"]).unwrap();
-        assert_eq!((a.metrics, a.worker.as_str(), a.connectors.len()), (Some(MetricsAt::Port(9400)), "w.properties", 1));
+        assert_eq!(
+            (a.metrics, a.worker.as_str(), a.connectors.len()),
+            (Some(MetricsAt::Port(9400)), "w.properties", 1)
+        );
         assert_eq!(args(&["w", "c"]).unwrap().metrics, None);
         assert!(args(&["w.properties"]).is_err());
         assert!(args(&["--metrics-port", "x", "a", "b"]).unwrap_err().contains("not a port"));

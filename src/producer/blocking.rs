@@ -51,7 +51,9 @@ struct Open {
 
 impl std::fmt::Debug for Producer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("blocking::Producer").field("producer", &self.open.as_ref().map(|o| &o.producer)).finish()
+        f.debug_struct("blocking::Producer")
+            .field("producer", &self.open.as_ref().map(|o| &o.producer))
+            .finish()
     }
 }
 
@@ -72,7 +74,9 @@ impl Producer {
         Producer::start(|| super::Producer::from_properties(p))
     }
 
-    fn start<F: std::future::Future<Output = Result<super::Producer>>>(connect: impl FnOnce() -> F) -> Result<Producer> {
+    fn start<F: std::future::Future<Output = Result<super::Producer>>>(
+        connect: impl FnOnce() -> F,
+    ) -> Result<Producer> {
         let rt = OwnedRuntime::new("kafka-share-producer")?;
         let producer = rt.block_on(connect())??;
         Ok(Producer { open: Some(Open { producer, rt }) })

@@ -281,7 +281,10 @@ mod tests {
         assert_eq!((count.full_name(), count.counter), ("p_record_send".to_string(), true));
         // A unit word inside the name: Java's name as it is, the unit in HELP.
         let ago = series("c_", "c", "last-poll-seconds-ago");
-        assert_eq!((ago.full_name(), ago.help.as_str()), ("c_last_poll_seconds_ago".to_string(), "c last-poll-seconds-ago, in seconds"));
+        assert_eq!(
+            (ago.full_name(), ago.help.as_str()),
+            ("c_last_poll_seconds_ago".to_string(), "c last-poll-seconds-ago, in seconds")
+        );
     }
 
     #[test]
