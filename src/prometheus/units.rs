@@ -185,7 +185,12 @@ pub(crate) fn series(prefix: &str, about: &str, name: &str) -> Series {
         None => (name, false),
     };
     // Java's own unit word at the end of a name gives way to the base unit's suffix.
-    let base = base.strip_suffix("-ns").or_else(|| base.strip_suffix("-bytes")).unwrap_or(base);
+    let java_unit = match measure {
+        Some(Nanos) => Some("-ns"),
+        Some(Bytes) => Some("-bytes"),
+        _ => None,
+    };
+    let base = java_unit.and_then(|u| base.strip_suffix(u)).unwrap_or(base);
     let (unit, divisor, says) = match measure {
         Some(Millis) => (Some(Unit::Seconds), 1e3, "in seconds (the client keeps milliseconds)"),
         Some(Nanos) => (Some(Unit::Seconds), 1e9, "in seconds (the client keeps nanoseconds)"),
