@@ -57,6 +57,8 @@ macro_rules! internal_modules {
 
 mod acquire_mode;
 pub mod admin;
+// The runtime a blocking client owns, and the checks that keep tokio's panics out of reach.
+mod blocking_runtime;
 pub mod config;
 pub mod consumer;
 pub mod error;

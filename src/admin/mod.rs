@@ -6,6 +6,7 @@
 //! answer it (the controller-facing broker for topics, the group coordinator for groups),
 //! negotiates the version, and turns per-item error codes into per-item results.
 
+pub mod blocking;
 mod configs;
 mod coordinator;
 mod delete_records;

@@ -80,7 +80,7 @@
 
 mod deadline;
 mod ledger;
-mod metrics;
+pub(crate) mod metrics;
 mod pool;
 mod properties;
 mod run;

@@ -20,6 +20,7 @@ mod admin_configs;
 mod admin_java_crosscheck;
 mod admin_share_groups;
 mod admin_topics;
+mod blocking_clients;
 mod connect_to;
 #[cfg(feature = "cli")]
 mod console_share_consumer;

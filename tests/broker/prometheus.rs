@@ -46,6 +46,29 @@ fn histogram(text: &str, name: &str) -> (f64, f64) {
     (count, sum)
 }
 
+/// Every family of a scrape says its unit: a `# UNIT` line and the unit at the end of its
+/// name (seconds, bytes, ratio), or HELP saying it is per second, a count, or in seconds
+/// under Java's own name (`last-poll-seconds-ago`); none is left undeclared.
+fn every_series_says_its_unit(text: &str) {
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or(text);
+    let mut families = 0;
+    for help in body.lines().filter(|l| l.starts_with("# HELP kafka_")) {
+        let name = help["# HELP ".len()..].split(' ').next().unwrap_or("");
+        let unit = body.lines().find_map(|l| l.strip_prefix(&format!("# UNIT {name} "))).map(str::to_string);
+        match unit {
+            Some(u) => assert!(name.ends_with(&format!("_{u}")), "{name} does not end with its unit {u}"),
+            None => assert!(
+                help.ends_with(", per second")
+                    || help.ends_with(", a count (unitless)")
+                    || help.ends_with(", in seconds"),
+                "{help}: no unit"
+            ),
+        }
+        families += 1;
+    }
+    assert!(families > 10, "{text}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumers_metrics_are_scraped_under_javas_names() {
     let bs = common::bootstrap();
@@ -68,11 +91,16 @@ async fn a_consumers_metrics_are_scraped_under_javas_names() {
     assert_eq!(got.len(), 50);
     let after = scrape(endpoint.local_addr()).await;
     assert_eq!(value(&after, name), 50.0, "{after}");
-    assert!(value(&after, "kafka_consumer_share_fetch_manager_metrics_fetch_latency_max") > 0.0, "{after}");
+    let max = value(&after, "kafka_consumer_share_fetch_manager_metrics_fetch_latency_max_seconds");
+    assert!(max > 0.0, "{after}");
     // Every ShareFetch that delivered the records is in the histogram, and in fetch-total:
     // both come from one snapshot.
     let (fetches, seconds) = histogram(&after, "kafka_consumer_share_fetch_manager_metrics_fetch_latency_seconds");
     assert!(fetches > 0.0 && seconds > 0.0, "{after}");
+    // Java's gauge in milliseconds is exported in seconds: the longest fetch is at most the
+    // sum of them all (in milliseconds it would be 1000 times more).
+    assert!(max <= seconds, "fetch-latency-max {max} s, sum {seconds} s: {after}");
+    every_series_says_its_unit(&after);
     assert_eq!(fetches, value(&after, "kafka_consumer_share_fetch_manager_metrics_fetch_total"), "{after}");
     consumer.close(Duration::from_secs(10)).await.unwrap();
 }
@@ -112,10 +140,13 @@ async fn a_producers_metrics_are_scraped_under_javas_names() {
     let requests = value(&after, "kafka_producer_metrics_request_total");
     assert!(requests >= 1.0, "{after}");
     assert_eq!(value(&after, "kafka_producer_metrics_requests_in_flight"), 0.0, "{after}");
-    assert!(value(&after, "kafka_producer_metrics_request_latency_max") > 0.0, "{after}");
-    assert!(value(&after, "kafka_producer_metrics_batch_size_avg") > 0.0, "{after}");
+    let max = value(&after, "kafka_producer_metrics_request_latency_max_seconds");
+    assert!(max > 0.0, "{after}");
+    assert!(value(&after, "kafka_producer_metrics_batch_size_avg_bytes") > 0.0, "{after}");
     let (answered, seconds) = histogram(&after, "kafka_producer_metrics_request_latency_seconds");
     assert!(answered >= 1.0 && answered <= requests && seconds > 0.0, "{after}");
+    assert!(max <= seconds, "request-latency-max {max} s, sum {seconds} s: {after}");
+    every_series_says_its_unit(&after);
     let (batches, _) = histogram(&after, "kafka_producer_metrics_record_queue_time_seconds");
     assert!(batches >= 3.0, "three partitions, a batch each at least: {after}");
     producer.close(Duration::from_secs(10)).await.unwrap();

@@ -41,8 +41,10 @@ impl Proc {
     }
 
     fn spawn(worker: &Path, connector: &Path, args: &[&str], log: &str, capture: bool) -> Proc {
+        // A free port on 127.0.0.1 unless the test gives the address.
+        let port: &[&str] = if args.contains(&"--metrics-address") { &[] } else { &["--metrics-port", "0"] };
         let mut child = Command::new(BIN)
-            .args(["--metrics-port", "0"])
+            .args(port)
             .args(args)
             .arg(worker)
             .arg(connector)
@@ -132,7 +134,9 @@ async fn scrape_once(addr: &str) -> BTreeMap<String, f64> {
 }
 
 fn m(metrics: &BTreeMap<String, f64>, name: &str) -> f64 {
-    let key = format!("kafka_connect_sink_task_{}", name.replace('-', "_"));
+    // The times (kept in ms) are exported in seconds, with the unit in the name.
+    let unit = if name.contains("-time-") { "_seconds" } else { "" };
+    let key = format!("kafka_connect_sink_task_{}{unit}", name.replace('-', "_"));
     *metrics.get(&key).unwrap_or_else(|| panic!("no {key} in {metrics:?}"))
 }
 
@@ -249,6 +253,42 @@ fn bad_files_exit_2_saying_why() {
     assert!(err.contains("KIP-1289"), "{err}");
     let out = Command::new(BIN).arg(&worker).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--metrics-address 0.0.0.0:0`: the endpoint listens on every interface (as a pod needs
+/// for a Prometheus elsewhere), not on 127.0.0.1 alone; scraped here through 127.0.0.1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_address_is_the_one_given() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sinkaddr", 1).await;
+    let dir = temp_dir("sinkaddr");
+    let worker = dir.join("worker.properties");
+    std::fs::write(&worker, format!("bootstrap.servers={}\n", common::bootstrap())).unwrap();
+    let connector = dir.join("addr.properties");
+    let out = dir.join("out.txt");
+    std::fs::write(
+        &connector,
+        format!(
+            "name=addr\nconnector.class=file\nfile={}\ntopics={topic}\nshare.group.id={}\n",
+            out.display(),
+            common::unique("connect-addr")
+        ),
+    )
+    .unwrap();
+    let p = Proc::start_logging(&worker, &connector, &["--metrics-address", "0.0.0.0:0"]);
+    let (ip, port) = p.metrics.rsplit_once(':').expect("HOST:PORT printed");
+    assert_eq!(ip, "0.0.0.0", "printed {}", p.metrics);
+    let metrics = scrape(&format!("127.0.0.1:{port}")).await;
+    assert_eq!(m(&metrics, "task-count"), 1.0, "{metrics:?}");
+    // The times are in seconds, with the unit in the name (NaN: no batch yet).
+    assert!(metrics.contains_key("kafka_connect_sink_task_put_batch_time_avg_seconds"), "{metrics:?}");
+    let (status, _) = p.terminate();
+    assert!(status.success());
+    // A bad address is a usage error that says what to give.
+    let bad = Command::new(BIN).args(["--metrics-address", "0.0.0.0", "w", "c"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("give HOST:PORT"), "{bad:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
