@@ -59,6 +59,9 @@ mod acquire_mode;
 pub mod admin;
 pub mod config;
 pub mod consumer;
+// The dead-letter copy and its error headers, shared by the engine and the sink runtime.
+mod dead_letter;
+pub mod decode;
 pub mod error;
 pub mod processor;
 pub mod producer;
