@@ -56,7 +56,9 @@ fn headers(r: &ConsumerRecord) -> BTreeMap<String, String> {
 async fn produce(topic: &str, records: Vec<ProducerRecord>) {
     let p = Producer::connect(ProducerConfig::new(common::bootstrap())).await.expect("producer");
     for r in records {
-        p.send_and_wait(ProducerRecord { topic: topic.to_string(), partition: Some(0), ..r }).await.expect("send");
+        p.send_and_wait(ProducerRecord { topic: topic.to_string(), partition: Some(0), ..r })
+            .await
+            .expect("send");
     }
     p.close(Duration::from_secs(10)).await.expect("producer close");
 }
@@ -67,8 +69,9 @@ async fn given_up_records_reach_the_dead_letter_topic_with_their_headers_and_are
     let topic = common::new_topic(&admin, "proc-dlq-in", 1).await;
     let dlq = common::new_topic(&admin, "proc-dlq", 1).await;
     let group = common::new_group(&admin, "g-proc-dlq", None).await;
-    let records =
-        (0..6).map(|i| ProducerRecord::new("", format!("order-{i}")).key(format!("k{i}")).header("trace", "t")).collect();
+    let records = (0..6)
+        .map(|i| ProducerRecord::new("", format!("order-{i}")).key(format!("k{i}")).header("trace", "t"))
+        .collect();
     produce(&topic, records).await;
 
     let cfg = common::consumer_config(&common::bootstrap(), &group);
@@ -185,15 +188,13 @@ async fn a_record_that_fails_to_decode_is_dead_lettered_with_its_coordinates_and
     let dlq = common::new_topic(&admin, "proc-decode-dlq", 1).await;
     let group = common::new_group(&admin, "g-proc-decode", None).await;
     let bad: &'static [u8] = &[0x6f, 0xff, 0xfe];
-    produce(
-        &topic,
-        vec![ProducerRecord::new("", "a"), ProducerRecord::new("", bad), ProducerRecord::new("", "c")],
-    )
-    .await;
+    produce(&topic, vec![ProducerRecord::new("", "a"), ProducerRecord::new("", bad), ProducerRecord::new("", "c")])
+        .await;
 
     let cfg = common::consumer_config(&common::bootstrap(), &group);
-    let processor =
-        Processor::connect(cfg, ProcessorConfig::new().dead_letter(DeadLetter::topic(&dlq))).await.expect("connect");
+    let processor = Processor::connect(cfg, ProcessorConfig::new().dead_letter(DeadLetter::topic(&dlq)))
+        .await
+        .expect("connect");
     processor.consumer().subscribe([topic.clone()]).expect("subscribe");
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let s = seen.clone();

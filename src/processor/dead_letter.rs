@@ -7,8 +7,8 @@
 //!
 //! The order is what keeps a record from being lost: the copy is sent and the broker's
 //! answer awaited **before** the handler's call ends; only then does the engine ACCEPT the
-//! original. A copy that fails RELEASEs the original instead (it comes back, delivery count
-//! + 1, and is tried again), counted in `dead-letter-failures-total`. A crash or an abort
+//! original. A copy that fails RELEASEs the original instead (it comes back with its delivery
+//! count one higher, and is tried again), counted in `dead-letter-failures-total`. A crash or an abort
 //! between the copy and the ACCEPT redelivers the original, so the topic can hold a record
 //! twice (at least once, as every copy in Kafka without transactions).
 //!

@@ -47,6 +47,13 @@
 //!   waits, and started before newer records), because each release of a record never
 //!   processed uses up one of its `share.delivery.count.limit` deliveries, and a record
 //!   bounced that often would be archived without ever reaching a handler.
+//! - **Dead letters, client-side.** With a [`dead_letter`](ProcessorConfig::dead_letter)
+//!   destination, a record the handler gives up on ([`Outcome::DeadLetter`],
+//!   [`Delivery::dead_letter`]), one past its retries under
+//!   `on_exhausted(Outcome::DeadLetter)`, or one that fails to decode
+//!   ([`run_decoded`](Processor::run_decoded)) is copied to a topic with the sink runtime's
+//!   error headers, the copy awaited, then ACCEPTed; a failed copy RELEASEs it (never lost).
+//!   It works on any Kafka with share groups (4.1-4.3 have no broker-side DLQ).
 //! - **Automatic lock renewal.** A record whose handler (or retry wait) outlives half of its
 //!   acquisition lock is RENEWed (Kafka 4.2+, ShareAcknowledge v2), just that record, without
 //!   blocking the others; [`Delivery::lock_deadline`] moves with it. On a 4.1 cluster the
@@ -72,7 +79,8 @@
 //!   as the histograms `handler-time`, `wait-time`, `outcome-time`:
 //!   [`MetricsSnapshot::histogram`]), renewals, releases of unstarted
 //!   records (`records-released-unstarted-total`) and those kept instead
-//!   (`records-kept-unstarted-total`), lapses.
+//!   (`records-kept-unstarted-total`), lapses, dead letters (`records-dead-lettered-total`,
+//!   `dead-letter-failures-total`).
 //!
 //! The public [`ShareConsumer::poll`](crate::ShareConsumer::poll) and its Java semantics are
 //! untouched: the engine drives the consumer's driver directly and the two are not mixed on
