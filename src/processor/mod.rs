@@ -592,27 +592,23 @@ impl Processor {
         Fut: Future<Output = Outcome> + Send + 'static,
     {
         let decoder = Arc::new(decoder);
-        let class = std::any::type_name::<F>();
-        self.run_as(
-            move |d: Delivery| {
-            let decoded = d.decode(&*decoder);
-            let call = decoded.map(|value| handler(d.clone(), value));
+        let typed = move |d: Delivery| {
+            let call = d.decode(&*decoder).map(|value| handler(d.clone(), value));
             async move {
                 match call {
                     Ok(call) => call.await,
                     Err(e) => {
                         tracing::warn!(
                             topic = %e.topic, partition = e.partition, offset = e.offset, error = %e,
-                            "processor: a record failed to decode; dead-lettered (or REJECTed without a dead-letter topic)"
+                            "processor: a record failed to decode; dead-lettered, or REJECTed without a destination"
                         );
                         d.set_failure(dead_letter::Failure::decode(&e));
                         Outcome::DeadLetter
                     }
                 }
             }
-        },
-            class,
-        )
+        };
+        self.run_as(typed, std::any::type_name::<F>())
     }
 
     fn dead_letters(
@@ -622,7 +618,10 @@ impl Processor {
     ) -> Option<Arc<dead_letter::DeadLetters>> {
         let c = &self.config;
         if c.dead_letter.is_none() && c.on_exhausted == Outcome::DeadLetter {
-            tracing::warn!("processor: on_exhausted(DeadLetter) without a dead_letter destination: records that use up their retries are REJECTed");
+            tracing::warn!(
+                "processor: on_exhausted(DeadLetter) without a dead_letter destination: \
+                 records that use up their retries are REJECTed"
+            );
         }
         let d = c.dead_letter.as_ref()?;
         let exhausted = c.on_exhausted == Outcome::DeadLetter;
