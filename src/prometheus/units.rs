@@ -95,6 +95,8 @@ pub(crate) const UNITS: &[(&str, Measure)] = &[
     ("records-rejected-total", Count),
     ("records-retried-total", Count),
     ("records-retries-exhausted-total", Count),
+    ("records-dead-lettered-total", Count),
+    ("dead-letter-failures-total", Count),
     ("lock-renewals-total", Count),
     ("lock-renewals-failed-total", Count),
     ("records-released-unstarted-total", Count),

@@ -157,7 +157,12 @@ fn concurrent_workers_example_acks_from_workers() {
 fn processor_example_runs_handlers_concurrently_and_retries_in_place() {
     let out = run_example(
         "processor",
-        &["processed 100 records", "outcomes: {\"Accept\": 96, \"Reject\": 4}", "records by delivery count: {1: 100}"],
+        &[
+            "processed 100 records",
+            "outcomes: {\"Accept\": 96, \"DeadLetter\": 4}",
+            "records by delivery count: {1: 100}",
+            "dead-lettered 4 to ",
+        ],
     );
     assert!(out.contains("retried 10"), "{out}");
 }

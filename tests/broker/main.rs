@@ -34,6 +34,7 @@ mod examples_run;
 #[cfg(feature = "otel")]
 mod otel;
 mod processor;
+mod processor_dead_letter;
 mod producer_order;
 #[cfg(feature = "prometheus")]
 mod prometheus;
