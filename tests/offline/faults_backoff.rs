@@ -102,6 +102,25 @@ async fn not_leader_naming_the_same_broker_does_not_hot_loop() {
     partition_error_does_not_hot_loop(code::NOT_LEADER_OR_FOLLOWER, Some(1)).await;
 }
 
+/// A broker that hands out whole batches (`min_fetch_records`) does so in batch_optimized
+/// mode only: a record_limit fetch acquires at most its MaxRecords, as on Kafka (the fake and
+/// the simulation share that rule, `broker_model/share_fetch.rs`).
+#[tokio::test]
+async fn record_limit_mode_acquires_max_records_even_where_batches_are_whole() {
+    let fake = FakeCluster::start(fake_broker::FakeConfig::default().records(10).min_fetch_records(10)).await;
+    let cfg = fake
+        .consumer_config("g")
+        .acquire_mode(kafka_share::consumer::AcquireMode::RecordLimit)
+        .max_poll_records(3);
+    let c = fake.consumer(cfg).await;
+    let got = fake_broker::poll_until(&c, 1, T).await;
+    assert!(!got.is_empty() && got.len() <= 3, "a poll returned {} records", got.len());
+    let held = fake.held().len();
+    assert!(held <= 3, "{held} records locked at once in record_limit mode:\n{}", fake.dump());
+    c.close(T).await.unwrap();
+    fake.assert_clean();
+}
+
 #[tokio::test]
 async fn record_limit_mode_never_holds_more_than_max_poll_records_and_never_hangs() {
     let fake = FakeCluster::start(fake_broker::FakeConfig::cluster(&[1, 2], &[1, 2]).records(10)).await;

@@ -22,7 +22,7 @@ async fn connect_fails_naming_share_version_when_the_feature_is_off() {
 
 #[tokio::test]
 async fn renew_on_a_v1_only_broker_is_refused_locally_and_nothing_is_sent() {
-    let fake = FakeCluster::start(FakeConfig::default().v1_only().records(5)).await;
+    let fake = FakeCluster::start(FakeConfig::default().max_share_version(1).records(5)).await;
     let cfg = fake.consumer_config("g").acknowledgement_mode(AcknowledgementMode::Explicit);
     let c = fake.consumer(cfg).await;
     let got = poll_until(&c, 5, T).await;
@@ -70,7 +70,7 @@ async fn renew_on_a_v2_broker_goes_by_share_acknowledge_with_is_renew_ack() {
 
 #[tokio::test]
 async fn record_limit_mode_on_a_v1_only_broker_fails_at_connect() {
-    let fake = FakeCluster::start(FakeConfig::default().v1_only()).await;
+    let fake = FakeCluster::start(FakeConfig::default().max_share_version(1)).await;
     let cfg = fake.consumer_config("g").acquire_mode(AcquireMode::RecordLimit);
     let err = ShareConsumer::connect(cfg).await.expect_err("record_limit needs v2");
     assert!(matches!(err, Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, broker: None }), "{err:?}");

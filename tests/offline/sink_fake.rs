@@ -31,7 +31,7 @@ impl SinkTask for Collect {
 /// task falls back to batch_optimized instead of failing.
 #[tokio::test]
 async fn on_a_v1_cluster_a_task_falls_back_from_record_limit_to_batch_optimized() {
-    let fake = FakeCluster::start(FakeConfig::default().v1_only().records(10)).await;
+    let fake = FakeCluster::start(FakeConfig::default().max_share_version(1).records(10)).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut registry = Registry::new();
     let sink = seen.clone();
