@@ -60,6 +60,8 @@ pub mod admin;
 pub mod config;
 pub mod consumer;
 pub mod error;
+#[cfg(feature = "exporter")]
+pub mod exporter;
 pub mod processor;
 pub mod producer;
 #[cfg(feature = "prometheus")]

@@ -13,6 +13,7 @@ mod describe;
 mod groups;
 mod list_offsets;
 mod offsets;
+mod peek;
 mod reset;
 mod share_settings;
 mod topics;
@@ -25,6 +26,7 @@ pub use describe::{
 };
 pub use groups::{ShareGroupDescription, ShareGroupListing, ShareGroupState, ShareMemberDescription};
 pub use list_offsets::{ListedOffset, OffsetSpec};
+pub use peek::PeekedRecord;
 pub use offsets::{ShareGroupOffsets, SharePartitionOffset, TopicPartition, LAG_NEEDS_KAFKA_4_2};
 pub use reset::{parse_datetime, OffsetResetSpec, PlannedReset, ResetAdjustment, TopicSelection};
 pub use share_settings::{
