@@ -26,6 +26,7 @@ mod collector;
 mod error_kind;
 mod filter;
 mod refresh;
+pub mod scaler;
 mod snapshot;
 
 use std::sync::Arc;

@@ -1,0 +1,163 @@
+//! The exporter against the real broker: lag and the age of the oldest unacknowledged record
+//! follow the work, a deleted topic's and group's series go away while the exporter runs on.
+//! Fails when the broker is absent (`common::admin`).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use kafka_share::consumer::{AcknowledgementMode, ShareConsumer};
+use kafka_share::exporter::{Exporter, ExporterConfig, GroupFilter, Snapshot, GROUP_LAG, PARTITION_OLDEST_AGE};
+use kafka_share::prometheus::{render, Registry};
+
+/// How long a wait for the broker's asynchronous state lasts before the test fails; a passing
+/// test ends on its condition.
+const WAIT: Duration = Duration::from_secs(90);
+
+/// Records per poll: the bound on how far past half the consumer gets.
+const BATCH: usize = 500;
+
+fn exporter_for(admin: kafka_share::admin::Admin, groups: &[&str]) -> Exporter {
+    let mut c = ExporterConfig::default();
+    c.groups = GroupFilter::List(groups.iter().map(|g| g.to_string()).collect());
+    c.refresh_interval = Duration::from_millis(200);
+    Exporter::start(admin, c)
+}
+
+/// Waits for a refresh whose snapshot satisfies `ok`.
+async fn wait_for(exporter: &Exporter, what: &str, ok: impl Fn(&Snapshot) -> bool) -> Arc<Snapshot> {
+    let end = tokio::time::Instant::now() + WAIT;
+    loop {
+        let s = exporter.next_refresh().await;
+        if ok(&s) {
+            return s;
+        }
+        assert!(tokio::time::Instant::now() < end, "{what}: never seen; last snapshot {s:#?}");
+    }
+}
+
+/// The value of the series `name` whose labels include `label` in the text `text`.
+fn sample(text: &str, name: &str, label: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(label))
+        .find_map(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lag_and_age_follow_the_work_then_go_to_zero() {
+    let admin = common::admin().await;
+    let bs = common::bootstrap();
+    let topic = common::new_topic(&admin, "exp-lag", 1).await;
+    let group = common::new_group(&admin, "exp-lag-g", None).await;
+    common::produce(&bs, &topic, 1, 10_000, "v").await;
+
+    let exporter = exporter_for(admin.clone(), &[&group]);
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(exporter.collector()));
+
+    // A consumer accepts half, a poll at a time, then stops.
+    let explicit =
+        || common::consumer_config(&bs, &group).acknowledgement_mode(AcknowledgementMode::Explicit).max_poll_records(BATCH);
+    let first = ShareConsumer::connect(explicit()).await.expect("consumer");
+    first.subscribe([topic.clone()]).unwrap();
+    let got = common::poll_until(&first, 5_000, WAIT, |r| first.acknowledge(r).expect("accept")).await;
+    let accepted = got.len() as i64;
+    assert!((5_000..5_000 + BATCH as i64).contains(&accepted), "accepted {accepted}");
+    first.commit_sync(Duration::from_secs(10)).await.expect("commit");
+    first.close(Duration::from_secs(10)).await.expect("close");
+
+    let s = wait_for(&exporter, "lag of the records not accepted", |s| {
+        s.group(&group).and_then(|g| g.lag(None)) == Some((10_000 - accepted, false))
+    })
+    .await;
+    let g = s.group(&group).expect("group exported");
+    let p = &g.partitions[0];
+    assert_eq!(p.end_offset, Some(10_000));
+    let lag = 10_000 - accepted;
+    assert!((lag - 5_000).abs() <= BATCH as i64, "lag {lag} within one fetch batch of 5,000");
+    let oldest = p.oldest_timestamp_ms.expect("the record at the start offset was read");
+    let now = SystemTime::now();
+    assert!(p.oldest_age(now).is_some_and(|a| a > Duration::ZERO), "{p:?}");
+
+    // The age grows in real time between refreshes: each scrape computes it anew.
+    let text = render(&registry);
+    let first_age = sample(&text, PARTITION_OLDEST_AGE, &format!("group=\"{group}\"")).expect("age served");
+    assert_eq!(sample(&text, GROUP_LAG, &format!("group=\"{group}\"")), Some(lag as f64), "{text}");
+    let end = tokio::time::Instant::now() + WAIT;
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let later = sample(&render(&registry), PARTITION_OLDEST_AGE, &format!("group=\"{group}\"")).expect("age");
+        if later > first_age {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < end, "the age stayed at {first_age}");
+    }
+    // The same record stays the oldest while nobody consumes.
+    let s = exporter.next_refresh().await;
+    assert_eq!(s.group(&group).unwrap().partitions[0].oldest_timestamp_ms, Some(oldest));
+
+    // Another consumer finishes the work: lag 0, age 0.
+    let second = ShareConsumer::connect(explicit()).await.expect("consumer");
+    second.subscribe([topic.clone()]).unwrap();
+    let rest = common::poll_until(&second, lag as usize, WAIT, |r| second.acknowledge(r).expect("accept")).await;
+    assert_eq!(rest.len() as i64, lag);
+    second.commit_sync(Duration::from_secs(10)).await.expect("commit");
+    second.close(Duration::from_secs(10)).await.expect("close");
+    let s = wait_for(&exporter, "lag 0", |s| s.group(&group).and_then(|g| g.lag(None)) == Some((0, false))).await;
+    let g = s.group(&group).unwrap();
+    assert_eq!(g.oldest_age(None, SystemTime::now()), Some(Duration::ZERO));
+    let text = render(&registry);
+    assert_eq!(sample(&text, GROUP_LAG, &format!("group=\"{group}\"")), Some(0.0), "{text}");
+    assert_eq!(sample(&text, PARTITION_OLDEST_AGE, &format!("group=\"{group}\"")), Some(0.0), "{text}");
+    assert_eq!(s.errors_of("offsets") + s.errors_of("log") + s.errors_of("describe_group"), 0, "{:?}", s.errors);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_topic_and_group_drop_their_series_and_the_exporter_runs_on() {
+    let admin = common::admin().await;
+    let bs = common::bootstrap();
+    let kept = common::new_topic(&admin, "exp-kept", 1).await;
+    let doomed = common::new_topic(&admin, "exp-doomed", 1).await;
+    let group = common::new_group(&admin, "exp-del-g", None).await;
+    common::produce(&bs, &kept, 1, 20, "k").await;
+    common::produce(&bs, &doomed, 1, 20, "d").await;
+    let exporter = exporter_for(admin.clone(), &[&group]);
+
+    // Five records of each topic accepted: both share partitions get state.
+    let c = ShareConsumer::connect(
+        common::consumer_config(&bs, &group).acknowledgement_mode(AcknowledgementMode::Explicit).max_poll_records(5),
+    )
+    .await
+    .expect("consumer");
+    c.subscribe([kept.clone(), doomed.clone()]).unwrap();
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    let end = tokio::time::Instant::now() + WAIT;
+    while seen.len() < 2 || seen.values().any(|n| *n < 5) {
+        assert!(tokio::time::Instant::now() < end, "records of both topics: {seen:?}");
+        for r in c.poll(Duration::from_millis(500)).await.expect("poll") {
+            c.acknowledge(&r).expect("accept");
+            *seen.entry(r.topic.to_string()).or_default() += 1;
+        }
+    }
+    c.commit_sync(Duration::from_secs(10)).await.expect("commit");
+    c.close(Duration::from_secs(10)).await.expect("close");
+    wait_for(&exporter, "both topics exported", |s| {
+        s.group(&group).is_some_and(|g| g.partitions.iter().filter(|p| p.end_offset.is_some()).count() == 2)
+    })
+    .await;
+
+    admin.delete_topics(&[&doomed]).await.expect("delete topic").pop().unwrap().expect("deleted");
+    let s = wait_for(&exporter, "the deleted topic's series gone", |s| {
+        s.group(&group).is_some_and(|g| g.partitions.iter().all(|p| p.topic != doomed) && !g.partitions.is_empty())
+    })
+    .await;
+    let before = s.refreshes;
+
+    admin.delete_share_groups(&[&group]).await.expect("delete group").pop().unwrap().expect("deleted");
+    let s = wait_for(&exporter, "the deleted group's series gone", |s| s.group(&group).is_none()).await;
+    assert!(s.refreshes > before && s.last_success.is_some(), "still refreshing: {s:?}");
+    let s = exporter.next_refresh().await;
+    assert!(s.group(&group).is_none());
+    eprintln!("errors counted: {:?}", s.errors);
+}
