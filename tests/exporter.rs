@@ -8,6 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use kafka_share::consumer::{AcknowledgementMode, ShareConsumer};
+use kafka_share::exporter::scaler::proto::external_scaler_client::ExternalScalerClient;
+use kafka_share::exporter::scaler::proto::{GetMetricsRequest, ScaledObjectRef};
+use kafka_share::exporter::scaler::{serve_scaler, Scaler};
 use kafka_share::exporter::{Exporter, ExporterConfig, GroupFilter, Snapshot, GROUP_LAG, PARTITION_OLDEST_AGE};
 use kafka_share::prometheus::{render, Registry};
 
@@ -37,6 +40,44 @@ async fn wait_for(exporter: &Exporter, what: &str, ok: impl Fn(&Snapshot) -> boo
     }
 }
 
+/// A ScaledObject's reference with this scaler metadata.
+fn scaled_object(group: &str, topic: &str) -> ScaledObjectRef {
+    ScaledObjectRef {
+        name: "worker".into(),
+        namespace: "default".into(),
+        scaler_metadata: [
+            ("bootstrapServers", common::bootstrap()),
+            ("group", group.to_string()),
+            ("topic", topic.to_string()),
+            ("lagThreshold", "1000".to_string()),
+            ("ageThresholdSeconds", "30".to_string()),
+            ("activationLagThreshold", "0".to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+    }
+}
+
+/// (lag, age) as the scaler's GetMetrics gives them, by the names its GetMetricSpec gave.
+async fn scaler_metrics(
+    client: &mut ExternalScalerClient<tonic::transport::Channel>,
+    obj: &ScaledObjectRef,
+) -> (f64, f64) {
+    let specs = client.get_metric_spec(obj.clone()).await.expect("GetMetricSpec").into_inner().metric_specs;
+    assert_eq!(specs.len(), 2, "lag and age: {specs:?}");
+    assert_eq!((specs[0].target_size_float, specs[1].target_size_float), (1000.0, 30.0));
+    let mut values = Vec::new();
+    for spec in &specs {
+        let req = GetMetricsRequest { scaled_object_ref: Some(obj.clone()), metric_name: spec.metric_name.clone() };
+        let v = client.get_metrics(req).await.expect("GetMetrics").into_inner().metric_values;
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].metric_name, spec.metric_name);
+        values.push(v[0].metric_value_float);
+    }
+    (values[0], values[1])
+}
+
 /// The value of the series `name` whose labels include `label` in the text `text`.
 fn sample(text: &str, name: &str, label: &str) -> Option<f64> {
     text.lines()
@@ -55,6 +96,12 @@ async fn lag_and_age_follow_the_work_then_go_to_zero() {
     let exporter = exporter_for(admin.clone(), &[&group]);
     let mut registry = Registry::default();
     registry.register_collector(Box::new(exporter.collector()));
+    let scaler = serve_scaler("127.0.0.1:0", Scaler::new(exporter.subscribe())).await.expect("scaler");
+    let mut client =
+        ExternalScalerClient::connect(format!("http://{}", scaler.local_addr())).await.expect("gRPC client");
+    let obj = scaled_object(&group, &topic);
+    let mut active_stream =
+        client.stream_is_active(obj.clone()).await.expect("StreamIsActive").into_inner();
 
     // A consumer accepts half, a poll at a time, then stops.
     let explicit =
@@ -93,6 +140,20 @@ async fn lag_and_age_follow_the_work_then_go_to_zero() {
         }
         assert!(tokio::time::Instant::now() < end, "the age stayed at {first_age}");
     }
+    // The scaler says the same from the same cache: active, the lag, an age.
+    assert!(client.is_active(obj.clone()).await.expect("IsActive").into_inner().result);
+    let (scaler_lag, scaler_age) = scaler_metrics(&mut client, &obj).await;
+    assert_eq!(scaler_lag, lag as f64);
+    assert!(scaler_age > 0.0, "age {scaler_age}");
+    // The stream began before the group had members (inactive), and turned active.
+    while !active_stream.message().await.expect("stream").expect("an answer").result {}
+    let unknown = ScaledObjectRef { scaler_metadata: [("group".to_string(), "no-such-group".to_string())].into(), ..obj.clone() };
+    let e = client.is_active(unknown).await.expect_err("an unknown group is an error");
+    assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
+    let bad = ScaledObjectRef { scaler_metadata: Default::default(), ..obj.clone() };
+    let e = client.get_metric_spec(bad).await.expect_err("no group");
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{e:?}");
+
     // The same record stays the oldest while nobody consumes.
     let s = exporter.next_refresh().await;
     assert_eq!(s.group(&group).unwrap().partitions[0].oldest_timestamp_ms, Some(oldest));
@@ -111,6 +172,12 @@ async fn lag_and_age_follow_the_work_then_go_to_zero() {
     assert_eq!(sample(&text, GROUP_LAG, &format!("group=\"{group}\"")), Some(0.0), "{text}");
     assert_eq!(sample(&text, PARTITION_OLDEST_AGE, &format!("group=\"{group}\"")), Some(0.0), "{text}");
     assert_eq!(s.errors_of("offsets") + s.errors_of("log") + s.errors_of("describe_group"), 0, "{:?}", s.errors);
+
+    // The scaler: inactive, nothing to scale on; the stream said so too.
+    assert!(!client.is_active(obj.clone()).await.expect("IsActive").into_inner().result);
+    assert_eq!(scaler_metrics(&mut client, &obj).await, (0.0, 0.0));
+    let next = active_stream.message().await.expect("stream").expect("an answer");
+    assert!(!next.result, "the stream turned inactive");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use kafka_share::admin::Admin;
 use kafka_share::config::Properties;
+use kafka_share::exporter::scaler::{serve_scaler, Scaler};
 use kafka_share::exporter::{Exporter, ExporterConfig, GroupFilter};
 use kafka_share::prometheus::{serve, Registry};
 
@@ -88,7 +89,16 @@ async fn run(a: args::Args, stop: impl std::future::Future<Output = ()>) -> Resu
     registry.register_collector(Box::new(exporter.collector()));
     let endpoint = serve(a.listen.as_str(), Arc::new(registry)).await.map_err(|e| e.to_string())?;
     say(&format!("metrics: http://{}/metrics", endpoint.local_addr()));
+    let scaler = match &a.scaler_listen {
+        Some(addr) => {
+            let s = serve_scaler(addr, Scaler::new(exporter.subscribe())).await.map_err(|e| e.to_string())?;
+            say(&format!("scaler: {}", s.local_addr()));
+            Some(s)
+        }
+        None => None,
+    };
     stop.await;
+    drop(scaler);
     drop(endpoint);
     drop(exporter);
     Ok(())

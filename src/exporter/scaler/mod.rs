@@ -88,7 +88,9 @@ impl ExternalScaler for Scaler {
 
     type StreamIsActiveStream = ActiveStream;
 
-    /// One answer now, then one per refresh whose answer differs, until KEDA hangs up.
+    /// One answer after the first refresh, then one per refresh whose answer differs, until
+    /// KEDA hangs up. A group or topic not found answers inactive here (not an error, which
+    /// would end the stream).
     async fn stream_is_active(
         &self,
         request: Request<ScaledObjectRef>,
@@ -109,9 +111,13 @@ impl ExternalScaler for Scaler {
                         }
                     }
                     Err(Missing::NotYet) => {}
-                    Err(m) => {
-                        let status = missing(&q, m);
-                        return Some((Err(status), (rx, q, None)));
+                    // An error would end the stream (gRPC ends a stream with its status), and
+                    // a group that does not exist yet has no work: inactive until it appears.
+                    // IsActive and GetMetrics say NotFound, for the operator to see.
+                    Err(Missing::NoGroup | Missing::NoTopic) => {
+                        if last != Some(false) {
+                            return Some((Ok(IsActiveResponse { result: false }), (rx, q, Some(false))));
+                        }
                     }
                 }
             }
