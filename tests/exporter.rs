@@ -78,6 +78,11 @@ async fn scaler_metrics(
     (values[0], values[1])
 }
 
+/// Whether the text has a sample (not only HELP and TYPE) of the unlabelled series `name`.
+fn has_sample(text: &str, name: &str) -> bool {
+    text.lines().any(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with(' ')))
+}
+
 /// The value of the series `name` whose labels include `label` in the text `text`.
 fn sample(text: &str, name: &str, label: &str) -> Option<f64> {
     text.lines()
@@ -227,4 +232,68 @@ async fn a_deleted_topic_and_group_drop_their_series_and_the_exporter_runs_on() 
     let s = exporter.next_refresh().await;
     assert!(s.group(&group).is_none());
     eprintln!("errors counted: {:?}", s.errors);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_step_is_counted_by_kind_and_the_refreshes_go_on() {
+    let admin = common::admin().await;
+    let mut c = ExporterConfig::default();
+    c.refresh_interval = Duration::from_millis(50);
+    // No answer can come within a nanosecond: every listing times out.
+    c.request_timeout = Duration::from_nanos(1);
+    let exporter = Exporter::start(admin, c);
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(exporter.collector()));
+    let s = wait_for(&exporter, "three failed refreshes", |s| s.refreshes >= 3).await;
+    assert_eq!(s.errors.get(&("list_groups", "timeout".to_string())).copied(), Some(s.refreshes), "{:?}", s.errors);
+    assert!(s.last_success.is_none());
+    let text = render(&registry);
+    assert!(
+        text.contains("kafka_share_exporter_errors_total{operation=\"list_groups\",kind=\"timeout\"}"),
+        "{text}"
+    );
+    assert!(!has_sample(&text, "kafka_share_exporter_last_successful_refresh_timestamp_seconds"), "{text}");
+}
+
+/// The binary as a user runs it: it prints where it listens, serves /metrics and the scaler,
+/// and stops on SIGTERM with exit code 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_metrics_and_the_scaler_and_stops_on_sigterm() {
+    use std::io::{BufRead, BufReader};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let _ = common::admin().await; // fails when the broker is absent
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-share-exporter"))
+        .args(["--bootstrap-server", &common::bootstrap(), "--listen", "127.0.0.1:0"])
+        .args(["--scaler-listen", "127.0.0.1:0", "--refresh-interval", "0.2"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start kafka-share-exporter");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let metrics = lines.next().expect("a line").expect("read");
+    let scaler = lines.next().expect("a line").expect("read");
+    let metrics_addr = metrics.strip_prefix("metrics: http://").and_then(|m| m.strip_suffix("/metrics")).expect(&metrics);
+    let scaler_addr = scaler.strip_prefix("scaler: ").expect(&scaler).to_string();
+
+    let end = tokio::time::Instant::now() + WAIT;
+    loop {
+        let mut s = tokio::net::TcpStream::connect(metrics_addr).await.expect("connect /metrics");
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).await.unwrap();
+        if has_sample(&body, "kafka_share_exporter_last_successful_refresh_timestamp_seconds") {
+            assert!(body.contains("# HELP kafka_share_group_partition_oldest_unacknowledged_age_seconds"), "{body}");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < end, "no successful refresh served: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut client = ExternalScalerClient::connect(format!("http://{scaler_addr}")).await.expect("gRPC client");
+    let spec = client.get_metric_spec(scaled_object("g", "t")).await.expect("GetMetricSpec").into_inner();
+    assert_eq!(spec.metric_specs[0].metric_name, "share-lag-g-t");
+
+    let killed = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
+    assert!(killed.success());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0), "a clean stop");
 }
