@@ -105,12 +105,14 @@ async fn lag_and_age_follow_the_work_then_go_to_zero() {
     let mut client =
         ExternalScalerClient::connect(format!("http://{}", scaler.local_addr())).await.expect("gRPC client");
     let obj = scaled_object(&group, &topic);
-    let mut active_stream =
-        client.stream_is_active(obj.clone()).await.expect("StreamIsActive").into_inner();
+    let mut active_stream = client.stream_is_active(obj.clone()).await.expect("StreamIsActive").into_inner();
 
     // A consumer accepts half, a poll at a time, then stops.
-    let explicit =
-        || common::consumer_config(&bs, &group).acknowledgement_mode(AcknowledgementMode::Explicit).max_poll_records(BATCH);
+    let explicit = || {
+        common::consumer_config(&bs, &group)
+            .acknowledgement_mode(AcknowledgementMode::Explicit)
+            .max_poll_records(BATCH)
+    };
     let first = ShareConsumer::connect(explicit()).await.expect("consumer");
     first.subscribe([topic.clone()]).unwrap();
     let got = common::poll_until(&first, 5_000, WAIT, |r| first.acknowledge(r).expect("accept")).await;
@@ -152,7 +154,8 @@ async fn lag_and_age_follow_the_work_then_go_to_zero() {
     assert!(scaler_age > 0.0, "age {scaler_age}");
     // The stream began before the group had members (inactive), and turned active.
     while !active_stream.message().await.expect("stream").expect("an answer").result {}
-    let unknown = ScaledObjectRef { scaler_metadata: [("group".to_string(), "no-such-group".to_string())].into(), ..obj.clone() };
+    let unknown =
+        ScaledObjectRef { scaler_metadata: [("group".to_string(), "no-such-group".to_string())].into(), ..obj.clone() };
     let e = client.is_active(unknown).await.expect_err("an unknown group is an error");
     assert_eq!(e.code(), tonic::Code::NotFound, "{e:?}");
     let bad = ScaledObjectRef { scaler_metadata: Default::default(), ..obj.clone() };
@@ -198,7 +201,9 @@ async fn a_deleted_topic_and_group_drop_their_series_and_the_exporter_runs_on() 
 
     // Five records of each topic accepted: both share partitions get state.
     let c = ShareConsumer::connect(
-        common::consumer_config(&bs, &group).acknowledgement_mode(AcknowledgementMode::Explicit).max_poll_records(5),
+        common::consumer_config(&bs, &group)
+            .acknowledgement_mode(AcknowledgementMode::Explicit)
+            .max_poll_records(5),
     )
     .await
     .expect("consumer");
@@ -221,7 +226,8 @@ async fn a_deleted_topic_and_group_drop_their_series_and_the_exporter_runs_on() 
 
     admin.delete_topics(&[&doomed]).await.expect("delete topic").pop().unwrap().expect("deleted");
     let s = wait_for(&exporter, "the deleted topic's series gone", |s| {
-        s.group(&group).is_some_and(|g| g.partitions.iter().all(|p| p.topic != doomed) && !g.partitions.is_empty())
+        s.group(&group)
+            .is_some_and(|g| g.partitions.iter().all(|p| p.topic != doomed) && !g.partitions.is_empty())
     })
     .await;
     let before = s.refreshes;
@@ -248,10 +254,7 @@ async fn a_failing_step_is_counted_by_kind_and_the_refreshes_go_on() {
     assert_eq!(s.errors.get(&("list_groups", "timeout".to_string())).copied(), Some(s.refreshes), "{:?}", s.errors);
     assert!(s.last_success.is_none());
     let text = render(&registry);
-    assert!(
-        text.contains("kafka_share_exporter_errors_total{operation=\"list_groups\",kind=\"timeout\"}"),
-        "{text}"
-    );
+    assert!(text.contains("kafka_share_exporter_errors_total{operation=\"list_groups\",kind=\"timeout\"}"), "{text}");
     assert!(!has_sample(&text, "kafka_share_exporter_last_successful_refresh_timestamp_seconds"), "{text}");
 }
 
@@ -272,7 +275,8 @@ async fn the_binary_serves_metrics_and_the_scaler_and_stops_on_sigterm() {
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let metrics = lines.next().expect("a line").expect("read");
     let scaler = lines.next().expect("a line").expect("read");
-    let metrics_addr = metrics.strip_prefix("metrics: http://").and_then(|m| m.strip_suffix("/metrics")).expect(&metrics);
+    let metrics_addr =
+        metrics.strip_prefix("metrics: http://").and_then(|m| m.strip_suffix("/metrics")).expect(&metrics);
     let scaler_addr = scaler.strip_prefix("scaler: ").expect(&scaler).to_string();
 
     let end = tokio::time::Instant::now() + WAIT;

@@ -54,11 +54,7 @@ fn names(expr: &str) -> Vec<String> {
 #[test]
 fn every_expression_in_deploy_names_a_served_series() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
-    let files = [
-        "keda/scaledobject-prometheus.yaml",
-        "grafana/kafka-share-groups.json",
-        "prometheus/alerts.yaml",
-    ];
+    let files = ["keda/scaledobject-prometheus.yaml", "grafana/kafka-share-groups.json", "prometheus/alerts.yaml"];
     let mut checked = 0;
     for f in files {
         let exprs = expressions(&root.join(f));
@@ -86,8 +82,8 @@ fn names_are_read_out_of_expressions() {
         names("time() - kafka_share_exporter_last_successful_refresh_timestamp_seconds > 300"),
         ["kafka_share_exporter_last_successful_refresh_timestamp_seconds"]
     );
-    assert_eq!(names("sum(kafka_share_group_lag{group=\"g\"}) / kafka_share_group_members"), [
-        "kafka_share_group_lag",
-        "kafka_share_group_members"
-    ]);
+    assert_eq!(
+        names("sum(kafka_share_group_lag{group=\"g\"}) / kafka_share_group_members"),
+        ["kafka_share_group_lag", "kafka_share_group_members"]
+    );
 }

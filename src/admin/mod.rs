@@ -26,8 +26,8 @@ pub use describe::{
 };
 pub use groups::{ShareGroupDescription, ShareGroupListing, ShareGroupState, ShareMemberDescription};
 pub use list_offsets::{ListedOffset, OffsetSpec};
-pub use peek::PeekedRecord;
 pub use offsets::{ShareGroupOffsets, SharePartitionOffset, TopicPartition, LAG_NEEDS_KAFKA_4_2};
+pub use peek::PeekedRecord;
 pub use reset::{parse_datetime, OffsetResetSpec, PlannedReset, ResetAdjustment, TopicSelection};
 pub use share_settings::{
     DeadLetterQueue, ShareGroupSettings, DLQ_COPY_RECORD_KEY, DLQ_PREFIX_KEY, DLQ_TOPIC_ENABLE_KEY, DLQ_TOPIC_KEY,

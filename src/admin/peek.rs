@@ -63,7 +63,8 @@ impl Admin {
         if at.is_empty() {
             return Ok(out);
         }
-        let topics: Vec<String> = at.iter().map(|(tp, _)| tp.topic.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+        let topics: Vec<String> =
+            at.iter().map(|(tp, _)| tp.topic.clone()).collect::<BTreeSet<_>>().into_iter().collect();
         let topic_errors: BTreeMap<String, i16> = self.cluster.refresh_metadata(&topics).await?.into_iter().collect();
         let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, i64)>> = BTreeMap::new();
         for (tp, offset) in at {
@@ -109,7 +110,11 @@ impl Admin {
         Ok(out)
     }
 
-    async fn peek_at_leader(&self, leader: i32, parts: &[(TopicPartition, i64)]) -> Result<Vec<(TopicPartition, Peek)>> {
+    async fn peek_at_leader(
+        &self,
+        leader: i32,
+        parts: &[(TopicPartition, i64)],
+    ) -> Result<Vec<(TopicPartition, Peek)>> {
         let conn = self.cluster.broker(leader, TrafficClass::Control).await?;
         let resp = self.cluster.send(&conn, &fetch_request(parts), FETCH_VERSIONS).await?;
         if let Some(e) = Error::from_code(resp.error_code, None, Context::api("Fetch").broker(leader)) {
@@ -156,7 +161,9 @@ fn fetch_request(parts: &[(TopicPartition, i64)]) -> FetchRequest {
             topics
                 .into_iter()
                 .map(|(t, ps)| {
-                    FetchTopic::default().with_topic(TopicName(StrBytes::from_string(t.to_string()))).with_partitions(ps)
+                    FetchTopic::default()
+                        .with_topic(TopicName(StrBytes::from_string(t.to_string())))
+                        .with_partitions(ps)
                 })
                 .collect(),
         )

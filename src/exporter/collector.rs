@@ -130,7 +130,8 @@ impl Collector for ExporterCollector {
                 }
             }
             if let Some((l, estimated)) = g.lag(None) {
-                group_lag.push((vec![("group", group), ("estimate", if estimated { "true" } else { "false" })], l as f64));
+                group_lag
+                    .push((vec![("group", group), ("estimate", if estimated { "true" } else { "false" })], l as f64));
             }
             if let Some(a) = g.oldest_age(None, now) {
                 group_age.push((vec![("group", group)], a.as_secs_f64()));
@@ -146,7 +147,12 @@ impl Collector for ExporterCollector {
             &lag,
         )?;
         gauge_family(&mut encoder, PARTITION_START_OFFSET, "Share-partition start offset, an offset", &start)?;
-        gauge_family(&mut encoder, PARTITION_LOG_END_OFFSET, "Log end offset (high watermark) of the partition, an offset", &end)?;
+        gauge_family(
+            &mut encoder,
+            PARTITION_LOG_END_OFFSET,
+            "Log end offset (high watermark) of the partition, an offset",
+            &end,
+        )?;
         gauge_family(
             &mut encoder,
             PARTITION_OLDEST_AGE,

@@ -115,7 +115,9 @@ async fn peek_all(
                         }
                         Err(e) => {
                             let code = e.code();
-                            if code == Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION) || code == Some(ErrorCode::UNKNOWN_TOPIC_ID) {
+                            if code == Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+                                || code == Some(ErrorCode::UNKNOWN_TOPIC_ID)
+                            {
                                 found.gone.insert(tp);
                             }
                             out.failed("log", &e)
@@ -141,11 +143,7 @@ struct Peeked {
 
 /// A group's view from its description, offsets and the log reads. A partition whose log could
 /// not be read is left out when the broker gave no lag either (nothing to say about it).
-fn view(
-    d: ShareGroupDescription,
-    o: Option<&ShareGroupOffsets>,
-    peeked: &Peeked,
-) -> GroupView {
+fn view(d: ShareGroupDescription, o: Option<&ShareGroupOffsets>, peeked: &Peeked) -> GroupView {
     let mut partitions = Vec::new();
     for (tp, r) in o.map(|o| o.partitions.as_slice()).unwrap_or(&[]) {
         let Ok(p) = r else { continue };

@@ -69,9 +69,11 @@ impl GroupView {
     /// The group's lag summed over its partitions (of `topic` only, when given); `None` when
     /// no partition's lag is known. The flag says whether any part of it is an estimate.
     pub fn lag(&self, topic: Option<&str>) -> Option<(i64, bool)> {
-        let mut known = self.partitions.iter().filter(|p| topic.is_none_or(|t| p.topic == t)).filter_map(|p| {
-            p.lag.map(|l| (l, p.lag_estimated))
-        });
+        let mut known = self
+            .partitions
+            .iter()
+            .filter(|p| topic.is_none_or(|t| p.topic == t))
+            .filter_map(|p| p.lag.map(|l| (l, p.lag_estimated)));
         let first = known.next()?;
         Some(known.fold(first, |(sum, est), (l, e)| (sum.saturating_add(l), est || e)))
     }
@@ -79,7 +81,11 @@ impl GroupView {
     /// The age of the oldest record not yet acknowledged over its partitions (of `topic`
     /// only, when given); `None` when no partition's is known.
     pub fn oldest_age(&self, topic: Option<&str>, now: SystemTime) -> Option<Duration> {
-        self.partitions.iter().filter(|p| topic.is_none_or(|t| p.topic == t)).filter_map(|p| p.oldest_age(now)).max()
+        self.partitions
+            .iter()
+            .filter(|p| topic.is_none_or(|t| p.topic == t))
+            .filter_map(|p| p.oldest_age(now))
+            .max()
     }
 }
 

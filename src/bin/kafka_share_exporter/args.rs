@@ -98,7 +98,10 @@ mod tests {
     #[test]
     fn defaults_and_mistakes() {
         let a = p("--bootstrap-server b:9092").unwrap();
-        assert_eq!((a.listen.as_str(), a.refresh_interval, a.max_in_flight), ("0.0.0.0:9464", Duration::from_secs(15), 8));
+        assert_eq!(
+            (a.listen.as_str(), a.refresh_interval, a.max_in_flight),
+            ("0.0.0.0:9464", Duration::from_secs(15), 8)
+        );
         assert!(p("").is_err(), "no cluster");
         assert!(p("--bootstrap-server").is_err(), "no value");
         assert!(p("--bootstrap-server b --refresh-interval 0").is_err());

@@ -80,7 +80,10 @@ type ActiveStream = Pin<Box<dyn Stream<Item = std::result::Result<IsActiveRespon
 
 #[tonic::async_trait]
 impl ExternalScaler for Scaler {
-    async fn is_active(&self, request: Request<ScaledObjectRef>) -> std::result::Result<Response<IsActiveResponse>, Status> {
+    async fn is_active(
+        &self,
+        request: Request<ScaledObjectRef>,
+    ) -> std::result::Result<Response<IsActiveResponse>, Status> {
         let q = Self::query(request.get_ref())?;
         let (lag, _) = self.read(&q)?;
         Ok(Response::new(IsActiveResponse { result: q.is_active(lag) }))
@@ -201,9 +204,9 @@ impl Drop for ScalerEndpoint {
 /// # Errors
 /// [`Error::Config`] when the address cannot be resolved or bound.
 pub async fn serve_scaler(addr: &str, scaler: Scaler) -> Result<ScalerEndpoint> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| Error::config("scaler address", format!("cannot listen on {addr}: {e}; pick another port or address")))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        Error::config("scaler address", format!("cannot listen on {addr}: {e}; pick another port or address"))
+    })?;
     let local = listener.local_addr().map_err(|e| Error::config("scaler address", e.to_string()))?;
     let incoming = tonic::transport::server::TcpIncoming::from(listener);
     let task = tokio::spawn(async move {
