@@ -121,8 +121,10 @@ async fn lag_and_age_follow_the_work_then_go_to_zero() {
     first.commit_sync(Duration::from_secs(10)).await.expect("commit");
     first.close(Duration::from_secs(10)).await.expect("close");
 
+    // Kafka 4.1 reports no lag: the exporter estimates it from the (persisted) start offset.
+    let estimated = common::kafka_version() < (4, 2);
     let s = wait_for(&exporter, "lag of the records not accepted", |s| {
-        s.group(&group).and_then(|g| g.lag(None)) == Some((10_000 - accepted, false))
+        s.group(&group).and_then(|g| g.lag(None)) == Some((10_000 - accepted, estimated))
     })
     .await;
     let g = s.group(&group).expect("group exported");
@@ -173,13 +175,14 @@ async fn lag_and_age_follow_the_work_then_go_to_zero() {
     assert_eq!(rest.len() as i64, lag);
     second.commit_sync(Duration::from_secs(10)).await.expect("commit");
     second.close(Duration::from_secs(10)).await.expect("close");
-    let s = wait_for(&exporter, "lag 0", |s| s.group(&group).and_then(|g| g.lag(None)) == Some((0, false))).await;
+    let s = wait_for(&exporter, "lag 0", |s| s.group(&group).and_then(|g| g.lag(None)) == Some((0, estimated))).await;
     let g = s.group(&group).unwrap();
     assert_eq!(g.oldest_age(None, SystemTime::now()), Some(Duration::ZERO));
     let text = render(&registry);
     assert_eq!(sample(&text, GROUP_LAG, &format!("group=\"{group}\"")), Some(0.0), "{text}");
     assert_eq!(sample(&text, PARTITION_OLDEST_AGE, &format!("group=\"{group}\"")), Some(0.0), "{text}");
-    assert_eq!(s.errors_of("offsets") + s.errors_of("log") + s.errors_of("describe_group"), 0, "{:?}", s.errors);
+    // Before the consumer joined the group did not exist: counted as such, and nothing else.
+    assert!(s.errors.keys().all(|(op, kind)| *op == "describe_group" && kind == "group_id_not_found"), "{:?}", s.errors);
 
     // The scaler: inactive, nothing to scale on; the stream said so too.
     assert!(!client.is_active(obj.clone()).await.expect("IsActive").into_inner().result);
@@ -237,7 +240,10 @@ async fn a_deleted_topic_and_group_drop_their_series_and_the_exporter_runs_on() 
     assert!(s.refreshes > before && s.last_success.is_some(), "still refreshing: {s:?}");
     let s = exporter.next_refresh().await;
     assert!(s.group(&group).is_none());
-    eprintln!("errors counted: {:?}", s.errors);
+    // Named with --group, the deleted group is counted as missing at every refresh.
+    let missing = s.errors.get(&("describe_group", "group_id_not_found".to_string())).copied().unwrap_or(0);
+    let t = exporter.next_refresh().await;
+    assert!(t.errors.get(&("describe_group", "group_id_not_found".to_string())).copied().unwrap_or(0) > missing, "{:?}", t.errors);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

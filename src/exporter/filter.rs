@@ -13,8 +13,9 @@ pub enum GroupFilter {
     All,
     /// Groups whose whole id matches the pattern (Rust `regex` syntax, anchored at both ends).
     Pattern(Regex),
-    /// Exactly these groups. A listed group that does not exist is not exported (and not an
-    /// error: it may not have been made yet).
+    /// Exactly these groups, described by name without listing the cluster's: one that does
+    /// not exist (yet), or that this principal may not describe, is not exported and counts
+    /// as an error of its kind.
     List(Vec<String>),
 }
 

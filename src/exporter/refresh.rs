@@ -1,7 +1,9 @@
 //! One refresh: list the share groups, describe each and read its offsets (a bounded number at
 //! a time), then read every share partition's log end and the record at its start offset
 //! (one Fetch per leader). What fails is counted by operation and kind, and left out of the
-//! views: a deleted group or topic drops its series, the rest are still exported.
+//! views: a deleted group or topic drops its series, the rest are still exported. Groups
+//! named in a [`GroupFilter::List`] are described without listing: a missing or forbidden
+//! one is counted (`group_id_not_found`, `group_authorization_failed`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -33,14 +35,18 @@ impl Refreshed {
 /// Runs one refresh, each request bounded by `timeout`, at most `max_in_flight` groups at a time.
 pub(crate) async fn refresh(admin: &Admin, filter: &GroupFilter, max_in_flight: usize, timeout: Duration) -> Refreshed {
     let mut out = Refreshed::default();
-    let listed = match bounded(timeout, "listing the share groups", admin.list_share_groups()).await {
-        Ok(l) => l,
-        Err(e) => {
-            out.failed("list_groups", &e);
-            return out;
-        }
+    let ids: Vec<String> = match filter {
+        // Named groups are described as named: one that is missing or that this principal may
+        // not describe is an error of its own (ListGroups would silently leave it out).
+        GroupFilter::List(ids) => ids.clone(),
+        _ => match bounded(timeout, "listing the share groups", admin.list_share_groups()).await {
+            Ok(l) => l.into_iter().map(|l| l.group_id).filter(|g| filter.admits(g)).collect(),
+            Err(e) => {
+                out.failed("list_groups", &e);
+                return out;
+            }
+        },
     };
-    let ids: Vec<String> = listed.into_iter().map(|l| l.group_id).filter(|g| filter.admits(g)).collect();
     let described: Vec<_> = stream::iter(ids)
         .map(|g| async move {
             let d = bounded(timeout, "describing a share group", admin.describe_share_group(&g));
