@@ -129,7 +129,8 @@ async fn lag_and_age_follow_the_work_then_go_to_zero() {
         // with the next state write, which may never come): it never counts fewer records
         // than wait, and is labelled.
         let s = wait_for(&exporter, "an estimated lag", |s| {
-            s.group(&group).is_some_and(|g| g.partitions.first().is_some_and(|p| p.lag.is_some() && p.lag_estimated))
+            s.group(&group)
+                .is_some_and(|g| g.partitions.first().is_some_and(|p| p.lag.is_some() && p.lag_estimated))
         })
         .await;
         let p = &s.group(&group).unwrap().partitions[0];
@@ -198,7 +199,11 @@ async fn lag_and_age_follow_the_work_then_go_to_zero() {
     assert_eq!(sample(&text, GROUP_LAG, &format!("group=\"{group}\"")), Some(0.0), "{text}");
     assert_eq!(sample(&text, PARTITION_OLDEST_AGE, &format!("group=\"{group}\"")), Some(0.0), "{text}");
     // Before the consumer joined the group did not exist: counted as such, and nothing else.
-    assert!(s.errors.keys().all(|(op, kind)| *op == "describe_group" && kind == "group_id_not_found"), "{:?}", s.errors);
+    assert!(
+        s.errors.keys().all(|(op, kind)| *op == "describe_group" && kind == "group_id_not_found"),
+        "{:?}",
+        s.errors
+    );
 
     // The scaler: inactive, nothing to scale on; the stream said so too.
     assert!(!client.is_active(obj.clone()).await.expect("IsActive").into_inner().result);
@@ -259,7 +264,11 @@ async fn a_deleted_topic_and_group_drop_their_series_and_the_exporter_runs_on() 
     // Named with --group, the deleted group is counted as missing at every refresh.
     let missing = s.errors.get(&("describe_group", "group_id_not_found".to_string())).copied().unwrap_or(0);
     let t = exporter.next_refresh().await;
-    assert!(t.errors.get(&("describe_group", "group_id_not_found".to_string())).copied().unwrap_or(0) > missing, "{:?}", t.errors);
+    assert!(
+        t.errors.get(&("describe_group", "group_id_not_found".to_string())).copied().unwrap_or(0) > missing,
+        "{:?}",
+        t.errors
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -330,7 +339,12 @@ fn grpcurl() -> std::path::PathBuf {
     let candidates = std::env::var_os("GRPCURL")
         .map(std::path::PathBuf::from)
         .into_iter()
-        .chain(std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).map(|d| d.join("grpcurl")))
+        .chain(
+            std::env::var_os("PATH")
+                .into_iter()
+                .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+                .map(|d| d.join("grpcurl")),
+        )
         .chain(std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join("go/bin/grpcurl")));
     for c in candidates {
         if c.is_file() {

@@ -38,13 +38,15 @@ async fn over_sasl_ssl_the_group_is_exported_and_a_principal_without_describe_is
     let alice = Admin::from_properties(&secured::props("sasl_ssl-plain")).await.expect("admin over SASL_SSL");
     let e = exporter(alice, &group);
     let s = wait_for(&e, "the group exported over SASL_SSL", |s| {
-        s.group(&group).is_some_and(|g| g.lag(None).is_some() && g.partitions.iter().all(|p| p.end_offset == Some(5)))
+        s.group(&group)
+            .is_some_and(|g| g.lag(None).is_some() && g.partitions.iter().all(|p| p.end_offset == Some(5)))
     })
     .await;
     assert!(s.errors.is_empty(), "{:?}", s.errors);
 
     // As bob (topics only): the group cannot be described; counted by kind, nothing exported.
-    let jaas = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="bob" password="bob-secret";"#;
+    let jaas =
+        r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="bob" password="bob-secret";"#;
     let bob = Admin::from_properties(&secured::props_with("sasl_ssl-plain", &[("sasl.jaas.config", jaas)]))
         .await
         .expect("admin as bob");
