@@ -27,6 +27,9 @@ const FETCH_VERSIONS: (i16, i16) = (4, 12);
 /// of a response, KIP-74).
 const PARTITION_MAX_BYTES: i32 = 64 * 1024;
 
+/// Partitions per Fetch: bounds one answer to 8 MiB of records.
+const PARTITIONS_PER_FETCH: usize = 128;
+
 /// Fetch's answer for an offset outside the log.
 const OFFSET_OUT_OF_RANGE: i16 = 1;
 
@@ -88,7 +91,11 @@ impl Admin {
         }
         for (leader, parts) in by_leader {
             let mut alone = Vec::new();
-            for (tp, res) in self.peek_at_leader(leader, &parts).await? {
+            let mut answers = Vec::with_capacity(parts.len());
+            for chunk in parts.chunks(PARTITIONS_PER_FETCH) {
+                answers.extend(self.peek_at_leader(leader, chunk).await?);
+            }
+            for (tp, res) in answers {
                 match res {
                     Peek::Done(r) => {
                         out.insert(tp, r);

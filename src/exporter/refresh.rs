@@ -111,10 +111,12 @@ async fn peek_all(
     for round in 0..rounds {
         let at: Vec<(TopicPartition, i64)> =
             wanted.iter().filter_map(|(tp, offs)| offs.iter().nth(round).map(|o| (tp.clone(), *o))).collect();
+        // By partition: a refresh of a thousand groups asks for tens of thousands.
+        let asked: BTreeMap<&TopicPartition, i64> = at.iter().map(|(tp, o)| (tp, *o)).collect();
         match bounded(timeout, "reading the log ends", admin.peek(&at)).await {
             Ok(m) => {
                 for (tp, r) in m {
-                    let Some(offset) = at.iter().find(|(t, _)| *t == tp).map(|(_, o)| *o) else { continue };
+                    let Some(&offset) = asked.get(&tp) else { continue };
                     match r {
                         Ok(p) => {
                             found.records.insert((tp, offset), p);
