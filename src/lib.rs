@@ -66,6 +66,8 @@ pub mod consumer;
 mod dead_letter;
 pub mod decode;
 pub mod error;
+#[cfg(feature = "exporter")]
+pub mod exporter;
 pub mod processor;
 pub mod producer;
 #[cfg(feature = "prometheus")]

@@ -14,6 +14,7 @@ mod describe;
 mod groups;
 mod list_offsets;
 mod offsets;
+mod peek;
 mod reset;
 mod share_settings;
 mod to_leaders;
@@ -28,6 +29,7 @@ pub use describe::{
 pub use groups::{ShareGroupDescription, ShareGroupListing, ShareGroupState, ShareMemberDescription};
 pub use list_offsets::{ListedOffset, OffsetSpec};
 pub use offsets::{ShareGroupOffsets, SharePartitionOffset, TopicPartition, LAG_NEEDS_KAFKA_4_2};
+pub use peek::PeekedRecord;
 pub use reset::{parse_datetime, OffsetResetSpec, PlannedReset, ResetAdjustment, TopicSelection};
 pub use share_settings::{
     DeadLetterQueue, ShareGroupSettings, DLQ_COPY_RECORD_KEY, DLQ_PREFIX_KEY, DLQ_TOPIC_ENABLE_KEY, DLQ_TOPIC_KEY,

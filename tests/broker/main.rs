@@ -31,6 +31,10 @@ mod consumer_pattern;
 mod consumer_pause;
 mod consumer_poll_interval;
 mod examples_run;
+#[cfg(feature = "exporter")]
+mod exporter;
+#[cfg(all(feature = "exporter", feature = "tls"))]
+mod exporter_security;
 #[cfg(feature = "otel")]
 mod otel;
 mod processor;

@@ -7,6 +7,8 @@
 
 mod fake_broker;
 
+#[cfg(feature = "exporter")]
+mod exporter_manifests;
 mod fake_redelivery;
 mod faults_acks;
 mod faults_backoff;

@@ -1,0 +1,229 @@
+//! The exporter's series in Prometheus form, read from the cached [`Snapshot`] at each scrape:
+//! a scrape never waits on the cluster.
+//!
+//! Base units in the names (`_seconds`, counters `_total`), the unit in each HELP text.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use tokio::sync::watch;
+
+use super::snapshot::Snapshot;
+
+/// Per group and share partition: records not yet delivered-and-acknowledged.
+pub const PARTITION_LAG: &str = "kafka_share_group_partition_lag";
+/// Per group and share partition: the share-partition start offset.
+pub const PARTITION_START_OFFSET: &str = "kafka_share_group_partition_start_offset";
+/// Per group and share partition: the partition's log end offset (high watermark).
+pub const PARTITION_LOG_END_OFFSET: &str = "kafka_share_group_partition_log_end_offset";
+/// Per group and share partition: age of the oldest record not yet acknowledged.
+pub const PARTITION_OLDEST_AGE: &str = "kafka_share_group_partition_oldest_unacknowledged_age_seconds";
+/// Per group: lag summed over its share partitions.
+pub const GROUP_LAG: &str = "kafka_share_group_lag";
+/// Per group: age of its oldest record not yet acknowledged, over its partitions.
+pub const GROUP_OLDEST_AGE: &str = "kafka_share_group_oldest_unacknowledged_age_seconds";
+/// Per group: members.
+pub const GROUP_MEMBERS: &str = "kafka_share_group_members";
+/// Per group: partitions assigned to its members.
+pub const GROUP_ASSIGNED_PARTITIONS: &str = "kafka_share_group_assigned_partitions";
+/// Per group: 1 with its state as a label.
+pub const GROUP_STATE: &str = "kafka_share_group_state";
+/// The exporter: how long the last refresh took.
+pub const REFRESH_DURATION: &str = "kafka_share_exporter_refresh_duration_seconds";
+/// The exporter: how long the previous scrape took to render.
+pub const SCRAPE_DURATION: &str = "kafka_share_exporter_scrape_duration_seconds";
+/// The exporter: refreshes run (counter).
+pub const REFRESHES: &str = "kafka_share_exporter_refreshes_total";
+/// The exporter: errors by operation and kind (counter).
+pub const ERRORS: &str = "kafka_share_exporter_errors_total";
+/// The exporter: when the last refresh that listed the groups finished.
+pub const LAST_SUCCESS: &str = "kafka_share_exporter_last_successful_refresh_timestamp_seconds";
+/// The exporter: groups exported.
+pub const GROUPS: &str = "kafka_share_exporter_groups";
+
+/// Every series name the exporter serves (counters with their `_total`).
+pub const SERIES: &[&str] = &[
+    PARTITION_LAG,
+    PARTITION_START_OFFSET,
+    PARTITION_LOG_END_OFFSET,
+    PARTITION_OLDEST_AGE,
+    GROUP_LAG,
+    GROUP_OLDEST_AGE,
+    GROUP_MEMBERS,
+    GROUP_ASSIGNED_PARTITIONS,
+    GROUP_STATE,
+    REFRESH_DURATION,
+    SCRAPE_DURATION,
+    REFRESHES,
+    ERRORS,
+    LAST_SUCCESS,
+    GROUPS,
+];
+
+/// The exporter's [`Collector`]: register it in a
+/// [`Registry`](crate::prometheus::Registry) and serve it with
+/// [`prometheus::serve`](crate::prometheus::serve).
+#[derive(Debug, Clone)]
+pub struct ExporterCollector {
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    last_scrape_nanos: Arc<AtomicU64>,
+}
+
+impl ExporterCollector {
+    pub(crate) fn new(snapshots: watch::Receiver<Arc<Snapshot>>) -> Self {
+        ExporterCollector { snapshots, last_scrape_nanos: Arc::new(AtomicU64::new(0)) }
+    }
+}
+
+type Labels<'a> = Vec<(&'static str, &'a str)>;
+
+fn gauge_family(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: &[(Labels<'_>, f64)],
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, v) in series {
+        ConstGauge::new(*v).encode(family.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+impl Collector for ExporterCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let started = Instant::now();
+        let s = self.snapshots.borrow().clone();
+        let now = SystemTime::now();
+        let mut lag = Vec::new();
+        let mut start = Vec::new();
+        let mut end = Vec::new();
+        let mut age = Vec::new();
+        let mut group_lag = Vec::new();
+        let mut group_age = Vec::new();
+        let mut members = Vec::new();
+        let mut assigned = Vec::new();
+        let mut state = Vec::new();
+        let parts: Vec<Vec<String>> =
+            s.groups.iter().map(|g| g.partitions.iter().map(|p| p.partition.to_string()).collect()).collect();
+        for (g, pnames) in s.groups.iter().zip(&parts) {
+            let group = g.group.as_str();
+            for (p, pname) in g.partitions.iter().zip(pnames) {
+                let base = || vec![("group", group), ("topic", p.topic.as_str()), ("partition", pname.as_str())];
+                if let Some(l) = p.lag {
+                    let mut labels = base();
+                    labels.push(("estimate", if p.lag_estimated { "true" } else { "false" }));
+                    lag.push((labels, l as f64));
+                }
+                start.push((base(), p.start_offset as f64));
+                if let Some(e) = p.end_offset {
+                    end.push((base(), e as f64));
+                }
+                if let Some(a) = p.oldest_age(now) {
+                    age.push((base(), a.as_secs_f64()));
+                }
+            }
+            if let Some((l, estimated)) = g.lag(None) {
+                group_lag
+                    .push((vec![("group", group), ("estimate", if estimated { "true" } else { "false" })], l as f64));
+            }
+            if let Some(a) = g.oldest_age(None, now) {
+                group_age.push((vec![("group", group)], a.as_secs_f64()));
+            }
+            members.push((vec![("group", group)], g.members as f64));
+            assigned.push((vec![("group", group)], g.assigned_partitions as f64));
+            state.push((vec![("group", group), ("state", g.state.as_str())], 1.0));
+        }
+        gauge_family(
+            &mut encoder,
+            PARTITION_LAG,
+            "Records of the share partition not yet delivered and acknowledged, in records (KIP-1226; estimate=\"true\": log end minus start offset, Kafka 4.1)",
+            &lag,
+        )?;
+        gauge_family(&mut encoder, PARTITION_START_OFFSET, "Share-partition start offset, an offset", &start)?;
+        gauge_family(
+            &mut encoder,
+            PARTITION_LOG_END_OFFSET,
+            "Log end offset (high watermark) of the partition, an offset",
+            &end,
+        )?;
+        gauge_family(
+            &mut encoder,
+            PARTITION_OLDEST_AGE,
+            "Age of the oldest record not yet acknowledged (the record at the start offset), in seconds",
+            &age,
+        )?;
+        gauge_family(&mut encoder, GROUP_LAG, "Lag summed over the group's share partitions, in records", &group_lag)?;
+        gauge_family(
+            &mut encoder,
+            GROUP_OLDEST_AGE,
+            "Age of the group's oldest record not yet acknowledged, in seconds",
+            &group_age,
+        )?;
+        gauge_family(&mut encoder, GROUP_MEMBERS, "Members of the share group, a count", &members)?;
+        gauge_family(
+            &mut encoder,
+            GROUP_ASSIGNED_PARTITIONS,
+            "Partitions assigned to the group's members, a count",
+            &assigned,
+        )?;
+        gauge_family(&mut encoder, GROUP_STATE, "1 for the share group's state (label state)", &state)?;
+
+        let secs = |d: std::time::Duration| d.as_secs_f64();
+        gauge_family(
+            &mut encoder,
+            REFRESH_DURATION,
+            "How long the exporter's last refresh took, in seconds",
+            &[(vec![], secs(s.refresh_duration))],
+        )?;
+        let scrape = std::time::Duration::from_nanos(self.last_scrape_nanos.load(Ordering::Relaxed));
+        gauge_family(
+            &mut encoder,
+            SCRAPE_DURATION,
+            "How long the exporter's previous scrape took to render, in seconds",
+            &[(vec![], secs(scrape))],
+        )?;
+        {
+            let name = REFRESHES.trim_end_matches("_total");
+            let metric = ConstCounter::new(s.refreshes);
+            let mut family =
+                encoder.encode_descriptor(name, "Refreshes the exporter ran, a count", None, metric.metric_type())?;
+            metric.encode(family.encode_family(&Labels::new())?)?;
+        }
+        {
+            let name = ERRORS.trim_end_matches("_total");
+            let mut family = encoder.encode_descriptor(
+                name,
+                "Errors in the exporter's refreshes by operation and kind, a count",
+                None,
+                MetricType::Counter,
+            )?;
+            for ((op, kind), n) in &s.errors {
+                let labels: Labels<'_> = vec![("operation", op), ("kind", kind.as_str())];
+                ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let last: Vec<(Labels<'_>, f64)> = s
+            .last_success
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| (vec![], d.as_secs_f64()))
+            .into_iter()
+            .collect();
+        gauge_family(
+            &mut encoder,
+            LAST_SUCCESS,
+            "When the exporter's last successful refresh finished, in seconds since the Unix epoch",
+            &last,
+        )?;
+        gauge_family(&mut encoder, GROUPS, "Share groups exported, a count", &[(vec![], s.groups.len() as f64)])?;
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_scrape_nanos.store(took, Ordering::Relaxed);
+        Ok(())
+    }
+}

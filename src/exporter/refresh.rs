@@ -1,0 +1,197 @@
+//! One refresh: list the share groups, describe each and read its offsets (a bounded number at
+//! a time), then read every share partition's log end and the record at its start offset
+//! (one Fetch per leader). What fails is counted by operation and kind, and left out of the
+//! views: a deleted group or topic drops its series, the rest are still exported. Groups
+//! named in a [`GroupFilter::List`] are described without listing: a missing or forbidden
+//! one is counted (`group_id_not_found`, `group_authorization_failed`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use futures::stream::{self, StreamExt};
+
+use super::error_kind::error_kind;
+use super::filter::GroupFilter;
+use super::snapshot::{GroupView, PartitionView};
+use crate::admin::{Admin, PeekedRecord, ShareGroupDescription, ShareGroupOffsets, TopicPartition};
+use crate::error::{Error, ErrorCode, Result};
+
+/// What one refresh found and what failed in it.
+#[derive(Debug, Default)]
+pub(crate) struct Refreshed {
+    /// The groups, or `None` when they could not even be listed (the last views stay).
+    pub groups: Option<Vec<GroupView>>,
+    /// (operation, kind) of each failure.
+    pub errors: Vec<(&'static str, String)>,
+}
+
+impl Refreshed {
+    fn failed(&mut self, operation: &'static str, e: &Error) {
+        tracing::debug!(operation, error = %e, "exporter refresh");
+        self.errors.push((operation, error_kind(e)));
+    }
+}
+
+/// Runs one refresh, each request bounded by `timeout`, at most `max_in_flight` groups at a time.
+pub(crate) async fn refresh(admin: &Admin, filter: &GroupFilter, max_in_flight: usize, timeout: Duration) -> Refreshed {
+    let mut out = Refreshed::default();
+    let ids: Vec<String> = match filter {
+        // Named groups are described as named: one that is missing or that this principal may
+        // not describe is an error of its own (ListGroups would silently leave it out).
+        GroupFilter::List(ids) => ids.clone(),
+        _ => match bounded(timeout, "listing the share groups", admin.list_share_groups()).await {
+            Ok(l) => l.into_iter().map(|l| l.group_id).filter(|g| filter.admits(g)).collect(),
+            Err(e) => {
+                out.failed("list_groups", &e);
+                return out;
+            }
+        },
+    };
+    let described: Vec<_> = stream::iter(ids)
+        .map(|g| async move {
+            let d = bounded(timeout, "describing a share group", admin.describe_share_group(&g));
+            let o = bounded(timeout, "reading a share group's offsets", admin.list_share_group_offsets(&g, None));
+            let (d, o) = futures::join!(d, o);
+            (g, d, o)
+        })
+        .buffer_unordered(max_in_flight.max(1))
+        .collect()
+        .await;
+
+    let mut groups = Vec::new();
+    let mut wanted: BTreeMap<TopicPartition, BTreeSet<i64>> = BTreeMap::new();
+    for (_, d, o) in described {
+        let d = match d {
+            Ok(d) => d,
+            Err(e) => {
+                // Deleted between the listing and the describe, or not authorized: no series.
+                out.failed("describe_group", &e);
+                continue;
+            }
+        };
+        let o = match o {
+            Ok(o) => Some(o),
+            Err(e) => {
+                out.failed("offsets", &e);
+                None
+            }
+        };
+        if let Some(o) = &o {
+            for (tp, r) in &o.partitions {
+                match r {
+                    Ok(p) => {
+                        if let Some(start) = p.start_offset {
+                            wanted.entry(tp.clone()).or_default().insert(start);
+                        }
+                    }
+                    Err(e) => out.failed("offsets", e),
+                }
+            }
+        }
+        groups.push((d, o));
+    }
+
+    let peeked = peek_all(admin, &wanted, timeout, &mut out).await;
+    let mut views: Vec<GroupView> = groups.into_iter().map(|(d, o)| view(d, o.as_ref(), &peeked)).collect();
+    views.sort_by(|a, b| a.group.cmp(&b.group));
+    out.groups = Some(views);
+    out
+}
+
+/// The record at each (partition, offset), in rounds of one offset per partition (groups on
+/// the same partition are usually at different offsets); each round is one Fetch per leader.
+async fn peek_all(
+    admin: &Admin,
+    wanted: &BTreeMap<TopicPartition, BTreeSet<i64>>,
+    timeout: Duration,
+    out: &mut Refreshed,
+) -> Peeked {
+    let mut found = Peeked::default();
+    let rounds = wanted.values().map(BTreeSet::len).max().unwrap_or(0);
+    for round in 0..rounds {
+        let at: Vec<(TopicPartition, i64)> =
+            wanted.iter().filter_map(|(tp, offs)| offs.iter().nth(round).map(|o| (tp.clone(), *o))).collect();
+        // By partition: a refresh of a thousand groups asks for tens of thousands.
+        let asked: BTreeMap<&TopicPartition, i64> = at.iter().map(|(tp, o)| (tp, *o)).collect();
+        match bounded(timeout, "reading the log ends", admin.peek(&at)).await {
+            Ok(m) => {
+                for (tp, r) in m {
+                    let Some(&offset) = asked.get(&tp) else { continue };
+                    match r {
+                        Ok(p) => {
+                            found.records.insert((tp, offset), p);
+                        }
+                        Err(e) => {
+                            let code = e.code();
+                            if code == Some(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
+                                || code == Some(ErrorCode::UNKNOWN_TOPIC_ID)
+                            {
+                                found.gone.insert(tp);
+                            }
+                            out.failed("log", &e)
+                        }
+                    }
+                }
+            }
+            Err(e) => out.failed("log", &e),
+        }
+    }
+    found
+}
+
+/// The log reads of one refresh.
+#[derive(Debug, Default)]
+struct Peeked {
+    /// The record at each (partition, offset) read.
+    records: BTreeMap<(TopicPartition, i64), PeekedRecord>,
+    /// Partitions whose topic the cluster no longer has (deleted): left out of every view,
+    /// whatever the share state still says.
+    gone: BTreeSet<TopicPartition>,
+}
+
+/// A group's view from its description, offsets and the log reads. A partition whose log could
+/// not be read is left out when the broker gave no lag either (nothing to say about it).
+fn view(d: ShareGroupDescription, o: Option<&ShareGroupOffsets>, peeked: &Peeked) -> GroupView {
+    let mut partitions = Vec::new();
+    for (tp, r) in o.map(|o| o.partitions.as_slice()).unwrap_or(&[]) {
+        let Ok(p) = r else { continue };
+        let Some(start) = p.start_offset else { continue };
+        if peeked.gone.contains(tp) {
+            continue;
+        }
+        let log = peeked.records.get(&(tp.clone(), start));
+        let end = log.map(|l| l.high_watermark);
+        let (lag, lag_estimated) = match (p.lag, o.is_some_and(|o| o.lag_supported)) {
+            (Some(l), _) => (Some(l), false),
+            (None, false) => (end.map(|e| (e - start).max(0)), true),
+            (None, true) => (None, false),
+        };
+        if log.is_none() && p.lag.is_none() {
+            continue;
+        }
+        partitions.push(PartitionView {
+            topic: tp.topic.clone(),
+            partition: tp.partition,
+            start_offset: start,
+            end_offset: end,
+            lag,
+            lag_estimated,
+            oldest_timestamp_ms: log.and_then(|l| l.timestamp),
+        });
+    }
+    GroupView {
+        state: d.state.to_string(),
+        members: d.members.len(),
+        assigned_partitions: d.members.iter().map(|m| m.partition_count()).sum(),
+        group: d.group_id,
+        partitions,
+    }
+}
+
+/// `f` within `limit`: a broker that never answers must not stall every later refresh.
+async fn bounded<T>(limit: Duration, what: &str, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    match tokio::time::timeout(limit, f).await {
+        Ok(r) => r,
+        Err(_) => Err(Error::Timeout { what: format!("{what} (exporter refresh)"), after: limit }),
+    }
+}
