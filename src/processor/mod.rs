@@ -78,6 +78,7 @@
 //! untouched: the engine drives the consumer's driver directly and the two are not mixed on
 //! one consumer (a `Processor` owns its consumer).
 
+mod core;
 mod deadline;
 mod ledger;
 pub mod metrics;
