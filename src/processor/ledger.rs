@@ -247,6 +247,10 @@ impl Ledger {
             let id = self.insert(entry);
             self.queued.push_back(id);
         }
+        if self.closing && !self.queued.is_empty() {
+            // Records of a poll answered after the stop began: nothing starts them.
+            return self.release_unstarted(now);
+        }
         self.publish();
     }
 
@@ -359,6 +363,10 @@ impl Ledger {
     fn retry(&mut self, id: usize, batch: usize, now: Instant) {
         let (limits, renew) = (&self.limits, self.renew);
         // The crate's one backoff, un-jittered (a record's retries are counted on it).
+        if self.closing {
+            // Stopping: nothing starts it again; it goes back to the group now.
+            return self.settle(id, AckKind::Release, now);
+        }
         let Some(e) = self.entries[id].as_mut() else { return };
         if batch <= 1 {
             e.retries = e.retries.saturating_add(1);
@@ -572,8 +580,11 @@ impl Ledger {
     /// Shutting down: the queued and waiting records go back to the group.
     pub(crate) fn release_unstarted(&mut self, now: Instant) {
         self.closing = true;
+        // Records waiting to be tried again reached a handler already: released, but not
+        // counted as unstarted (the simulation's count of the engine's releases found them
+        // in it).
+        let n = (self.queued.len() + self.kept.len()) as u64;
         let ids: Vec<usize> = self.queued.drain(..).chain(self.kept.drain(..)).chain(self.waiting.drain(..)).collect();
-        let n = ids.len() as u64;
         for id in ids {
             self.settle(id, AckKind::Release, now);
         }
@@ -587,9 +598,14 @@ impl Ledger {
     pub(crate) fn next_deadline(&self, now: Instant) -> Option<Instant> {
         let bound = self.max_unstarted();
         let queued = self.queued.front().and_then(|&id| self.entries[id].as_ref()).map(|e| later(e.acquired, bound));
+        // A retry due while every slot is busy waits for a call's end (an input), not for a
+        // moment: as a deadline it would be past at once, and the shell would spin on it
+        // (the engine did, before the simulation ran it).
+        let slot_free = self.running_units < self.limits.slots;
         let retry = self
             .waiting
             .iter()
+            .filter(|_| slot_free)
             .filter_map(|&id| match self.entries[id].as_ref()?.state {
                 State::Waiting { until } => Some(until),
                 _ => None,

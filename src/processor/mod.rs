@@ -78,9 +78,9 @@
 //! untouched: the engine drives the consumer's driver directly and the two are not mixed on
 //! one consumer (a `Processor` owns its consumer).
 
-mod core;
+pub(crate) mod core;
 mod deadline;
-mod ledger;
+pub(crate) mod ledger;
 pub mod metrics;
 mod pool;
 mod properties;

@@ -595,3 +595,42 @@ fn the_driver_core_replays_a_seed_exactly() {
     }
     assert!(differ.is_empty(), "not deterministic:\n{}", differ.join("\n"));
 }
+
+/// The processing engine's core over the driver core, as its application: every seed's
+/// faults, with handlers slow past the lock, stuck, panicking, retries, and a first
+/// consumer shutting down or aborting at any point (`engine_app.rs` checks its invariants
+/// every step). `SIM_SEEDS` sets how many seeds (10,000 by default, as the driver's).
+#[test]
+fn the_engine_keeps_every_invariant() {
+    let cfg = SimConfig { handle_scenarios: super::cluster::HandleScenarios::Engine(None), ..SimConfig::default() };
+    run_seeds_on(&seeds(10_000), &cfg, &real_core);
+}
+
+/// The engine on a 4.1 cluster: no RENEW, no record_limit (a handler past the lock loses its
+/// record; the engine must still never hand an outcome on twice or lose one).
+#[test]
+fn the_engine_keeps_every_invariant_without_renew() {
+    let cfg = SimConfig {
+        v2: false,
+        handle_scenarios: super::cluster::HandleScenarios::Engine(None),
+        ..SimConfig::default()
+    };
+    run_seeds_on(&seeds(2_000), &cfg, &*core_with(super::core::CoreOptions { renew: false, ..Default::default() }));
+}
+
+/// The engine's checks fail on purpose when a fault is injected into its core's events.
+#[test]
+fn the_engine_checks_catch_a_double_outcome_and_a_lost_release() {
+    use super::engine_app::Injected;
+    for (injected, what) in
+        [(Injected::DoubleOutcome, "double outcome"), (Injected::LostRelease, "not released at the close")]
+    {
+        let cfg = SimConfig {
+            handle_scenarios: super::cluster::HandleScenarios::Engine(Some(injected)),
+            ..SimConfig::default()
+        };
+        let caught = (1..=40u64).find_map(|seed| super::run::Sim::new(seed, cfg.clone(), &real_core).run().failure);
+        let Some(failure) = caught else { panic!("{injected:?} was never caught") };
+        assert!(failure.contains(what), "{injected:?}: {failure}");
+    }
+}

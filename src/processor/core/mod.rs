@@ -464,12 +464,6 @@ impl EngineCore {
         self.ledger.running_units()
     }
 
-    /// The ledger, for the simulation's and the tests' checks.
-    #[cfg(test)]
-    pub(crate) fn ledger(&self) -> &Ledger {
-        &self.ledger
-    }
-
     /// Whether the engine is stopping (no handler call starts any more).
     #[cfg(test)]
     pub(crate) fn is_stopping(&self) -> bool {
