@@ -603,7 +603,7 @@ fn the_driver_core_replays_a_seed_exactly() {
 #[test]
 fn the_engine_keeps_every_invariant() {
     let cfg = SimConfig { handle_scenarios: super::cluster::HandleScenarios::Engine(None), ..SimConfig::default() };
-    run_seeds_on(&seeds(10_000), &cfg, &real_core);
+    run_seeds_on(&seeds(4_000), &cfg, &real_core);
 }
 
 /// The engine on a 4.1 cluster: no RENEW, no record_limit (a handler past the lock loses its
@@ -615,7 +615,7 @@ fn the_engine_keeps_every_invariant_without_renew() {
         handle_scenarios: super::cluster::HandleScenarios::Engine(None),
         ..SimConfig::default()
     };
-    run_seeds_on(&seeds(2_000), &cfg, &*core_with(super::core::CoreOptions { renew: false, ..Default::default() }));
+    run_seeds_on(&seeds(1_000), &cfg, &*core_with(super::core::CoreOptions { renew: false, ..Default::default() }));
 }
 
 /// The engine's checks fail on purpose when a fault is injected into its core's events.

@@ -112,6 +112,7 @@ pub(crate) struct EngineCore {
 impl EngineCore {
     /// `renew`: whether the cluster takes RENEW as far as known; `released_unseen`: the
     /// consumer's count of records it released unseen so far (not the engine's).
+    #[allow(clippy::too_many_arguments)] // each a different fact the shell knows at start
     pub(crate) fn new(
         limits: Limits,
         metrics: Arc<ProcessorMetrics>,

@@ -36,10 +36,9 @@ impl EngineCore {
                 f(timer, at);
             }
         };
-        match self.end {
-            // The calls' ends and the poll's are inputs; after them, the end needs no moment.
-            Some(_) => return,
-            None => {}
+        // Once ending, the calls' ends and the poll's are inputs: the end needs no moment.
+        if self.end.is_some() {
+            return;
         }
         arm(Timer::Ledger, self.ledger.next_deadline(now));
         arm(Timer::PollExpires, self.poll.filter(|p| !p.expiring).map(|p| p.expires));
