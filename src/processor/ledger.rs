@@ -1,8 +1,8 @@
 //! What the engine holds and what it decides, sans-IO: fed the driver's answers, the
 //! handlers' outcomes and `now`; it says which records to start, which acknowledgements to
 //! send (outcomes, RENEWs, RELEASEs of records that waited too long), how many records to
-//! ask for, and when it next wants to be woken. The async loop (`run.rs`) only carries
-//! these out.
+//! ask for, and when it next wants to be woken. The engine's core (`core/`) drives it and
+//! turns its decisions into events; the shell (`run.rs`) only carries these out.
 //!
 //! A record the engine holds is in one of four states:
 //! - **queued**: acquired, not started (FIFO; RELEASEd once it waited `max_unstarted`, and

@@ -290,7 +290,7 @@ impl Engine {
             Ok((id, (done, elapsed))) => {
                 let Some((unit, _)) = self.units.remove(&id) else { return };
                 let finished = match done {
-                    Done::Record(outcome) => Finished::Outcomes(vec![outcome]),
+                    Done::Record(outcome) => Finished::One(outcome),
                     Done::Batch(out, key, h) => {
                         let Handler::Batches(pool) = &mut self.handler else { return };
                         match out {

@@ -318,7 +318,7 @@ impl EngineApp {
                     self.owed.insert(*k, kind);
                 }
             }
-            Finished::Outcomes(vec![outcome])
+            Finished::One(outcome)
         };
         self.core.handle_finished(call.unit, finished, Duration::ZERO, now);
     }

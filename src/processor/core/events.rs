@@ -16,6 +16,8 @@ pub(crate) struct UnitId {
 /// How a handler call ended.
 #[derive(Debug)]
 pub(crate) enum Finished {
+    /// A per-record call answered (no allocation per record on the hot path).
+    One(Outcome),
     /// The handler answered: one outcome per record, in order (missing ones: RELEASE). A
     /// per-record call answers one.
     Outcomes(Vec<Outcome>),
@@ -55,16 +57,4 @@ pub(crate) enum Event {
     /// Close the consumer with these last acknowledgements (it releases everything else it
     /// holds), then `handle_closed`. The last event.
     Close(Vec<AckEntry>),
-}
-
-/// Every `Outcome` is one of these to the core: the match has no catch-all, so a new
-/// `Outcome` fails to compile here until the engine knows what it means.
-#[allow(dead_code)]
-fn every_outcome_is_known(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Accept => "accept",
-        Outcome::Release => "release",
-        Outcome::Reject => "reject",
-        Outcome::Retry => "retry",
-    }
 }

@@ -266,6 +266,7 @@ impl EngineCore {
     pub(crate) fn handle_finished(&mut self, unit: UnitId, finished: Finished, elapsed: Duration, now: Instant) {
         let Some(ids) = self.units.remove(unit) else { return };
         match finished {
+            Finished::One(outcome) => self.ledger.finished(&ids, std::slice::from_ref(&outcome), elapsed, now),
             Finished::Outcomes(outcomes) => self.ledger.finished(&ids, &outcomes, elapsed, now),
             Finished::Stopped(reason) => {
                 // Its records go back; in the retiring pool the other handlers go on.

@@ -128,7 +128,7 @@ fn no_record_waits_past_its_bound_while_a_slot_is_free() {
         // Every 7th step the oldest call ends.
         if step % 7 == 6 && !running.is_empty() {
             let unit = running.remove(0);
-            c.handle_finished(unit, Finished::Outcomes(vec![Outcome::Accept]), Duration::ZERO, now);
+            c.handle_finished(unit, Finished::One(Outcome::Accept), Duration::ZERO, now);
         }
         now += Duration::from_millis(50);
     }
@@ -163,7 +163,7 @@ fn shutdown_releases_every_unstarted_record_and_counts_it() {
     assert!(polls(&ev).iter().all(|p| p.0 == 0), "no more records asked for");
     assert_eq!(c.report().released_unstarted, 8);
     for (unit, _) in started {
-        c.handle_finished(unit, Finished::Outcomes(vec![Outcome::Accept]), Duration::ZERO, t0);
+        c.handle_finished(unit, Finished::One(Outcome::Accept), Duration::ZERO, t0);
     }
     c.drive(t0);
     let ev = events(&mut c);
@@ -196,7 +196,7 @@ fn a_retry_waits_out_the_crates_backoff_doubling() {
     let (mut unit, _) = starts(&events(&mut c))[0];
     let mut now = t0;
     for wait in [100u64, 200, 400] {
-        c.handle_finished(unit, Finished::Outcomes(vec![Outcome::Retry]), Duration::ZERO, now);
+        c.handle_finished(unit, Finished::One(Outcome::Retry), Duration::ZERO, now);
         c.drive(now);
         assert!(starts(&events(&mut c)).is_empty(), "not at once");
         let due = now + Duration::from_millis(wait);
@@ -255,13 +255,13 @@ fn a_call_that_ends_twice_is_counted_once() {
     c.handle_poll_answer(Ok(answer(0..2, t0)), t0);
     c.drive(t0);
     let (unit, _) = starts(&events(&mut c))[0];
-    c.handle_finished(unit, Finished::Outcomes(vec![Outcome::Accept]), Duration::ZERO, t0);
+    c.handle_finished(unit, Finished::One(Outcome::Accept), Duration::ZERO, t0);
     c.drive(t0);
     let (second, _) = starts(&events(&mut c))[0];
     // The first call's id again (its slot now holds the second call): ignored.
-    c.handle_finished(unit, Finished::Outcomes(vec![Outcome::Reject]), Duration::ZERO, t0);
+    c.handle_finished(unit, Finished::One(Outcome::Reject), Duration::ZERO, t0);
     assert_eq!(c.running_units(), 1, "the second call still runs");
-    c.handle_finished(second, Finished::Outcomes(vec![Outcome::Accept]), Duration::ZERO, t0);
+    c.handle_finished(second, Finished::One(Outcome::Accept), Duration::ZERO, t0);
     let r = c.report();
     assert_eq!((r.accepted, r.rejected), (2, 0));
 }
