@@ -31,7 +31,15 @@ impl Backoff {
 
     /// The un-jittered delay for the current attempt.
     fn base_delay(&self) -> Duration {
-        let factor = 2u32.saturating_pow(self.attempts.min(20));
+        self.delay_at(self.attempts)
+    }
+
+    /// The un-jittered delay before attempt `n` (0: the first retry), whatever the state:
+    /// for a loop that keeps its attempts elsewhere, as the processing engine keeps each
+    /// record's retries on the record (a `Backoff` per record would cost its size on every
+    /// record held). Never jittered, so a record's next try is known exactly.
+    pub(crate) fn delay_at(&self, n: u32) -> Duration {
+        let factor = 2u32.saturating_pow(n.min(20));
         self.initial.saturating_mul(factor).min(self.max)
     }
 

@@ -1,8 +1,8 @@
 //! What the engine holds and what it decides, sans-IO: fed the driver's answers, the
 //! handlers' outcomes and `now`; it says which records to start, which acknowledgements to
 //! send (outcomes, RENEWs, RELEASEs of records that waited too long), how many records to
-//! ask for, and when it next wants to be woken. The async loop (`run.rs`) only carries
-//! these out.
+//! ask for, and when it next wants to be woken. The engine's core (`core/`) drives it and
+//! turns its decisions into events; the shell (`run.rs`) only carries these out.
 //!
 //! A record the engine holds is in one of four states:
 //! - **queued**: acquired, not started (FIFO; RELEASEd once it waited `max_unstarted`, and
@@ -26,6 +26,7 @@ use super::deadline::later;
 use super::metrics::ProcessorMetrics;
 use super::whole_batches::{batch_key, WholeBatches};
 use super::{Delivery, HeldRecord, Outcome};
+use crate::backoff::Backoff;
 use crate::consumer::driver::{AckEntry, Delivered, PollAnswer};
 use crate::share::acks::AckKind;
 use crate::share::TopicIdPartition;
@@ -98,6 +99,8 @@ pub(crate) struct Unit {
 
 pub(crate) struct Ledger {
     limits: Limits,
+    /// The retry backoff (`limits.backoff` doubling up to `limits.backoff_max`).
+    backoff: Backoff,
     metrics: Arc<ProcessorMetrics>,
     entries: Vec<Option<Entry>>,
     free: Vec<usize>,
@@ -142,6 +145,7 @@ impl Ledger {
     pub(crate) fn new(limits: Limits, renew: bool, metrics: Arc<ProcessorMetrics>) -> Ledger {
         let limits_prefetch = limits.prefetch;
         Ledger {
+            backoff: Backoff::new(limits.backoff, limits.backoff_max),
             limits,
             metrics,
             entries: Vec::new(),
@@ -242,6 +246,10 @@ impl Ledger {
             };
             let id = self.insert(entry);
             self.queued.push_back(id);
+        }
+        if self.closing && !self.queued.is_empty() {
+            // Records of a poll answered after the stop began: nothing starts them.
+            return self.release_unstarted(now);
         }
         self.publish();
     }
@@ -356,6 +364,11 @@ impl Ledger {
 
     fn retry(&mut self, id: usize, batch: usize, now: Instant) {
         let (limits, renew) = (&self.limits, self.renew);
+        // The crate's one backoff, un-jittered (a record's retries are counted on it).
+        if self.closing {
+            // Stopping: nothing starts it again; it goes back to the group now.
+            return self.settle(id, AckKind::Release, now);
+        }
         let Some(e) = self.entries[id].as_mut() else { return };
         if batch <= 1 {
             e.retries = e.retries.saturating_add(1);
@@ -368,8 +381,8 @@ impl Ledger {
         e.split = (batch / 2).max(1);
         // A record that failed alone backs off exponentially; one split off a failed batch
         // tries again after the base backoff (its batch-mates are what is being ruled out).
-        let exp = if batch <= 1 { e.retries.saturating_sub(1).min(16) } else { 0 };
-        let wait = limits.backoff.saturating_mul(1 << exp).min(limits.backoff_max);
+        let exp = if batch <= 1 { e.retries.saturating_sub(1) } else { 0 };
+        let wait = self.backoff.delay_at(exp);
         let until = later(now, wait);
         // Without RENEW a record cannot be kept past its lock: give it back to the group
         // instead of trying after the broker took it away.
@@ -444,7 +457,7 @@ impl Ledger {
         }
         // Without RENEW a kept record cannot outlive its lock: back before it lapses.
         while let Some(&id) = self.kept.front() {
-            if self.renew || now < self.kept_until(id) {
+            if self.renew || now < self.kept_until(id, now) {
                 break;
             }
             self.kept.pop_front();
@@ -517,11 +530,12 @@ impl Ledger {
     }
 
     /// Without RENEW: when a kept record goes back (three quarters of its lock gone).
-    fn kept_until(&self, id: usize) -> Instant {
+    /// (`now` when its lock is unknown: it goes back at once.)
+    fn kept_until(&self, id: usize, now: Instant) -> Instant {
         self.entries[id]
             .as_ref()
             .and_then(|e| e.lock_deadline)
-            .map_or(Instant::now(), |d| d.checked_sub(self.lock / 4).unwrap_or(d))
+            .map_or(now, |d| d.checked_sub(self.lock / 4).unwrap_or(d))
     }
 
     /// The acknowledgements decided since the last call.
@@ -568,8 +582,11 @@ impl Ledger {
     /// Shutting down: the queued and waiting records go back to the group.
     pub(crate) fn release_unstarted(&mut self, now: Instant) {
         self.closing = true;
+        // Records waiting to be tried again reached a handler already: released, but not
+        // counted as unstarted (the simulation's count of the engine's releases found them
+        // in it).
+        let n = (self.queued.len() + self.kept.len()) as u64;
         let ids: Vec<usize> = self.queued.drain(..).chain(self.kept.drain(..)).chain(self.waiting.drain(..)).collect();
-        let n = ids.len() as u64;
         for id in ids {
             self.settle(id, AckKind::Release, now);
         }
@@ -580,19 +597,24 @@ impl Ledger {
 
     /// The next moment the ledger has something to decide: a retry due, a renewal due, the
     /// oldest queued record's bound.
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self, now: Instant) -> Option<Instant> {
         let bound = self.max_unstarted();
         let queued = self.queued.front().and_then(|&id| self.entries[id].as_ref()).map(|e| later(e.acquired, bound));
+        // A retry due while every slot is busy waits for a call's end (an input), not for a
+        // moment: as a deadline it would be past at once, and the shell would spin on it
+        // (the engine did, before the simulation ran it).
+        let slot_free = self.running_units < self.limits.slots;
         let retry = self
             .waiting
             .iter()
+            .filter(|_| slot_free)
             .filter_map(|&id| match self.entries[id].as_ref()?.state {
                 State::Waiting { until } => Some(until),
                 _ => None,
             })
             .min();
         let renew = if self.renew && !self.lock.is_zero() { self.next_renewal } else { None };
-        let kept = if self.renew { None } else { self.kept.front().map(|&id| self.kept_until(id)) };
+        let kept = if self.renew { None } else { self.kept.front().map(|&id| self.kept_until(id, now)) };
         [queued, retry, renew, kept, self.whole.next_deadline()].into_iter().flatten().min()
     }
 

@@ -103,7 +103,7 @@ fn records_not_started_in_time_go_back_at_once() {
     l.received(answer(0..3, t0), t0);
     let running = l.start(t0);
     assert_eq!(running.len(), 1);
-    assert_eq!(l.next_deadline(), Some(t0 + LOCK / 4), "the queued ones' bound");
+    assert_eq!(l.next_deadline(t0), Some(t0 + LOCK / 4), "the queued ones' bound");
     l.tick(t0 + LOCK / 4 - Duration::from_millis(1));
     assert!(l.take_acks().is_empty());
     l.tick(t0 + LOCK / 4);
@@ -126,7 +126,7 @@ fn a_record_that_went_back_once_is_kept_renewed_and_started_first() {
     l.tick(t0 + LOCK / 4);
     assert_eq!(kinds(&l.take_acks()), vec![(1, AckKind::Release)], "only the first delivery goes back");
     assert_eq!(l.held_records(), 2, "the running one and the kept one");
-    assert!(l.next_deadline().is_some_and(|d| d > t0 + LOCK / 4), "a kept record sets no past deadline");
+    assert!(l.next_deadline(t0).is_some_and(|d| d > t0 + LOCK / 4), "a kept record sets no past deadline");
     // Half its lock gone: renewed while it waits.
     l.tick(t0 + LOCK / 2);
     assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Renew), (10, AckKind::Renew)]);
@@ -147,7 +147,7 @@ fn without_renew_a_kept_record_goes_back_before_its_lock_lapses() {
     l.received(redelivered(10..11, 3, t0), t0);
     l.tick(t0 + LOCK / 4);
     assert!(l.take_acks().is_empty(), "kept past the bound");
-    assert_eq!(l.next_deadline(), Some(t0 + LOCK * 3 / 4), "until three quarters of its lock");
+    assert_eq!(l.next_deadline(t0), Some(t0 + LOCK * 3 / 4), "until three quarters of its lock");
     l.tick(t0 + LOCK * 3 / 4);
     assert_eq!(kinds(&l.take_acks()), vec![(10, AckKind::Release)]);
 }
@@ -161,7 +161,7 @@ fn a_long_handler_is_renewed_alone_and_its_deadline_moves() {
     l.finished(&units[1].ids, &[Outcome::Accept], Duration::ZERO, t0);
     l.take_acks();
     let half = t0 + LOCK / 2;
-    assert_eq!(l.next_deadline(), Some(half));
+    assert_eq!(l.next_deadline(t0), Some(half));
     l.tick(half - Duration::from_millis(1));
     assert!(l.take_acks().is_empty());
     l.tick(half);
@@ -174,7 +174,7 @@ fn a_long_handler_is_renewed_alone_and_its_deadline_moves() {
     l.received(PollAnswer { records: Vec::new(), renewed: vec![renewed] }, half);
     assert_eq!(units[0].deliveries[0].lock_deadline(), Some(renewed_until), "the handler sees it");
     l.tick(half + Duration::from_millis(1));
-    assert_eq!(l.next_deadline(), Some(renewed_until - LOCK / 2), "the next renewal");
+    assert_eq!(l.next_deadline(t0), Some(renewed_until - LOCK / 2), "the next renewal");
     l.finished(&units[0].ids, &[Outcome::Accept], LOCK, t0 + LOCK + Duration::from_secs(1));
     let acks = l.take_acks();
     assert_eq!(kinds(&acks), vec![(0, AckKind::Accept)]);
@@ -205,7 +205,7 @@ fn retry_later_backs_off_then_runs_again_then_gives_up() {
     l.finished(&u[0].ids, &[Outcome::Retry], Duration::ZERO, t0);
     assert!(l.take_acks().is_empty(), "kept here");
     assert!(l.start(t0).is_empty(), "not before its backoff");
-    assert_eq!(l.next_deadline(), Some(t0 + Duration::from_millis(100)));
+    assert_eq!(l.next_deadline(t0), Some(t0 + Duration::from_millis(100)));
     let t1 = t0 + Duration::from_millis(100);
     let u = l.start(t1);
     assert_eq!((u[0].deliveries[0].attempt(), u[0].deliveries[0].retries()), (2, 1));
@@ -238,7 +238,7 @@ fn a_failed_batch_is_split_until_the_failing_record_is_alone() {
         if l.held_records() == 0 || calls > 50 {
             break;
         }
-        now = l.next_deadline().unwrap_or(now).max(now);
+        now = l.next_deadline(now).unwrap_or(now).max(now);
     }
     let acks = kinds(&l.take_acks());
     let accepted: Vec<i64> = acks.iter().filter(|a| a.1 == AckKind::Accept).map(|a| a.0).collect();
@@ -337,7 +337,7 @@ fn accepts_leave_when_their_acquired_batch_is_whole_or_the_hold_is_over() {
     assert_eq!(units.len(), 2);
     l.finished(&units[1].ids, &[Outcome::Accept; 5], Duration::ZERO, t0);
     assert!(l.take_acks().is_empty(), "half the batch is done: held");
-    assert_eq!(l.next_deadline(), Some(t0 + super::super::whole_batches::HOLD));
+    assert_eq!(l.next_deadline(t0), Some(t0 + super::super::whole_batches::HOLD));
     l.finished(&units[0].ids, &[Outcome::Accept; 5], Duration::ZERO, t0);
     let mut acked: Vec<i64> = l.take_acks().iter().map(|a| a.offset).collect();
     acked.sort_unstable();
@@ -390,7 +390,7 @@ fn a_duration_max_bound_keeps_queued_records_and_does_not_overflow() {
     l.set_lock(Some(LOCK));
     l.received(answer(0..2, t0), t0);
     let _running = l.start(t0);
-    assert_eq!(l.next_deadline(), Some(t0 + LOCK / 2), "the running one's renewal: the bound is far away");
+    assert_eq!(l.next_deadline(t0), Some(t0 + LOCK / 2), "the running one's renewal: the bound is far away");
     l.tick(t0 + LOCK / 2);
     assert_eq!(l.take_acks().len(), 1, "the running record renewed, the queued one kept");
     assert_eq!(l.held_records(), 2);

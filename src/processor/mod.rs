@@ -86,9 +86,10 @@
 //! untouched: the engine drives the consumer's driver directly and the two are not mixed on
 //! one consumer (a `Processor` owns its consumer).
 
+pub(crate) mod core;
 mod dead_letter;
 mod deadline;
-mod ledger;
+pub(crate) mod ledger;
 pub(crate) mod metrics;
 mod pool;
 mod properties;

@@ -19,6 +19,7 @@ use crate::share::acks::AckKind;
 use rand::Rng;
 
 use super::cluster::record_value;
+use super::engine_app::EngineApp;
 use super::faults::{mix, AppApi, AppPlan, SplitMix};
 use super::handle_app::HandleUser;
 use super::invariants::Ledger;
@@ -87,6 +88,8 @@ pub(crate) struct App {
     pub notes: Vec<String>,
     /// The close answered Ok: everything it had to do is done.
     pub closed_ok: bool,
+    /// The processing engine (`AppApi::Engine`), if so: every call goes to it.
+    engine: Option<Box<EngineApp>>,
     /// Through the handle's bookkeeping (`AppApi::Handle`), if so.
     handle: Option<HandleUser>,
     /// When its processing fails (`HandlePlan::fail_at`; only the first consumers fail).
@@ -102,13 +105,20 @@ pub(crate) struct App {
 impl App {
     /// `calm_from`: when the faults end (the application stops stalling then too).
     pub(crate) fn new(client: ClientId, plan: AppPlan, seed: u64, now: Instant, calm_from: Instant) -> App {
+        let engine = match plan.api {
+            AppApi::Engine(e) => {
+                Some(Box::new(EngineApp::new(client, e, client < plan.consumers, seed, now, calm_from)))
+            }
+            _ => None,
+        };
         let (handle, fail_at) = match plan.api {
-            AppApi::Entries => (None, None),
+            AppApi::Entries | AppApi::Engine(_) => (None, None),
             AppApi::Handle(h) => {
                 (Some(HandleUser::new(h, client)), h.fail_at.filter(|_| client < plan.consumers).map(|d| now + d))
             }
         };
         App {
+            engine,
             handle,
             fail_at,
             replace: false,
@@ -138,6 +148,9 @@ impl App {
     /// The core replied to command `id`. A reply to a command it waits for no more (a poll
     /// it left for a close) is dropped, as the handle drops a receiver with its value.
     pub(crate) fn replied(&mut self, id: ReplyId, reply: Reply) {
+        if let Some(e) = self.engine.as_mut() {
+            return e.replied(id, reply);
+        }
         let waits = match &self.phase {
             Phase::Polling { id: w, .. } | Phase::Committing { id: w, .. } | Phase::Closing { id: w, .. } => *w == id,
             _ => false,
@@ -159,11 +172,17 @@ impl App {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
+        if let Some(e) = self.engine.as_ref() {
+            return e.is_closed();
+        }
         matches!(self.phase, Phase::Closed | Phase::Crashed)
     }
 
     /// When the application next acts on its own (a timer), if it waits for one.
     pub(crate) fn wakeup(&self) -> Option<Instant> {
+        if let Some(e) = self.engine.as_ref() {
+            return e.wake;
+        }
         match &self.phase {
             Phase::Idle(t) => Some(*t),
             Phase::Polling { until, .. } => Some(*until),
@@ -175,6 +194,9 @@ impl App {
 
     /// Where the application is, in a word (for reports).
     pub(crate) fn phase_name(&self) -> &'static str {
+        if let Some(e) = self.engine.as_ref() {
+            return e.phase_name();
+        }
         match self.phase {
             Phase::Idle(_) => "idle",
             Phase::Polling { .. } => "polling",
@@ -189,12 +211,30 @@ impl App {
     /// The application dies: its consumer is dropped without close. Through the handle, the
     /// drop releases what it held (`Drop for ShareConsumer`): the command for the core.
     pub(crate) fn crash(&mut self, now: Instant, ledger: &mut Ledger) -> Vec<Command> {
+        if let Some(e) = self.engine.as_mut() {
+            return e.crash(now);
+        }
         let mut out: Vec<Command> = self.leave_commit().into_iter().collect();
         self.phase = Phase::Crashed;
         if let Some(h) = self.handle.as_mut() {
             let acks = h.take_for_close(ledger);
             out.push(Command::Close { acks, deadline: now + Duration::from_secs(5), id: None });
         }
+        out
+    }
+
+    /// A call to the engine application; what it found and whether it is to be replaced
+    /// come back into this application's fields.
+    fn through_engine(
+        &mut self,
+        f: impl FnOnce(&mut EngineApp, &mut Ledger) -> Vec<Command>,
+        ledger: &mut Ledger,
+    ) -> Vec<Command> {
+        let Some(e) = self.engine.as_mut() else { return Vec::new() };
+        let out = f(e, ledger);
+        self.problems.append(&mut e.problems);
+        self.closed_ok |= e.closed_ok;
+        self.replace |= std::mem::take(&mut e.replace);
         out
     }
 
@@ -207,6 +247,9 @@ impl App {
     /// Starts closing with the acks it has (unacknowledged records are released: the
     /// handle's close does that).
     pub(crate) fn close(&mut self, now: Instant, ledger: &mut Ledger) -> Vec<Command> {
+        if self.engine.is_some() {
+            return self.through_engine(|e, l| e.close(now, l), ledger);
+        }
         if self.is_closed() || matches!(self.phase, Phase::Closing { .. }) {
             return Vec::new();
         }
@@ -234,6 +277,9 @@ impl App {
     /// Takes what the core answered, and does the next thing if its time has come. Returns
     /// the commands to hand the core.
     pub(crate) fn step(&mut self, now: Instant, ledger: &mut Ledger) -> Vec<Command> {
+        if self.engine.is_some() {
+            return self.through_engine(|e, l| e.step(now, l), ledger);
+        }
         let mut out = Vec::new();
         loop {
             let before = out.len();

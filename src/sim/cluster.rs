@@ -57,6 +57,9 @@ pub(crate) enum HandleScenarios {
     Some,
     /// Every application goes through the handle; more fail; half the seeds have gaps.
     All,
+    /// Every application is the processing engine (`engine_app.rs`), with this fault
+    /// injected into its core's events, if any.
+    Engine(Option<super::engine_app::Injected>),
 }
 
 impl Default for SimConfig {

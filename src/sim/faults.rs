@@ -111,6 +111,8 @@ pub(crate) enum AppApi {
     /// Through the handle's bookkeeping (`consumer::held::Held`), as `ShareConsumer` does:
     /// it holds `ConsumerRecord`s and acknowledges through them.
     Handle(HandlePlan),
+    /// The processing engine over the consumer (`engine_app.rs`).
+    Engine(super::engine_app::EnginePlan),
 }
 
 /// An application that goes through the handle's bookkeeping (LANDSCAPE bugs 6 and 9).
@@ -298,6 +300,11 @@ impl FaultPlan {
         let calm = self.seed.is_multiple_of(4);
         let horizon = self.horizon.as_millis() as u64;
         let mut rng = StdRng::seed_from_u64(mix(self.seed ^ 0x5eed_0006));
+        if let HandleScenarios::Engine(injected) = cfg.handle_scenarios {
+            let plan = super::engine_app::draw(self.seed, self.horizon, cfg.lock, cfg.v2, injected);
+            self.app.api = AppApi::Engine(plan);
+            return;
+        }
         let all = cfg.handle_scenarios == HandleScenarios::All;
         if cfg.handle_scenarios == HandleScenarios::Off {
             return;

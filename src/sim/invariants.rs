@@ -34,6 +34,9 @@ pub(crate) struct Ledger {
     ok_per_offset: BTreeMap<Key, u32>,
     /// Acks handed to the client, and completions it reported (any outcome), per offset.
     handed_per_offset: BTreeMap<Key, u32>,
+    /// The engine's RENEWs per offset: each may be reported, or not (its record's outcome
+    /// may replace it while it is queued; its own outcome comes with a poll's answer).
+    renews_per_offset: BTreeMap<Key, u32>,
     reported_per_offset: BTreeMap<Key, u32>,
     /// Deliveries served in a corrupted batch: the client REJECTs them on its own.
     corrupt: std::collections::BTreeSet<(ClientId, i32, i64, i16)>,
@@ -76,6 +79,14 @@ impl Ledger {
     pub(crate) fn app_acked(&mut self, client: ClientId, p: i32, o: i64, d: i16, kind: AckKind) {
         *self.handed_per_offset.entry((client, p, o)).or_default() += 1;
         self.app.entry((client, p, o, d)).or_default().push(kind);
+    }
+
+    /// The processing engine asked to RENEW delivery `d` of (p, o): a broker may apply it. Its
+    /// outcome comes back with a poll's answer (`PollAnswer::renewed`), which the engine
+    /// reads; not counted among the acks the commit callback must report.
+    pub(crate) fn renew_asked(&mut self, client: ClientId, p: i32, o: i64, d: i16) {
+        self.app.entry((client, p, o, d)).or_default().push(AckKind::Renew);
+        *self.renews_per_offset.entry((client, p, o)).or_default() += 1;
     }
 
     /// Delivery `d` of (p, o) went to `client` in a corrupted batch.
@@ -136,7 +147,8 @@ impl Ledger {
                 *n += 1;
                 *n
             };
-            let handed = self.handed_per_offset.get(&(client, p, o)).copied().unwrap_or(0);
+            let handed = self.handed_per_offset.get(&(client, p, o)).copied().unwrap_or(0)
+                + self.renews_per_offset.get(&(client, p, o)).copied().unwrap_or(0);
             if reported > handed && !self.clients_own_ack(client, p, o) {
                 self.violations.push(format!(
                     "client {client}: p{p} offset {o} reported to the callback {reported} times, but the application handed {handed} acks of it (the client's own release reported as the application's)"

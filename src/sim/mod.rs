@@ -16,6 +16,7 @@
 mod app;
 mod cluster;
 mod core;
+mod engine_app;
 mod faults;
 mod group;
 mod handle_app;
