@@ -260,6 +260,10 @@ def main():
     ap.add_argument("--run", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--chart")
+    # A run of a few clients kept beside the main table (e.g. the Rust peers' short run): its
+    # report becomes section NAME of --out (section.py), the rest of the file untouched, with
+    # scripts/bench/NAME-analysis.md (hand-written findings) when it exists.
+    ap.add_argument("--section")
     a = ap.parse_args()
     meta = json.load(open(os.path.join(a.run, "meta.json")))
     rows = read_jsonl(os.path.join(a.run, "results.jsonl"))
@@ -268,6 +272,8 @@ def main():
     out_abs = os.path.abspath(a.out)
     if a.chart:
         chart_path = a.chart
+    elif a.section:
+        chart_path = os.path.join(REPO, "benches", f"bench-peers-{a.section}.svg")
     elif out_abs == os.path.join(REPO, "BENCHMARKS.md"):
         chart_path = os.path.join(REPO, "benches", "bench-peers.svg")
     else:
@@ -399,6 +405,9 @@ def main():
             f"{'ok' if r.get('ok') else md_escape(r.get('error', ''))} |"
         )
     w("\n</details>\n")
+    if a.section:
+        write_section(a.section, md, out_abs, meta)
+        return 0
     analysis = os.path.join(HERE, "analysis.md")
     if not meta.get("smoke") and os.path.exists(analysis):
         w(open(analysis).read().rstrip() + "\n")
@@ -413,6 +422,25 @@ def main():
                 w(kept)
     os.makedirs(os.path.dirname(out_abs), exist_ok=True)
     open(out_abs, "w").write("\n".join(md).rstrip() + "\n")
+
+
+def write_section(name, md, out_abs, meta):
+    """The report as section NAME of out_abs: headings one level down, without the paragraph
+    about the other scripts' sections, and the hand-written NAME-analysis.md after it."""
+    body = []
+    for line in md:
+        if line.startswith("Three more scripts own sections"):
+            continue
+        if line.startswith("#"):
+            line = "#" + line
+        body.append(line)
+    body[0] = "## Share clients, a run of `--clients` %s (run `%s`)%s\n" % (
+        ",".join(meta.get("clients", [])) or "?", meta["run_id"],
+        " (smoke run)" if meta.get("smoke") else "")
+    analysis = os.path.join(HERE, f"{name}-analysis.md")
+    if not meta.get("smoke") and os.path.exists(analysis):
+        body.append(open(analysis).read().rstrip() + "\n")
+    section.write(out_abs, name, "\n".join(body))
 
 
 def md_escape(s):
