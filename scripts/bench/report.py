@@ -433,7 +433,7 @@ def write_section(name, md, out_abs, meta):
             continue
         if line.startswith("#"):
             line = "#" + line
-        body.append(line)
+        body.append(line.replace("`scripts/bench/analysis.md`", f"`scripts/bench/{name}-analysis.md`"))
     body[0] = "## Share clients, a run of `--clients` %s (run `%s`)%s\n" % (
         ",".join(meta.get("clients", [])) or "?", meta["run_id"],
         " (smoke run)" if meta.get("smoke") else "")
