@@ -12,6 +12,7 @@
 use std::time::{Duration, Instant};
 
 use krabka_client_consumer::{ShareAckMode, ShareAckType, ShareConsumer};
+use krabka_units::convert::TimeExt as _;
 use krabka_units::Time;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
