@@ -28,7 +28,10 @@ use kafka_share::ShareConsumerConfig;
 
 #[path = "support/args.rs"]
 mod args;
+#[path = "support/work.rs"]
+mod work;
 use args::{Args, BoxError};
+use work::Work;
 
 #[tokio::main]
 async fn main() {
@@ -51,6 +54,8 @@ async fn run() -> Result<(), BoxError> {
     let slow = Duration::from_millis(a.num("slow-ms", 500)?);
     let timeout = Duration::from_secs(a.num("timeout-s", 600)?);
     let prefetch: usize = a.num("prefetch", 0)?;
+    // The handler of every Rust side (support/work.rs): examples/ceiling_bench.rs runs it too.
+    let handler_work = Work { work, slow_every, slow };
 
     let config = ShareConsumerConfig::new(a.req("bootstrap")?, a.req("group")?).client_id("processor-bench");
     let mut pc = ProcessorConfig::new().concurrency(concurrency);
@@ -69,11 +74,10 @@ async fn run() -> Result<(), BoxError> {
         async move {
             f.get_or_init(|| start.elapsed());
             let record = delivery.record();
-            let is_slow = slow_every > 0 && (record.offset + 1) % slow_every == 0;
             if record.delivery_count > 1 && delivery.attempt() == 1 {
                 r.fetch_add(1, Ordering::Relaxed);
             }
-            tokio::time::sleep(if is_slow { slow } else { work }).await;
+            handler_work.handle(record.offset).await;
             d.fetch_add(1, Ordering::Relaxed);
             Outcome::Accept
         }

@@ -6,6 +6,7 @@
     process.py line < ROW                                the row as one human line
     process.py report RUN_DIR OUT                        writes the bench-process section of OUT
     process.py check RESULTS                             exit 1 if a side that ran failed
+    process.py half-rate RESULTS                         half the ceiling's median records/s (0: none)
 
 A run's log holds the program's line `RESULT {json}`; these fields are required (FIELDS):
 records, seconds, records_per_sec, first_record_s, p50_ms, p99_ms; others (max_ms, polls,
@@ -22,7 +23,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import section  # noqa: E402
 
 FIELDS = ("records", "seconds", "records_per_sec", "first_record_s", "p50_ms", "p99_ms")
-SIDES = ("ours", "barrier", "java")
+SIDES = ("ceiling", "ours", "barrier", "java")
+# The fixed-rate runs at half the ceiling's rate (scripts/bench-process --half-load-seconds).
+HALF_SIDES = ("ceiling-half", "ours-half")
 
 
 def last_lines(text, n=4):
@@ -120,6 +123,7 @@ def report(run_dir, out):
     m["mean_sleep"] = mean_sleep
     m["slow_rule"] = ("the record at offset *o* with (*o* + 1) %% %d = 0 sleeps %d ms instead" % (se, sm)) if se > 0 else "no record is slow"
     names = {
+        "ceiling": "ceiling: the same handlers on records from memory, no Kafka (examples/ceiling_bench.rs)",
         "ours": "**kafka-share processor engine** (`kafka_share::processor`)",
         "barrier": "kafka-share `ShareConsumer`, batch barrier (examples/barrier_bench.rs)",
         "java": "Java `KafkaShareConsumer` %s + %d-thread pool (peers/java ProcessBench)" % (m["java_clients"], c),
@@ -139,6 +143,10 @@ def report(run_dir, out):
         "same on every side: a record's handler sleeps %(work_ms)d ms, except that %(slow_rule)s. The processor engine processes "
         "%(records)d records; the two peers, which wait at every poll for the batch's slowest record, %(peer_records)d (compare "
         "records/s, not seconds)." % m), ""]
+    md.append("- **ceiling**: `examples/ceiling_bench.rs`: the engine's handler (`examples/support/work.rs`, the same "
+              "sleeps on the same tokio timer) with %d slots, on the topic's records fed from memory as fast as a slot "
+              "frees: no fetch, no acknowledgement. What the handlers allow on this machine in this run; its "
+              "acquisition is the moment a slot takes the record." % c)
     md.append("- **processor engine**: `examples/processor_bench.rs` on `kafka_share::processor` (command: `%s`)." % esc(m["process_cmd"]))
     md.append("- **batch barrier**: the pattern of `examples/concurrent_workers.rs`: poll, one tokio task per record (a semaphore "
               "lets %d run), each acknowledges its record, wait for the whole batch, poll again." % c)
@@ -160,7 +168,7 @@ def report(run_dir, out):
     md.append("| side | records | records/s (steady) | first record (s) | acquisition -> outcome p50 (ms) | p99 (ms) | CPU (s) "
               "| CPU ms / 1k records | peak RSS (MiB) | largest poll | result |")
     md.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
-    by = {s: [r for r in rows if r["side"] == s] for s in SIDES}
+    by = {s: [r for r in rows if r["side"] == s] for s in SIDES + HALF_SIDES}
     for s in SIDES:
         rs = by[s]
         if not rs:
@@ -182,9 +190,11 @@ def report(run_dir, out):
         return None if x is None or not y else x / y
     rate = res("records_per_sec")
     rss = lambda r: r.get("rss_kb")  # noqa: E731
-    md += ["", "| ours / barrier (records/s) | ours / Java (records/s) | Java peak RSS / ours |", "|--:|--:|--:|",
-           "| %s | %s | %s |" % (fmt(ratio("ours", "barrier", rate), "{:.2f}x"), fmt(ratio("ours", "java", rate), "{:.2f}x"),
-                                 fmt(ratio("java", "ours", rss), "{:.1f}x"))]
+    md += ["", "| ours / ceiling (records/s) | ours / barrier (records/s) | ours / Java (records/s) | Java peak RSS / ours |",
+           "|--:|--:|--:|--:|",
+           "| %s | %s | %s | %s |" % (fmt(ratio("ours", "ceiling", rate), "{:.2f}x"), fmt(ratio("ours", "barrier", rate), "{:.2f}x"),
+                                      fmt(ratio("ours", "java", rate), "{:.2f}x"), fmt(ratio("java", "ours", rss), "{:.1f}x"))]
+    md += half_load(m, by, names)
     md += ["", "<details><summary>Every run</summary>", "",
            "| side | round | records | seconds | records/s | first (s) | p50 (ms) | p99 (ms) | max (ms) | polls | largest poll | CPU (s) | RSS (MiB) | load | result |",
            "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
@@ -200,6 +210,47 @@ def report(run_dir, out):
     section.write(out, "bench-process", "\n".join(md))
 
 
+def half_load(m, by, names):
+    """The half-load table: p50/p99 acquisition -> outcome at a fixed rate, beside the handler's own time."""
+    if not m.get("half_seconds"):
+        return []
+    out = ["", "### At half the ceiling's rate", ""]
+    if not m.get("half_rate"):
+        return out + ["Not run: it needs the sides ceiling and ours, the ceiling with a rate (`--half-load-seconds %d`)." % m["half_seconds"]]
+    out.append(
+        "Then both again at a fixed rate: %s records/s, half the ceiling's median above, for %d s (%s records). The engine reads a "
+        "fresh topic that our producer (`linger.ms=0`) fills at that rate while it consumes (it joined on the empty topic 5 s "
+        "before); the ceiling's records become available at that rate. **handler's own time**: the handler alone (the engine's "
+        "`handler-time` histogram; the ceiling's exact figure). The engine's percentiles come from its histograms (bucket upper "
+        "edges, powers of two microseconds: 1.02, 2.05, 4.1, 8.2 ms...), the ceiling's are exact." % (
+            fmt(m["half_rate"]), m["half_seconds"], fmt(m["half_rate"] * m["half_seconds"])))
+    out += ["", "| side | records/s (steady) | acquisition -> outcome p50 (ms) | p99 (ms) | handler's own time p50 (ms) | p50 minus handler (ms) | result |",
+            "|---|--:|--:|--:|--:|--:|---|"]
+    for s, base in (("ceiling-half", "ceiling"), ("ours-half", "ours")):
+        rs = by.get(s, [])
+        if not rs:
+            continue
+        ok = [r for r in rs if r["status"] == "ok"]
+        if not ok:
+            out.append("| %s | | | | | | %s |" % (names[base], esc("; ".join(r.get("error", "?") for r in rs))[:400]))
+            continue
+        p50, h50, rate = med(rs, res("p50_ms")), med(rs, res("handler_p50_ms")), med(rs, res("records_per_sec"))
+        # A side that fell behind the rate measured a backlog, not half load: say so (0.8: a last slow
+        # record ends a short run up to --slow-ms after the last record came).
+        kept = "ok" if rate is not None and rate >= 0.8 * m["half_rate"] else "behind the rate (%s of %s records/s): a backlog, not half load" % (
+            fmt(rate), fmt(m["half_rate"]))
+        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            names[base], fmt(med(rs, res("records_per_sec"))), fmt(p50, "{:.1f}"), fmt(med(rs, res("p99_ms")), "{:.1f}"),
+            fmt(h50, "{:.1f}"), fmt(None if p50 is None or h50 is None or h50 < 0 else p50 - h50, "{:.1f}"), kept))
+    return out
+
+
+def half_rate(results):
+    rows = [json.loads(l) for l in open(results) if l.strip()]
+    r = med([x for x in rows if x["side"] == "ceiling"], res("records_per_sec"))
+    return int(r / 2) if r and r >= 2 else 0
+
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "run" and len(argv) == 9:
@@ -208,6 +259,8 @@ def main(argv):
         print(json.dumps(row(argv[2], argv[3], argv[4], error=argv[5], status="skipped" if cmd == "skip" else "failed")))
     elif cmd == "line":
         print(line(json.loads(sys.stdin.read())))
+    elif cmd == "half-rate" and len(argv) == 3:
+        print(half_rate(argv[2]))
     elif cmd == "report" and len(argv) == 4:
         report(argv[2], argv[3])
     elif cmd == "check" and len(argv) == 3:

@@ -39,6 +39,11 @@ CLIENTS = {
     "classic": ("Java ConsumerPerformance, classic group (ceiling)", "offsets, no acks", "classic"),
     "krafka-implicit": ("krafka", "implicit", "other"),
     "krafka-explicit": ("krafka", "explicit, per-record ACCEPT", "other"),
+    "krabka-implicit": ("krabka-client-consumer", "implicit", "other"),
+    "krabka-explicit": ("krabka-client-consumer", "explicit, per-record ACCEPT", "other"),
+    "kafkit-explicit": ("kafkit-client", "explicit, per-record ACCEPT", "other"),
+    "crabka-implicit": ("crabka-client-consumer 0.3", "implicit", "other"),
+    "crabka-explicit": ("crabka-client-consumer 0.3", "explicit, per-record ACCEPT", "other"),
     "franz-implicit": ("franz-go", "implicit", "other"),
     "franz-explicit": ("franz-go", "explicit, per-record ACCEPT", "other"),
     "python-implicit": ("confluent-kafka-python", "implicit", "other"),
@@ -97,12 +102,14 @@ def versions(meta):
     v["rustc"] = sh("rustc --version")
     v["Java (clients and tools run on)"] = sh("java -version 2>&1 | head -n 1")
     v["Java kafka-clients / tools"] = meta.get("kafka", "?") + " (same as the broker)"
-    lock = os.path.join(REPO, "peers/rust-krafka/Cargo.lock")
-    kv = "?"
-    if os.path.exists(lock):
-        m = re.search(r'name = "krafka"\nversion = "([^"]+)"', open(lock).read())
-        kv = m.group(1) if m else "?"
-    v["krafka (crates.io)"] = kv
+    for crate, folder in (("krafka", "rust-krafka"), ("krabka-client-consumer", "rust-krabka"),
+                          ("kafkit-client", "rust-kafkit")):
+        lock = os.path.join(REPO, "peers", folder, "Cargo.lock")
+        kv = "?"
+        if os.path.exists(lock):
+            m = re.search(r'name = "' + re.escape(crate) + r'"\nversion = "([^"]+)"', open(lock).read())
+            kv = m.group(1) if m else "?"
+        v[f"{crate} (crates.io)"] = kv
     gomod = os.path.join(REPO, "peers/go/go.mod")
     m = re.search(r"github.com/twmb/franz-go v(\S+)", open(gomod).read()) if os.path.exists(gomod) else None
     v["franz-go (Go module proxy)"] = (m.group(1) if m else "?") + f", {sh('go version')}"
@@ -218,8 +225,9 @@ def targets(s, lat):
 
     check(ge(ours_i, ji, 1.5), f"implicit ≥ 1.5× Java ShareConsumerPerformance ({ratio(ours_i, ji)})")
     check(ge(ours_e, je, 1.5), f"explicit ≥ 1.5× Java KafkaShareConsumer explicit ({ratio(ours_e, je)})")
-    others_i = [rate(c) for c in ("krafka-implicit", "franz-implicit", "python-implicit") if rate(c)]
-    others_e = [rate(c) for c in ("krafka-explicit", "franz-explicit", "python-explicit") if rate(c)]
+    others_i = [rate(c) for c in ("krafka-implicit", "krabka-implicit", "franz-implicit", "python-implicit") if rate(c)]
+    others_e = [rate(c) for c in ("krafka-explicit", "krabka-explicit", "kafkit-explicit", "franz-explicit",
+                                  "python-explicit") if rate(c)]
     check(ge(ours_i, max(others_i)) if others_i else None,
           f"implicit ≥ best other client ({fmt(ours_i)} vs {fmt(max(others_i) if others_i else None)} records/s)")
     check(ge(ours_e, max(others_e)) if others_e else None,
@@ -252,6 +260,10 @@ def main():
     ap.add_argument("--run", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--chart")
+    # A run of a few clients kept beside the main table (e.g. the Rust peers' short run): its
+    # report becomes section NAME of --out (section.py), the rest of the file untouched, with
+    # scripts/bench/NAME-analysis.md (hand-written findings) when it exists.
+    ap.add_argument("--section")
     a = ap.parse_args()
     meta = json.load(open(os.path.join(a.run, "meta.json")))
     rows = read_jsonl(os.path.join(a.run, "results.jsonl"))
@@ -260,6 +272,8 @@ def main():
     out_abs = os.path.abspath(a.out)
     if a.chart:
         chart_path = a.chart
+    elif a.section:
+        chart_path = os.path.join(REPO, "benches", f"bench-peers-{a.section}.svg")
     elif out_abs == os.path.join(REPO, "BENCHMARKS.md"):
         chart_path = os.path.join(REPO, "benches", "bench-peers.svg")
     else:
@@ -391,6 +405,9 @@ def main():
             f"{'ok' if r.get('ok') else md_escape(r.get('error', ''))} |"
         )
     w("\n</details>\n")
+    if a.section:
+        write_section(a.section, md, out_abs, meta)
+        return 0
     analysis = os.path.join(HERE, "analysis.md")
     if not meta.get("smoke") and os.path.exists(analysis):
         w(open(analysis).read().rstrip() + "\n")
@@ -405,6 +422,25 @@ def main():
                 w(kept)
     os.makedirs(os.path.dirname(out_abs), exist_ok=True)
     open(out_abs, "w").write("\n".join(md).rstrip() + "\n")
+
+
+def write_section(name, md, out_abs, meta):
+    """The report as section NAME of out_abs: headings one level down, without the paragraph
+    about the other scripts' sections, and the hand-written NAME-analysis.md after it."""
+    body = []
+    for line in md:
+        if line.startswith("Three more scripts own sections"):
+            continue
+        if line.startswith("#"):
+            line = "#" + line
+        body.append(line.replace("`scripts/bench/analysis.md`", f"`scripts/bench/{name}-analysis.md`"))
+    body[0] = "## Share clients, a run of `--clients` %s (run `%s`)%s\n" % (
+        ",".join(meta.get("clients", [])) or "?", meta["run_id"],
+        " (smoke run)" if meta.get("smoke") else "")
+    analysis = os.path.join(HERE, f"{name}-analysis.md")
+    if not meta.get("smoke") and os.path.exists(analysis):
+        body.append(open(analysis).read().rstrip() + "\n")
+    section.write(out_abs, name, "\n".join(body))
 
 
 def md_escape(s):

@@ -11,7 +11,8 @@ these sections (SECTIONS).
 import os
 
 # The sections other scripts own in the file bench-peers writes.
-SECTIONS = ("bench-sink", "bench-process", "bench-peers-steady", "join", "latency-rates", "bench-grid", "bench-scale", "brokers")
+SECTIONS = ("bench-sink", "bench-process", "bench-peers-steady", "rust-peers", "join", "latency-rates", "bench-grid",
+            "bench-scale", "brokers")
 
 
 def markers(name):
