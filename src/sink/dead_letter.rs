@@ -16,7 +16,7 @@ use super::task::SinkRecord;
 /// Connect's error-context header prefix.
 pub const ERROR_HEADER_PREFIX: &str = "__connect.errors.";
 
-/// Where a failure happened, in Connect's `Stage` names.
+/// Where a failure happened, in Connect's `Stage` names (the ones before `put`: `pipeline.rs`).
 pub(crate) const STAGE_TASK_PUT: &str = "TASK_PUT";
 
 /// A connector's dead-letter writer (one producer, shared by its tasks).
@@ -34,7 +34,7 @@ impl DeadLetter {
     }
 
     /// The copy of `record` that goes to the dead-letter topic.
-    pub(crate) fn copy_of(&self, record: &SinkRecord, task_id: usize, reason: &str) -> ProducerRecord {
+    pub(crate) fn copy_of(&self, record: &SinkRecord, task_id: usize, reason: &str, stage: &str) -> ProducerRecord {
         let mut out = ProducerRecord {
             topic: self.topic.clone(),
             partition: None,
@@ -54,7 +54,7 @@ impl DeadLetter {
                 ("offset", record.offset.to_string()),
                 ("connector.name", self.connector.clone()),
                 ("task.id", task_id.to_string()),
-                ("stage", STAGE_TASK_PUT.to_string()),
+                ("stage", stage.to_string()),
                 ("class.name", self.class.clone()),
                 ("exception.class.name", "kafka_share::sink::SinkError".to_string()),
                 ("exception.message", reason.to_string()),
@@ -71,8 +71,8 @@ impl DeadLetter {
 
     /// Writes the copy and waits for the broker to have it (the original is ACCEPTed only
     /// after this returns `Ok`, so a crash in between redelivers instead of losing it).
-    pub(crate) async fn send(&self, record: &SinkRecord, task_id: usize, reason: &str) -> Result<()> {
-        self.producer.send_and_wait(self.copy_of(record, task_id, reason)).await.map(|_| ())
+    pub(crate) async fn send(&self, record: &SinkRecord, task_id: usize, reason: &str, stage: &str) -> Result<()> {
+        self.producer.send_and_wait(self.copy_of(record, task_id, reason, stage)).await.map(|_| ())
     }
 
     pub(crate) async fn close(&self) {

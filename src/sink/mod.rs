@@ -94,6 +94,8 @@ mod batch_handler;
 mod builtins;
 mod config;
 mod connector;
+mod converter;
+mod data;
 mod dead_letter;
 mod decide;
 pub mod file;
@@ -101,6 +103,7 @@ pub mod file;
 pub mod http;
 pub mod kafka;
 mod metrics;
+mod pipeline;
 #[cfg(feature = "sink-postgres")]
 pub mod postgres;
 #[cfg(feature = "sink-postgres")]
@@ -110,10 +113,17 @@ mod registry;
 mod task;
 mod task_pool;
 mod task_runner;
+mod transform;
+mod transforms;
 mod worker;
 
 pub use builtins::CONNECT_FILE_SINK_CLASS;
 pub use config::{ConnectorConfig, DeadLetterMode, ErrorTolerance, SinkAckMode, WorkerConfig};
+pub use converter::{
+    ByteArrayConverter, Converter, ConverterConfig, JsonConverter, StringConverter, CONNECT_BYTE_ARRAY_CONVERTER,
+    CONNECT_JSON_CONVERTER, CONNECT_STRING_CONVERTER,
+};
+pub use data::{ConnectRecord, Data};
 pub use dead_letter::ERROR_HEADER_PREFIX;
 pub use file::FileSink;
 #[cfg(feature = "sink-http")]
@@ -125,4 +135,5 @@ pub use postgres::PostgresSink;
 pub use prometheus::{render as render_prometheus, MetricsSource, PrometheusServer, SinkCollector, PROMETHEUS_PREFIX};
 pub use registry::Registry;
 pub use task::{RecordFailure, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig};
+pub use transform::{Predicate, TransformSettings, Transformation};
 pub use worker::{Connector, Worker};
