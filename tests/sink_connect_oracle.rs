@@ -57,7 +57,13 @@ fn enveloped_json() -> Vec<Rec> {
     (0..N)
         .map(|i| match i {
             333 => (Some("{not json".to_string()), vec![]),
-            _ => (Some(json!({"schema": envelope_schema(), "payload": {"id": i, "name": format!("name-{i}"), "n": i}}).to_string()), vec![]),
+            _ => (
+                Some(
+                    json!({"schema": envelope_schema(), "payload": {"id": i, "name": format!("name-{i}"), "n": i}})
+                        .to_string(),
+                ),
+                vec![],
+            ),
         })
         .collect()
 }
@@ -257,7 +263,12 @@ async fn wait_for_lines(path: &Path, n: usize, deadline: Duration, log: &str) ->
         if got.len() >= n {
             return got;
         }
-        assert!(tokio::time::Instant::now() < end, "timed out: {} of {n} lines in {}; {log}", got.len(), path.display());
+        assert!(
+            tokio::time::Instant::now() < end,
+            "timed out: {} of {n} lines in {}; {log}",
+            got.len(),
+            path.display()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -266,7 +277,9 @@ async fn wait_for_lines(path: &Path, n: usize, deadline: Duration, log: &str) ->
 async fn read_topic(topic: &str, n: usize) -> Vec<kafka_share::ConsumerRecord> {
     let admin = common::admin().await;
     let group = common::new_group(&admin, "g-oracle-read", None).await;
-    let c = kafka_share::ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group)).await.unwrap();
+    let c = kafka_share::ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .unwrap();
     c.subscribe([topic.to_string()]).unwrap();
     let got = common::poll_until(&c, n, Duration::from_secs(60), |_| {}).await;
     c.close(Duration::from_secs(10)).await.unwrap();
@@ -357,6 +370,17 @@ fn sorted(mut v: Vec<Shape>) -> Vec<Shape> {
     v
 }
 
+/// What record 5 of a case becomes.
+fn sample(p: &Prepared) -> Shape {
+    match p.case.name {
+        "plain" => shape_of_json(
+            &json!({"ident": 5, "name": "", "n": "5", "nested_x": 5, "nested_y": "why", "origin": "ks", "o": 5}),
+        ),
+        "envelope" => shape_of_json(&json!({"id": "5", "name": "name-5", "p": 0})),
+        _ => shape_of_json(&json!({"line": "line-5", "t": format!("routed-{}", p.topic)})),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ours_through_converters_and_transforms() {
     let prepared = prepare().await;
@@ -365,11 +389,7 @@ async fn ours_through_converters_and_transforms() {
         let got = wait_for_lines(&p.file_ours, p.case.lines, Duration::from_secs(120), "ours").await;
         assert_eq!(got.len(), p.case.lines, "{}: {got:?}", p.case.name);
         let shapes: Vec<Shape> = got.iter().map(|l| shape_of_ours(l)).collect();
-        let want = match p.case.name {
-            "plain" => shape_of_json(&json!({"ident": 5, "name": "", "n": "5", "nested_x": 5, "nested_y": "why", "origin": "ks", "o": 5})),
-            "envelope" => shape_of_json(&json!({"id": "5", "name": "name-5", "p": 0})),
-            _ => shape_of_json(&json!({"line": "line-5", "t": format!("routed-{}", p.topic)})),
-        };
+        let want = sample(p);
         assert!(shapes.contains(&want), "{}: {want:?} not in {:?}", p.case.name, &shapes[..3]);
         if p.case.dead > 0 {
             let dead = read_topic(&p.dlq_ours, p.case.dead).await;
@@ -397,7 +417,9 @@ fn connect_classpath() -> String {
             .args(["-f", "peers/java-connect/pom.xml", "package", "dependency:build-classpath"])
             .current_dir(root)
             .output()
-            .expect("mvn (Connect is the oracle: install Maven, or build peers/java-connect as scripts/bench-sink does)");
+            .expect(
+                "mvn (Connect is the oracle: install Maven, or build peers/java-connect as scripts/bench-sink does)",
+            );
         assert!(out.status.success(), "mvn failed: {}", String::from_utf8_lossy(&out.stdout));
     }
     let cp = std::fs::read_to_string(dir.join("classpath.txt")).expect("classpath.txt");
@@ -474,7 +496,12 @@ async fn connect_agrees_on_converters_transforms_and_dead_letters() {
         let ours = wait_for_lines(&p.file_ours, p.case.lines, Duration::from_secs(120), "ours").await;
         let theirs = wait_for_lines(&p.file_connect, p.case.lines, Duration::from_secs(180), &log_tail()).await;
         assert_eq!(ours.len(), theirs.len(), "{}: as many lines", p.case.name);
-        let (ours_s, theirs_s) = (sorted(ours.iter().map(|l| shape_of_ours(l)).collect()), sorted(theirs.iter().map(|l| shape_of_java(l)).collect()));
+        let (ours_s, theirs_s) = (
+            sorted(ours.iter().map(|l| shape_of_ours(l)).collect()),
+            sorted(theirs.iter().map(|l| shape_of_java(l)).collect()),
+        );
+        eprintln!("{}: ours {:?}, Connect {:?}", p.case.name, ours.get(5), theirs.get(5));
+        assert!(theirs_s.contains(&sample(p)), "{}: Connect has no {:?}", p.case.name, sample(p));
         if ours_s != theirs_s {
             let first = ours_s.iter().zip(&theirs_s).position(|(a, b)| a != b);
             panic!(
@@ -487,7 +514,8 @@ async fn connect_agrees_on_converters_transforms_and_dead_letters() {
             );
         }
         if p.case.dead > 0 {
-            let (mine, connects) = (read_topic(&p.dlq_ours, p.case.dead).await, read_topic(&p.dlq_connect, p.case.dead).await);
+            let (mine, connects) =
+                (read_topic(&p.dlq_ours, p.case.dead).await, read_topic(&p.dlq_connect, p.case.dead).await);
             assert_eq!(mine.len(), connects.len(), "{}: as many dead letters", p.case.name);
             for (a, b) in mine.iter().zip(&connects) {
                 assert_eq!(a.value, b.value, "{}: the same record dead-lettered", p.case.name);
