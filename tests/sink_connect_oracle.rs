@@ -97,7 +97,7 @@ fn cases() -> Vec<Case> {
             settings: vec![
                 ("value.converter", "org.apache.kafka.connect.json.JsonConverter"),
                 ("value.converter.schemas.enable", "false"),
-                ("transforms", "tomb,insert,replace,mask,cast,flat"),
+                ("transforms", "tomb,insert,replace,mask,cast,flat,ts"),
                 ("transforms.tomb.type", "org.apache.kafka.connect.transforms.Filter"),
                 ("transforms.tomb.predicate", "isTomb"),
                 ("transforms.insert.type", "org.apache.kafka.connect.transforms.InsertField$Value"),
@@ -113,6 +113,10 @@ fn cases() -> Vec<Case> {
                 ("transforms.cast.spec", "n:string"),
                 ("transforms.flat.type", "org.apache.kafka.connect.transforms.Flatten$Value"),
                 ("transforms.flat.delimiter", "_"),
+                ("transforms.ts.type", "org.apache.kafka.connect.transforms.TimestampConverter$Value"),
+                ("transforms.ts.field", "o"),
+                ("transforms.ts.target.type", "string"),
+                ("transforms.ts.format", "yyyy-MM-dd'T'HH:mm:ss.SSS"),
                 ("predicates", "isTomb"),
                 ("predicates.isTomb.type", "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone"),
             ],
@@ -418,7 +422,7 @@ fn like(got: &Shape, want: &Shape) -> bool {
 fn sample(p: &Prepared) -> Shape {
     match p.case.name {
         "plain" => shape_of_json(
-            &json!({"ident": 5, "name": "", "n": "5", "nested_x": 5, "nested_y": "why", "origin": "ks", "o": 5}),
+            &json!({"ident": 5, "name": "", "n": "5", "nested_x": 5, "nested_y": "why", "origin": "ks", "o": "1970-01-01T00:00:00.005"}),
         ),
         "envelope" => shape_of_json(&json!({"id": "5", "name": "name-5", "p": 0})),
         "extract" => {

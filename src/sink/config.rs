@@ -618,4 +618,26 @@ mod tests {
         assert_eq!(w.producer_properties().get("linger.ms"), Some("3"));
         assert!(WorkerConfig::from_properties(&Properties::new()).is_err());
     }
+
+    #[test]
+    fn the_workers_converters_are_the_connectors_defaults() {
+        let p = Properties::from_pairs([
+            ("bootstrap.servers", "h:1"),
+            ("key.converter", "string"),
+            ("value.converter", "json"),
+            ("value.converter.schemas.enable", "false"),
+            ("key.converterx", "not a converter key"),
+        ]);
+        let w = WorkerConfig::from_properties(&p).unwrap();
+        let mut own = TaskConfig::new();
+        w.default_converters(&mut own);
+        assert_eq!(own.get("key.converter").map(String::as_str), Some("string"));
+        assert_eq!(own.get("value.converter.schemas.enable").map(String::as_str), Some("false"));
+        assert!(!own.contains_key("key.converterx"));
+        // A connector's own converter keeps its own settings, none of the worker's.
+        let mut own: TaskConfig = [("value.converter".to_string(), "json".to_string())].into_iter().collect();
+        w.default_converters(&mut own);
+        assert!(!own.contains_key("value.converter.schemas.enable"), "{own:?}");
+        assert_eq!(own.get("key.converter").map(String::as_str), Some("string"));
+    }
 }

@@ -84,6 +84,19 @@
 //!   [`PrometheusServer`] serves them as Prometheus (OpenMetrics) text, and a
 //!   [`SinkCollector`] puts them in an application's own `prometheus-client` registry.
 //!
+//! # Converters and transforms
+//! As in Connect: `key.converter` / `value.converter` ([`StringConverter`],
+//! [`ByteArrayConverter`], [`JsonConverter`] with `schemas.enable`) and the transform chain
+//! (`transforms`, `predicates`; InsertField, ReplaceField, MaskField, ValueToKey,
+//! ExtractField, HoistField, Flatten, Cast, TimestampConverter, TimestampRouter, RegexRouter, Filter,
+//! DropHeaders, InsertHeader, HeaderFrom; TopicNameMatches, HasHeaderKey, RecordIsTombstone)
+//! run on each record before `put`, under Connect's class names. The sink gets the result as
+//! bytes (a string as its text, other [`Data`] as JSON); a record a transform dropped is
+//! ACCEPTed; one that fails here takes the dead-letter path with the stage `KEY_CONVERTER`,
+//! `VALUE_CONVERTER` or `TRANSFORMATION`. Your own plug in through
+//! [`Registry::register_converter`], [`Registry::register_transform`] and
+//! [`Registry::register_predicate`].
+//!
 //! # Delivery semantics
 //! At least once: a record is ACCEPTed only after the sink took it, so a crash between `put`
 //! and the acknowledgement delivers it again. `share.delivery.semantics=exactly-once` is

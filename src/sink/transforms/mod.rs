@@ -3,10 +3,12 @@
 //! without the package.
 
 mod cast;
+mod date_format;
 mod fields;
 mod headers;
 mod predicates;
 mod routing;
+mod timestamp;
 
 use std::sync::Arc;
 
@@ -38,6 +40,8 @@ const TRANSFORMS: &[(&str, Make)] = &[
     ("Flatten$Value", |s| boxed(fields::Flatten::new(Side::Value, s))),
     ("Cast$Key", |s| boxed(cast::Cast::new(Side::Key, s))),
     ("Cast$Value", |s| boxed(cast::Cast::new(Side::Value, s))),
+    ("TimestampConverter$Key", |s| boxed(timestamp::TimestampConverter::new(Side::Key, s))),
+    ("TimestampConverter$Value", |s| boxed(timestamp::TimestampConverter::new(Side::Value, s))),
     ("RegexRouter", |s| boxed(routing::RegexRouter::new(s))),
     ("TimestampRouter", |s| boxed(routing::TimestampRouter::new(s))),
     ("Filter", |_| boxed(Ok(routing::Filter))),
