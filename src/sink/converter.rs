@@ -31,6 +31,7 @@ pub trait Converter: Send + Sync + 'static {
 /// A converter's own settings (the keys under `key.converter.` or `value.converter.`, prefix
 /// removed), and whether it converts keys.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ConverterConfig {
     /// The settings, prefix removed.
     pub settings: BTreeMap<String, String>,
@@ -71,12 +72,18 @@ impl Converter for StringConverter {
 
 /// JsonConverter, with or without Connect's schema envelope.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct JsonConverter {
     /// `schemas.enable` (default true, as Connect).
     pub schemas_enable: bool,
 }
 
 impl JsonConverter {
+    /// A JSON converter, with or without the schema envelope.
+    pub fn new(schemas_enable: bool) -> JsonConverter {
+        JsonConverter { schemas_enable }
+    }
+
     /// From its settings: `schemas.enable` (`true`/`false`).
     pub fn from_config(config: &ConverterConfig) -> Result<JsonConverter, String> {
         let schemas_enable = match config.settings.get("schemas.enable").map(|s| s.trim().to_ascii_lowercase()) {

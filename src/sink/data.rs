@@ -16,6 +16,7 @@ use crate::protocol::records::Header;
 
 /// A key or value after its converter. `None` beside it (in [`ConnectRecord`]) is null.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Data {
     /// Bytes as they came (ByteArrayConverter): transforms that need fields refuse them.
     Bytes(Bytes),
@@ -75,7 +76,10 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
 
 /// A record between the converters and the sink, as Connect's `ConnectRecord`: what a
 /// [`Transformation`](super::Transformation) and a [`Predicate`](super::Predicate) get.
+/// `#[non_exhaustive]` so that a value schema can join later: build one with
+/// [`ConnectRecord::new`] (e.g. to test a transform).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ConnectRecord {
     /// The topic (RegexRouter and TimestampRouter change it: the sink sees the new name).
     pub topic: String,
@@ -94,6 +98,19 @@ pub struct ConnectRecord {
 }
 
 impl ConnectRecord {
+    /// A record of `topic`-`partition`@`offset` with no timestamp, key, value or headers.
+    pub fn new(topic: impl Into<String>, partition: i32, offset: i64) -> ConnectRecord {
+        ConnectRecord {
+            topic: topic.into(),
+            partition,
+            offset,
+            timestamp: -1,
+            key: None,
+            value: None,
+            headers: Vec::new(),
+        }
+    }
+
     /// The value of the last header named `key` (`Some(None)`: present with a null value).
     pub fn header(&self, key: &str) -> Option<Option<&Bytes>> {
         self.headers.iter().rev().find(|h| h.key.as_ref() == key.as_bytes()).map(|h| h.value.as_ref())

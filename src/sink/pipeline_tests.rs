@@ -156,3 +156,91 @@ async fn put_through_folds_the_pipelines_failures_into_the_sinks_answer() {
     let (result, stages) = put_through(None, &mut sink, &batch, &m).await;
     assert!(matches!(result, Err(SinkError::Retriable { .. })) && stages.is_empty());
 }
+
+/// The pipeline's own cost, for the report (not a check): JsonConverter and two transforms
+/// (InsertField, ReplaceField, the issue's benchmark chain) over 200,000 records of ~100 bytes.
+/// `cargo test --release --lib --features sink pipeline_cost -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement, run by hand in release mode"]
+fn pipeline_cost() {
+    let p = pipeline(&[
+        ("value.converter", "json"),
+        ("value.converter.schemas.enable", "false"),
+        ("transforms", "insert,replace"),
+        ("transforms.insert.type", "InsertField$Value"),
+        ("transforms.insert.topic.field", "topic"),
+        ("transforms.replace.type", "ReplaceField$Value"),
+        ("transforms.replace.exclude", "pad"),
+    ])
+    .unwrap()
+    .unwrap();
+    let records: Vec<SinkRecord> = (0..200_000)
+        .map(|i| {
+            record(Some(&format!(
+                r#"{{"id":{i},"name":"name-{i}","amount":{i}.5,"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}}"#
+            )))
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let mut bytes = 0;
+    for r in &records {
+        if let Passed::Record(r) = p.run(r) {
+            bytes += r.value.map_or(0, |v| v.len());
+        }
+    }
+    let s = started.elapsed().as_secs_f64();
+    println!(
+        "pipeline: {} records in {s:.3} s = {:.0} records/s ({bytes} bytes out)",
+        records.len(),
+        records.len() as f64 / s
+    );
+}
+
+/// An upper-casing converter and a transform that tags, registered by a user.
+#[test]
+fn user_written_converters_transforms_and_predicates_plug_in_by_name() {
+    use crate::sink::{ConnectRecord, Converter, Data, Predicate, Transformation};
+    struct Upper;
+    impl Converter for Upper {
+        fn to_data(&self, _: &str, b: Option<&bytes::Bytes>) -> std::result::Result<Option<Data>, String> {
+            Ok(b.map(|b| Data::Json(serde_json::Value::String(String::from_utf8_lossy(b).to_uppercase()))))
+        }
+    }
+    struct Tag(String);
+    impl Transformation for Tag {
+        fn apply(&self, mut r: ConnectRecord) -> std::result::Result<Option<ConnectRecord>, String> {
+            if let Some(Data::Json(serde_json::Value::String(s))) = &mut r.value {
+                s.push_str(&self.0);
+            }
+            Ok(Some(r))
+        }
+    }
+    struct Never;
+    impl Predicate for Never {
+        fn test(&self, _: &ConnectRecord) -> bool {
+            false
+        }
+    }
+    let mut registry = Registry::with_builtins();
+    registry
+        .register_converter("upper", |_: &super::ConverterConfig| Ok(Box::new(Upper) as Box<dyn Converter>))
+        .register_transform("tag", |s: &TransformSettings| {
+            Ok(Box::new(Tag(s.get("suffix").cloned().unwrap_or_default())) as Box<dyn Transformation>)
+        })
+        .register_predicate("never", |_: &TransformSettings| Ok(Box::new(Never) as Box<dyn Predicate>));
+    let config: TaskConfig = [
+        ("value.converter", "upper"),
+        ("transforms", "t,skipped"),
+        ("transforms.t.type", "tag"),
+        ("transforms.t.suffix", "!"),
+        ("transforms.skipped.type", "Filter"),
+        ("transforms.skipped.predicate", "n"),
+        ("predicates", "n"),
+        ("predicates.n.type", "never"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let p = Pipeline::from_config(&config, &registry).unwrap().unwrap();
+    assert_eq!(value_of(&p, Some("hi")), Some("HI!".to_string()));
+}
