@@ -7,7 +7,9 @@
 //!
 //! A handler sleeps 5 ms (one job in 20 takes 2 s: it holds only its own slot), fails once
 //! and asks to be retried later for one job in ten (`Outcome::Retry`: it stays here, its
-//! delivery count unchanged), and REJECTs the poison jobs. Ends with a graceful shutdown.
+//! delivery count unchanged), and sends the poison jobs to the dead-letter topic
+//! `<topic>.dlq` (`Outcome::DeadLetter`: copied with the error headers, then ACCEPTed). Ends
+//! with a graceful shutdown.
 //!
 //! Bootstrap: argv[1], else env `KAFKA_BOOTSTRAP`, else 127.0.0.1:19092. Topic: argv[2], else
 //! `kafka-share-demo`. Produces `DEMO_RECORDS` (default 100) jobs and processes until each is
@@ -19,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kafka_share::admin::Admin;
-use kafka_share::processor::{Delivery, Outcome, Processor, ProcessorConfig, PROCESSOR};
+use kafka_share::processor::{DeadLetter, Delivery, Outcome, Processor, ProcessorConfig, PROCESSOR};
 use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
 use kafka_share::ShareConsumerConfig;
 
@@ -49,9 +51,9 @@ async fn run() -> Result<(), BoxError> {
     let group = format!("processor-example-{}", std::process::id());
     setup(&bootstrap, &topic, &group, n).await?;
 
-    let processor =
-        Processor::connect(ShareConsumerConfig::new(&bootstrap, &group), ProcessorConfig::new().concurrency(16))
-            .await?;
+    let dlq = format!("{topic}.dlq");
+    let config = ProcessorConfig::new().concurrency(16).dead_letter(DeadLetter::topic(&dlq));
+    let processor = Processor::connect(ShareConsumerConfig::new(&bootstrap, &group), config).await?;
     processor.consumer().subscribe([topic.clone()])?;
     // Outcomes by job, and the delivery counts seen (a retried job keeps its count).
     let outcomes: Arc<Mutex<BTreeMap<String, Outcome>>> = Arc::default();
@@ -67,7 +69,7 @@ async fn run() -> Result<(), BoxError> {
             }
             tokio::time::sleep(Duration::from_millis(if i % 20 == 7 { 2000 } else { 5 })).await;
             let outcome = if i % 25 == 24 {
-                Outcome::Reject // poison
+                d.dead_letter(format!("{job} is poison")) // copied to the DLQ, then ACCEPTed
             } else if i % 10 == 3 && d.attempt() == 1 {
                 Outcome::Retry // a passing failure: tried again here, later
             } else {
@@ -94,6 +96,7 @@ async fn run() -> Result<(), BoxError> {
     println!("outcomes: {by_outcome:?}");
     println!("records by delivery count: {:?}", counts.lock().unwrap());
     let m = |name: &str| metrics.get(PROCESSOR, name).unwrap_or(0.0);
+    println!("dead-lettered {} to {dlq}", m("records-dead-lettered-total"));
     println!(
         "retried {}, handler time p50 {:.1} ms, p99 {:.1} ms; {report:?}",
         m("records-retried-total"),
@@ -111,6 +114,7 @@ async fn run() -> Result<(), BoxError> {
 async fn setup(bootstrap: &str, topic: &str, group: &str, n: usize) -> Result<(), BoxError> {
     let admin = Admin::connect_to(bootstrap).await?;
     admin.create_topic(topic, 3).await?;
+    admin.create_topic(&format!("{topic}.dlq"), 1).await?;
     admin.set_share_auto_offset_reset(group, "earliest").await?;
     let producer = Producer::connect(ProducerConfig::new(bootstrap)).await?;
     let mut deliveries = Vec::with_capacity(n);

@@ -27,6 +27,8 @@ pub struct ErrorCode(pub(crate) i16);
 impl ErrorCode {
     // Every code the crate acts on, by its Kafka name, in code order.
 
+    /// UNKNOWN_SERVER_ERROR (-1): the broker failed in a way it cannot say more about.
+    pub const UNKNOWN_SERVER_ERROR: ErrorCode = ErrorCode(-1);
     /// UNKNOWN_TOPIC_OR_PARTITION (3).
     pub const UNKNOWN_TOPIC_OR_PARTITION: ErrorCode = ErrorCode(3);
     /// LEADER_NOT_AVAILABLE (5): the partition has no leader at the moment (an election).
@@ -829,6 +831,7 @@ mod tests {
 
     /// Every named code with its Kafka name.
     const NAMED: &[(ErrorCode, &str)] = &[
+        (ErrorCode::UNKNOWN_SERVER_ERROR, "UNKNOWN_SERVER_ERROR"),
         (ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, "UNKNOWN_TOPIC_OR_PARTITION"),
         (ErrorCode::LEADER_NOT_AVAILABLE, "LEADER_NOT_AVAILABLE"),
         (ErrorCode::NOT_LEADER_OR_FOLLOWER, "NOT_LEADER_OR_FOLLOWER"),

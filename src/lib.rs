@@ -32,7 +32,8 @@
 //! OIDC tokens the `oidc` feature, the OS trust store `tls-native-roots`. The `test-util`
 //! feature adds `test_util`, a fake cluster to test consumer code without a broker;
 //! `prometheus` the metrics in a Prometheus registry; `otel` trace propagation through
-//! record headers (`trace`: W3C `traceparent`, each record's span a child of its producer's).
+//! record headers (`trace`: W3C `traceparent`, each record's span a child of its producer's);
+//! `json` the decode step's `decode::JsonDecoder` for serde types.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
@@ -57,8 +58,13 @@ macro_rules! internal_modules {
 
 mod acquire_mode;
 pub mod admin;
+// The runtime a blocking client owns, and the checks that keep tokio's panics out of reach.
+mod blocking_runtime;
 pub mod config;
 pub mod consumer;
+// The dead-letter copy and its error headers, shared by the engine and the sink runtime.
+mod dead_letter;
+pub mod decode;
 pub mod error;
 pub mod processor;
 pub mod producer;

@@ -9,14 +9,19 @@
 //! metrics. The `metrics` facade would need every update sent through its macros (or a
 //! task copying snapshots into gauges on a timer, whose values lag).
 //!
-//! Names follow the Prometheus JMX exporter's rendering of Java's: `kafka_<group>_<name>`
-//! with `-` as `_`, e.g. `kafka_consumer_share_fetch_manager_metrics_records_consumed_total`,
-//! labelled `client_id`. A name ending in `-total` is a counter, every other one a gauge.
+//! Names follow the Prometheus JMX exporter's rendering of Java's, `kafka_<group>_<name>`
+//! with `-` as `_`, labelled `client_id`, and Prometheus' naming of units: every series is in
+//! a base unit that its name ends with and its HELP says (a table in `units.rs` declares the
+//! unit of every metric). A Java `-total` is a counter (`_total`), every other one a gauge;
+//! Java's latencies in milliseconds are exported in seconds, e.g.
+//! `kafka_consumer_share_fetch_manager_metrics_fetch_latency_avg_seconds` for Java's
+//! `fetch-latency-avg`; sizes in bytes (`kafka_producer_metrics_batch_size_avg_bytes`), the
+//! compression rate as `_ratio`; rates (`-rate`) are per second and counts unitless, under
+//! Java's names. [`MetricsSnapshot::get`] still reads Java's units (milliseconds).
 //! A snapshot's latency histograms ([`MetricsSnapshot::histograms`]) are Prometheus
-//! histograms in seconds, named the Prometheus way: `kafka_<group>_<name>_seconds` with its
-//! `_bucket{le=..}` (128 µs .. 67 s, powers of two), `_sum` and `_count`, e.g.
-//! `kafka_consumer_share_fetch_manager_metrics_fetch_latency_seconds_bucket`. The Java-named
-//! `-avg` / `-max` gauges stay beside them.
+//! histograms in seconds, `kafka_<group>_<name>_seconds` with its `_bucket{le=..}`
+//! (128 µs .. 67 s, powers of two), `_sum` and `_count`, e.g.
+//! `kafka_consumer_share_fetch_manager_metrics_fetch_latency_seconds_bucket`.
 //!
 //! The same collector renders a producer's [`Producer::metrics`](crate::Producer::metrics)
 //! (group `producer-metrics`: `kafka_producer_metrics_record_send_total`, ...).
@@ -63,7 +68,6 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 pub use prometheus_client::registry::Registry;
-use prometheus_client::registry::Unit;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, ToSocketAddrs};
 
@@ -74,6 +78,9 @@ pub use prometheus_client as client;
 
 use crate::error::{Error, Result};
 use crate::metrics::{HistogramSnapshot, MetricsSnapshot};
+
+pub mod blocking;
+pub(crate) mod units;
 
 /// Renders a snapshot source (a consumer's `metrics()`, a processor's `Running::metrics()`, a
 /// producer's `metrics()`) into the registry it is registered with, at each scrape.
@@ -95,39 +102,27 @@ impl SnapshotCollector {
     }
 }
 
-/// `kafka_<group>_<name>` with every character Prometheus refuses turned into `_`; the
-/// `-total` of a counter left out (the encoder writes `_total`).
-fn prometheus_name(group: &str, name: &str) -> (String, bool) {
-    let (base, counter) = match name.strip_suffix("-total") {
-        Some(b) => (b, true),
-        None => (name, false),
-    };
-    let raw = format!("kafka_{group}_{base}");
-    let clean = raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
-    (clean, counter)
-}
-
 impl Collector for SnapshotCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::result::Result<(), std::fmt::Error> {
         let snapshot = (self.source)();
         let labels = [("client_id", self.client_id.as_str())];
         for (group, name, value) in snapshot.iter() {
-            let (prom, counter) = prometheus_name(group, name);
-            let help = format!("{group} {name}");
-            if counter {
+            let series = units::series(&format!("kafka_{group}_"), group, name);
+            let (value, unit) = (series.value(value), series.unit.as_ref());
+            if series.counter {
                 let metric = ConstCounter::new(value.max(0.0));
-                let mut family = encoder.encode_descriptor(&prom, &help, None, metric.metric_type())?;
+                let mut family = encoder.encode_descriptor(&series.name, &series.help, unit, metric.metric_type())?;
                 metric.encode(family.encode_family(&labels)?)?;
             } else {
                 let metric = ConstGauge::new(value);
-                let mut family = encoder.encode_descriptor(&prom, &help, None, metric.metric_type())?;
+                let mut family = encoder.encode_descriptor(&series.name, &series.help, unit, metric.metric_type())?;
                 metric.encode(family.encode_family(&labels)?)?;
             }
         }
         for (group, name, histogram) in snapshot.histograms() {
-            let (prom, _) = prometheus_name(group, name);
-            let help = format!("{group} {name}, in seconds");
-            let mut family = encoder.encode_descriptor(&prom, &help, Some(&Unit::Seconds), MetricType::Histogram)?;
+            let series = units::histogram_series(&format!("kafka_{group}_"), group, name);
+            let mut family =
+                encoder.encode_descriptor(&series.name, &series.help, series.unit.as_ref(), MetricType::Histogram)?;
             let (sum, count, buckets) = prometheus_buckets(histogram);
             family.encode_family(&labels)?.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
         }
@@ -295,8 +290,8 @@ mod tests {
         assert_eq!(buckets[20], format!("{name}_bucket{{le=\"+Inf\",client_id=\"w\"}} 4"));
         assert!(lines.contains(&format!("{name}_count{{client_id=\"w\"}} 4").as_str()), "{text}");
         assert!(lines.contains(&format!("{name}_sum{{client_id=\"w\"}} 90.0061").as_str()), "{text}");
-        // The Java-named gauge is still there, under its own name.
-        assert!(text.contains("fetch_latency_avg{client_id=\"w\"} 1.5"), "{text}");
+        // The Java-named gauge is still there, in seconds.
+        assert!(text.contains("fetch_latency_avg_seconds{client_id=\"w\"} 0.0015"), "{text}");
     }
 
     #[test]
@@ -311,8 +306,16 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains("# TYPE kafka_consumer_share_fetch_manager_metrics_fetch_latency_avg gauge"), "{text}");
-        assert!(text.contains("fetch_latency_avg{client_id=\"worker \\\"1\\\"\"} 1.5"), "{text}");
+        let avg = "kafka_consumer_share_fetch_manager_metrics_fetch_latency_avg_seconds";
+        assert!(text.contains(&format!("# TYPE {avg} gauge\n")), "{text}");
+        assert!(text.contains(&format!("# UNIT {avg} seconds\n")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "# HELP {avg} consumer-share-fetch-manager-metrics fetch-latency-avg, in seconds (the client keeps milliseconds)\n"
+            )),
+            "{text}"
+        );
+        assert!(text.contains(&format!("{avg}{{client_id=\"worker \\\"1\\\"\"}} 0.0015")), "{text}");
     }
 
     #[test]
@@ -328,7 +331,7 @@ mod tests {
         registry.register_collector(Box::new(SnapshotCollector::new("p", producer)));
         let text = render(&registry);
         assert!(text.contains("kafka_producer_metrics_record_send_total{client_id=\"p\"} 7"), "{text}");
-        assert!(text.contains("kafka_producer_metrics_request_latency_avg{client_id=\"p\"} 2.5"), "{text}");
+        assert!(text.contains("kafka_producer_metrics_request_latency_avg_seconds{client_id=\"p\"} 0.0025"), "{text}");
         // An empty histogram still has its buckets, all zero.
         let name = "kafka_producer_metrics_request_latency_seconds";
         assert!(text.contains(&format!("{name}_count{{client_id=\"p\"}} 0")), "{text}");

@@ -2,6 +2,7 @@
 //! entries. Kept in its own test binary: today the `kafka-protocol` decoder pre-allocates by
 //! that claimed length and the allocation failure aborts the whole process.
 
+#[path = "offline/fake_broker/mod.rs"]
 mod fake_broker;
 
 use std::time::Duration;

@@ -12,7 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::offsets::TopicPartition;
 use super::Admin;
 use crate::cluster::TrafficClass;
-use crate::error::{Context, Error, ErrorCode, Result};
+use crate::error::{Context, Error, Result};
 
 impl Admin {
     /// Deletes every record below the given offset in each partition: the log start offset
@@ -52,64 +52,24 @@ impl Admin {
                 return Err(Error::InvalidArgument(format!("{tp} is named twice; give one offset per partition")));
             }
         }
-        let mut done: BTreeMap<TopicPartition, Result<i64>> = BTreeMap::new();
-        let mut todo: Vec<(TopicPartition, i64)> = before.to_vec();
-        let mut backoff = self.cluster.config().backoff();
-        while !todo.is_empty() {
-            let topics: Vec<String> =
-                todo.iter().map(|(tp, _)| tp.topic.clone()).collect::<BTreeSet<_>>().into_iter().collect();
-            self.cluster.refresh_metadata(&topics).await?;
-            let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, i64)>> = BTreeMap::new();
-            let mut retry: Vec<((TopicPartition, i64), Error)> = Vec::new();
-            for (tp, offset) in todo.drain(..) {
-                match self.cluster.with_metadata(|m| m.leader(&tp.topic, tp.partition)) {
-                    Some(l) => by_leader.entry(l).or_default().push((tp, offset)),
-                    None => {
-                        let e = Error::Broker {
-                            context: Context::api("DeleteRecords").partition(&tp.topic, tp.partition),
-                            code: ErrorCode::LEADER_NOT_AVAILABLE,
-                            message: Some("the cluster metadata names no leader".into()),
-                        };
-                        retry.push(((tp, offset), e));
-                    }
-                }
-            }
-            for (leader, parts) in by_leader {
+        let mut done = self
+            .to_leaders("DeleteRecords", before, |leader, parts| async move {
                 let conn = self.cluster.broker(leader, TrafficClass::Control).await?;
                 let resp = self.cluster.send(&conn, &request(&parts), (0, 2)).await?;
-                for (tp, offset) in parts {
-                    let p = resp
-                        .topics
-                        .iter()
-                        .filter(|t| t.name.0.as_str() == tp.topic)
-                        .flat_map(|t| t.partitions.iter())
-                        .find(|p| p.partition_index == tp.partition);
-                    let Some(p) = p else {
-                        return Err(Error::IncompleteResponse { api: "DeleteRecords", missing: tp.to_string() });
-                    };
-                    let ctx = Context::api("DeleteRecords").broker(leader).partition(&tp.topic, tp.partition);
-                    match Error::from_code(p.error_code, None, ctx) {
-                        None => {
-                            done.insert(tp, Ok(p.low_watermark));
-                        }
-                        Some(e) if e.is_retriable() => retry.push(((tp, offset), e)),
-                        Some(e) => {
-                            done.insert(tp, Err(e));
-                        }
-                    }
-                }
-            }
-            if retry.is_empty() {
-                break;
-            }
-            if backoff.attempts() >= 10 {
-                // Still failing after ten tries: each partition keeps the error it last had.
-                done.extend(retry.into_iter().map(|((tp, _), e)| (tp, Err(e))));
-                break;
-            }
-            tokio::time::sleep(backoff.next_delay()).await;
-            todo = retry.into_iter().map(|(part, _)| part).collect();
-        }
+                let answers = resp.topics.iter().flat_map(|t| {
+                    t.partitions.iter().map(move |p| {
+                        let tp = TopicPartition::new(t.name.0.as_str(), p.partition_index);
+                        let ctx = Context::api("DeleteRecords").broker(leader).partition(&tp.topic, tp.partition);
+                        let answer = match Error::from_code(p.error_code, None, ctx) {
+                            None => Ok(p.low_watermark),
+                            Some(e) => Err(e),
+                        };
+                        (tp, answer)
+                    })
+                });
+                Ok(answers.collect())
+            })
+            .await?;
         Ok(before
             .iter()
             .map(|(tp, _)| {

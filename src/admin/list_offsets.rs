@@ -2,7 +2,7 @@
 //! the first offset at a timestamp, or the record with the largest timestamp, as Java's
 //! `Admin.listOffsets` with its `OffsetSpec`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
@@ -11,7 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::offsets::TopicPartition;
 use super::Admin;
 use crate::cluster::TrafficClass;
-use crate::error::{Context, Error, ErrorCode, Result};
+use crate::error::{Context, Error, Result};
 
 /// Which offset [`Admin::list_offsets`] asks each partition for (Java's `OffsetSpec`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,73 +96,32 @@ impl Admin {
                 )));
             }
         }
-        let mut out = BTreeMap::new();
-        let mut todo: Vec<TopicPartition> = tps.to_vec();
-        let mut backoff = self.cluster.config().backoff();
-        loop {
-            let topics: Vec<String> =
-                todo.iter().map(|tp| tp.topic.clone()).collect::<BTreeSet<_>>().into_iter().collect();
-            self.cluster.refresh_metadata(&topics).await?;
-            let mut by_leader: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
-            let mut retry = Vec::new();
-            let mut last_error = None;
-            for tp in todo.drain(..) {
-                match self.cluster.with_metadata(|m| m.leader(&tp.topic, tp.partition)) {
-                    Some(l) => by_leader.entry(l).or_default().push(tp),
-                    None => {
-                        last_error = Some(Error::Broker {
-                            context: Context::api("ListOffsets").partition(&tp.topic, tp.partition),
-                            code: ErrorCode::LEADER_NOT_AVAILABLE,
-                            message: Some("the cluster metadata names no leader".into()),
-                        });
-                        retry.push(tp)
-                    }
-                }
-            }
-            for (leader, parts) in by_leader {
-                let req = request(&parts, spec);
+        let parts: Vec<(TopicPartition, ())> = tps.iter().map(|tp| (tp.clone(), ())).collect();
+        let answers = self
+            .to_leaders("ListOffsets", &parts, |leader, parts| async move {
                 let conn = self.cluster.broker(leader, TrafficClass::Control).await?;
-                let resp = self.cluster.send(&conn, &req, (spec.min_version(), 10)).await?;
-                for tp in parts {
-                    let p = resp
-                        .topics
-                        .iter()
-                        .filter(|t| t.name.0.as_str() == tp.topic)
-                        .flat_map(|t| t.partitions.iter())
-                        .find(|p| p.partition_index == tp.partition);
-                    let Some(p) = p else {
-                        return Err(Error::IncompleteResponse { api: "ListOffsets", missing: tp.to_string() });
-                    };
-                    let ctx = || Context::api("ListOffsets").broker(leader).partition(&tp.topic, tp.partition);
-                    match Error::from_code(p.error_code, None, ctx()) {
-                        None => {
+                let resp = self.cluster.send(&conn, &request(&parts, spec), (spec.min_version(), 10)).await?;
+                let answers = resp.topics.iter().flat_map(|t| {
+                    t.partitions.iter().map(move |p| {
+                        let tp = TopicPartition::new(t.name.0.as_str(), p.partition_index);
+                        let ctx = Context::api("ListOffsets").broker(leader).partition(&tp.topic, tp.partition);
+                        let answer = match Error::from_code(p.error_code, None, ctx) {
                             // -1 is the protocol's "none" for each field.
-                            let listed = ListedOffset {
+                            None => Ok(ListedOffset {
                                 offset: (p.offset >= 0).then_some(p.offset),
                                 timestamp: (p.timestamp >= 0).then_some(p.timestamp),
                                 leader_epoch: (p.leader_epoch >= 0).then_some(p.leader_epoch),
-                            };
-                            out.insert(tp, listed);
-                        }
-                        Some(e) if e.is_retriable() => {
-                            last_error = Some(e);
-                            retry.push(tp);
-                        }
-                        Some(e) => return Err(e),
-                    }
-                }
-            }
-            if retry.is_empty() {
-                return Ok(out);
-            }
-            if backoff.attempts() >= 10 {
-                // Still failing after ten tries: the last partition's error says why.
-                return Err(last_error
-                    .unwrap_or(Error::IncompleteResponse { api: "ListOffsets", missing: retry[0].to_string() }));
-            }
-            tokio::time::sleep(backoff.next_delay()).await;
-            todo = retry;
-        }
+                            }),
+                            Some(e) => Err(e),
+                        };
+                        (tp, answer)
+                    })
+                });
+                Ok(answers.collect())
+            })
+            .await?;
+        // One partition's failure fails the call: its error says which.
+        answers.into_iter().map(|(tp, answer)| Ok((tp, answer?))).collect()
     }
 
     /// [`list_offsets`](Self::list_offsets) as bare offsets, `-1` where there is none (the
@@ -182,9 +141,9 @@ impl Admin {
 }
 
 /// One leader's ListOffsets request for its partitions.
-fn request(parts: &[TopicPartition], spec: OffsetSpec) -> ListOffsetsRequest {
+fn request(parts: &[(TopicPartition, ())], spec: OffsetSpec) -> ListOffsetsRequest {
     let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
-    for tp in parts {
+    for (tp, ()) in parts {
         topics.entry(&tp.topic).or_default().push(
             ListOffsetsPartition::default()
                 .with_partition_index(tp.partition)
@@ -210,7 +169,8 @@ mod tests {
 
     #[test]
     fn each_spec_is_sent_as_the_protocols_sentinel_at_a_version_that_knows_it() {
-        let tps = [TopicPartition::new("t", 0), TopicPartition::new("t", 1), TopicPartition::new("u", 0)];
+        let tps =
+            [(TopicPartition::new("t", 0), ()), (TopicPartition::new("t", 1), ()), (TopicPartition::new("u", 0), ())];
         for (spec, wire, min) in [
             (OffsetSpec::Earliest, -2, 1),
             (OffsetSpec::Latest, -1, 1),

@@ -6,6 +6,7 @@
 //! answer it (the controller-facing broker for topics, the group coordinator for groups),
 //! negotiates the version, and turns per-item error codes into per-item results.
 
+pub mod blocking;
 mod configs;
 mod coordinator;
 mod delete_records;
@@ -15,6 +16,7 @@ mod list_offsets;
 mod offsets;
 mod reset;
 mod share_settings;
+mod to_leaders;
 mod topics;
 
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! files.
 //!
 //! ```text
-//! kafka-share-sink [--metrics-port N] [--log-format text|json] worker.properties connector.properties|connector.json ...
+//! kafka-share-sink [--metrics-port N | --metrics-address HOST:PORT] [--log-format text|json] worker.properties connector.properties|connector.json ...
 //! ```
 //!
 //! The worker file holds `bootstrap.servers` and the security settings; each connector file
@@ -12,8 +12,10 @@
 //! their batches, commit and close. Logs go to stderr (`RUST_LOG`, default `info`): plain
 //! text (coloured only when stderr is a terminal), or one JSON object per line with
 //! `--log-format json`, for log collectors.
-//! With `--metrics-port` (0 picks a free port) the metrics are served in Prometheus format
-//! at `http://127.0.0.1:N/metrics`; the address is printed on stdout.
+//! With `--metrics-port N` (0 picks a free port) the metrics are served in Prometheus format
+//! at `http://127.0.0.1:N/metrics`, this host only; `--metrics-address HOST:PORT` serves
+//! them where it says, `0.0.0.0:9464` (or `[::]:9464`) on every interface, as a pod needs
+//! for a Prometheus elsewhere to scrape it. The address is printed on stdout.
 //!
 //! Exit codes: 0 clean stop, 1 a connector could not start or stop, 2 bad usage.
 
@@ -25,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_share::config::Properties;
-use kafka_share::sink::{Connector, ConnectorConfig, PrometheusServer, Registry, Worker, WorkerConfig};
+use kafka_share::sink::{Connector, ConnectorConfig, MetricsSource, PrometheusServer, Registry, Worker, WorkerConfig};
 use stop_signal::stop_signal;
 
 /// Prints a status line on stdout. A closed stdout (the supervisor went away) must not
@@ -43,7 +45,8 @@ fn fail(line: &str) {
 }
 
 const USAGE: &str =
-    "usage: kafka-share-sink [--metrics-port N] [--log-format text|json] worker.properties connector.properties|connector.json ...";
+    "usage: kafka-share-sink [--metrics-port N | --metrics-address HOST:PORT] [--log-format text|json] \
+                     worker.properties connector.properties|connector.json ...";
 
 /// How long a clean stop may take before tasks are aborted (their records then come back
 /// to the group when their locks lapse).
@@ -65,30 +68,62 @@ impl LogFormat {
     }
 }
 
+/// Where the metrics endpoint listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum MetricsAt {
+    /// `--metrics-port N`: 127.0.0.1:N, this host only.
+    Port(u16),
+    /// `--metrics-address HOST:PORT`: as given (`0.0.0.0:9464` for every interface).
+    Address(String),
+}
+
+impl MetricsAt {
+    /// `HOST:PORT` with a port; the host is resolved when the endpoint starts.
+    fn address(v: &str) -> Result<MetricsAt, String> {
+        match v.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => Ok(MetricsAt::Address(v.into())),
+            _ => Err(format!(
+                "--metrics-address {v:?}: give HOST:PORT, e.g. 0.0.0.0:9464 for every interface, [::]:9464 for IPv6"
+            )),
+        }
+    }
+
+    fn port(v: &str) -> Result<MetricsAt, String> {
+        v.parse::<u16>()
+            .map(MetricsAt::Port)
+            .map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))
+    }
+}
+
 #[derive(Debug)]
 struct Args {
-    metrics_port: Option<u16>,
+    metrics: Option<MetricsAt>,
     log_format: LogFormat,
     worker: String,
     connectors: Vec<String>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut metrics_port = None;
+    let mut metrics: Option<MetricsAt> = None;
+    // Both options name the one endpoint: the second of them is a mistake, not an override.
+    let mut set_metrics = |m: MetricsAt| match metrics.replace(m) {
+        Some(_) => Err("give one of --metrics-port and --metrics-address, once".to_string()),
+        None => Ok(()),
+    };
     let mut log_format = LogFormat::Text;
     let mut files = Vec::new();
     while let Some(a) = args.next() {
         match a.as_str() {
             "-h" | "--help" => return Err(String::new()),
             "--metrics-port" => {
-                let v = args.next().ok_or("--metrics-port needs a port number")?;
-                metrics_port =
-                    Some(v.parse::<u16>().map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))?);
+                set_metrics(MetricsAt::port(&args.next().ok_or("--metrics-port needs a port number")?)?)?
             }
-            s if s.starts_with("--metrics-port=") => {
-                let v = &s["--metrics-port=".len()..];
-                metrics_port =
-                    Some(v.parse::<u16>().map_err(|_| format!("--metrics-port {v:?}: not a port (0..=65535)"))?);
+            s if s.starts_with("--metrics-port=") => set_metrics(MetricsAt::port(&s["--metrics-port=".len()..])?)?,
+            "--metrics-address" => {
+                set_metrics(MetricsAt::address(&args.next().ok_or("--metrics-address needs HOST:PORT")?)?)?
+            }
+            s if s.starts_with("--metrics-address=") => {
+                set_metrics(MetricsAt::address(&s["--metrics-address=".len()..])?)?
             }
             "--log-format" => log_format = LogFormat::parse(&args.next().ok_or("--log-format needs text or json")?)?,
             s if s.starts_with("--log-format=") => log_format = LogFormat::parse(&s["--log-format=".len()..])?,
@@ -100,7 +135,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         return Err("give a worker properties file and at least one connector file".into());
     }
     let worker = files.remove(0);
-    Ok(Args { metrics_port, log_format, worker, connectors: files })
+    Ok(Args { metrics, log_format, worker, connectors: files })
 }
 
 fn load_connector(path: &str) -> kafka_share::Result<ConnectorConfig> {
@@ -174,11 +209,15 @@ async fn main() -> ExitCode {
             }
         }
     }
-    let _server = match args.metrics_port {
-        Some(port) => {
+    let _server = match args.metrics {
+        Some(at) => {
             let handles = connectors.clone();
-            let source = Arc::new(move || handles.iter().map(Connector::metrics).collect());
-            match PrometheusServer::bind(port, source).await {
+            let source: MetricsSource = Arc::new(move || handles.iter().map(Connector::metrics).collect());
+            let bound = match at {
+                MetricsAt::Port(port) => PrometheusServer::bind(port, source).await,
+                MetricsAt::Address(addr) => PrometheusServer::bind_to(addr.as_str(), source).await,
+            };
+            match bound {
                 Ok(s) => {
                     // On stdout, so a supervisor (or a test) started with port 0 finds it.
                     say(&format!("kafka-share-sink: metrics on http://{}/metrics", s.local_addr()));
@@ -220,7 +259,11 @@ mod tests {
     #[test]
     fn parses_port_and_files() {
         let a = args(&["--metrics-port", "9400", "w.properties", "c.json"]).unwrap();
-        assert_eq!((a.metrics_port, a.worker.as_str(), a.connectors.len()), (Some(9400), "w.properties", 1));
+        assert_eq!(
+            (a.metrics, a.worker.as_str(), a.connectors.len()),
+            (Some(MetricsAt::Port(9400)), "w.properties", 1)
+        );
+        assert_eq!(args(&["w", "c"]).unwrap().metrics, None);
         assert!(args(&["w.properties"]).is_err());
         assert!(args(&["--metrics-port", "x", "a", "b"]).unwrap_err().contains("not a port"));
         assert!(args(&["--bogus", "a", "b"]).is_err());
@@ -228,5 +271,21 @@ mod tests {
         assert_eq!(args(&["--log-format", "json", "w", "c"]).unwrap().log_format, LogFormat::Json);
         assert_eq!(args(&["--log-format=json", "w", "c"]).unwrap().log_format, LogFormat::Json);
         assert!(args(&["--log-format", "xml", "w", "c"]).unwrap_err().contains("text or json"));
+    }
+
+    #[test]
+    fn parses_the_metrics_address() {
+        for (given, want) in [("0.0.0.0:9464", "0.0.0.0:9464"), ("[::]:0", "[::]:0"), ("localhost:9", "localhost:9")] {
+            let a = args(&["--metrics-address", given, "w", "c"]).unwrap();
+            assert_eq!(a.metrics, Some(MetricsAt::Address(want.into())));
+        }
+        let a = args(&["--metrics-address=0.0.0.0:1", "w", "c"]).unwrap();
+        assert_eq!(a.metrics, Some(MetricsAt::Address("0.0.0.0:1".into())));
+        for bad in ["0.0.0.0", ":9464", "host:port", "host:70000"] {
+            let e = args(&["--metrics-address", bad, "w", "c"]).unwrap_err();
+            assert!(e.contains("give HOST:PORT, e.g. 0.0.0.0:9464"), "{bad}: {e}");
+        }
+        let e = args(&["--metrics-port", "1", "--metrics-address", "0.0.0.0:2", "w", "c"]).unwrap_err();
+        assert!(e.contains("one of --metrics-port and --metrics-address"), "{e}");
     }
 }

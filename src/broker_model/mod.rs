@@ -17,6 +17,8 @@
 //!   the member holds every offset (INVALID_RECORD_STATE, with why: another member, a lapsed
 //!   lock, never delivered), applied all or nothing.
 //! - `sessions.rs`: share sessions per (node, member) and their epochs.
+//! - `share_fetch.rs`: ShareFetch's rules that need no broker state (how many records a
+//!   fetch acquires, record_limit's among them; the answer's blank entries and topics).
 //!
 //! Nothing here reads a clock or does IO: every call that depends on time takes `now`, which
 //! the wrapper supplies (`Instant::now()` for the fake, base + virtual offset for the
@@ -26,3 +28,4 @@ pub(crate) mod acknowledge;
 pub(crate) mod partition;
 pub(crate) mod record_state;
 pub(crate) mod sessions;
+pub(crate) mod share_fetch;

@@ -104,7 +104,34 @@ impl<K> Default for ShareSessions<K> {
     }
 }
 
+/// The share request that uses a session: each API has its own rule at epoch 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionRequest {
+    /// A ShareFetch on connection `conn` (epoch 0 opens a session there), carrying acks or not.
+    Fetch { conn: u64, has_acks: bool },
+    /// A ShareAcknowledge (never opens a session).
+    Acknowledge,
+}
+
+impl SessionRequest {
+    /// The API's name, for messages.
+    pub(crate) fn api(self) -> &'static str {
+        match self {
+            SessionRequest::Fetch { .. } => "ShareFetch",
+            SessionRequest::Acknowledge => "ShareAcknowledge",
+        }
+    }
+}
+
 impl<K: Ord + Clone> ShareSessions<K> {
+    /// `request` of `key` at `epoch`: [`ShareSessions::fetch`] or [`ShareSessions::acknowledge`].
+    pub(crate) fn take(&mut self, key: &K, epoch: i32, request: SessionRequest) -> Result<SessionUse, SessionRefusal> {
+        match request {
+            SessionRequest::Fetch { conn, has_acks } => self.fetch(key, conn, epoch, has_acks),
+            SessionRequest::Acknowledge => self.acknowledge(key, epoch),
+        }
+    }
+
     /// A ShareFetch of `key` at `epoch` on connection `conn`.
     pub(crate) fn fetch(
         &mut self,

@@ -2,6 +2,9 @@
 //! thread-per-consumer loop, with `wakeup` from another thread. It has the async
 //! consumer's calls, blocking: [`ShareConsumer::iter`] is the async `stream`,
 //! [`ShareConsumer::commit_async`] returns a [`CommitHandle`] to wait on (or drop).
+//! Its companions for a service without an async runtime: [`crate::producer::blocking`],
+//! [`crate::admin::blocking`] and (feature `prometheus`) `prometheus::blocking::serve` for
+//! the metrics endpoint.
 //!
 //! ```no_run
 //! use std::time::Duration;

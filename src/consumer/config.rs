@@ -29,6 +29,16 @@ pub enum AcknowledgementMode {
     Explicit,
 }
 
+impl AcknowledgementMode {
+    /// The value of `share.acknowledgement.mode` that selects it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            AcknowledgementMode::Implicit => "implicit",
+            AcknowledgementMode::Explicit => "explicit",
+        }
+    }
+}
+
 /// Everything a [`ShareConsumer`](super::ShareConsumer) needs.
 #[derive(Debug, Clone)]
 pub struct ShareConsumerConfig {
@@ -225,25 +235,30 @@ impl ShareConsumerConfig {
         let mut cluster = ClusterConfig::from_properties(p, &client_id)?;
         cluster.client_id = client_id;
         let mut c = ShareConsumerConfig::with_cluster(cluster, group_id);
-        c.acknowledgement_mode =
-            match p.choice("share.acknowledgement.mode", "implicit", &["implicit", "explicit"])?.as_str() {
-                "explicit" => AcknowledgementMode::Explicit,
-                _ => AcknowledgementMode::Implicit,
-            };
-        c.acquire_mode =
-            match p.choice("share.acquire.mode", "batch_optimized", &["batch_optimized", "record_limit"])?.as_str() {
-                "record_limit" => AcquireMode::RecordLimit,
-                _ => AcquireMode::BatchOptimized,
-            };
+        // Every default below is the one `with_cluster` set: written once.
+        c.acknowledgement_mode = match p
+            .choice("share.acknowledgement.mode", c.acknowledgement_mode.name(), &["implicit", "explicit"])?
+            .as_str()
+        {
+            "explicit" => AcknowledgementMode::Explicit,
+            _ => AcknowledgementMode::Implicit,
+        };
+        c.acquire_mode = match p
+            .choice("share.acquire.mode", c.acquire_mode.name(), &["batch_optimized", "record_limit"])?
+            .as_str()
+        {
+            "record_limit" => AcquireMode::RecordLimit,
+            _ => AcquireMode::BatchOptimized,
+        };
         let max = i32::MAX as i64;
-        c.max_poll_records = p.int("max.poll.records", 500, 1, max)? as usize;
+        c.max_poll_records = p.int("max.poll.records", c.max_poll_records as i64, 1, max)? as usize;
         c.max_poll_interval = p.millis("max.poll.interval.ms", c.max_poll_interval, 1, max)?;
         c.default_api_timeout = p.millis("default.api.timeout.ms", c.default_api_timeout, 0, max)?;
-        c.fetch_max_wait = p.millis("fetch.max.wait.ms", Duration::from_millis(500), 0, max)?;
-        c.fetch_min_bytes = p.int("fetch.min.bytes", 1, 0, max)? as i32;
-        c.fetch_max_bytes = p.int("fetch.max.bytes", 52_428_800, 1, max)? as i32;
+        c.fetch_max_wait = p.millis("fetch.max.wait.ms", c.fetch_max_wait, 0, max)?;
+        c.fetch_min_bytes = p.int("fetch.min.bytes", c.fetch_min_bytes.into(), 0, max)? as i32;
+        c.fetch_max_bytes = p.int("fetch.max.bytes", c.fetch_max_bytes.into(), 1, max)? as i32;
         c.client_rack = p.get("client.rack").filter(|r| !r.is_empty()).map(str::to_string);
-        c.check_crcs = p.bool("check.crcs", true)?;
+        c.check_crcs = p.bool("check.crcs", c.check_crcs)?;
         c.metadata_max_age = p.millis("metadata.max.age.ms", c.metadata_max_age, 0, max)?;
         for k in ["key.deserializer", "value.deserializer"] {
             if let Some(v) = p.get(k) {

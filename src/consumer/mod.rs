@@ -31,7 +31,7 @@ mod callback;
 mod config;
 pub(crate) mod driver;
 pub(crate) mod held;
-mod metrics;
+pub(crate) mod metrics;
 mod pattern;
 mod raw;
 mod record;

@@ -345,7 +345,9 @@ impl Ledger {
             match outcomes.get(i).copied().unwrap_or(Outcome::Release) {
                 Outcome::Accept => self.settle(id, AckKind::Accept, now),
                 Outcome::Release => self.settle(id, AckKind::Release, now),
-                Outcome::Reject => self.settle(id, AckKind::Reject, now),
+                // A dead letter reaches the ledger only where no destination took it (the
+                // batch forms, or no `dead_letter` set): unprocessable, so REJECT.
+                Outcome::Reject | Outcome::DeadLetter => self.settle(id, AckKind::Reject, now),
                 Outcome::Retry => self.retry(id, n, now),
             }
         }

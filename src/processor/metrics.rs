@@ -25,6 +25,10 @@ pub(crate) struct ProcessorMetrics {
     pub kept: AtomicU64,
     pub lapsed: AtomicU64,
     pub handler_panics: AtomicU64,
+    /// Records copied to the dead-letter topic (then ACCEPTed).
+    pub dead_lettered: AtomicU64,
+    /// Dead-letter copies that failed (their records RELEASEd).
+    pub dead_letter_failures: AtomicU64,
     /// Time in the handler, per call.
     pub handler_time: Histogram,
     /// From the record's acquisition (handed to the engine) to its outcome.
@@ -55,6 +59,8 @@ impl ProcessorMetrics {
         s.put(PROCESSOR, "records-kept-unstarted-total", get(&self.kept));
         s.put(PROCESSOR, "lock-lapses-total", get(&self.lapsed));
         s.put(PROCESSOR, "handler-panics-total", get(&self.handler_panics));
+        s.put(PROCESSOR, "records-dead-lettered-total", get(&self.dead_lettered));
+        s.put(PROCESSOR, "dead-letter-failures-total", get(&self.dead_letter_failures));
         put_latency(
             s,
             &self.handler_time,

@@ -47,6 +47,13 @@
 //!   waits, and started before newer records), because each release of a record never
 //!   processed uses up one of its `share.delivery.count.limit` deliveries, and a record
 //!   bounced that often would be archived without ever reaching a handler.
+//! - **Dead letters, client-side.** With a [`dead_letter`](ProcessorConfig::dead_letter)
+//!   destination, a record the handler gives up on ([`Outcome::DeadLetter`],
+//!   [`Delivery::dead_letter`]), one past its retries under
+//!   `on_exhausted(Outcome::DeadLetter)`, or one that fails to decode
+//!   ([`run_decoded`](Processor::run_decoded)) is copied to a topic with the sink runtime's
+//!   error headers, the copy awaited, then ACCEPTed; a failed copy RELEASEs it (never lost).
+//!   It works on any Kafka with share groups (4.1-4.3 have no broker-side DLQ).
 //! - **Automatic lock renewal.** A record whose handler (or retry wait) outlives half of its
 //!   acquisition lock is RENEWed (Kafka 4.2+, ShareAcknowledge v2), just that record, without
 //!   blocking the others; [`Delivery::lock_deadline`] moves with it. On a 4.1 cluster the
@@ -72,15 +79,17 @@
 //!   as the histograms `handler-time`, `wait-time`, `outcome-time`:
 //!   [`MetricsSnapshot::histogram`]), renewals, releases of unstarted
 //!   records (`records-released-unstarted-total`) and those kept instead
-//!   (`records-kept-unstarted-total`), lapses.
+//!   (`records-kept-unstarted-total`), lapses, dead letters (`records-dead-lettered-total`,
+//!   `dead-letter-failures-total`).
 //!
 //! The public [`ShareConsumer::poll`](crate::ShareConsumer::poll) and its Java semantics are
 //! untouched: the engine drives the consumer's driver directly and the two are not mixed on
 //! one consumer (a `Processor` owns its consumer).
 
+mod dead_letter;
 mod deadline;
 mod ledger;
-pub mod metrics;
+pub(crate) mod metrics;
 mod pool;
 mod properties;
 mod run;
@@ -95,10 +104,13 @@ use tokio::sync::{mpsc, watch};
 
 use crate::acquire_mode::AcquireMode;
 use crate::consumer::{ConsumerRecord, MetricsSnapshot, ShareConsumer, ShareConsumerConfig};
+use crate::decode::{Decode, DecodeError};
 use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
 use deadline::later;
 
+pub use crate::dead_letter::ERROR_HEADER_PREFIX;
+pub use dead_letter::DeadLetter;
 pub use metrics::PROCESSOR;
 #[cfg(feature = "sink")]
 pub(crate) use pool::{PoolControl, Retired};
@@ -116,6 +128,11 @@ pub enum Outcome {
     /// Try again later, here: the record stays held (its lock renewed), and the handler is
     /// called again after a backoff. The delivery count does not change.
     Retry,
+    /// Unprocessable, and kept: copied to the engine's
+    /// [`dead_letter`](ProcessorConfig::dead_letter) topic, then ACCEPTed (RELEASEd if the
+    /// copy fails, so it is never lost). [`Delivery::dead_letter`] gives the reason the copy's
+    /// headers carry. Without a destination (or from a batch handler) it is a REJECT.
+    DeadLetter,
 }
 
 /// One record handed to a handler, with what the handler may want to know of its lock.
@@ -147,12 +164,14 @@ pub struct Delivery {
 pub(crate) struct HeldRecord {
     record: ConsumerRecord,
     lock: Mutex<Option<Instant>>,
+    /// Why the handler dead-letters it ([`Delivery::dead_letter`]), for the copy's headers.
+    failure: Mutex<Option<dead_letter::Failure>>,
 }
 
 impl HeldRecord {
     pub(crate) fn new(record: ConsumerRecord) -> Arc<HeldRecord> {
         let lock = Mutex::new(record.lock_deadline);
-        Arc::new(HeldRecord { record, lock })
+        Arc::new(HeldRecord { record, lock, failure: Mutex::new(None) })
     }
 
     pub(crate) fn set_lock(&self, deadline: Option<Instant>) {
@@ -213,6 +232,27 @@ impl Delivery {
     /// [`on_exhausted`](ProcessorConfig::on_exhausted). Restarts at 0 on a redelivery.
     pub fn retries(&self) -> u32 {
         self.retries
+    }
+
+    /// [`Outcome::DeadLetter`] with the reason the dead-letter copy carries
+    /// (`__connect.errors.exception.message`): `return delivery.dead_letter("no such customer")`.
+    pub fn dead_letter(&self, reason: impl std::fmt::Display) -> Outcome {
+        self.set_failure(dead_letter::Failure::handler(reason.to_string()));
+        Outcome::DeadLetter
+    }
+
+    /// The record decoded with `decoder` (see [`crate::decode`]); a failure names the record.
+    /// `Err(e) => return delivery.dead_letter(&e)` sends it to the dead-letter topic.
+    pub fn decode<D: Decode + ?Sized>(&self, decoder: &D) -> std::result::Result<D::Output, DecodeError> {
+        self.record().decode(decoder)
+    }
+
+    fn set_failure(&self, failure: dead_letter::Failure) {
+        *self.held.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(failure);
+    }
+
+    pub(crate) fn take_failure(&self) -> Option<dead_letter::Failure> {
+        self.held.failure.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// Until when the record is surely locked for this consumer (conservative: counted from
@@ -298,6 +338,7 @@ pub struct ProcessorConfig {
     on_exhausted: Outcome,
     shutdown_timeout: Duration,
     acquire_mode: Option<AcquireMode>,
+    dead_letter: Option<DeadLetter>,
 }
 
 impl Default for ProcessorConfig {
@@ -313,6 +354,7 @@ impl Default for ProcessorConfig {
             on_exhausted: Outcome::Release,
             shutdown_timeout: Duration::from_secs(30),
             acquire_mode: None,
+            dead_letter: None,
         }
     }
 }
@@ -384,9 +426,24 @@ impl ProcessorConfig {
     }
 
     /// What a record that used up its retries becomes: RELEASE (default: the broker delivers
-    /// it again, up to its delivery limit) or REJECT. (`Accept` and `Retry` mean RELEASE.)
+    /// it again, up to its delivery limit), REJECT, or [`Outcome::DeadLetter`]: copied to the
+    /// [`dead_letter`](Self::dead_letter) topic and ACCEPTed (REJECT without one; per-record
+    /// form), so a record gets `max_retries + 1` handler calls in all. (`Accept` and `Retry`
+    /// mean RELEASE.)
     pub fn on_exhausted(mut self, outcome: Outcome) -> Self {
         self.on_exhausted = outcome;
+        self
+    }
+
+    /// Where records go that are given up on ([`Outcome::DeadLetter`], a decode failure in
+    /// [`Processor::run_decoded`], retries used up under
+    /// `on_exhausted(Outcome::DeadLetter)`): copied to a topic with the error headers the sink
+    /// runtime writes, then ACCEPTed; a failed copy RELEASEs the record. The client's own
+    /// dead-lettering: it works on Kafka 4.1-4.3 too, which have no broker-side DLQ.
+    /// The per-record forms ([`Processor::run`], [`Processor::run_decoded`]); the copy is
+    /// awaited inside the handler's call (its time counts as handler time).
+    pub fn dead_letter(mut self, destination: DeadLetter) -> Self {
+        self.dead_letter = Some(destination);
         self
     }
 
@@ -439,7 +496,8 @@ impl ProcessorConfig {
             backoff: self.retry_backoff,
             backoff_max: self.retry_backoff_max,
             on_exhausted: match self.on_exhausted {
-                Outcome::Reject => AckKind::Reject,
+                // With a destination the per-record form copies it before the ledger sees it.
+                Outcome::Reject | Outcome::DeadLetter => AckKind::Reject,
                 Outcome::Accept | Outcome::Release | Outcome::Retry => AckKind::Release,
             },
         }
@@ -484,12 +542,91 @@ impl Processor {
     /// implements it), up to `concurrency` calls at once, each on its own tokio task. A
     /// handler that panics counts as [`Outcome::Release`].
     pub fn run<H: Handler>(self, handler: H) -> Running {
+        self.run_as(handler, std::any::type_name::<H>())
+    }
+
+    /// [`run`](Self::run), with `class` as the handler's name on dead-letter copies.
+    fn run_as<H: Handler>(self, handler: H, class: &'static str) -> Running {
+        let metrics = Arc::new(metrics::ProcessorMetrics::default());
+        let dead_letters = self.dead_letters(class, &metrics);
         let handler = Arc::new(handler);
         let handler: run::RecordFn = Arc::new(move |d| {
-            let handler = handler.clone();
-            Box::pin(async move { handler.handle(d).await })
+            let (handler, dead_letters) = (handler.clone(), dead_letters.clone());
+            Box::pin(async move {
+                match dead_letters {
+                    None => handler.handle(d).await,
+                    Some(dl) => {
+                        // The Delivery goes to the handler; the record stays shared (an Arc).
+                        let outcome = handler.handle(d.clone()).await;
+                        dl.settle(&d, outcome).await
+                    }
+                }
+            })
         });
-        self.start(run::Handler::PerRecord(handler), None)
+        self.start_with(run::Handler::PerRecord(handler), None, metrics)
+    }
+
+    /// Starts the engine with a typed handler: each record is first decoded with `decoder`
+    /// (see [`crate::decode`]; with the `json` feature `JsonDecoder::<Order>::new()`), and
+    /// `handler` gets the delivery and its decoded value. A record that fails to decode never
+    /// reaches the handler: it goes to the [`dead_letter`](ProcessorConfig::dead_letter)
+    /// topic (stage `VALUE_CONVERTER`, the [`DecodeError`] as the message, then ACCEPTed),
+    /// or without one is REJECTed with a warning naming its topic, partition and offset.
+    ///
+    /// ```rust,no_run
+    /// use kafka_share::decode::Utf8;
+    /// use kafka_share::processor::{DeadLetter, Delivery, Outcome, Processor, ProcessorConfig};
+    /// # async fn f(consumer: kafka_share::ShareConsumerConfig) -> kafka_share::Result<()> {
+    /// let config = ProcessorConfig::new().dead_letter(DeadLetter::topic("orders.dlq"));
+    /// let processor = Processor::connect(consumer, config).await?;
+    /// processor.consumer().subscribe(["orders"])?;
+    /// let running = processor.run_decoded(Utf8, |_d: Delivery, text: String| async move {
+    ///     if text.is_empty() { Outcome::DeadLetter } else { Outcome::Accept }
+    /// });
+    /// # Ok(()) }
+    /// ```
+    pub fn run_decoded<D, F, Fut>(self, decoder: D, handler: F) -> Running
+    where
+        D: Decode,
+        F: Fn(Delivery, D::Output) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Outcome> + Send + 'static,
+    {
+        let decoder = Arc::new(decoder);
+        let typed = move |d: Delivery| {
+            let call = d.decode(&*decoder).map(|value| handler(d.clone(), value));
+            async move {
+                match call {
+                    Ok(call) => call.await,
+                    Err(e) => {
+                        tracing::warn!(
+                            topic = %e.topic, partition = e.partition, offset = e.offset, error = %e,
+                            "processor: a record failed to decode; dead-lettered, or REJECTed without a destination"
+                        );
+                        d.set_failure(dead_letter::Failure::decode(&e));
+                        Outcome::DeadLetter
+                    }
+                }
+            }
+        };
+        self.run_as(typed, std::any::type_name::<F>())
+    }
+
+    fn dead_letters(
+        &self,
+        class: &'static str,
+        m: &Arc<metrics::ProcessorMetrics>,
+    ) -> Option<Arc<dead_letter::DeadLetters>> {
+        let c = &self.config;
+        if c.dead_letter.is_none() && c.on_exhausted == Outcome::DeadLetter {
+            tracing::warn!(
+                "processor: on_exhausted(DeadLetter) without a dead_letter destination: \
+                 records that use up their retries are REJECTed"
+            );
+        }
+        let d = c.dead_letter.as_ref()?;
+        let exhausted = c.on_exhausted == Outcome::DeadLetter;
+        let consumer = self.consumer.config();
+        Some(Arc::new(dead_letter::DeadLetters::new(d, consumer, class, c.max_retries, exhausted, m.clone())))
     }
 
     /// Starts the engine with a batch handler (see [`BatchHandler`]): one call at a time.
@@ -523,12 +660,20 @@ impl Processor {
     }
 
     fn start(self, handler: run::Handler, commands: Option<mpsc::UnboundedReceiver<pool::PoolCommand>>) -> Running {
+        self.start_with(handler, commands, Arc::default())
+    }
+
+    fn start_with(
+        self,
+        handler: run::Handler,
+        commands: Option<mpsc::UnboundedReceiver<pool::PoolCommand>>,
+        metrics: Arc<metrics::ProcessorMetrics>,
+    ) -> Running {
         let handlers = match &handler {
             run::Handler::Batches(pool) => Some(pool.slots()),
             run::Handler::PerRecord(_) => None,
         };
         let limits = self.config.limits(handlers, self.consumer.config().max_poll_records);
-        let metrics = Arc::new(metrics::ProcessorMetrics::default());
         let (signal, signals) = watch::channel(Signal::Run);
         let consumer = Arc::new(self.consumer);
         // The batch forms (the sink's) take whole log batches unless told otherwise: a batch

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{Outcome, ProcessorConfig};
+use super::{DeadLetter, Outcome, ProcessorConfig};
 use crate::acquire_mode::AcquireMode;
 use crate::config::Properties;
 use crate::error::Result;
@@ -21,7 +21,8 @@ impl ProcessorConfig {
     /// | `max.unstarted.ms` | [`max_unstarted`](Self::max_unstarted) | a quarter of the lock |
     /// | `max.retries` | [`max_retries`](Self::max_retries) | 3 |
     /// | `retry.backoff.ms`, `retry.backoff.max.ms` | [`retry_backoff`](Self::retry_backoff) | 100, 10000 |
-    /// | `on.exhausted` (`release`, `reject`) | [`on_exhausted`](Self::on_exhausted) | `release` |
+    /// | `on.exhausted` (`release`, `reject`, `dead_letter`) | [`on_exhausted`](Self::on_exhausted) | `release` |
+    /// | `dead.letter.topic` | [`dead_letter`](Self::dead_letter) (`DeadLetter::topic`) | none |
     /// | `shutdown.timeout.ms` | [`shutdown_timeout`](Self::shutdown_timeout) | 30000 |
     /// | `acquire.mode` (`auto`, `record_limit`, `batch_optimized`) | [`acquire_mode`](Self::acquire_mode) | `auto` (None) |
     ///
@@ -60,10 +61,16 @@ impl ProcessorConfig {
             millis("retry.backoff.ms", d.retry_backoff)?,
             millis("retry.backoff.max.ms", d.retry_backoff_max)?,
         );
-        c = c.on_exhausted(match p.choice("on.exhausted", "release", &["release", "reject"])?.as_str() {
-            "reject" => Outcome::Reject,
-            _ => Outcome::Release,
-        });
+        c = c.on_exhausted(
+            match p.choice("on.exhausted", "release", &["release", "reject", "dead_letter"])?.as_str() {
+                "reject" => Outcome::Reject,
+                "dead_letter" => Outcome::DeadLetter,
+                _ => Outcome::Release,
+            },
+        );
+        if let Some(topic) = p.get("dead.letter.topic").map(str::trim).filter(|t| !t.is_empty()) {
+            c = c.dead_letter(DeadLetter::topic(topic));
+        }
         c = c.shutdown_timeout(millis("shutdown.timeout.ms", d.shutdown_timeout)?);
         c = c.acquire_mode(
             match p.choice("acquire.mode", "auto", &["auto", "record_limit", "batch_optimized"])?.as_str() {
@@ -94,6 +101,7 @@ mod tests {
             ("on.exhausted", "REJECT"),
             ("shutdown.timeout.ms", "10000"),
             ("acquire.mode", "record_limit"),
+            ("dead.letter.topic", "orders.dlq"),
         ]);
         let c = ProcessorConfig::from_properties(&p).expect("valid settings");
         assert_eq!((c.concurrency, c.prefetch, c.batch_size), (64, Some(8), Some(100)));
@@ -105,6 +113,9 @@ mod tests {
         assert_eq!(c.on_exhausted, Outcome::Reject);
         assert_eq!(c.shutdown_timeout, Duration::from_secs(10));
         assert_eq!(c.acquire_mode, Some(AcquireMode::RecordLimit));
+        assert_eq!(c.dead_letter.as_ref().map(DeadLetter::topic_name), Some("orders.dlq"));
+        let c = ProcessorConfig::from_properties(&Properties::from_pairs([("on.exhausted", "dead_letter")]));
+        assert_eq!(c.expect("valid").on_exhausted, Outcome::DeadLetter);
     }
 
     #[test]

@@ -10,12 +10,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crate::broker_model::acknowledge::{validate_batches, AckRefusal};
-use crate::broker_model::sessions::{SessionRefusal, SessionUse};
+use crate::broker_model::sessions::{SessionRefusal, SessionRequest, SessionUse};
+use crate::broker_model::share_fetch::{blank, fetch_budget, no_leader, topic_responses};
 use crate::error::ErrorCode;
 use crate::protocol::share::{
     AcknowledgePartitionResponse, AcknowledgeTopicResponse, AcknowledgementBatch, FetchPartitionResponse,
     FetchTopicResponse, LeaderIdAndEpoch, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
-    ShareFetchRequest, ShareFetchResponse, ACQUIRE_MODE_RECORD_LIMIT,
+    ShareFetchRequest, ShareFetchResponse,
 };
 use crate::share::acks::AckKind;
 
@@ -39,10 +40,6 @@ pub(crate) enum FetchOutcome {
     Wait(Parked),
 }
 
-fn no_leader() -> LeaderIdAndEpoch {
-    LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 }
-}
-
 fn endpoint(node: i32) -> NodeEndpoint {
     NodeEndpoint { node_id: node, host: format!("sim-broker-{node}"), port: 9092, rack: None }
 }
@@ -54,15 +51,7 @@ impl SimCluster {
     /// wrong epoch is refused and the session kept, epoch 0 replaces the session and leaves
     /// what the old one held to its locks (nothing can acknowledge those records meanwhile:
     /// the sim's holder is the session).
-    fn check_session(
-        &mut self,
-        node: i32,
-        client: ClientId,
-        conn: u64,
-        epoch: i32,
-        is_fetch: bool,
-        has_acks: bool,
-    ) -> (i16, u64) {
+    fn check_session(&mut self, node: i32, client: ClientId, epoch: i32, request: SessionRequest) -> (i16, u64) {
         let key = (node, client);
         if let Some(code) = self.forced_errors.remove(&key) {
             let forgets =
@@ -72,15 +61,11 @@ impl SimCluster {
             }
             return (code, 0);
         }
-        if epoch == 0 && is_fetch && !has_acks && self.session_limit.contains(&node) {
+        let opens = matches!(request, SessionRequest::Fetch { has_acks: false, .. });
+        if epoch == 0 && opens && self.session_limit.contains(&node) {
             return (ErrorCode::SHARE_SESSION_LIMIT_REACHED.0, 0);
         }
-        let used = if is_fetch {
-            self.sessions.fetch(&key, conn, epoch, has_acks)
-        } else {
-            self.sessions.acknowledge(&key, epoch)
-        };
-        match used {
+        match self.sessions.take(&key, epoch, request) {
             // A replaced session's records stay acquired, as on Kafka: they go back when their
             // locks lapse, or with the member's others when its session here ends.
             Ok(SessionUse::Opened { id, .. } | SessionUse::Next { id } | SessionUse::Final { id }) => (0, id),
@@ -234,7 +219,8 @@ impl SimCluster {
             return FetchOutcome::Answer(resp);
         }
         let has_acks = r.topics.iter().flat_map(|t| &t.partitions).any(|p| !p.acknowledgement_batches.is_empty());
-        let (code, session) = self.check_session(node, client, conn, r.share_session_epoch, true, has_acks);
+        let request = SessionRequest::Fetch { conn, has_acks };
+        let (code, session) = self.check_session(node, client, r.share_session_epoch, request);
         if code != 0 {
             resp.error_code = code;
             return FetchOutcome::Answer(resp);
@@ -346,10 +332,7 @@ impl SimCluster {
         let Some(s) = self.sessions.get(&(node, client)) else {
             return false;
         };
-        let mut remaining = r.max_records.max(0) as usize;
-        if r.share_acquire_mode != ACQUIRE_MODE_RECORD_LIMIT && remaining == 0 && !r.is_renew_ack {
-            remaining = 500;
-        }
+        let mut remaining = fetch_budget(r, 0);
         let mut found = false;
         for p in s.parts.clone() {
             let Some(part) = self.partition(p) else {
@@ -402,18 +385,16 @@ impl SimCluster {
     }
 
     fn topic_responses(&self, parts: BTreeMap<i32, FetchPartitionResponse>) -> Vec<FetchTopicResponse> {
-        if parts.is_empty() {
-            return Vec::new();
-        }
-        vec![FetchTopicResponse { topic_id: self.topic_id, partitions: parts.into_values().collect() }]
+        topic_responses(self.topic_id, parts)
     }
 
     /// Answers a ShareAcknowledge that reached broker `node` (v2 when the cluster speaks it).
+    /// A ShareAcknowledge opens no session: its connection (`_conn`) is not read.
     pub(crate) fn share_acknowledge(
         &mut self,
         node: i32,
         client: ClientId,
-        conn: u64,
+        _conn: u64,
         r: &ShareAcknowledgeRequest,
         now: Instant,
     ) -> ShareAcknowledgeResponse {
@@ -426,7 +407,8 @@ impl SimCluster {
             resp.error_code = ErrorCode::INVALID_REQUEST.0;
             return resp;
         }
-        let (code, session) = self.check_session(node, client, conn, r.share_session_epoch, false, true);
+        let request = SessionRequest::Acknowledge;
+        let (code, session) = self.check_session(node, client, r.share_session_epoch, request);
         if code != 0 {
             resp.error_code = code;
             return resp;
@@ -478,8 +460,4 @@ fn ack_kind(t: i8) -> AckKind {
         3 => AckKind::Reject,
         _ => AckKind::Renew,
     }
-}
-
-fn blank(p: i32) -> FetchPartitionResponse {
-    FetchPartitionResponse { partition_index: p, current_leader: no_leader(), ..Default::default() }
 }

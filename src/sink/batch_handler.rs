@@ -67,7 +67,7 @@ impl SinkHandler {
             match outcome {
                 Outcome::Accept => accepted += 1,
                 Outcome::Release => released += 1,
-                Outcome::Reject => rejected += 1,
+                Outcome::Reject | Outcome::DeadLetter => rejected += 1,
                 // Still held by the engine: counted when it settles.
                 Outcome::Retry => {}
             }

@@ -18,12 +18,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::dead_letter::{STAGE_TASK_PUT, STAGE_VALUE_CONVERTER};
 use crate::error::{Error, Result};
 
 use super::batch_handler::put_and_flush;
 use super::converter::{Converter, ConverterConfig};
 use super::data::ConnectRecord;
-use super::dead_letter::STAGE_TASK_PUT;
 use super::metrics::SinkMetrics;
 use super::registry::Registry;
 use super::task::{RecordFailure, SinkError, SinkRecord, SinkTask, TaskConfig};
@@ -31,7 +31,6 @@ use super::transform::{Predicate, TransformSettings, Transformation};
 
 /// Connect's stage names for failures before `put`.
 pub(crate) const STAGE_KEY_CONVERTER: &str = "KEY_CONVERTER";
-pub(crate) const STAGE_VALUE_CONVERTER: &str = "VALUE_CONVERTER";
 pub(crate) const STAGE_TRANSFORMATION: &str = "TRANSFORMATION";
 
 struct Step {

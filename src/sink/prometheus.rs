@@ -1,9 +1,12 @@
 //! The sink metrics in Prometheus form, through the crate's [`crate::prometheus`] module: a
 //! `prometheus-client` collector ([`SinkCollector`]) reads the connectors' snapshots at each
-//! scrape, and [`PrometheusServer`] serves it on a loopback port (`GET /metrics`) with the
-//! crate's endpoint. Names are KIP-1302's with `-` turned to `_` under the prefix
-//! `kafka_connect_sink_task_`, labelled by connector; a name ending in `-total` is a counter
-//! (OpenMetrics writes its `_total`), every other one a gauge.
+//! scrape, and [`PrometheusServer`] serves it (`GET /metrics`) with the crate's endpoint, on
+//! a loopback port or the address given. Names are KIP-1302's with `-` turned to `_` under the prefix
+//! `kafka_connect_sink_task_`, labelled by connector, in base units as the crate's
+//! [`crate::prometheus`] names every series: a name ending in `-total` is a counter
+//! (OpenMetrics writes its `_total`), every other one a gauge; the times kept in
+//! milliseconds are exported in seconds (`put-batch-time-avg` is
+//! `kafka_connect_sink_task_put_batch_time_avg_seconds`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,6 +15,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use tokio::net::ToSocketAddrs;
 
 use super::metrics::SinkMetricsSnapshot;
 use crate::error::{Error, Result};
@@ -42,36 +46,29 @@ impl SinkCollector {
     }
 }
 
-/// `kafka_connect_sink_task_<name>` with `-` as `_`, the `-total` of a counter left out (the
-/// encoder writes `_total`); and whether it is a counter.
-fn prometheus_name(name: &str) -> (String, bool) {
-    let (base, counter) = match name.strip_suffix("-total") {
-        Some(b) => (b, true),
-        None => (name, false),
-    };
-    (format!("{PROMETHEUS_PREFIX}{}", base.replace('-', "_")), counter)
-}
-
 impl Collector for SinkCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
         let snapshots = (self.source)();
         let Some(first) = snapshots.first() else { return Ok(()) };
         // One family per metric, one sample per connector in it.
         for (name, _) in first.iter() {
-            let (prom, counter) = prometheus_name(name);
-            let help = format!("KIP-1302 {name}");
-            if counter {
-                let mut family = encoder.encode_descriptor(&prom, &help, None, ConstCounter::new(0.0).metric_type())?;
+            let series = crate::prometheus::units::series(PROMETHEUS_PREFIX, "KIP-1302", name);
+            let unit = series.unit.as_ref();
+            if series.counter {
+                let metric_type = ConstCounter::new(0.0).metric_type();
+                let mut family = encoder.encode_descriptor(&series.name, &series.help, unit, metric_type)?;
                 for s in &snapshots {
                     let labels = [("connector", s.connector())];
-                    let v = s.get(name).unwrap_or(0.0).max(0.0);
+                    let v = series.value(s.get(name).unwrap_or(0.0)).max(0.0);
                     ConstCounter::new(v).encode(family.encode_family(&labels)?)?;
                 }
             } else {
-                let mut family = encoder.encode_descriptor(&prom, &help, None, ConstGauge::new(0.0).metric_type())?;
+                let metric_type = ConstGauge::new(0.0).metric_type();
+                let mut family = encoder.encode_descriptor(&series.name, &series.help, unit, metric_type)?;
                 for s in &snapshots {
                     let labels = [("connector", s.connector())];
-                    ConstGauge::new(s.get(name).unwrap_or(f64::NAN)).encode(family.encode_family(&labels)?)?;
+                    let v = series.value(s.get(name).unwrap_or(f64::NAN));
+                    ConstGauge::new(v).encode(family.encode_family(&labels)?)?;
                 }
             }
         }
@@ -99,8 +96,8 @@ pub struct PrometheusServer {
 }
 
 impl PrometheusServer {
-    /// Serves `GET /metrics` on 127.0.0.1:`port` (0 picks a free port; see
-    /// [`local_addr`](Self::local_addr)).
+    /// Serves `GET /metrics` on 127.0.0.1:`port`, this host only (0 picks a free port; see
+    /// [`local_addr`](Self::local_addr)); [`bind_to`](Self::bind_to) takes the address.
     pub async fn bind(port: u16, source: MetricsSource) -> Result<PrometheusServer> {
         let endpoint = crate::prometheus::serve((std::net::Ipv4Addr::LOCALHOST, port), Arc::new(registry(source)))
             .await
@@ -108,6 +105,14 @@ impl PrometheusServer {
                 Error::Config { message, .. } => Error::config("--metrics-port", message),
                 e => e,
             })?;
+        Ok(PrometheusServer { endpoint })
+    }
+
+    /// Serves `GET /metrics` on `addr`: `"0.0.0.0:9464"` (or `"[::]:9464"`) for every
+    /// interface, so a Prometheus on another host or pod can scrape it; anything
+    /// [`crate::prometheus::serve`] takes (port 0 picks a free port).
+    pub async fn bind_to(addr: impl ToSocketAddrs, source: MetricsSource) -> Result<PrometheusServer> {
+        let endpoint = crate::prometheus::serve(addr, Arc::new(registry(source))).await?;
         Ok(PrometheusServer { endpoint })
     }
 
@@ -134,7 +139,9 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# TYPE kafka_connect_sink_task_task_count gauge"), "{text}");
-        assert!(text.contains("kafka_connect_sink_task_put_batch_time_avg{connector=\"my \\\"c\\\"\"} NaN"), "{text}");
+        let avg = "kafka_connect_sink_task_put_batch_time_avg_seconds";
+        assert!(text.contains(&format!("{avg}{{connector=\"my \\\"c\\\"\"}} NaN")), "{text}");
+        assert!(text.contains(&format!("# UNIT {avg} seconds\n")), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
@@ -150,6 +157,21 @@ mod tests {
         assert!(text.contains("kafka_connect_sink_task_sink_record_acquire_total{connector=\"b\"} 2"), "{text}");
         // Nothing to render without a connector.
         assert_eq!(render(&[]), "# EOF\n");
+    }
+
+    #[tokio::test]
+    async fn binds_the_address_given_every_interface_too() {
+        let m = Arc::new(SinkMetrics::new("c"));
+        let src = m.clone();
+        let server = PrometheusServer::bind_to("0.0.0.0:0", Arc::new(move || vec![src.snapshot()])).await.unwrap();
+        assert!(server.local_addr().ip().is_unspecified(), "{}", server.local_addr());
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", server.local_addr().port())).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        assert!(out.starts_with("HTTP/1.1 200") && out.contains("kafka_connect_sink_task_task_count"), "{out}");
+        let e = PrometheusServer::bind_to("not-an-address", Arc::new(Vec::new)).await.unwrap_err();
+        assert!(e.to_string().contains("metrics address"), "{e}");
     }
 
     #[tokio::test]

@@ -16,8 +16,9 @@ pub struct FakeConfig {
     pub records_per_partition: i64,
     /// Finalized `share.version` (0: share groups off).
     pub share_version: i16,
-    /// Offer ShareFetch / ShareAcknowledge v1 only (Kafka 4.1).
-    pub v1_only: bool,
+    /// The newest ShareFetch / ShareAcknowledge version offered (ApiVersions), within the
+    /// codec's (`1` is Kafka 4.1; the default, the newest the crate speaks, is 4.2+).
+    pub max_share_version: i16,
     /// The acquisition lock (`share.record.lock.duration.ms`): reported as
     /// AcquisitionLockTimeoutMs, and a record not acknowledged this long after it was acquired
     /// goes back (to be delivered again, its delivery count one higher).
@@ -32,8 +33,9 @@ pub struct FakeConfig {
     pub topic: String,
     /// HeartbeatIntervalMs given to members.
     pub heartbeat_interval_ms: i32,
-    /// Records a fetch acquires at least (when there are that many), whatever its
-    /// `max_records`: a real broker in batch_optimized mode hands out whole batches.
+    /// Records a batch_optimized fetch acquires at least (when there are that many), whatever
+    /// its `max_records`: a real broker in that mode hands out whole batches. A record_limit
+    /// fetch acquires at most its `max_records`, as on Kafka.
     pub min_fetch_records: usize,
 }
 
@@ -45,7 +47,7 @@ impl Default for FakeConfig {
             leaders: Vec::new(),
             records_per_partition: 10,
             share_version: 1,
-            v1_only: false,
+            max_share_version: crate::protocol::share::MAX_VERSION,
             lock_timeout_ms: 30_000,
             delivery_limit: 5,
             coordinator: 1,
@@ -95,9 +97,10 @@ impl FakeConfig {
         self
     }
 
-    /// ShareFetch / ShareAcknowledge v1 only.
-    pub fn v1_only(mut self) -> Self {
-        self.v1_only = true;
+    /// The newest ShareFetch / ShareAcknowledge version offered (see
+    /// [`FakeConfig::max_share_version`]): `1` is a Kafka 4.1 broker.
+    pub fn max_share_version(mut self, version: i16) -> Self {
+        self.max_share_version = version;
         self
     }
 

@@ -14,11 +14,12 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
-use super::code;
 use super::script::{Action, Effects};
 use super::state::{Member, Shared};
 use super::wire::{Decoded, Incoming, Out};
 use super::{share, FIND_COORDINATOR, HEARTBEAT, METADATA, SHARE_ACKNOWLEDGE, SHARE_FETCH};
+use crate::error::ErrorCode;
+use crate::protocol::share::{MAX_VERSION as SHARE_MAX_VERSION, MIN_VERSION as SHARE_MIN_VERSION};
 
 pub(super) async fn handle(shared: &Shared, node: i32, conn: u64, inc: &Incoming) -> Out {
     let fx = {
@@ -59,14 +60,15 @@ pub(super) fn encode<T: Encodable>(shared: &Shared, msg: &T, version: i16) -> Ou
 
 fn api_versions(shared: &Shared) -> Out {
     let st = shared.lock();
-    let share_max = if st.cfg.v1_only { 1 } else { 2 };
+    // Within what the codec speaks: the fake encodes its answers with it.
+    let share_max = st.cfg.max_share_version.clamp(SHARE_MIN_VERSION, SHARE_MAX_VERSION);
     let keys = [
         (18, 0, 4),
         (METADATA, 10, 12),
         (FIND_COORDINATOR, 4, 6),
         (HEARTBEAT, 1, 1),
-        (SHARE_FETCH, 1, share_max),
-        (SHARE_ACKNOWLEDGE, 1, share_max),
+        (SHARE_FETCH, SHARE_MIN_VERSION, share_max),
+        (SHARE_ACKNOWLEDGE, SHARE_MIN_VERSION, share_max),
     ];
     let mut resp = ApiVersionsResponse::default().with_api_keys(
         keys.iter()
@@ -131,7 +133,7 @@ fn metadata(shared: &Shared, r: &MetadataRequest, version: i16) -> Out {
                     None if name == st.cfg.topic => ours(),
                     None => MetadataResponseTopic::default()
                         .with_name(t.name.clone())
-                        .with_error_code(code::UNKNOWN_TOPIC_OR_PARTITION),
+                        .with_error_code(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0),
                 }
             })
             .collect(),

@@ -117,7 +117,7 @@
 //! # }
 //! ```
 //!
-//! `tests/fake_redelivery.rs` in the crate's repository has both cases through a
+//! `tests/offline/fake_redelivery.rs` in the crate's repository has both cases through a
 //! [`ShareConsumer`].
 //!
 //! # What it is, and is not
@@ -130,8 +130,8 @@
 //! member held there goes back); group
 //! members heartbeat to the coordinator and are all assigned every partition
 //! ([`FakeCluster::set_assignment`] changes that). It serves ApiVersions, Metadata,
-//! FindCoordinator, ShareGroupHeartbeat, ShareFetch and ShareAcknowledge (v1 and v2, or v1
-//! only with [`FakeConfig::v1_only`]): enough for a [`ShareConsumer`], not for a producer or
+//! FindCoordinator, ShareGroupHeartbeat, ShareFetch and ShareAcknowledge (v1 up to
+//! [`FakeConfig::max_share_version`], the codec's newest by default): enough for a [`ShareConsumer`], not for a producer or
 //! the admin client. It is not a broker:
 //! - a group reads every partition from offset 0 (a new group on Kafka starts at the latest
 //!   offset unless `share.auto.offset.reset` says otherwise);

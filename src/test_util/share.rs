@@ -11,11 +11,12 @@ use crate::protocol::share::{
 };
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::code;
 use super::script::{Action, Effects};
 use super::state::{Partition, Shared, State};
 use super::wire::Out;
-use crate::broker_model::sessions::SessionRefusal;
+use crate::broker_model::sessions::{SessionRefusal, SessionRequest};
+use crate::broker_model::share_fetch::{self, blank, fetch_budget};
+use crate::error::ErrorCode;
 
 fn reply_fetch(shared: &Shared, resp: &ShareFetchResponse, version: i16) -> Out {
     let mut buf = BytesMut::new();
@@ -44,13 +45,9 @@ fn reply_ack(shared: &Shared, resp: &ShareAcknowledgeResponse, version: i16) -> 
 /// to answer with (0: go on). An epoch out of sequence, a ShareAcknowledge at epoch 0 and
 /// acks on an epoch-0 ShareFetch are client bugs: violations. A replaced session's records
 /// stay acquired, as on Kafka: they go back when their locks lapse.
-fn check_session(st: &mut State, node: i32, conn: u64, member: &str, epoch: i32, api: &str, has_acks: bool) -> i16 {
+fn check_session(st: &mut State, node: i32, member: &str, epoch: i32, request: SessionRequest) -> i16 {
     let key = (node, member.to_string());
-    let used = if api == "ShareAcknowledge" {
-        st.sessions.acknowledge(&key, epoch)
-    } else {
-        st.sessions.fetch(&key, conn, epoch, has_acks)
-    };
+    let used = st.sessions.take(&key, epoch, request);
     let Err(refusal) = used else {
         return 0;
     };
@@ -59,7 +56,7 @@ fn check_session(st: &mut State, node: i32, conn: u64, member: &str, epoch: i32,
         SessionRefusal::InitialAcknowledge => Some(format!("ShareAcknowledge at epoch 0 (node {node})")),
         SessionRefusal::AcksOnInitialFetch => Some(format!("ShareFetch at epoch 0 carrying acks (node {node})")),
         SessionRefusal::InvalidEpoch { expected, got } => {
-            Some(format!("{api} epoch {got} on node {node}, session expects {expected}"))
+            Some(format!("{} epoch {got} on node {node}, session expects {expected}", request.api()))
         }
     };
     if let Some(problem) = problem {
@@ -96,7 +93,7 @@ pub(super) async fn fetch(
         let mut st = shared.lock();
         resp.acquisition_lock_timeout_ms = st.cfg.lock_timeout_ms;
         if let Some(Action::TopLevelError(c)) = fx.terminal {
-            if c == code::SHARE_SESSION_NOT_FOUND || c == code::INVALID_SHARE_SESSION_EPOCH {
+            if c == ErrorCode::SHARE_SESSION_NOT_FOUND.0 || c == ErrorCode::INVALID_SHARE_SESSION_EPOCH.0 {
                 st.drop_session(node, member);
             }
             resp.error_code = c;
@@ -108,7 +105,7 @@ pub(super) async fn fetch(
         }
         let has_acks = r.topics.iter().flat_map(|t| &t.partitions).any(|p| !p.acknowledgement_batches.is_empty());
         let epoch = r.share_session_epoch;
-        let c = check_session(&mut st, node, conn, member, epoch, "ShareFetch", has_acks);
+        let c = check_session(&mut st, node, member, epoch, SessionRequest::Fetch { conn, has_acks });
         if c != 0 {
             resp.error_code = c;
             drop(st);
@@ -127,13 +124,9 @@ pub(super) async fn fetch(
             let c = fx.ack_error(i).unwrap_or_else(|| {
                 st.apply_acks(node, member, i, &p.acknowledgement_batches, false, now, "ShareFetch")
             });
-            let e = parts.entry(i).or_insert_with(|| FetchPartitionResponse {
-                partition_index: i,
-                current_leader: LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 },
-                ..Default::default()
-            });
+            let e = parts.entry(i).or_insert_with(|| blank(i));
             e.acknowledge_error_code = c;
-            if c == code::NOT_LEADER_OR_FOLLOWER {
+            if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 {
                 if let Some(part) = st.partition(i) {
                     e.current_leader = leader_of(part);
                 }
@@ -164,10 +157,7 @@ pub(super) async fn fetch(
 }
 
 fn topic_responses(shared: &Shared, parts: BTreeMap<i32, FetchPartitionResponse>) -> Vec<FetchTopicResponse> {
-    if parts.is_empty() {
-        return Vec::new();
-    }
-    vec![FetchTopicResponse { topic_id: shared.lock().topic_id, partitions: parts.into_values().collect() }]
+    share_fetch::topic_responses(shared.lock().topic_id, parts)
 }
 
 /// One pass over the session's partitions: errors and acquired records. True if anything
@@ -184,23 +174,18 @@ fn gather(
     let Some(session) = st.sessions.get(&(node, member.to_string())) else {
         return false;
     };
-    let mut remaining = if r.max_records > 0 { r.max_records as usize } else { 500 };
-    remaining = remaining.max(st.cfg.min_fetch_records);
+    let mut remaining = fetch_budget(r, st.cfg.min_fetch_records);
     let mut found = false;
     for p in session.parts.clone() {
-        let blank = FetchPartitionResponse {
-            partition_index: p,
-            current_leader: LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 },
-            ..Default::default()
-        };
+        let blank = blank(p);
         let Some((leader_id, leader_epoch)) = st.partition(p).map(|part| (part.leader, part.leader_epoch)) else {
-            parts.entry(p).or_insert(blank).error_code = code::UNKNOWN_TOPIC_OR_PARTITION;
+            parts.entry(p).or_insert(blank).error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
             found = true;
             continue;
         };
         let error = match fx.partition_error(p) {
             Some((c, leader)) => Some((c, leader)),
-            None if leader_id != node => Some((code::NOT_LEADER_OR_FOLLOWER, Some(leader_id))),
+            None if leader_id != node => Some((ErrorCode::NOT_LEADER_OR_FOLLOWER.0, Some(leader_id))),
             None => None,
         };
         if let Some((c, leader)) = error {
@@ -239,7 +224,7 @@ fn gather(
             }
             Err(problem) => {
                 // Records too large for one batch: give them back and answer an error.
-                e.error_code = code::UNKNOWN_SERVER_ERROR;
+                e.error_code = ErrorCode::UNKNOWN_SERVER_ERROR.0;
                 st.release(p, &got);
                 st.violation(format!("the fake broker cannot hand out partition {p}: {problem}"));
             }
@@ -356,7 +341,7 @@ pub(super) fn acknowledge(shared: &Shared, node: i32, version: i16, r: &ShareAck
         ..Default::default()
     };
     if let Some(Action::TopLevelError(c)) = fx.terminal {
-        if c == code::SHARE_SESSION_NOT_FOUND || c == code::INVALID_SHARE_SESSION_EPOCH {
+        if c == ErrorCode::SHARE_SESSION_NOT_FOUND.0 || c == ErrorCode::INVALID_SHARE_SESSION_EPOCH.0 {
             st.drop_session(node, member);
         }
         resp.error_code = c;
@@ -364,8 +349,7 @@ pub(super) fn acknowledge(shared: &Shared, node: i32, version: i16, r: &ShareAck
         return reply_ack(shared, &resp, version);
     }
     let epoch = r.share_session_epoch;
-    // A ShareAcknowledge opens no session: the connection matters only at epoch 0.
-    let c = check_session(&mut st, node, 0, member, epoch, "ShareAcknowledge", true);
+    let c = check_session(&mut st, node, member, epoch, SessionRequest::Acknowledge);
     if c != 0 {
         resp.error_code = c;
         drop(st);
@@ -379,8 +363,8 @@ pub(super) fn acknowledge(shared: &Shared, node: i32, version: i16, r: &ShareAck
         let c = fx.ack_error(i).unwrap_or_else(|| {
             st.apply_acks(node, member, i, &p.acknowledgement_batches, renew_ok, now, "ShareAcknowledge")
         });
-        let mut leader = LeaderIdAndEpoch { leader_id: -1, leader_epoch: -1 };
-        if c == code::NOT_LEADER_OR_FOLLOWER {
+        let mut leader = share_fetch::no_leader();
+        if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 {
             if let Some(part) = st.partition(i) {
                 leader = leader_of(part);
                 if let Some(ep) = endpoint(&st, part.leader) {

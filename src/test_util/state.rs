@@ -13,10 +13,10 @@ use crate::broker_model::sessions::ShareSessions;
 use crate::protocol::records::{Compression, RecordInput};
 use crate::protocol::share::{AcknowledgementBatch, AcquiredRecords};
 
-use super::code;
 use super::log::{Logged, Req};
 use super::script::Rule;
 use super::FakeConfig;
+use crate::error::ErrorCode;
 
 /// The state every node of a fake cluster shares.
 #[derive(Debug)]
@@ -281,7 +281,7 @@ impl State {
     ) -> i16 {
         if self.partition(p).is_none() {
             self.violation(format!("{what}: acks for unknown partition {p}"));
-            return code::UNKNOWN_TOPIC_OR_PARTITION;
+            return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
         }
         if let Err(e) = validate_batches(batches, renew_allowed) {
             let why = match e {
@@ -295,7 +295,7 @@ impl State {
         }
         let part = &mut self.parts[p as usize];
         if part.leader != node {
-            return code::NOT_LEADER_OR_FOLLOWER;
+            return ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
         }
         match part.share.acknowledge(&member.to_string(), batches, renew_allowed, now) {
             Ok(_) => 0,

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use tracing::{debug, warn};
 
 use super::sessions::Answered;
-use super::to_decide::ToDecide;
 use super::{DriverCore, Fetched};
 use crate::cluster::BrokerInfo;
 use crate::consumer::record::ConsumerRecord;
@@ -229,13 +228,13 @@ impl DriverCore {
                 let name = self.topic_name(&tp.topic_id);
                 match name {
                     Some(name) if leader.0 >= 0 => self.topology.learn_leader(&name, tp.partition, leader.0, leader.1),
-                    _ => self.want_metadata(),
+                    _ => self.group.want_metadata(),
                 }
                 debug!(%tp, node, leader = leader.0, "partition moved");
                 true
             }
             c if ErrorCode(c).is_unknown_topic_or_partition() => {
-                self.want_metadata();
+                self.group.want_metadata();
                 false
             }
             c => {
@@ -365,7 +364,7 @@ impl DriverCore {
         }
         if e.is_connection_error() || matches!(e, Error::Timeout { .. }) {
             // The broker may be gone: learn who leads its partitions now.
-            self.want_metadata();
+            self.group.want_metadata();
         }
         self.complete_acks(Some(node), results);
         let unsent = match &e {
@@ -409,8 +408,6 @@ impl DriverCore {
         let Some(failed) = self.sessions.reset(node) else {
             return;
         };
-        // Its epoch, acks and request in flight are gone, and what it had buffered.
-        self.to_decide.mark(ToDecide::SESSIONS | ToDecide::EPOCHS | ToDecide::CLOSE | ToDecide::BUFFER);
         self.buffer.retain(|f| f.node != node);
         let results: AckResults = failed.into_iter().map(|(tp, a)| (tp, (a.offsets(), Err(e.clone())))).collect();
         self.complete_acks(Some(node), results);

@@ -7,7 +7,6 @@ use std::time::Instant;
 use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use tracing::{debug, info, warn};
 
-use super::to_decide::ToDecide;
 use super::topic_errors::PollAnswer;
 use super::{DriverCore, TopicPartition};
 use crate::error::{Error, Result};
@@ -88,13 +87,7 @@ impl DriverCore {
 
     /// A heartbeat's answer, as the group manager took it.
     pub(super) fn on_heartbeat(&mut self, r: Result<ShareGroupHeartbeatResponse>, now: Instant) {
-        let was_active = self.group.is_active();
         let outcome = self.group.handle_heartbeat(r, now);
-        if self.group.is_active() != was_active {
-            // Joined, left or failed: whether the sessions may fetch and the poll interval
-            // runs both read it.
-            self.to_decide.mark(ToDecide::SESSIONS | ToDecide::POLL_INTERVAL);
-        }
         self.shared.metrics.set_rebalances(self.group.rebalances());
         match outcome {
             Outcome::Ok | Outcome::Left | Outcome::FindCoordinator => {}
@@ -122,8 +115,6 @@ impl DriverCore {
 
     /// Recomputes which partitions to fetch from which broker.
     pub(super) fn reconcile_assignment(&mut self, now: Instant) {
-        // Metadata wanted or settled; fetch sets changed, sessions opened.
-        self.to_decide.mark(ToDecide::GROUP | ToDecide::SESSIONS | ToDecide::EPOCHS);
         let mut per_node: HashMap<i32, BTreeSet<TopicIdPartition>> = HashMap::new();
         let mut missing = false;
         for (topic_id, parts) in self.group.assignment() {

@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::output::Output;
-use super::to_decide::ToDecide;
 use super::{AckEntry, DriverCore, Renewed, ReplyId, TopicPartition};
 use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
@@ -122,8 +121,6 @@ impl DriverCore {
                 self.renewing.remove(&(tp, offset));
                 let lock_deadline = node.and_then(|n| self.sessions.lock_until(n, tp, offset));
                 self.renewed.push(Renewed { tp, offset, result: r.clone(), lock_deadline });
-                // A poll waiting for renewals gets its answer.
-                self.to_decide.mark(ToDecide::DELIVER);
             }
         }
     }

@@ -9,7 +9,6 @@ use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, Topic
 use kafka_protocol::messages::ShareGroupHeartbeatResponse;
 use uuid::Uuid;
 
-use super::to_decide::ToDecide;
 use super::wire::Needs;
 use super::Wire;
 use super::{
@@ -978,7 +977,6 @@ fn records_of_a_poll_gone_before_its_answer_is_sent_come_back() {
     // The poll gave up before the shell sent it.
     let gone = Answers { gone: HashSet::from([ReplyId(2)]), ..Default::default() };
     assert!(!perform_to(&mut c, gone).polls.contains_key(&ReplyId(2)));
-    assert!(c.to_decide.contains(ToDecide::DELIVER | ToDecide::SESSIONS), "the shell drives them next");
     assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 20, "all of it is back");
     assert_eq!(c.buffer.front().and_then(|f| f.records.front()).map(|r| r.offset), Some(10), "in order");
 }
@@ -997,45 +995,41 @@ fn a_poll_abandoned_before_records_came_is_never_answered_and_they_stay_buffered
     assert_eq!(c.buffer.iter().map(|f| f.records.len()).sum::<usize>(), 20, "the records stay for the next poll");
 }
 
-// --- what `drive` runs (issue 21: only what an input touched or a timer that expired) ---
+// --- what `drive` decides on each wake (every decider runs; those with nothing to do do nothing) ---
 
 #[test]
-fn a_heartbeat_with_nothing_else_going_on_runs_the_group_only() {
+fn a_heartbeat_with_nothing_else_going_on_sends_the_heartbeat_only() {
     // A stable member with a poll waiting and its long poll in flight: its heartbeat timer
-    // expires, and later the answer comes. Neither touches delivery or the share sessions.
+    // expires, and later the answer comes. Neither sends anything else nor answers the poll.
     let t0 = Instant::now();
     let (mut c, _in_flight) = long_polling(t0);
     let at = t0 + Duration::from_millis(5000);
     c.drive(at - Duration::from_millis(1));
-    assert_eq!(c.last_drive_ran(), ToDecide::NONE, "a spurious wake decides nothing");
+    assert!(drain(&mut c).is_empty(), "a spurious wake decides nothing");
     c.drive(at);
     assert_eq!(kinds(&drain(&mut c)), ["heartbeat"]);
-    assert_eq!(c.last_drive_ran(), ToDecide::GROUP, "the heartbeat's timer expired: the group's turn only");
     let ok = ShareGroupHeartbeatResponse::default().with_member_epoch(1).with_heartbeat_interval_ms(5000);
     let answered = at + Duration::from_millis(3);
     c.handle_event(Event::Heartbeat(Ok(ok)), answered);
     c.drive(answered);
     assert!(drain(&mut c).is_empty());
-    assert_eq!(c.last_drive_ran(), ToDecide::GROUP, "no delivery, no session manager for a heartbeat's answer");
+    assert!(c.waiter.is_some(), "the poll still waits for records");
     assert_eq!(c.poll_timeout(answered), answered + Duration::from_millis(5000), "next: the heartbeat again");
 }
 
 #[test]
-fn a_fetch_answer_runs_delivery_and_the_sessions_not_the_group_or_the_close() {
+fn a_fetch_answer_answers_the_waiting_poll_and_arms_the_poll_interval() {
     let t0 = Instant::now();
     let (mut c, (node, sent, sent_at)) = long_polling(t0);
     c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);
     c.drive(t0);
     assert!(c.waiter.is_none(), "the waiting poll took the records");
-    let ran = c.last_drive_ran();
-    assert!(ran.contains(ToDecide::BUFFER | ToDecide::EPOCHS), "{ran:?}");
-    // The poll answered, none waits: the poll interval runs again (its deadline is armed now).
-    assert!(ran.contains(ToDecide::POLL_INTERVAL), "{ran:?}");
-    assert!(!ran.contains(ToDecide::GROUP) && !ran.contains(ToDecide::CLOSE), "{ran:?}");
+    // The poll answered, none waits: the poll interval's deadline is armed now.
+    assert_eq!(c.poll_interval_deadline(), Some(t0 + c.cfg.max_poll_interval));
 }
 
 #[test]
-fn an_expired_poll_interval_runs_its_decider_and_the_member_leaves() {
+fn an_expired_poll_interval_makes_the_member_leave() {
     let t0 = Instant::now();
     let (mut c, (node, sent, sent_at)) = long_polling(t0);
     c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);
@@ -1045,14 +1039,12 @@ fn an_expired_poll_interval_runs_its_decider_and_the_member_leaves() {
     let deadline = t0 + c.cfg.max_poll_interval;
     assert_eq!(c.poll_interval_deadline(), Some(deadline));
     c.drive(deadline - Duration::from_millis(1));
-    assert!(!c.last_drive_ran().contains(ToDecide::POLL_INTERVAL), "{:?}", c.last_drive_ran());
     assert!(!c.group.is_stale());
     // The heartbeat that went meanwhile is answered: the next is due in 5 s.
     assert!(kinds(&drain(&mut c)).contains(&"heartbeat"));
     let ok = ShareGroupHeartbeatResponse::default().with_member_epoch(1).with_heartbeat_interval_ms(5000);
     c.handle_event(Event::Heartbeat(Ok(ok)), deadline - Duration::from_millis(1));
     c.drive(deadline);
-    assert!(c.last_drive_ran().contains(ToDecide::POLL_INTERVAL), "{:?}", c.last_drive_ran());
     assert!(c.group.is_stale(), "no poll within max.poll.interval.ms: the member left");
     // The leave heartbeat goes with the next drive (the group decided before the poll
     // interval did), which its timer, due now, brings at once.
@@ -1063,8 +1055,8 @@ fn an_expired_poll_interval_runs_its_decider_and_the_member_leaves() {
 
 #[test]
 fn a_poll_that_gave_up_is_dropped_by_the_drive_after_the_shell_says_so() {
-    // The shell says a poll's future was dropped (`PollAbandoned`): that marks delivery, which
-    // drops the poll, and then what reads "a poll waits" (the fetch plan among them).
+    // The shell says a poll's future was dropped (`PollAbandoned`): the next drive's delivery
+    // drops the poll, so the fetch plan no longer counts a poll as waiting.
     let t0 = Instant::now();
     let (mut c, _in_flight) = long_polling(t0);
     c.handle_command(poll(3, true, false, Vec::new()), t0);
@@ -1074,6 +1066,5 @@ fn a_poll_that_gave_up_is_dropped_by_the_drive_after_the_shell_says_so() {
     c.handle_command(Command::PollAbandoned(ReplyId(3)), later);
     c.drive(later);
     assert!(c.waiter.is_none(), "the poll that gave up is dropped");
-    let ran = c.last_drive_ran();
-    assert!(ran.contains(ToDecide::DELIVER | ToDecide::WAITER_GONE), "{ran:?}");
+    assert!(!perform(&mut c).polls.contains_key(&ReplyId(3)), "and never answered");
 }

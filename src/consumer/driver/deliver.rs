@@ -2,7 +2,6 @@
 
 use std::time::Instant;
 
-use super::to_decide::ToDecide;
 use super::{Delivered, DriverCore, Fetched, PollAnswer, PollWaiter};
 
 impl DriverCore {
@@ -116,8 +115,6 @@ impl DriverCore {
                 kept.push_back(f);
                 continue;
             }
-            // RELEASE acks queued, and the buffer changed.
-            self.to_decide.mark(ToDecide::BUFFER);
             if self.sessions.release(f.node, f.generation, f.tp, f.records.iter().map(|r| r.offset)) {
                 // The client's own RELEASEs: their outcome is no acknowledgement of the
                 // application's (`complete_acks` leaves them out of the callback).

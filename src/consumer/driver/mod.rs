@@ -12,7 +12,7 @@
 //!
 //! One turn of the shell: hand the core one input (command, finished request, or timer),
 //! call `drive` (the core decides what to send and answers a waiting poll if records are
-//! buffered; only the deciders that input or an expired timer touched run: `to_decide.rs`),
+//! buffered; every decider runs, each returning at once when it has nothing to do),
 //! perform every `Output` it queued, then send every `Transmit`. Acks reach the core with
 //! the poll/commit/close that follows them, as in the Java client.
 
@@ -34,7 +34,6 @@ mod shell;
 mod shell_tests;
 mod state_machine;
 mod timers;
-mod to_decide;
 mod topic_errors;
 pub(crate) mod topic_pattern;
 mod topology;
@@ -47,7 +46,6 @@ pub(crate) use from_handle::FromHandle;
 pub(crate) use output::{Output, Replies};
 pub(crate) use shell::Driver;
 pub(crate) use state_machine::Transmit;
-use to_decide::ToDecide;
 pub(crate) use topology::Topology;
 pub(crate) use wire::Wire;
 
@@ -304,11 +302,6 @@ pub(crate) struct DriverCore {
     poll_size: usize,
     /// Acks go at once when no fetch carries them (set by the engine's `Command::Outcomes`).
     eager_acks: bool,
-    /// The deciders the next `drive` runs (`to_decide.rs`: who marks what).
-    to_decide: to_decide::ToDecide,
-    /// The deciders the last `drive` ran (for tests of the marks).
-    #[cfg(test)]
-    last_drive_ran: to_decide::ToDecide,
 }
 
 impl DriverCore {
@@ -343,15 +336,6 @@ impl DriverCore {
         if self.fatal.is_none() {
             self.fatal = Some(e);
         }
-        // The waiting poll gets the error; nothing more is fetched.
-        self.to_decide.mark(ToDecide::DELIVER | ToDecide::SESSIONS);
-    }
-
-    /// Fresher metadata is needed (the group manager's `want_metadata`): its refresh may go
-    /// at the next `drive`.
-    fn want_metadata(&mut self) {
-        self.group.want_metadata();
-        self.to_decide.mark(ToDecide::GROUP);
     }
 
     fn topic_name(&self, id: &uuid::Uuid) -> Option<Arc<str>> {

@@ -12,7 +12,6 @@ use std::time::Instant;
 
 use tracing::warn;
 
-use super::to_decide::ToDecide;
 use super::{session_gone, DriverCore};
 
 impl DriverCore {
@@ -35,9 +34,6 @@ impl DriverCore {
             max_poll_interval_ms = self.cfg.max_poll_interval.as_millis() as u64,
             "no poll within max.poll.interval.ms: leaving the group and releasing this member's records; the next poll rejoins. Poll more often, process less per poll (max.poll.records), or raise max.poll.interval.ms"
         );
-        // The leave heartbeat (at the next drive: the group goes first), the sessions closed
-        // and reset.
-        self.to_decide.mark(ToDecide::GROUP | ToDecide::SESSIONS | ToDecide::EPOCHS);
         self.group.leave_stale(now);
         self.release_buffer(|_| true);
         self.reconcile_assignment(now);

@@ -23,7 +23,6 @@ use tracing::warn;
 
 use super::group::GroupManager;
 use super::sessions::{Demand, SessionManager};
-use super::to_decide::ToDecide;
 use super::{Command, CommitResults, CommitWaiter, DriverCore, Event, PollWaiter, Shared, Topology, Wire};
 use crate::consumer::config::ShareConsumerConfig;
 use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
@@ -76,10 +75,6 @@ impl DriverCore {
             paused: HashSet::new(),
             poll_size: cfg_poll_size,
             eager_acks: false,
-            // The first drive decides everything.
-            to_decide: ToDecide::ALL,
-            #[cfg(test)]
-            last_drive_ran: ToDecide::NONE,
         }
     }
 
@@ -90,7 +85,6 @@ impl DriverCore {
 
     /// A command from the public handle.
     pub(crate) fn handle_command(&mut self, cmd: Command, now: Instant) {
-        self.to_decide.mark(ToDecide::of_command(&cmd));
         match cmd {
             Command::Subscribe(topics) => {
                 if self.group.subscribe(topics, now) {
@@ -172,7 +166,6 @@ impl DriverCore {
 
     /// A finished request.
     pub(crate) fn handle_event(&mut self, ev: Event, now: Instant) {
-        self.to_decide.mark(ToDecide::of_event(&ev));
         match ev {
             Event::Coordinator(r) => self.on_coordinator(r, now),
             Event::Heartbeat(r) => self.on_heartbeat(r, now),
@@ -184,89 +177,24 @@ impl DriverCore {
     }
 
     /// Decides whatever the state machines want sent now (queued for `poll_transmit`), and
-    /// answers a waiting poll from the buffer. Runs only the deciders that the inputs since
-    /// the last drive, the timers expired by `now`, or the deciders before them marked
-    /// (`to_decide.rs` has the table), in this order.
+    /// answers a waiting poll from the buffer. Every decider runs on every turn, in this
+    /// order (as quinn-proto's `poll_transmit` looks at every part): each one that has
+    /// nothing to do returns at once, so no table of which input wakes which decider is
+    /// kept by hand (a missed entry there stalled the consumer until the next heartbeat).
+    /// A decider that changes what an earlier one reads leaves it to the next `drive`, and
+    /// arms that one's timer where it must act at once (the leave heartbeat of a close or
+    /// of a missed poll interval is due now, so the shell drives again in the same instant).
     pub(crate) fn drive(&mut self, now: Instant) {
-        self.mark_due(now);
-        #[cfg(test)]
-        {
-            self.last_drive_ran = ToDecide::NONE;
-        }
-        if self.turn(ToDecide::GROUP) {
-            self.drive_group(now);
-        }
-        if self.turn(ToDecide::TOPIC_ERRORS) {
-            let waited = self.waiter.is_some();
-            self.report_topic_error();
-            self.mark_if_answered(waited);
-        }
+        self.drive_group(now);
+        self.report_topic_error();
         // A poll answered from the buffer first: the fetch plan then sees whether a poll
         // still waits for records (only then may a fetch acquire without a refill).
-        if self.turn(ToDecide::DELIVER) {
-            let waited = self.waiter.is_some();
-            self.try_deliver(now);
-            self.mark_if_answered(waited);
-            // Records handed out free buffer room and feed the drain rate.
-            self.to_decide.mark(ToDecide::SESSIONS);
-        }
-        if self.turn(ToDecide::IDLE) {
-            self.release_if_idle(now);
-        }
-        if self.turn(ToDecide::POLL_INTERVAL) {
-            self.enforce_poll_interval(now);
-        }
-        if self.turn(ToDecide::SESSIONS) {
-            self.drive_sessions(now);
-            // A request sent moves its session's epoch.
-            self.to_decide.mark(ToDecide::EPOCHS);
-        }
-        if self.turn(ToDecide::CLOSE) {
-            self.drive_close(now);
-            // The leave heartbeat (or none: stopped) for the next drive; final acks end sessions.
-            self.to_decide.mark(ToDecide::GROUP | ToDecide::EPOCHS);
-        }
-        if self.turn(ToDecide::EPOCHS) {
-            self.tell_session_epochs();
-        }
-    }
-
-    /// Marks what `now` makes due without an input: the owner of every timer that expired,
-    /// the close while closing, and delivery when the waiting poll gave up.
-    fn mark_due(&mut self, now: Instant) {
-        let mut due = ToDecide::NONE;
-        self.each_timer(now, &mut |timer, at| {
-            if at <= now {
-                due.mark(ToDecide::of_timer(timer));
-            }
-        });
-        if self.closing.is_some() {
-            due.mark(ToDecide::CLOSE);
-        }
-        self.to_decide.mark(due);
-    }
-
-    /// Whether `decider` is marked; clears the mark, as it runs now.
-    fn turn(&mut self, decider: ToDecide) -> bool {
-        let marked = self.to_decide.take(decider);
-        #[cfg(test)]
-        if marked {
-            self.last_drive_ran.mark(decider);
-        }
-        marked
-    }
-
-    /// After a decider that may answer the waiting poll: once none waits, what reads that.
-    fn mark_if_answered(&mut self, waited: bool) {
-        if waited && self.waiter.is_none() {
-            self.to_decide.mark(ToDecide::WAITER_GONE);
-        }
-    }
-
-    /// The deciders the last `drive` ran.
-    #[cfg(test)]
-    pub(super) fn last_drive_ran(&self) -> ToDecide {
-        self.last_drive_ran
+        self.try_deliver(now);
+        self.release_if_idle(now);
+        self.enforce_poll_interval(now);
+        self.drive_sessions(now);
+        self.drive_close(now);
+        self.tell_session_epochs();
     }
 
     /// The session manager's turn: what each broker's session sends now, given what the
@@ -302,7 +230,6 @@ impl DriverCore {
     /// The public handle was dropped without close: release what it held and leave, as
     /// close would, within a short time.
     pub(crate) fn handle_gone(&mut self, now: Instant) {
-        self.to_decide.mark(ToDecide::ALL);
         if self.closing.is_none() {
             warn!(group = self.cfg.group_id, "share consumer dropped without close(); releasing its records");
             self.start_close(Vec::new(), now + Duration::from_secs(5), None, now);

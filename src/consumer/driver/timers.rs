@@ -40,9 +40,8 @@ const UNARMED: Duration = Duration::from_secs(3600);
 
 impl DriverCore {
     /// Calls `f` with every armed timer and its moment, some possibly past (in a fixed order;
-    /// `Pace` may come twice, for queued acks and for a parked session). `drive` marks the
-    /// owner of each one that expired (`to_decide.rs`); [`DriverCore::next_timer`] picks the
-    /// earliest.
+    /// `Pace` may come twice, for queued acks and for a parked session);
+    /// [`DriverCore::next_timer`] picks the earliest.
     pub(crate) fn each_timer(&self, now: Instant, f: &mut dyn FnMut(Timer, Instant)) {
         let mut arm = |timer: Timer, at: Option<Instant>| {
             if let Some(at) = at {

@@ -10,7 +10,9 @@ use super::{Demand, Node, SessionManager, Settings};
 use crate::acquire_mode::AcquireMode;
 use crate::consumer::driver::{Transmit, Wire};
 use crate::error::Error;
-use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest, ACQUIRE_MODE_BATCH_OPTIMIZED};
+use crate::protocol::share::{
+    ShareAcknowledgeRequest, ShareFetchRequest, ACQUIRE_MODE_BATCH_OPTIMIZED, MAX_VERSION, MIN_VERSION,
+};
 use crate::share::session::{FetchParams, Sent};
 
 impl SessionManager {
@@ -169,21 +171,21 @@ fn send_acks(
 }
 
 impl Settings {
-    /// How a ShareFetch to `node` goes: v1 or v2, within `request.timeout.ms` on top of
+    /// How a ShareFetch to `node` goes: any version the codec speaks, within `request.timeout.ms` on top of
     /// `fetch.max.wait.ms` (the broker may hold it that long). record_limit is a v2 field:
     /// on a broker that picks v1 the fetch fails here, naming the broker (connect checked
     /// only the broker it asked).
     pub(super) fn fetch_wire(&self, node: i32, request: &ShareFetchRequest) -> Wire {
-        let wire = Wire::new((1, 2), self.request_timeout + self.fetch_max_wait);
+        let wire = Wire::new((MIN_VERSION, MAX_VERSION), self.request_timeout + self.fetch_max_wait);
         if request.share_acquire_mode == ACQUIRE_MODE_BATCH_OPTIMIZED {
             return wire;
         }
         wire.needing(2, Error::AcquireModeUnsupported { mode: AcquireMode::RecordLimit, broker: Some(node) })
     }
 
-    /// How a ShareAcknowledge goes: v1 or v2 (RENEW is sent only where v2 is, `renew_ok`),
-    /// within `request.timeout.ms`.
+    /// How a ShareAcknowledge goes: any version the codec speaks (RENEW is sent only where
+    /// v2 is, `renew_ok`), within `request.timeout.ms`.
     pub(super) fn ack_wire(&self) -> Wire {
-        Wire::new((1, 2), self.request_timeout)
+        Wire::new((MIN_VERSION, MAX_VERSION), self.request_timeout)
     }
 }

@@ -1,0 +1,204 @@
+//! The engine's dead-letter destination: a record its handler gives up on
+//! ([`Outcome::DeadLetter`], [`Delivery::dead_letter`]), one that used up its retries under
+//! `on_exhausted(Outcome::DeadLetter)`, or one that failed to decode
+//! ([`Processor::run_decoded`](super::Processor::run_decoded)) is copied to a topic with the
+//! crate's producer, then ACCEPTed. This is the client's own dead-lettering, so it works on
+//! any Kafka with share groups (4.1-4.3 have no broker-side DLQ).
+//!
+//! The order is what keeps a record from being lost: the copy is sent and the broker's
+//! answer awaited **before** the handler's call ends; only then does the engine ACCEPT the
+//! original. A copy that fails RELEASEs the original instead (it comes back with its delivery
+//! count one higher, and is tried again), counted in `dead-letter-failures-total`. A crash or an abort
+//! between the copy and the ACCEPT redelivers the original, so the topic can hold a record
+//! twice (at least once, as every copy in Kafka without transactions).
+//!
+//! The copy is the sink runtime's (`crate::dead_letter`): key, value, timestamp, headers, and
+//! Connect's `__connect.errors.*` headers (topic, partition, offset, stage, class.name,
+//! exception.class.name, exception.message, delivery.count).
+
+use std::sync::Arc;
+
+use tokio::sync::OnceCell;
+
+use super::metrics::ProcessorMetrics;
+use super::{Delivery, Outcome};
+use crate::consumer::{ConsumerRecord, ShareConsumerConfig};
+use crate::dead_letter::{copy_of, ErrorContext, STAGE_TASK_PUT, STAGE_VALUE_CONVERTER};
+use crate::decode::DecodeError;
+use crate::error::Result;
+use crate::producer::{Producer, ProducerConfig};
+
+/// Where the engine copies the records it gives up on (see
+/// [`ProcessorConfig::dead_letter`](super::ProcessorConfig::dead_letter)).
+///
+/// ```rust,no_run
+/// use kafka_share::processor::{DeadLetter, Outcome, ProcessorConfig};
+///
+/// let config = ProcessorConfig::new()
+///     .dead_letter(DeadLetter::topic("orders.dlq"))
+///     .on_exhausted(Outcome::DeadLetter); // retries used up: to the topic too
+/// ```
+#[derive(Debug, Clone)]
+pub struct DeadLetter {
+    topic: String,
+    producer: Option<Producer>,
+    context_headers: bool,
+}
+
+impl DeadLetter {
+    /// Copies to `topic` (it must exist, or the broker must create topics on first use).
+    /// The engine's own producer sends them, connected with the consumer's connection
+    /// settings (bootstrap, TLS, SASL) when the first record goes there.
+    pub fn topic(topic: impl Into<String>) -> DeadLetter {
+        DeadLetter { topic: topic.into(), producer: None, context_headers: true }
+    }
+
+    /// Sends with `producer` instead (e.g. the one the service already produces its results
+    /// with, or one with settings of its own).
+    pub fn producer(mut self, producer: Producer) -> DeadLetter {
+        self.producer = Some(producer);
+        self
+    }
+
+    /// Whether the copy gets the error-context headers (`__connect.errors.*`; default true).
+    pub fn context_headers(mut self, on: bool) -> DeadLetter {
+        self.context_headers = on;
+        self
+    }
+
+    /// The dead-letter topic.
+    pub fn topic_name(&self) -> &str {
+        &self.topic
+    }
+}
+
+/// Why a record goes to the dead-letter topic: what its error headers say.
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    pub(crate) stage: &'static str,
+    pub(crate) exception: &'static str,
+    pub(crate) message: String,
+}
+
+impl Failure {
+    /// The handler's own word ([`Delivery::dead_letter`], or a bare `Outcome::DeadLetter`).
+    pub(crate) fn handler(message: String) -> Failure {
+        Failure { stage: STAGE_TASK_PUT, exception: "kafka_share::processor::Outcome::DeadLetter", message }
+    }
+
+    /// The decode step failed ([`Processor::run_decoded`](super::Processor::run_decoded)).
+    pub(crate) fn decode(e: &DecodeError) -> Failure {
+        Failure { stage: STAGE_VALUE_CONVERTER, exception: "kafka_share::decode::DecodeError", message: e.to_string() }
+    }
+}
+
+/// A running engine's dead-letter writer.
+pub(crate) struct DeadLetters {
+    topic: String,
+    context_headers: bool,
+    /// The handler's type, for `class.name`.
+    class: &'static str,
+    /// The producer: the user's, or the engine's own, connected on first use.
+    producer: OnceCell<Producer>,
+    /// How the engine's own connects (None: the user gave one).
+    own: Option<ProducerConfig>,
+    max_retries: u32,
+    on_exhausted: bool,
+    metrics: Arc<ProcessorMetrics>,
+}
+
+impl DeadLetters {
+    pub(crate) fn new(
+        d: &DeadLetter,
+        consumer: &ShareConsumerConfig,
+        class: &'static str,
+        max_retries: u32,
+        on_exhausted: bool,
+        metrics: Arc<ProcessorMetrics>,
+    ) -> DeadLetters {
+        let own = d.producer.is_none().then(|| {
+            let mut c = ProducerConfig { cluster: consumer.cluster.clone(), ..ProducerConfig::default() };
+            // A client id of its own, so the broker's quotas and logs tell it from the
+            // consumer (empty: the producer numbers itself, as Java's `producer-<n>`).
+            if !c.cluster.client_id.is_empty() {
+                c.cluster.client_id.push_str("-dead-letter");
+            }
+            c
+        });
+        let producer = d.producer.clone().map_or_else(OnceCell::new, |p| OnceCell::new_with(Some(p)));
+        DeadLetters {
+            topic: d.topic.clone(),
+            context_headers: d.context_headers,
+            class,
+            producer,
+            own,
+            max_retries,
+            on_exhausted,
+            metrics,
+        }
+    }
+
+    /// Turns a handler's outcome into the record's fate: a dead-letter outcome (or a `Retry`
+    /// past the retries, under `on_exhausted(DeadLetter)`) becomes the copy and an ACCEPT,
+    /// or a RELEASE if the copy fails; any other outcome is the handler's.
+    pub(crate) async fn settle(&self, delivery: &Delivery, outcome: Outcome) -> Outcome {
+        let failure = match outcome {
+            Outcome::DeadLetter => {
+                delivery.take_failure().unwrap_or_else(|| Failure::handler("dead-lettered by the handler".into()))
+            }
+            Outcome::Retry if self.on_exhausted && delivery.retries() >= self.max_retries => {
+                ProcessorMetrics::add(&self.metrics.exhausted, 1);
+                Failure {
+                    stage: STAGE_TASK_PUT,
+                    exception: "kafka_share::processor::RetriesExhausted",
+                    message: format!(
+                        "retries exhausted: {} handler calls in this delivery (max_retries {})",
+                        delivery.attempt(),
+                        self.max_retries
+                    ),
+                }
+            }
+            other => return other,
+        };
+        self.send(delivery.record(), &failure).await
+    }
+
+    /// Copies `record` and answers what becomes of the original.
+    pub(crate) async fn send(&self, record: &ConsumerRecord, failure: &Failure) -> Outcome {
+        match self.try_send(record, failure).await {
+            Ok(()) => {
+                ProcessorMetrics::add(&self.metrics.dead_lettered, 1);
+                Outcome::Accept
+            }
+            Err(e) => {
+                ProcessorMetrics::add(&self.metrics.dead_letter_failures, 1);
+                tracing::warn!(
+                    topic = %record.topic, partition = record.partition, offset = record.offset,
+                    dead_letter_topic = %self.topic, error = %e,
+                    "processor: the dead-letter copy failed; the record is released (delivered again) instead"
+                );
+                Outcome::Release
+            }
+        }
+    }
+
+    async fn try_send(&self, record: &ConsumerRecord, failure: &Failure) -> Result<()> {
+        let producer = self
+            .producer
+            .get_or_try_init(|| async {
+                // `own` is None only when the cell was filled with the user's producer.
+                let config = self.own.clone().unwrap_or_default();
+                Producer::connect(config).await
+            })
+            .await?;
+        let context = ErrorContext {
+            connector: None,
+            stage: failure.stage,
+            class: self.class,
+            exception: failure.exception,
+            message: &failure.message,
+        };
+        let copy = copy_of(&self.topic, record, self.context_headers.then_some(&context));
+        producer.send_and_wait(copy).await.map(|_| ())
+    }
+}
