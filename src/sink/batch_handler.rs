@@ -16,6 +16,7 @@ use tokio::sync::Mutex;
 use super::connector::ConnectorShared;
 use super::decide::{decide, stray_indexes, Decision, Verdict};
 use super::metrics::SinkMetrics;
+use super::pipeline::{put_through, stage_of};
 use super::task::{SinkError, SinkRecord, SinkTask};
 use crate::processor::{BatchHandler, Delivery, Outcome, Stop};
 
@@ -41,7 +42,8 @@ impl SinkHandler {
         }
         let records: Vec<SinkRecord> = batch.iter().map(|d| d.record().clone()).collect();
         let started = Instant::now();
-        let result = put_and_flush(&mut **self.sink.lock().await, &records, &m).await;
+        let (result, stages) =
+            put_through(self.shared.pipeline.as_ref(), &mut **self.sink.lock().await, &records, &m).await;
         for i in stray_indexes(&result, batch.len()) {
             tracing::warn!(connector = %self.shared.config.name, task = self.id, "the sink reported a failure for record {i} of a batch of {}; ignored", batch.len());
         }
@@ -60,8 +62,8 @@ impl SinkHandler {
         let mut out = Vec::with_capacity(batch.len());
         // Counted first, then added once each: three shared counters per batch, not per record.
         let (mut accepted, mut released, mut rejected) = (0, 0, 0);
-        for (d, decision) in batch.iter().zip(decisions) {
-            let outcome = self.act(d, decision).await;
+        for (i, (d, decision)) in batch.iter().zip(decisions).enumerate() {
+            let outcome = self.act(d, decision, stage_of(&stages, i)).await;
             match outcome {
                 Outcome::Accept => accepted += 1,
                 Outcome::Release => released += 1,
@@ -85,7 +87,7 @@ impl SinkHandler {
     }
 
     /// Carries out one record's decision: the engine's outcome for it.
-    async fn act(&self, d: &Delivery, decision: Decision<'_>) -> Outcome {
+    async fn act(&self, d: &Delivery, decision: Decision<'_>, stage: &str) -> Outcome {
         let (name, id, record) = (&self.shared.config.name, self.id, d.record());
         match decision {
             Decision::Accept => Outcome::Accept,
@@ -99,7 +101,7 @@ impl SinkHandler {
                     tracing::warn!(connector = %name, task = id, "{} rejected (no dead-letter writer): {reason}", describe(record));
                     return Outcome::Reject;
                 };
-                match dlq.send(record, id, reason).await {
+                match dlq.send(record, id, reason, stage).await {
                     Ok(()) => {
                         self.shared.metrics.dead_lettered();
                         Outcome::Accept

@@ -7,6 +7,9 @@
 //! | `http` | `HttpSink` | `sink-http` |
 //! | `postgres` | `PostgresSink` | `sink-postgres` |
 //!
+//! Also the converters (`converter.rs`), transforms and predicates (`transforms/`), under
+//! their short names and Connect's class names.
+//!
 //! Each factory checks its settings before it makes a task, so a connector with a bad
 //! configuration is refused before any of its tasks starts.
 
@@ -30,6 +33,16 @@ impl Registry {
         r.register("file", file_task);
         r.register(CONNECT_FILE_SINK_CLASS, file_task);
         r.register("kafka", KafkaSink::factory());
+        // Converters, transforms and predicates: built-ins under short and Connect's names.
+        for (name, f) in super::converter::builtins() {
+            r.converters.insert(name.to_string(), f);
+        }
+        for (name, f) in super::transforms::builtins() {
+            r.transforms.insert(name, f);
+        }
+        for (name, f) in super::transforms::builtin_predicates() {
+            r.predicates.insert(name, f);
+        }
         #[cfg(feature = "sink-http")]
         r.register("http", |config: &TaskConfig| -> Result<Box<dyn SinkTask>, SinkError> {
             super::http::HttpSink::check_config(config)?;

@@ -7,9 +7,11 @@
 //! settings of KIP-1302, `consumer.override.*`, and the sink's own keys (kept as given in
 //! [`ConnectorConfig::task_config`]).
 //!
-//! Connect worker files also hold keys that mean nothing here (`key.converter`,
-//! `offset.storage.file.filename`, `plugin.path`, ...): they are ignored, so a Connect user's
-//! file works unchanged; only the client keys reach the clients, whose readers refuse typos.
+//! A worker file's `key.converter*` / `value.converter*` settings are every connector's
+//! defaults (a connector's own win), as in Connect. Connect worker files also hold keys that
+//! mean nothing here (`offset.storage.file.filename`, `plugin.path`, ...): they are ignored,
+//! so a Connect user's file works unchanged; only the client keys reach the clients, whose
+//! readers refuse typos.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -34,6 +36,12 @@ const CLIENT_KEYS: &[&str] = &[
     "socket.connection.setup.timeout.",
     "metadata.max.age.ms",
 ];
+
+fn is_converter_key(key: &str) -> bool {
+    ["key.converter", "value.converter"]
+        .iter()
+        .any(|s| key == *s || key.strip_prefix(s).is_some_and(|r| r.starts_with('.')))
+}
 
 fn is_client_key(key: &str) -> bool {
     CLIENT_KEYS.iter().any(|k| if k.ends_with('.') { key.starts_with(k) } else { key == *k })
@@ -65,6 +73,8 @@ pub struct WorkerConfig {
     consumer: BTreeMap<String, String>,
     /// `producer.*` overrides, prefix removed.
     producer: BTreeMap<String, String>,
+    /// `key.converter*` / `value.converter*`: every connector's defaults.
+    converters: BTreeMap<String, String>,
 }
 
 impl WorkerConfig {
@@ -72,7 +82,7 @@ impl WorkerConfig {
     pub fn new(bootstrap_servers: impl Into<String>) -> WorkerConfig {
         let mut client = BTreeMap::new();
         client.insert("bootstrap.servers".to_string(), bootstrap_servers.into());
-        WorkerConfig { client, consumer: BTreeMap::new(), producer: BTreeMap::new() }
+        WorkerConfig { client, consumer: BTreeMap::new(), producer: BTreeMap::new(), converters: BTreeMap::new() }
     }
 
     /// Reads a worker properties file's settings. `bootstrap.servers` is required;
@@ -85,7 +95,12 @@ impl WorkerConfig {
                 "missing: the worker file must say where the cluster is (e.g. bootstrap.servers=127.0.0.1:9092)",
             ));
         }
-        let mut w = WorkerConfig { client: BTreeMap::new(), consumer: BTreeMap::new(), producer: BTreeMap::new() };
+        let mut w = WorkerConfig {
+            client: BTreeMap::new(),
+            consumer: BTreeMap::new(),
+            producer: BTreeMap::new(),
+            converters: BTreeMap::new(),
+        };
         let keys: Vec<String> = p.keys().map(str::to_string).collect();
         for k in keys {
             let Some(v) = p.get(&k) else { continue };
@@ -95,6 +110,8 @@ impl WorkerConfig {
                 w.consumer.insert(rest.to_string(), v.to_string());
             } else if let Some(rest) = k.strip_prefix("producer.") {
                 w.producer.insert(rest.to_string(), v.to_string());
+            } else if is_converter_key(&k) {
+                w.converters.insert(k, v.to_string());
             } else if is_client_key(&k) {
                 w.client.insert(k, v.to_string());
             } else {
@@ -108,6 +125,22 @@ impl WorkerConfig {
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) -> &mut Self {
         self.client.insert(key.into(), value.into());
         self
+    }
+
+    /// Fills in the worker's `key.converter*` / `value.converter*` settings a connector does
+    /// not set itself. A connector that names its own converter class keeps that converter's
+    /// settings apart from the worker's (Connect reads a converter's settings beside its class).
+    pub(crate) fn default_converters(&self, connector: &mut TaskConfig) {
+        for side in ["key.converter", "value.converter"] {
+            if connector.contains_key(side) {
+                continue;
+            }
+            for (k, v) in
+                self.converters.iter().filter(|(k, _)| k.as_str() == side || k.starts_with(&format!("{side}.")))
+            {
+                connector.insert(k.clone(), v.clone());
+            }
+        }
     }
 
     /// `bootstrap.servers`.
@@ -584,5 +617,27 @@ mod tests {
         assert!(!cp.contains("key.converter"));
         assert_eq!(w.producer_properties().get("linger.ms"), Some("3"));
         assert!(WorkerConfig::from_properties(&Properties::new()).is_err());
+    }
+
+    #[test]
+    fn the_workers_converters_are_the_connectors_defaults() {
+        let p = Properties::from_pairs([
+            ("bootstrap.servers", "h:1"),
+            ("key.converter", "string"),
+            ("value.converter", "json"),
+            ("value.converter.schemas.enable", "false"),
+            ("key.converterx", "not a converter key"),
+        ]);
+        let w = WorkerConfig::from_properties(&p).unwrap();
+        let mut own = TaskConfig::new();
+        w.default_converters(&mut own);
+        assert_eq!(own.get("key.converter").map(String::as_str), Some("string"));
+        assert_eq!(own.get("value.converter.schemas.enable").map(String::as_str), Some("false"));
+        assert!(!own.contains_key("key.converterx"));
+        // A connector's own converter keeps its own settings, none of the worker's.
+        let mut own: TaskConfig = [("value.converter".to_string(), "json".to_string())].into_iter().collect();
+        w.default_converters(&mut own);
+        assert!(!own.contains_key("value.converter.schemas.enable"), "{own:?}");
+        assert_eq!(own.get("key.converter").map(String::as_str), Some("string"));
     }
 }

@@ -15,6 +15,7 @@ use super::config::{ConnectorConfig, DeadLetterMode};
 use super::dead_letter::DeadLetter;
 use super::decide::{DeadLetterTo, Policy};
 use super::metrics::SinkMetrics;
+use super::pipeline::Pipeline;
 use super::task::{SinkTask, SinkTaskFactory};
 
 /// How long a consumer that failed to subscribe gets to leave the group.
@@ -33,6 +34,8 @@ pub(crate) struct ConnectorShared {
     pub(crate) factory: Arc<dyn SinkTaskFactory>,
     pub(crate) metrics: Arc<SinkMetrics>,
     pub(crate) dead_letter: Option<Arc<DeadLetter>>,
+    /// The converters and transforms (`pipeline.rs`); none when the connector sets neither.
+    pub(crate) pipeline: Option<Pipeline>,
     /// Tasks that stopped on an error: (task id, why).
     pub(crate) failures: Mutex<Vec<(usize, String)>>,
 }

@@ -7,7 +7,7 @@
 //! `__connect.errors.*` names, with `errors.deadletterqueue.context.headers.enable=true`), the
 //! same as the processing engine's dead-letter destination writes.
 
-use crate::dead_letter::{ErrorContext, STAGE_TASK_PUT};
+use crate::dead_letter::ErrorContext;
 use crate::error::Result;
 use crate::producer::{Producer, ProducerRecord};
 
@@ -30,10 +30,11 @@ impl DeadLetter {
     }
 
     /// The copy of `record` that goes to the dead-letter topic.
-    pub(crate) fn copy_of(&self, record: &SinkRecord, task_id: usize, reason: &str) -> ProducerRecord {
+    /// `stage`: Connect's name of where it failed (`TASK_PUT`, or the pipeline's, `pipeline.rs`).
+    pub(crate) fn copy_of(&self, record: &SinkRecord, task_id: usize, reason: &str, stage: &str) -> ProducerRecord {
         let context = ErrorContext {
             connector: Some((&self.connector, task_id)),
-            stage: STAGE_TASK_PUT,
+            stage,
             class: &self.class,
             exception: "kafka_share::sink::SinkError",
             message: reason,
@@ -43,8 +44,8 @@ impl DeadLetter {
 
     /// Writes the copy and waits for the broker to have it (the original is ACCEPTed only
     /// after this returns `Ok`, so a crash in between redelivers instead of losing it).
-    pub(crate) async fn send(&self, record: &SinkRecord, task_id: usize, reason: &str) -> Result<()> {
-        self.producer.send_and_wait(self.copy_of(record, task_id, reason)).await.map(|_| ())
+    pub(crate) async fn send(&self, record: &SinkRecord, task_id: usize, reason: &str, stage: &str) -> Result<()> {
+        self.producer.send_and_wait(self.copy_of(record, task_id, reason, stage)).await.map(|_| ())
     }
 
     pub(crate) async fn close(&self) {

@@ -84,6 +84,19 @@
 //!   [`PrometheusServer`] serves them as Prometheus (OpenMetrics) text, and a
 //!   [`SinkCollector`] puts them in an application's own `prometheus-client` registry.
 //!
+//! # Converters and transforms
+//! As in Connect: `key.converter` / `value.converter` ([`StringConverter`],
+//! [`ByteArrayConverter`], [`JsonConverter`] with `schemas.enable`) and the transform chain
+//! (`transforms`, `predicates`; InsertField, ReplaceField, MaskField, ValueToKey,
+//! ExtractField, HoistField, Flatten, Cast, TimestampConverter, TimestampRouter, RegexRouter, Filter,
+//! DropHeaders, InsertHeader, HeaderFrom; TopicNameMatches, HasHeaderKey, RecordIsTombstone)
+//! run on each record before `put`, under Connect's class names. The sink gets the result as
+//! bytes (a string as its text, other [`Data`] as JSON); a record a transform dropped is
+//! ACCEPTed; one that fails here takes the dead-letter path with the stage `KEY_CONVERTER`,
+//! `VALUE_CONVERTER` or `TRANSFORMATION`. Your own plug in through
+//! [`Registry::register_converter`], [`Registry::register_transform`] and
+//! [`Registry::register_predicate`].
+//!
 //! # Delivery semantics
 //! At least once: a record is ACCEPTed only after the sink took it, so a crash between `put`
 //! and the acknowledgement delivers it again. `share.delivery.semantics=exactly-once` is
@@ -94,6 +107,8 @@ mod batch_handler;
 mod builtins;
 mod config;
 mod connector;
+mod converter;
+mod data;
 mod dead_letter;
 mod decide;
 pub mod file;
@@ -101,6 +116,7 @@ pub mod file;
 pub mod http;
 pub mod kafka;
 mod metrics;
+mod pipeline;
 #[cfg(feature = "sink-postgres")]
 pub mod postgres;
 #[cfg(feature = "sink-postgres")]
@@ -110,10 +126,17 @@ mod registry;
 mod task;
 mod task_pool;
 mod task_runner;
+mod transform;
+mod transforms;
 mod worker;
 
 pub use builtins::CONNECT_FILE_SINK_CLASS;
 pub use config::{ConnectorConfig, DeadLetterMode, ErrorTolerance, SinkAckMode, WorkerConfig};
+pub use converter::{
+    ByteArrayConverter, Converter, ConverterConfig, JsonConverter, StringConverter, CONNECT_BYTE_ARRAY_CONVERTER,
+    CONNECT_JSON_CONVERTER, CONNECT_STRING_CONVERTER,
+};
+pub use data::{ConnectRecord, Data};
 pub use dead_letter::ERROR_HEADER_PREFIX;
 pub use file::FileSink;
 #[cfg(feature = "sink-http")]
@@ -125,4 +148,5 @@ pub use postgres::PostgresSink;
 pub use prometheus::{render as render_prometheus, MetricsSource, PrometheusServer, SinkCollector, PROMETHEUS_PREFIX};
 pub use registry::Registry;
 pub use task::{RecordFailure, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig};
+pub use transform::{Predicate, TransformSettings, Transformation};
 pub use worker::{Connector, Worker};

@@ -1,15 +1,34 @@
 //! `connector.class` names to task factories: the built-in sinks under their names (and the
-//! Connect class names they stand in for), plus whatever a library user registers.
+//! Connect class names they stand in for), plus whatever a library user registers; the same
+//! for converters, transforms and predicates (`converter.rs`, `transform.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::converter::{Converter, ConverterConfig, ConverterFactory};
 use super::task::{SinkError, SinkTaskFactory};
+use super::transform::{Predicate, PredicateFactory, TransformFactory, TransformSettings, Transformation};
 
-/// Connector classes the runtime can start.
+/// Connector classes the runtime can start, and the converters, transforms and predicates
+/// their configurations may name.
 #[derive(Clone, Default)]
 pub struct Registry {
     factories: BTreeMap<String, Arc<dyn SinkTaskFactory>>,
+    pub(super) converters: BTreeMap<String, ConverterFactory>,
+    pub(super) transforms: BTreeMap<String, TransformFactory>,
+    pub(super) predicates: BTreeMap<String, PredicateFactory>,
+}
+
+/// The entry for `name` in `map`, or an error listing the names there are.
+fn lookup<T: Clone>(map: &BTreeMap<String, T>, what: &str, name: &str) -> Result<T, String> {
+    map.get(name).cloned().ok_or_else(|| {
+        // Connect's class names double the list: show the short names.
+        let known: Vec<&str> = map.keys().map(String::as_str).filter(|k| !k.starts_with("org.apache.kafka.")).collect();
+        format!(
+            "{what} {name:?} is not known; this runtime has: {} (and Connect's class names for them)",
+            known.join(", ")
+        )
+    })
 }
 
 impl Registry {
@@ -35,6 +54,48 @@ impl Registry {
         })
     }
 
+    /// Registers a converter under `name` (for `key.converter` / `value.converter`).
+    pub fn register_converter(
+        &mut self,
+        name: impl Into<String>,
+        factory: impl Fn(&ConverterConfig) -> Result<Box<dyn Converter>, String> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.converters.insert(name.into(), Arc::new(factory));
+        self
+    }
+
+    /// Registers a transform under `name` (for `transforms.<alias>.type`).
+    pub fn register_transform(
+        &mut self,
+        name: impl Into<String>,
+        factory: impl Fn(&TransformSettings) -> Result<Box<dyn Transformation>, String> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.transforms.insert(name.into(), Arc::new(factory));
+        self
+    }
+
+    /// Registers a predicate under `name` (for `predicates.<alias>.type`).
+    pub fn register_predicate(
+        &mut self,
+        name: impl Into<String>,
+        factory: impl Fn(&TransformSettings) -> Result<Box<dyn Predicate>, String> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.predicates.insert(name.into(), Arc::new(factory));
+        self
+    }
+
+    pub(crate) fn converter(&self, name: &str) -> Result<ConverterFactory, String> {
+        lookup(&self.converters, "converter", name)
+    }
+
+    pub(crate) fn transform(&self, name: &str) -> Result<TransformFactory, String> {
+        lookup(&self.transforms, "transform", name)
+    }
+
+    pub(crate) fn predicate(&self, name: &str) -> Result<PredicateFactory, String> {
+        lookup(&self.predicates, "predicate", name)
+    }
+
     /// The registered class names, sorted.
     pub fn classes(&self) -> impl Iterator<Item = &str> {
         self.factories.keys().map(String::as_str)
@@ -43,6 +104,11 @@ impl Registry {
 
 impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Registry").field("classes", &self.factories.keys().collect::<Vec<_>>()).finish()
+        f.debug_struct("Registry")
+            .field("classes", &self.factories.keys().collect::<Vec<_>>())
+            .field("converters", &self.converters.len())
+            .field("transforms", &self.transforms.len())
+            .field("predicates", &self.predicates.len())
+            .finish()
     }
 }

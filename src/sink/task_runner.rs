@@ -19,9 +19,10 @@ use tokio::sync::watch;
 use crate::backoff::Backoff;
 use crate::consumer::ShareConsumer;
 
-use super::batch_handler::{describe, put_and_flush};
+use super::batch_handler::describe;
 use super::connector::ConnectorShared;
 use super::decide::{decide, stray_indexes, Decision, Verdict};
+use super::pipeline::{put_through, stage_of};
 use super::task::{SinkRecord, SinkTask};
 
 /// How long one poll waits for records before the loop checks for a stop again.
@@ -131,7 +132,9 @@ impl Runner {
                 part = group.iter().map(|&i| records[i].clone()).collect();
                 &part
             };
-            let result = put_and_flush(&mut **self.sink(), batch, &m).await;
+            let pipeline = self.shared.pipeline.as_ref();
+            let (result, stages) =
+                put_through(pipeline, &mut **self.sink.get_mut().unwrap_or_else(|p| p.into_inner()), batch, &m).await;
             for i in stray_indexes(&result, batch.len()) {
                 tracing::warn!(connector = %self.shared.config.name, task = self.id, "the sink reported a failure for record {i} of a batch of {}; ignored", batch.len());
             }
@@ -148,7 +151,7 @@ impl Runner {
                 }
             };
             let mut again = Vec::new();
-            for (&i, decision) in group.iter().zip(decisions) {
+            for (k, (&i, decision)) in group.iter().zip(decisions).enumerate() {
                 match decision {
                     Decision::Accept => accepted += 1,
                     Decision::Retry { reason } => {
@@ -156,7 +159,7 @@ impl Runner {
                         again.push(i);
                     }
                     Decision::DeadLetter { reason } => {
-                        if self.dead_letter(&records[i], reason).await {
+                        if self.dead_letter(&records[i], reason, stage_of(&stages, k)).await {
                             accepted += 1;
                         } else {
                             skipped += 1;
@@ -188,9 +191,9 @@ impl Runner {
 
     /// Copies a record that failed for good to the dead-letter topic; false if it could
     /// not (it is accepted all the same: implicit mode cannot give it back).
-    async fn dead_letter(&self, record: &SinkRecord, reason: &str) -> bool {
+    async fn dead_letter(&self, record: &SinkRecord, reason: &str, stage: &str) -> bool {
         let Some(dlq) = &self.shared.dead_letter else { return false };
-        match dlq.send(record, self.id, reason).await {
+        match dlq.send(record, self.id, reason, stage).await {
             Ok(()) => {
                 self.shared.metrics.dead_lettered();
                 true

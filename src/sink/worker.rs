@@ -24,6 +24,7 @@ use super::config::{ConnectorConfig, DeadLetterMode, SinkAckMode, WorkerConfig};
 use super::connector::ConnectorShared;
 use super::dead_letter::DeadLetter;
 use super::metrics::{SinkMetrics, SinkMetricsSnapshot};
+use super::pipeline::Pipeline;
 use super::registry::Registry;
 use super::task_pool::TaskPool;
 use super::task_runner::run_task;
@@ -64,6 +65,9 @@ impl Worker {
             .registry
             .get(&config.connector_class)
             .map_err(|e| Error::config("connector.class", e.to_string()))?;
+        let mut config = config;
+        self.config.default_converters(&mut config.task_config);
+        let pipeline = Pipeline::from_config(&config.task_config, &self.registry)?;
         let mut props = self.config.consumer_properties(&config);
         props.set("group.id", config.group_id.clone());
         props.set(
@@ -114,6 +118,7 @@ impl Worker {
             record_limit_refused: AtomicBool::new(false),
             factory,
             dead_letter,
+            pipeline,
             failures: Mutex::new(Vec::new()),
         });
         let connector = Connector {

@@ -50,6 +50,8 @@ mod share_consumer_idle;
 #[cfg(feature = "sink")]
 mod sink_binary;
 #[cfg(feature = "sink")]
+mod sink_connect_oracle;
+#[cfg(feature = "sink")]
 mod sink_file;
 #[cfg(feature = "sink-http")]
 mod sink_http;

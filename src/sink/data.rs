@@ -1,0 +1,133 @@
+//! A record as converters and transforms see it ([`ConnectRecord`]): key and value as data
+//! ([`Data`]) instead of bytes, the way Connect's `SinkRecord` carries them after its
+//! converters. The pipeline (`pipeline.rs`) makes one from each consumed record, runs the
+//! transforms on it, and turns the result back into the bytes the sink gets
+//! ([`Data::to_bytes`]).
+//!
+//! Data is JSON-shaped (`serde_json::Value`), which is what Connect's schemaless data is
+//! (maps, lists, strings, numbers, booleans, null), plus raw bytes for ByteArrayConverter.
+//! A Connect `Struct` from an enveloped JSON value is an object holding its schema's fields
+//! (the schema checked by the converter, see `converter.rs`).
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::protocol::records::Header;
+
+/// A key or value after its converter. `None` beside it (in [`ConnectRecord`]) is null.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Data {
+    /// Bytes as they came (ByteArrayConverter): transforms that need fields refuse them.
+    Bytes(Bytes),
+    /// Structured data: a string (StringConverter), or any JSON value (JsonConverter). Never
+    /// `Value::Null` at the top: null is `None`.
+    Json(Value),
+}
+
+impl Data {
+    /// What the sink gets: bytes as they are, a string as its UTF-8 text (as Connect's sinks
+    /// print a `String`), anything else as compact JSON.
+    pub fn to_bytes(&self) -> Bytes {
+        match self {
+            Data::Bytes(b) => b.clone(),
+            Data::Json(Value::String(s)) => Bytes::copy_from_slice(s.as_bytes()),
+            Data::Json(v) => Bytes::from(v.to_string()),
+        }
+    }
+
+    /// The JSON object, if the data is one (a Connect `Struct` or `Map`).
+    pub fn as_object(&self) -> Option<&serde_json::Map<String, Value>> {
+        match self {
+            Data::Json(Value::Object(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// A short name of the data's kind, for error messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Data::Bytes(_) => "bytes",
+            Data::Json(v) => json_kind(v),
+        }
+    }
+
+    /// Data from a JSON value (null is `None`).
+    pub fn from_json(v: Value) -> Option<Data> {
+        if v.is_null() {
+            None
+        } else {
+            Some(Data::Json(v))
+        }
+    }
+}
+
+/// A short name of a JSON value's kind, for error messages.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A record between the converters and the sink, as Connect's `ConnectRecord`: what a
+/// [`Transformation`](super::Transformation) and a [`Predicate`](super::Predicate) get.
+/// `#[non_exhaustive]` so that a value schema can join later: build one with
+/// [`ConnectRecord::new`] (e.g. to test a transform).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ConnectRecord {
+    /// The topic (RegexRouter and TimestampRouter change it: the sink sees the new name).
+    pub topic: String,
+    /// The partition it was read from.
+    pub partition: i32,
+    /// Its offset there.
+    pub offset: i64,
+    /// Timestamp, ms since the epoch (-1: none).
+    pub timestamp: i64,
+    /// The key after the key converter (`None`: null).
+    pub key: Option<Data>,
+    /// The value after the value converter (`None`: null, a tombstone).
+    pub value: Option<Data>,
+    /// Headers, in order, as bytes (as Connect's `SimpleHeaderConverter` would print them).
+    pub headers: Vec<Header>,
+}
+
+impl ConnectRecord {
+    /// A record of `topic`-`partition`@`offset` with no timestamp, key, value or headers.
+    pub fn new(topic: impl Into<String>, partition: i32, offset: i64) -> ConnectRecord {
+        ConnectRecord {
+            topic: topic.into(),
+            partition,
+            offset,
+            timestamp: -1,
+            key: None,
+            value: None,
+            headers: Vec::new(),
+        }
+    }
+
+    /// The value of the last header named `key` (`Some(None)`: present with a null value).
+    pub fn header(&self, key: &str) -> Option<Option<&Bytes>> {
+        self.headers.iter().rev().find(|h| h.key.as_ref() == key.as_bytes()).map(|h| h.value.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_sink_gets_strings_as_text_and_the_rest_as_json() {
+        assert_eq!(Data::Json(json!("a b")).to_bytes(), Bytes::from_static(b"a b"));
+        assert_eq!(Data::Json(json!({"a": 1})).to_bytes(), Bytes::from_static(br#"{"a":1}"#));
+        assert_eq!(Data::Json(json!(12)).to_bytes(), Bytes::from_static(b"12"));
+        assert_eq!(Data::Bytes(Bytes::from_static(&[0xff])).to_bytes(), Bytes::from_static(&[0xff]));
+        assert_eq!(Data::from_json(Value::Null), None);
+    }
+}
