@@ -1,7 +1,7 @@
 //! A typed decode step: a record's bytes into the application's type, with a failure that
 //! names the record (topic, partition, offset) instead of being lost.
 //!
-//! A [`Decode`] says how ([`Utf8`], and with the `json` feature [`JsonDecoder`] for any serde
+//! A [`Decode`] says how ([`Utf8`], and with the `json` feature `JsonDecoder` for any serde
 //! type); [`ConsumerRecord::decode`] runs it on a polled record and the processing engine's
 //! [`Processor::run_decoded`](crate::processor::Processor::run_decoded) on each record before
 //! its handler, sending the records that fail to the engine's dead-letter destination
