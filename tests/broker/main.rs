@@ -11,6 +11,8 @@
 mod common;
 
 mod admin_support;
+#[path = "../support/logs.rs"]
+mod logs;
 #[path = "../producer_support/mod.rs"]
 mod producer_support;
 

@@ -450,35 +450,12 @@ async fn a_report_counts_every_release_of_an_engine_closed_mid_stream() {
     assert!(report.released_unstarted <= report.released, "{report:?}");
 }
 
-/// A log writer into a shared buffer (a `MakeWriter` by cloning).
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut v) = self.0.lock() {
-            v.extend_from_slice(b);
-        }
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A worker subscribed to a topic the broker does not have says so at WARN, naming it,
 /// instead of idling without a word. (One thread: the subscriber set here sees the
 /// driver's tasks.)
 #[tokio::test(flavor = "current_thread")]
 async fn a_missing_input_topic_is_said_at_warn_naming_it() {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = crate::logs::Logs::warnings();
     let admin = common::admin().await;
     let group = common::new_group(&admin, "g-proc-missing", None).await;
     let missing = format!("proc-missing-{group}");
@@ -486,7 +463,7 @@ async fn a_missing_input_topic_is_said_at_warn_naming_it() {
     let processor = Processor::connect(cfg, ProcessorConfig::new()).await.expect("connect");
     processor.consumer().subscribe([missing.clone()]).expect("subscribe");
     let running = processor.run(|_d: Delivery| async { Outcome::Accept });
-    let text = || logs.0.lock().map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let text = || logs.text();
     let said =
         waited_for(Duration::from_secs(30), || text().lines().any(|l| l.contains("WARN") && l.contains(&missing)))
             .await;

@@ -6,6 +6,8 @@
 //! A new test joins this binary when it starts no broker: add its file here and a `mod` line.
 
 mod fake_broker;
+#[path = "../support/logs.rs"]
+mod logs;
 
 #[cfg(feature = "exporter")]
 mod exporter_manifests;

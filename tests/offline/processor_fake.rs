@@ -347,41 +347,12 @@ async fn shutdown_on_returns_when_the_engine_stops_otherwise() {
         .expect("the helper task");
 }
 
-/// A log writer into a shared buffer (a `MakeWriter` by cloning).
-#[derive(Clone, Default)]
-struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl Logs {
-    fn text(&self) -> String {
-        self.0.lock().map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
-    }
-}
-
-impl std::io::Write for Logs {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        if let Ok(mut v) = self.0.lock() {
-            v.extend_from_slice(b);
-        }
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A worker on a topic that does not exist used to idle without a word: the consumer says
 /// it at WARN, naming the topic. (One thread: the subscriber set here sees the driver's
 /// tasks.)
 #[tokio::test(flavor = "current_thread")]
 async fn a_missing_input_topic_is_said_at_warn_naming_it() {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = crate::logs::Logs::warnings();
     let fake = fake().await;
     let c = ShareConsumer::connect(fake.consumer_config("g")).await.expect("connect to the fake");
     c.subscribe(["no-such-topic"]).expect("subscribe");
