@@ -15,7 +15,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::offsets::TopicPartition;
 use super::Admin;
 use crate::cluster::TrafficClass;
-use crate::error::{Context, Error, ErrorCode, Result};
+use crate::error::{Context, Error, Result};
 use crate::protocol::records::decode_batches;
 
 /// The oldest and newest Fetch versions asked for: v4 is the oldest a Kafka 4 broker has,
@@ -69,26 +69,20 @@ impl Admin {
         let topics: Vec<String> =
             at.iter().map(|(tp, _)| tp.topic.clone()).collect::<BTreeSet<_>>().into_iter().collect();
         let topic_errors: BTreeMap<String, i16> = self.cluster.refresh_metadata(&topics).await?.into_iter().collect();
-        let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, i64)>> = BTreeMap::new();
+        let mut known = Vec::with_capacity(at.len());
         for (tp, offset) in at {
             // A topic the metadata refuses (deleted, not authorized) is its own error, not a
             // leaderless partition.
-            if let Some(e) = topic_errors.get(&tp.topic).and_then(|c| Error::for_topic(*c, "Fetch", &tp.topic)) {
-                out.insert(tp.clone(), Err(e));
-                continue;
-            }
-            match self.cluster.with_metadata(|m| m.leader(&tp.topic, tp.partition)) {
-                Some(l) => by_leader.entry(l).or_default().push((tp.clone(), *offset)),
-                None => {
-                    let e = Error::Broker {
-                        context: Context::api("Fetch").partition(&tp.topic, tp.partition),
-                        code: ErrorCode::LEADER_NOT_AVAILABLE,
-                        message: Some("the cluster metadata names no leader".into()),
-                    };
+            match topic_errors.get(&tp.topic).and_then(|c| Error::for_topic(*c, "Fetch", &tp.topic)) {
+                Some(e) => {
                     out.insert(tp.clone(), Err(e));
                 }
+                None => known.push((tp.clone(), *offset)),
             }
         }
+        // Asked once: a partition without a leader answers that error (no retry here).
+        let (by_leader, leaderless) = self.by_leader("Fetch", known);
+        out.extend(leaderless.into_iter().map(|((tp, _), e)| (tp, Err(e))));
         for (leader, parts) in by_leader {
             let mut alone = Vec::new();
             let mut answers = Vec::with_capacity(parts.len());

@@ -15,6 +15,10 @@ use super::offsets::TopicPartition;
 use super::Admin;
 use crate::error::{Context, Error, ErrorCode, Result};
 
+/// Partitions (each with its argument) under their leaders, and those whose leader the
+/// metadata does not name, each with the error that says so.
+type ByLeader<P> = (BTreeMap<i32, Vec<(TopicPartition, P)>>, Vec<((TopicPartition, P), Error)>);
+
 /// Rounds before a partition whose leader keeps failing keeps its last error.
 const ROUNDS: u32 = 10;
 
@@ -42,21 +46,7 @@ impl Admin {
             let topics: Vec<String> =
                 todo.iter().map(|(tp, _)| tp.topic.clone()).collect::<BTreeSet<_>>().into_iter().collect();
             self.cluster.refresh_metadata(&topics).await?;
-            let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, P)>> = BTreeMap::new();
-            let mut retry: Vec<((TopicPartition, P), Error)> = Vec::new();
-            for (tp, arg) in todo.drain(..) {
-                match self.cluster.with_metadata(|m| m.leader(&tp.topic, tp.partition)) {
-                    Some(l) => by_leader.entry(l).or_default().push((tp, arg)),
-                    None => {
-                        let e = Error::Broker {
-                            context: Context::api(api).partition(&tp.topic, tp.partition),
-                            code: ErrorCode::LEADER_NOT_AVAILABLE,
-                            message: Some("the cluster metadata names no leader".into()),
-                        };
-                        retry.push(((tp, arg), e));
-                    }
-                }
-            }
+            let (by_leader, mut retry) = self.by_leader(api, todo.drain(..));
             for (leader, sent) in by_leader {
                 let mut args: BTreeMap<TopicPartition, P> = sent.iter().cloned().collect();
                 for (tp, answer) in ask(leader, sent).await? {
@@ -85,5 +75,30 @@ impl Admin {
             tokio::time::sleep(backoff.next_delay()).await;
             todo = retry.into_iter().map(|(part, _)| part).collect();
         }
+    }
+
+    /// Each partition under its leader in the cluster's metadata as it stands (no refresh),
+    /// or, when the metadata names none, with the retriable `LEADER_NOT_AVAILABLE` that says so.
+    pub(super) fn by_leader<P>(
+        &self,
+        api: &'static str,
+        parts: impl IntoIterator<Item = (TopicPartition, P)>,
+    ) -> ByLeader<P> {
+        let mut by_leader: BTreeMap<i32, Vec<(TopicPartition, P)>> = BTreeMap::new();
+        let mut leaderless = Vec::new();
+        for (tp, arg) in parts {
+            match self.cluster.with_metadata(|m| m.leader(&tp.topic, tp.partition)) {
+                Some(l) => by_leader.entry(l).or_default().push((tp, arg)),
+                None => {
+                    let e = Error::Broker {
+                        context: Context::api(api).partition(&tp.topic, tp.partition),
+                        code: ErrorCode::LEADER_NOT_AVAILABLE,
+                        message: Some("the cluster metadata names no leader".into()),
+                    };
+                    leaderless.push(((tp, arg), e));
+                }
+            }
+        }
+        (by_leader, leaderless)
     }
 }
