@@ -9,15 +9,15 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::{
-    ApiVersionsResponse, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, MetadataRequest, MetadataResponse,
-    ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
+    ApiVersionsResponse, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, ListGroupsResponse,
+    MetadataRequest, MetadataResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
 use super::script::{Action, Effects};
 use super::state::{Member, Shared};
 use super::wire::{Decoded, Incoming, Out};
-use super::{share, FIND_COORDINATOR, HEARTBEAT, METADATA, SHARE_ACKNOWLEDGE, SHARE_FETCH};
+use super::{share, FIND_COORDINATOR, HEARTBEAT, LIST_GROUPS, METADATA, SHARE_ACKNOWLEDGE, SHARE_FETCH};
 use crate::error::ErrorCode;
 use crate::protocol::share::{MAX_VERSION as SHARE_MAX_VERSION, MIN_VERSION as SHARE_MIN_VERSION};
 
@@ -40,6 +40,7 @@ pub(super) async fn handle(shared: &Shared, node: i32, conn: u64, inc: &Incoming
         Decoded::ApiVersions => api_versions(shared),
         Decoded::Metadata(r) => metadata(shared, r, inc.version),
         Decoded::FindCoordinator(r) => find_coordinator(shared, r, inc.version),
+        Decoded::ListGroups => list_groups(shared, inc.version),
         Decoded::Heartbeat(r) => heartbeat(shared, r, inc.version, &fx),
         Decoded::Fetch(r) => share::fetch(shared, node, conn, inc.version, r, &fx).await,
         Decoded::Ack(r) => share::acknowledge(shared, node, inc.version, r, &fx),
@@ -66,6 +67,7 @@ fn api_versions(shared: &Shared) -> Out {
         (18, 0, 4),
         (METADATA, 10, 12),
         (FIND_COORDINATOR, 4, 6),
+        (LIST_GROUPS, 5, 5),
         (HEARTBEAT, 1, 1),
         (SHARE_FETCH, SHARE_MIN_VERSION, share_max),
         (SHARE_ACKNOWLEDGE, SHARE_MIN_VERSION, share_max),
@@ -165,6 +167,11 @@ fn find_coordinator(shared: &Shared, r: &FindCoordinatorRequest, version: i16) -
     );
     drop(st);
     encode(shared, &resp, version)
+}
+
+/// No groups, from every node (the fake keeps no group names).
+fn list_groups(shared: &Shared, version: i16) -> Out {
+    encode(shared, &ListGroupsResponse::default(), version)
 }
 
 fn heartbeat(shared: &Shared, r: &ShareGroupHeartbeatRequest, version: i16, fx: &Effects) -> Out {

@@ -16,6 +16,8 @@ pub enum Req {
     Metadata(Option<Vec<String>>),
     /// FindCoordinator.
     FindCoordinator,
+    /// ListGroups.
+    ListGroups,
     /// ShareGroupHeartbeat.
     Heartbeat {
         /// MemberId.
@@ -203,6 +205,7 @@ impl Logged {
             Req::ApiVersions => "ApiVersions",
             Req::Metadata(_) => "Metadata",
             Req::FindCoordinator => "FindCoordinator",
+            Req::ListGroups => "ListGroups",
             Req::ConnClosed => "ConnClosed",
         };
         let mut s = format!("#{} node {} conn {} {what}", self.seq, self.node, self.conn);

@@ -173,6 +173,9 @@ pub use share::record_value;
 
 /// Metadata API key.
 pub const METADATA: i16 = 3;
+/// ListGroups API key (answered with no groups: the fake keeps no group names; script a
+/// [`Action::Delay`] or an error on it to test an admin's failure paths).
+pub const LIST_GROUPS: i16 = 16;
 /// FindCoordinator API key.
 pub const FIND_COORDINATOR: i16 = 10;
 /// ShareGroupHeartbeat API key.

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use crate::protocol::share::{ShareAcknowledgeRequest, ShareFetchRequest};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest, RequestHeader, ShareGroupHeartbeatRequest};
+use kafka_protocol::messages::{
+    FindCoordinatorRequest, ListGroupsRequest, MetadataRequest, RequestHeader, ShareGroupHeartbeatRequest,
+};
 use kafka_protocol::protocol::Decodable;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -107,6 +109,10 @@ fn decode(mut frame: Bytes) -> Result<(Incoming, Req), String> {
         10 => {
             let r = FindCoordinatorRequest::decode(&mut frame, version).map_err(|e| err(e.to_string()))?;
             (Decoded::FindCoordinator(r), Req::FindCoordinator)
+        }
+        16 => {
+            ListGroupsRequest::decode(&mut frame, version).map_err(|e| err(e.to_string()))?;
+            (Decoded::ListGroups, Req::ListGroups)
         }
         76 => {
             let r = ShareGroupHeartbeatRequest::decode(&mut frame, version).map_err(|e| err(e.to_string()))?;

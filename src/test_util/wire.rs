@@ -13,6 +13,8 @@ pub(super) enum Decoded {
     ApiVersions,
     Metadata(MetadataRequest),
     FindCoordinator(FindCoordinatorRequest),
+    /// Decoded to check it, answered the same whatever it filters on.
+    ListGroups,
     Heartbeat(ShareGroupHeartbeatRequest),
     Fetch(ShareFetchRequest),
     Ack(ShareAcknowledgeRequest),

@@ -271,24 +271,6 @@ async fn a_deleted_topic_and_group_drop_their_series_and_the_exporter_runs_on() 
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_step_is_counted_by_kind_and_the_refreshes_go_on() {
-    let admin = common::admin().await;
-    let mut c = ExporterConfig::default();
-    c.refresh_interval = Duration::from_millis(50);
-    // No answer can come within a nanosecond: every listing times out.
-    c.request_timeout = Duration::from_nanos(1);
-    let exporter = Exporter::start(admin, c);
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(exporter.collector()));
-    let s = wait_for(&exporter, "three failed refreshes", |s| s.refreshes >= 3).await;
-    assert_eq!(s.errors.get(&("list_groups", "timeout".to_string())).copied(), Some(s.refreshes), "{:?}", s.errors);
-    assert!(s.last_success.is_none());
-    let text = render(&registry);
-    assert!(text.contains("kafka_share_exporter_errors_total{operation=\"list_groups\",kind=\"timeout\"}"), "{text}");
-    assert!(!has_sample(&text, "kafka_share_exporter_last_successful_refresh_timestamp_seconds"), "{text}");
-}
-
 /// The binary as a user runs it: it prints where it listens, serves /metrics and the scaler,
 /// and stops on SIGTERM with exit code 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

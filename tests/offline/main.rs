@@ -10,6 +10,8 @@ mod fake_broker;
 mod logs;
 
 #[cfg(feature = "exporter")]
+mod exporter_fake;
+#[cfg(feature = "exporter")]
 mod exporter_manifests;
 mod fake_redelivery;
 mod faults_acks;
