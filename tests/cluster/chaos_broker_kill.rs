@@ -107,10 +107,8 @@ async fn kill_one_broker(kill_coordinator: bool) {
     let topic = common::unique("chaos");
     let r = admin.create_topics(&[NewTopic::new(&topic, PARTITIONS).replication_factor(3)]).await.unwrap();
     r.into_iter().next().unwrap().unwrap();
-    let leaders: BTreeMap<i32, i32> = admin
-        .describe_topic(&topic)
+    let leaders: BTreeMap<i32, i32> = common::described_with_leaders(&admin, &topic)
         .await
-        .unwrap()
         .partitions
         .iter()
         .map(|p| (p.partition, p.leader.unwrap_or(-1)))

@@ -107,10 +107,8 @@ async fn three_brokers_one_session_each_all_records_once() {
     let topic = common::unique("three");
     let r = admin.create_topics(&[NewTopic::new(&topic, 6).replication_factor(3)]).await.unwrap();
     r.into_iter().next().unwrap().unwrap();
-    let leaders: BTreeSet<i32> = admin
-        .describe_topic(&topic)
+    let leaders: BTreeSet<i32> = common::described_with_leaders(&admin, &topic)
         .await
-        .unwrap()
         .partitions
         .iter()
         .map(|p| p.leader.expect("every partition has a leader after create_topics"))

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kafka_share::admin::Admin;
 use kafka_share::cluster::{Cluster, ClusterConfig};
@@ -101,6 +101,25 @@ pub async fn create_kept_topic(admin: &Admin, name: &str, partitions: i32) {
             panic!("create topic {name}: {e}");
         }
     }
+}
+
+/// Describes `topic` once the broker's metadata has it with a leader on every partition (at
+/// most 60 s). CreateTopics is answered when the controller has the topic; the broker asked
+/// next may learn of it a moment later (on a busy machine, seconds).
+pub async fn described_with_leaders(admin: &Admin, topic: &str) -> kafka_share::admin::TopicDescription {
+    let wait = async {
+        loop {
+            if let Ok(t) = admin.describe_topic(topic).await {
+                if !t.partitions.is_empty() && t.partitions.iter().all(|p| p.leader.is_some()) {
+                    return t;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), wait)
+        .await
+        .unwrap_or_else(|_| panic!("{topic}: not described with leaders within 60 s"))
 }
 
 /// Produces `n` records `"{prefix}-{i}"` (key `k{i}`) round-robin over `partitions`
