@@ -191,7 +191,12 @@ impl Membership {
     /// Starts leaving the group (heartbeat at epoch -1). The assignment is dropped at once.
     pub fn leave(&mut self, now: Instant) {
         self.subscription.clear();
-        if self.is_active() && self.epoch != JOIN_EPOCH {
+        // A join heartbeat in flight may make us a member (a rejoin after a fence, above all:
+        // the coordinator assigns partitions while the share-partition leaders still hold the
+        // member's records). Its answer is awaited, then the leave goes, as after a regular
+        // heartbeat; without it the member stays in the group until its session times out.
+        let join_in_flight = self.in_flight && self.epoch == JOIN_EPOCH;
+        if self.is_active() && (self.epoch != JOIN_EPOCH || join_in_flight) {
             self.state = MemberState::Leaving;
             self.next_heartbeat = Some(now);
         } else if !matches!(self.state, MemberState::Fatal(_)) {

@@ -75,6 +75,9 @@ pub struct ShareSession {
     wanted: BTreeSet<TopicIdPartition>,
     acks: BTreeMap<TopicIdPartition, PartitionAcks>,
     in_flight: bool,
+    /// The broker may still hold a session of ours that we reset (see [`Self::abandon`]): a
+    /// close must still end it, even while no new one is open.
+    left_open: bool,
 }
 
 impl ShareSession {
@@ -88,6 +91,7 @@ impl ShareSession {
             wanted: BTreeSet::new(),
             acks: BTreeMap::new(),
             in_flight: false,
+            left_open: false,
         }
     }
 
@@ -257,15 +261,16 @@ impl ShareSession {
 
     /// Builds the final ShareAcknowledge (epoch -1) carrying every queued ack. It closes the
     /// session and releases the rest of what the member holds on this broker. None when no
-    /// session is open (nothing to close).
+    /// session is open and none was abandoned open (nothing to close).
     ///
     /// Renewing on close is pointless (the records go back to the group), so a queued RENEW
     /// goes as a RELEASE: dropped instead, its outcome was never reported (the handle hands
     /// the RENEWs the application made before closing to the close, with everything else).
     pub fn build_close(&mut self, group_id: &str, member_id: &str) -> Option<(ShareAcknowledgeRequest, Sent)> {
-        if !self.is_open() || self.in_flight {
+        if !(self.is_open() || self.left_open) || self.in_flight {
             return None;
         }
+        self.left_open = false;
         for (tp, renews) in self.take_acks(true) {
             let acks = self.acks.entry(tp).or_default();
             for (offset, _) in renews.iter() {
@@ -323,6 +328,16 @@ impl ShareSession {
         self.generation += 1;
         self.reset_keep_generation();
         std::mem::take(&mut self.acks)
+    }
+
+    /// [`Self::reset`] of a session the broker still holds: the member was fenced, and a
+    /// share-partition leader does not hear of that, so the session and the records it
+    /// acquired stay there (until their locks lapse, the member leaves, or the connection
+    /// closes). A rejoin opens a new session at epoch 0; a close, whatever is open then,
+    /// still sends epoch -1, which releases what the member holds here.
+    pub fn abandon(&mut self) -> BTreeMap<TopicIdPartition, PartitionAcks> {
+        self.left_open |= self.is_open() || self.in_flight;
+        self.reset()
     }
 
     fn reset_keep_generation(&mut self) {

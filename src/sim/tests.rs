@@ -607,12 +607,9 @@ fn the_engine_keeps_every_invariant() {
     run_seeds_on(&seeds, &cfg, &real_core);
 }
 
-/// Engine seeds that find a bug not fixed yet, left out of the default run:
-/// - 2619: a consumer whose engine stopped (grace, then abort) after its member was fenced and
-///   rejoined closes `Ok` with one record still locked for it on the broker (the close did
-///   not release it; its lock lapses later). Not yet known whether the engine's release or
-///   the driver's close drops it (an acknowledgement of the session before the fence?).
-const ENGINE_KNOWN_OPEN: &[u64] = &[2619];
+/// Engine seeds that find a bug not fixed yet, left out of the default run (none now: 2619,
+/// a fenced member's close that left records locked, is fixed).
+const ENGINE_KNOWN_OPEN: &[u64] = &[];
 
 /// The engine on a 4.1 cluster: no RENEW, no record_limit (a handler past the lock loses its
 /// record; the engine must still never hand an outcome on twice or lose one).

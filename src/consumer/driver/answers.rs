@@ -405,7 +405,19 @@ impl DriverCore {
     /// Resets a broker's session: queued acks fail with `e`, buffered records from it are
     /// dropped (the broker released them when the session went).
     pub(super) fn reset_session(&mut self, node: i32, e: Error) {
-        let Some(failed) = self.sessions.reset(node) else {
+        let failed = self.sessions.reset(node);
+        self.fail_session(node, failed, e);
+    }
+
+    /// [`Self::reset_session`] after a fence: the broker keeps the session and the records it
+    /// acquired, so a close still ends it there (epoch -1) and they go back at once.
+    pub(super) fn abandon_session(&mut self, node: i32, e: Error) {
+        let failed = self.sessions.abandon(node);
+        self.fail_session(node, failed, e);
+    }
+
+    fn fail_session(&mut self, node: i32, failed: Option<BTreeMap<TopicIdPartition, PartitionAcks>>, e: Error) {
+        let Some(failed) = failed else {
             return;
         };
         self.buffer.retain(|f| f.node != node);

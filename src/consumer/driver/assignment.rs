@@ -102,10 +102,12 @@ impl DriverCore {
             }
             Outcome::Fenced => {
                 info!(group = self.cfg.group_id, "member fenced; rejoining with the same member id");
-                // The broker dropped what we held; our sessions' acks cannot succeed.
+                // Our sessions start anew at epoch 0; their queued acks fail (the records will
+                // be redelivered). The brokers still hold the old sessions and their records:
+                // a close ends them (epoch -1) so the records go back at once.
                 let ids = self.sessions.ids();
                 for id in ids {
-                    self.reset_session(id, crate::consumer::driver::session_gone(id));
+                    self.abandon_session(id, crate::consumer::driver::session_gone(id));
                 }
                 self.reconcile_assignment(now);
             }

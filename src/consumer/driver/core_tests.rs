@@ -304,6 +304,49 @@ fn acks_in_flight_when_the_member_is_fenced_are_still_reported() {
 }
 
 #[test]
+fn a_fenced_members_close_still_ends_the_sessions_the_brokers_keep() {
+    // Found by the engine's simulation (seeds 1518, 2619): fenced, the member reset its
+    // sessions and rejoined; closed before fetching again, it sent no final acknowledgement,
+    // since no session was open on its side. The brokers still held the old sessions and
+    // the records they acquired (a share-partition leader does not hear of a fence), so a
+    // close answered Ok left records locked until their locks lapsed.
+    let t0 = Instant::now();
+    let mut c = fetching(t0);
+    let fenced = ShareGroupHeartbeatResponse::default().with_error_code(110);
+    c.handle_event(Event::Heartbeat(Ok(fenced)), t0);
+    c.drive(t0);
+    let mut closes = Vec::new();
+    let mut answer = |c: &mut DriverCore, sent: Vec<Transmit>| {
+        for t in sent {
+            match t {
+                Transmit::Fetch { node, sent, sent_at, .. } => {
+                    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t0)
+                }
+                Transmit::Acknowledge { node, sent, .. } => {
+                    closes.push((node, sent.epoch));
+                    let result = Ok(ShareAcknowledgeResponse::default());
+                    c.handle_event(Event::Ack { node, sent, result }, t0)
+                }
+                _ => {} // the rejoin heartbeat stays in flight
+            }
+        }
+    };
+    let sent = drain(&mut c);
+    assert!(sent.iter().any(|t| matches!(t, Transmit::Heartbeat { .. })), "the rejoin: {:?}", kinds(&sent));
+    answer(&mut c, sent);
+    c.handle_command(
+        Command::Close { acks: Vec::new(), deadline: t0 + Duration::from_secs(5), id: Some(ReplyId(9)) },
+        t0,
+    );
+    for _ in 0..3 {
+        c.drive(t0);
+        let sent = drain(&mut c);
+        answer(&mut c, sent);
+    }
+    assert_eq!(closes, [(1, -1)], "one final acknowledgement, to the broker that keeps the session");
+}
+
+#[test]
 fn queued_acks_do_not_spin_the_core_while_a_fetch_is_in_flight() {
     // Found by the simulation (seed 1, strict): acks queued past their linger while the
     // session's fetch was in flight kept poll_timeout in the past, so the shell spun.

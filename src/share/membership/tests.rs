@@ -152,6 +152,31 @@ fn leave_while_a_heartbeat_is_in_flight_still_sends_the_leave() {
 }
 
 #[test]
+fn leave_while_a_rejoin_is_in_flight_sends_the_leave_after_its_answer() {
+    // Found by the engine's simulation (seeds 1518, 2619): fenced, the member rejoined; the
+    // engine closed while the join was in flight, and the leave was skipped as if the member
+    // had never joined. The join's answer made it a member again, with partitions, and the
+    // records it held stayed locked until their locks lapsed.
+    let t0 = Instant::now();
+    let mut m = Membership::new("g", None);
+    m.subscribe(["a".to_string()], t0);
+    m.poll_heartbeat(t0).unwrap();
+    m.handle_response(&ok(2, 100, None), t0);
+    let t1 = t0 + Duration::from_millis(100);
+    m.poll_heartbeat(t1).unwrap();
+    assert_eq!(m.handle_response(&err(110), t1), Outcome::Fenced);
+    assert_eq!(m.poll_heartbeat(t1).expect("the rejoin").member_epoch, 0);
+    m.leave(t1);
+    assert_eq!(m.state(), &MemberState::Leaving);
+    assert!(m.poll_heartbeat(t1).is_none(), "one heartbeat in flight at a time");
+    let id = Uuid::from_u128(1);
+    assert_eq!(m.handle_response(&ok(4, 100, Some(vec![(id, vec![1])])), t1), Outcome::Ok);
+    assert!(m.assignment().is_empty(), "leaving: nothing to fetch");
+    assert_eq!(m.poll_heartbeat(t1).expect("the leave").member_epoch, -1);
+    assert_eq!(m.handle_response(&ok(-1, 0, None), t1), Outcome::Left);
+}
+
+#[test]
 fn leave_before_joined_needs_no_heartbeat() {
     let t0 = Instant::now();
     let mut m = Membership::new("g", None);

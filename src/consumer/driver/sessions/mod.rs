@@ -510,8 +510,22 @@ impl SessionManager {
     /// Resets a broker's session; returns the acks it had queued (they fail), or `None`
     /// without a session.
     pub(super) fn reset(&mut self, node: i32) -> Option<BTreeMap<TopicIdPartition, PartitionAcks>> {
+        self.reset_with(node, ShareSession::reset)
+    }
+
+    /// [`Self::reset`] after a fence: the broker still holds the session (see
+    /// [`ShareSession::abandon`]), so a close still ends it.
+    pub(super) fn abandon(&mut self, node: i32) -> Option<BTreeMap<TopicIdPartition, PartitionAcks>> {
+        self.reset_with(node, ShareSession::abandon)
+    }
+
+    fn reset_with(
+        &mut self,
+        node: i32,
+        reset: fn(&mut ShareSession) -> BTreeMap<TopicIdPartition, PartitionAcks>,
+    ) -> Option<BTreeMap<TopicIdPartition, PartitionAcks>> {
         let n = self.nodes.get_mut(&node)?;
-        let failed = n.session.reset();
+        let failed = reset(&mut n.session);
         n.pace.reset();
         n.ack_retries.clear();
         n.redeliveries.clear();
