@@ -13,30 +13,23 @@
 
 use std::time::{Duration, Instant};
 
-use crate::consumer::driver::{AckEntry, Command, CommitResults, Delivered, PollAnswer, ReplyId};
-use crate::error::Result;
+use crate::consumer::driver::{AckEntry, Command, Delivered, PollAnswer, ReplyId};
 use crate::share::acks::AckKind;
 use rand::Rng;
 
 use super::cluster::record_value;
 use super::engine_app::EngineApp;
-use super::faults::{mix, AppApi, AppPlan, SplitMix};
+use super::faults::{AppApi, AppPlan};
 use super::handle_app::HandleUser;
 use super::invariants::Ledger;
+use super::reply::Reply;
+use super::rng::{mix, SplitMix};
 use super::state::ClientId;
 
 /// How long a poll waits before the application gives up and polls again.
 pub(crate) const POLL_TIMEOUT: Duration = Duration::from_secs(1);
 /// The close timeout the application gives.
 pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// A reply of the core, to the command of the id it comes with.
-#[derive(Debug)]
-pub(crate) enum Reply {
-    Poll(Result<PollAnswer>),
-    Commit(CommitResults),
-    Close(Result<()>),
-}
 
 /// Where the application is.
 #[derive(Debug)]

@@ -13,7 +13,7 @@ use crate::consumer::driver::{
 use crate::consumer::{AcquireMode, ShareConsumerConfig};
 use crate::error::Result;
 
-use super::app::Reply;
+use super::reply::Reply;
 use super::run::{Completion, Driven, SimTransmit};
 use super::state::ClientId;
 use super::topology::SimTopology;

@@ -29,9 +29,9 @@ use crate::processor::ledger::Limits;
 use crate::processor::Outcome;
 use crate::share::acks::AckKind;
 
-use super::app::Reply;
-use super::faults::SplitMix;
 use super::invariants::Ledger;
+use super::reply::Reply;
+use super::rng::SplitMix;
 use super::state::ClientId;
 
 /// A delivery: partition, offset, delivery count.
@@ -148,7 +148,7 @@ impl EngineApp {
             client,
             plan,
             core,
-            rng: SplitMix::new(super::faults::mix(seed ^ 0xe9_0000 ^ client as u64)),
+            rng: SplitMix::new(super::rng::mix(seed ^ 0xe9_0000 ^ client as u64)),
             calm_from,
             stop_at: plan.stop_at.filter(|_| first).map(|(at, _)| now + at),
             phase: Phase::Running,
@@ -487,7 +487,7 @@ impl EngineApp {
 /// Draws the engine's plan for a seed.
 pub(crate) fn draw(seed: u64, horizon: Duration, lock: Duration, v2: bool, injected: Option<Injected>) -> EnginePlan {
     use rand::SeedableRng;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(super::faults::mix(seed ^ 0xe9_91e3));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(super::rng::mix(seed ^ 0xe9_91e3));
     let faulty = !seed.is_multiple_of(4);
     let per_mille = |rng: &mut rand::rngs::StdRng, max: u32| if faulty { rng.gen_range(0..=max) } else { 0 };
     let slots = rng.gen_range(1..=6);

@@ -24,8 +24,9 @@ use crate::error::Error;
 use crate::share::acks::AckKind;
 
 use super::cluster::{record_value, TOPIC};
-use super::faults::{HandlePlan, SplitMix};
+use super::faults::HandlePlan;
 use super::invariants::Ledger;
+use super::rng::SplitMix;
 use super::state::ClientId;
 
 /// Records of earlier polls kept for late acknowledgements.

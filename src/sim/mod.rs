@@ -6,7 +6,8 @@
 //!   delivery limit, acknowledgement checks, share sessions and epochs; the fake cluster's
 //!   too), fed virtual time; `state.rs`: what the sim adds (who holds a lock, every
 //!   delivery, gaps); `topology.rs`: the client's view of them.
-//! - `net.rs`: connections and requests in flight; `faults.rs`: the seed's fault schedule.
+//! - `net.rs`: connections and requests in flight; `faults.rs`: the seed's fault schedule;
+//!   `rng.rs`: the generators every part draws from; `reply.rs`: the core's replies.
 //! - `app.rs`: the application (`handle_app.rs`: through the handle's bookkeeping);
 //!   `invariants.rs`: what must hold; `run.rs`: the runner (`run/network.rs`: its network
 //!   side, requests out and answers back).
@@ -22,6 +23,8 @@ mod group;
 mod handle_app;
 mod invariants;
 mod net;
+mod reply;
+mod rng;
 mod run;
 mod share;
 mod state;

@@ -50,8 +50,8 @@ pub(crate) trait Driven {
     fn poll_transmit(&mut self) -> Option<SimTransmit>;
     fn poll_timeout(&self, now: Instant) -> Instant;
     fn is_finished(&mut self, now: Instant) -> bool;
-    /// The replies to the application's commands since the last call (`app::Reply`).
-    fn take_replies(&mut self) -> Vec<(ReplyId, super::app::Reply)>;
+    /// The replies to the application's commands since the last call (`reply::Reply`).
+    fn take_replies(&mut self) -> Vec<(ReplyId, super::reply::Reply)>;
 }
 
 /// Makes the core of a new consumer: (client, its topology, its completions sink).
@@ -192,7 +192,7 @@ impl<'f> Sim<'f> {
         let mut plan = FaultPlan::from_seed(seed, &cfg.brokers, cfg.partitions);
         plan.draw_handle_scenarios(&cfg);
         // The core's backoffs draw their jitter from the seed too.
-        crate::backoff::seed_jitter(Some(super::faults::mix(seed ^ 0xb0ff)));
+        crate::backoff::seed_jitter(Some(super::rng::mix(seed ^ 0xb0ff)));
         let base = Instant::now();
         let cluster = SimCluster::new(cfg).with_gaps(&plan.gaps);
         let mut sim = Sim {
