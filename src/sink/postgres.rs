@@ -9,6 +9,58 @@
 //! | `connection.user`, `connection.password` | | override the URL's user and password (Connect's JDBC sink names) |
 //! | `table` | (required) | the table, optionally schema-qualified (`schema.table`); quoted, so its case is kept |
 //! | `auto.create` | `false` | `true`: create the table (below) if it does not exist |
+//! | `table.layout` | `records` | `records`: the table below; `fields`: the value's fields as columns (next section) |
+//!
+//! A `connection.url` of Connect's JDBC form (`jdbc:postgresql://host:5432/db?user=u`) is
+//! read without its `jdbc:` prefix.
+//!
+//! # The fields layout (Connect's JDBC sink)
+//! `table.layout=fields`, the default of the class `io.confluent.connect.jdbc.JdbcSinkConnector`
+//! (so a JDBC sink connector file runs as it is): each record's value is a JSON object whose
+//! fields are columns, with Confluent's JDBC sink settings:
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `table.name.format` | `${topic}` | the table of a record; `${topic}` is its topic (after transforms); `schema.table` allowed, a topic's dots stay in the name |
+//! | `insert.mode` | `insert` | `insert`; `upsert` (`INSERT .. ON CONFLICT (key) DO UPDATE`); `update` (`UPDATE .. WHERE key = ..`) |
+//! | `pk.mode` | `none` | `none`; `kafka` (columns `__connect_topic`, `__connect_partition`, `__connect_offset`); `record_key`; `record_value` |
+//! | `pk.fields` | | the key's columns: for `kafka` three names; for `record_key` fields of an object key (default all), or the one column of any other key (default `__connect_key`); for `record_value` fields of the value (default all) |
+//! | `fields.whitelist` (or `fields.include`) | all | the value's fields written (the key's columns always are) |
+//! | `auto.create` | `false` | create a missing table from the batch's fields, key columns as its primary key |
+//! | `auto.evolve` | `false` | add a column (nullable) when a record has a field the table lacks; without it such a record fails, saying which field |
+//! | `delete.enabled` | `false` | a tombstone deletes its key's row (needs `pk.mode=record_key`, as in Connect); without it a tombstone is skipped |
+//!
+//! Refused at start, with the fix in the message: `upsert` or `update` without a primary key,
+//! `delete.enabled` without `pk.mode=record_key`, `pk.mode=kafka` with other than three
+//! `pk.fields`, `pk.fields` with `pk.mode=none`, `table` in this layout (it names tables by
+//! `table.name.format`).
+//!
+//! **Column types.** A value in Connect's JSON envelope (`{"schema": .., "payload": ..}`, as
+//! JsonConverter writes with `schemas.enable=true`, seen by the sink when the connector's
+//! value converter is the default ByteArrayConverter) types each field by its schema:
+//! int8/int16 `smallint`, int32 `integer`, int64 `bigint`, float32 `real`, float64
+//! `double precision`, boolean, string `text`, bytes `bytea` (base64 in JSON), struct, map and
+//! array `jsonb`, Connect's `Timestamp` `timestamptz` and `Date` `date`; a field that is not
+//! `optional` is `NOT NULL`. Any other JSON object (plain JSON, or the payload a JsonConverter
+//! in the connector already unwrapped) is typed from its values: `true`/`false` `boolean`, an
+//! integer `bigint`, any other number `double precision`, a string `text`, an object or array
+//! `jsonb`, and a null says nothing (the field is left out until a record gives it a value).
+//! A key that is not a JSON object is one `text` column (its text, so `7` and `"7"` are one
+//! key). Values are cast by the column's type in the table, so a table of your own may use
+//! other types PostgreSQL can read the text as (`numeric`, `varchar(n)`, `uuid`, ...).
+//!
+//! **A batch** is one transaction: the deletes, then one `INSERT .. SELECT FROM unnest(..)`
+//! (or `UPDATE`) per table and set of columns. Several records of one key in a batch act as
+//! they would one after another (the last write's fields win; a tombstone forgets what came
+//! before it). With `pk.mode=kafka` and `insert.mode=insert` a redelivered record is skipped
+//! (`ON CONFLICT DO NOTHING`), so the table is effectively-once as in the records layout. A
+//! value a column cannot take fails the transaction; then the records are written one at a
+//! time to find the ones that fail (they take the dead-letter path), the others stay.
+//!
+//! **Order.** A share group delivers the records of one key in no set order across batches
+//! and tasks (two batches run at once; a batch released by a failure comes back after later
+//! ones). Upserts and deletes of one key in flight at the same time may be applied in either
+//! order; the last value wins only for versions that are not in flight together.
 //!
 //! The table (what `auto.create` makes; a table of your own needs these columns and a
 //! unique constraint on the first three):

@@ -251,7 +251,7 @@ mod tests {
     }
 
     fn err(pairs: &[(&str, &str)]) -> FieldsConfigError {
-        fields_settings(&config(pairs)).err().expect("refused")
+        fields_settings(&config(pairs)).expect_err("refused")
     }
 
     #[test]

@@ -227,10 +227,7 @@ async fn upsert_and_delete_by_key_end_with_the_last_values_across_a_kill_9() {
         .unwrap();
     let cols: Vec<(String, String, String)> = cols.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
     let expect = [("id", "text", "NO"), ("name", "text", "NO"), ("version", "integer", "NO")];
-    assert_eq!(
-        cols,
-        expect.iter().map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string())).collect::<Vec<_>>()
-    );
+    assert_eq!(cols, expect.iter().map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string())).collect::<Vec<_>>());
     db.batch_execute(&q("DROP TABLE {t}")).await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -255,7 +252,9 @@ async fn auto_evolve_adds_a_column_when_a_new_field_appears() {
     ];
     produce(&topic, &records).await;
     let group = common::new_group(&admin, "g-sink-pg-evolve", None).await;
-    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group)).await.expect("consumer");
+    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("consumer");
     c.subscribe([topic.clone()]).expect("subscribe");
     let mut polled = common::poll_until(&c, records.len(), Duration::from_secs(30), |_| {}).await;
     c.close(Duration::from_secs(10)).await.expect("close");
@@ -301,10 +300,7 @@ async fn auto_evolve_adds_a_column_when_a_new_field_appears() {
         }
         other => panic!("expected k5 to fail alone, got {other:?}"),
     }
-    assert_eq!(
-        columns().await,
-        pairs(&[("__connect_key", "text"), ("a", "bigint"), ("b", "text"), ("c", "jsonb")])
-    );
+    assert_eq!(columns().await, pairs(&[("__connect_key", "text"), ("a", "bigint"), ("b", "text"), ("c", "jsonb")]));
     let rows = db
         .query(&format!("SELECT __connect_key, a, b, c::text FROM \"{table}\" ORDER BY 1"), &[])
         .await
@@ -328,7 +324,11 @@ async fn auto_evolve_adds_a_column_when_a_new_field_appears() {
     match strict.put(&polled[6..]).await {
         Err(SinkError::Records { failed }) => {
             assert_eq!(failed.len(), 1);
-            assert!(failed[0].reason.contains("\"e\"") && failed[0].reason.contains("auto.evolve"), "{}", failed[0].reason);
+            assert!(
+                failed[0].reason.contains("\"e\"") && failed[0].reason.contains("auto.evolve"),
+                "{}",
+                failed[0].reason
+            );
         }
         other => panic!("expected the record to fail, got {other:?}"),
     }
