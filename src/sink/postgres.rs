@@ -40,7 +40,8 @@
 //! value converter is the default ByteArrayConverter) types each field by its schema:
 //! int8/int16 `smallint`, int32 `integer`, int64 `bigint`, float32 `real`, float64
 //! `double precision`, boolean, string `text`, bytes `bytea` (base64 in JSON), struct, map and
-//! array `jsonb`, Connect's `Timestamp` `timestamptz` and `Date` `date`; a field that is not
+//! array `jsonb`, Connect's logical `Timestamp` `timestamptz`, `Date` `date`, `Time` `time` and
+//! `Decimal` `numeric` (its scale kept exactly); a field that is not
 //! `optional` is `NOT NULL`. Any other JSON object (plain JSON, or the payload a JsonConverter
 //! in the connector already unwrapped) is typed from its values: `true`/`false` `boolean`, an
 //! integer `bigint`, any other number `double precision`, a string `text`, an object or array

@@ -25,8 +25,8 @@ pub(super) struct Column {
 }
 
 /// `text_expr` (a text parameter) as a value of column type `ty`. Bytes arrive as base64
-/// (as JsonConverter writes them); a timestamp or date may arrive as Connect's number (ms, or
-/// days since the epoch) or as text PostgreSQL reads.
+/// (as JsonConverter writes them); a timestamp, date or time may arrive as Connect's number
+/// (ms since the epoch, days since the epoch, ms since midnight) or as text PostgreSQL reads.
 pub(super) fn cast(text_expr: &str, ty: &str) -> String {
     let x = text_expr;
     if ty == "bytea" {
@@ -35,6 +35,8 @@ pub(super) fn cast(text_expr: &str, ty: &str) -> String {
         format!(
             "(CASE WHEN {x} ~ '^-?[0-9]+$' THEN to_timestamp({x}::bigint / 1000.0) ELSE {x}::timestamptz END)::{ty}"
         )
+    } else if ty.starts_with("time without") {
+        format!("(CASE WHEN {x} ~ '^-?[0-9]+$' THEN TIME '00:00' + {x}::bigint * INTERVAL '1 millisecond' ELSE {x}::time END)")
     } else if ty == "date" {
         format!("(CASE WHEN {x} ~ '^-?[0-9]+$' THEN DATE '1970-01-01' + {x}::integer ELSE {x}::date END)")
     } else {
@@ -231,6 +233,7 @@ mod tests {
         assert_eq!(cast("x", "bytea"), "decode(x, 'base64')");
         assert!(cast("x", "timestamp with time zone").contains("to_timestamp(x::bigint / 1000.0)"));
         assert!(cast("x", "date").contains("DATE '1970-01-01' + x::integer"));
+        assert!(cast("x", "time without time zone").contains("TIME '00:00' + x::bigint * INTERVAL '1 millisecond'"));
         assert_eq!(cast("x", "numeric(10,2)"), "x::numeric(10,2)");
         assert_eq!(param_text(&json!("a"), "text").as_deref(), Some("a"));
         assert_eq!(param_text(&json!("a"), "jsonb").as_deref(), Some("\"a\""));

@@ -349,3 +349,119 @@ async fn delete_enabled_without_a_record_key_is_refused() {
     assert!(matches!(e, SinkError::Fatal { .. }), "{e:?}");
     assert!(e.to_string().contains("pk.mode=record_key"), "{e}");
 }
+
+/// A value in Connect's schema envelope: `auto.create` makes each field's column from its
+/// Connect type (logical types included), and the values land as those types.
+#[tokio::test]
+async fn connect_schema_types_land_as_postgres_types() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sink-pg-types", 1).await;
+    let field = |name: &str, ty: &str, logical: Option<&str>, optional: bool| {
+        let mut f = serde_json::json!({"field": name, "type": ty, "optional": optional});
+        if let Some(l) = logical {
+            f["name"] = serde_json::json!(l);
+        }
+        f
+    };
+    let mut price = field("price", "bytes", Some("org.apache.kafka.connect.data.Decimal"), false);
+    price["parameters"] = serde_json::json!({"scale": "2"});
+    let value = serde_json::json!({
+        "schema": {"type": "struct", "fields": [
+            field("id", "int64", None, false),
+            field("at", "int64", Some("org.apache.kafka.connect.data.Timestamp"), false),
+            field("day", "int32", Some("org.apache.kafka.connect.data.Date"), false),
+            field("t", "int32", Some("org.apache.kafka.connect.data.Time"), false),
+            price,
+            field("raw", "bytes", None, false),
+            field("flag", "boolean", None, false),
+            field("ratio", "double", None, false),
+            field("small", "int16", None, false),
+            {"field": "tags", "type": "array", "items": {"type": "string"}, "optional": false},
+            field("note", "string", None, true),
+        ]},
+        "payload": {
+            "id": 1, "at": 1_700_000_000_000_i64, "day": 19000, "t": 3_723_004, "price": "MDk=", "raw": "AP8=",
+            "flag": true, "ratio": 1.25, "small": 7, "tags": ["a", "b"], "note": null,
+        },
+    });
+    produce(&topic, &[("ignored".to_string(), Some(value.to_string()))]).await;
+    let group = common::new_group(&admin, "g-sink-pg-types", None).await;
+    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("consumer");
+    c.subscribe([topic.clone()]).expect("subscribe");
+    let polled = common::poll_until(&c, 1, Duration::from_secs(30), |_| {}).await;
+    c.close(Duration::from_secs(10)).await.expect("close");
+
+    let db = pg().await;
+    let table = table_name("types");
+    let url = pg_url();
+    let mut task = PostgresSink::new();
+    task.start(&config(&[
+        ("connection.url", &url),
+        ("table.layout", "fields"),
+        ("table.name.format", &table),
+        ("insert.mode", "upsert"),
+        ("pk.mode", "record_value"),
+        ("pk.fields", "id"),
+        ("auto.create", "true"),
+    ]))
+    .await
+    .unwrap();
+    task.put(&polled).await.unwrap();
+    // Twice: an upsert of the same row changes nothing.
+    task.put(&polled).await.unwrap();
+    task.stop().await;
+
+    let cols = db
+        .query(
+            "SELECT column_name::text, data_type::text, is_nullable::text FROM information_schema.columns \
+             WHERE table_name = $1 ORDER BY ordinal_position",
+            &[&table],
+        )
+        .await
+        .unwrap();
+    let cols: Vec<String> = cols
+        .iter()
+        .map(|r| format!("{} {} {}", r.get::<_, String>(0), r.get::<_, String>(1), r.get::<_, String>(2)))
+        .collect();
+    assert_eq!(
+        cols,
+        [
+            "id bigint NO",
+            "at timestamp with time zone NO",
+            "day date NO",
+            "t time without time zone NO",
+            "price numeric NO",
+            "raw bytea NO",
+            "flag boolean NO",
+            "ratio double precision NO",
+            "small smallint NO",
+            "tags jsonb NO",
+            "note text YES",
+        ]
+    );
+    let row = db
+        .query_one(
+            &format!(
+                "SELECT count(*) OVER (), id, (extract(epoch from at) * 1000)::bigint, day::text, t::text, price::text, \
+                 raw, flag, ratio, small, tags::text, note FROM \"{table}\""
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 1, "one row");
+    assert_eq!(row.get::<_, i64>(1), 1);
+    assert_eq!(row.get::<_, i64>(2), 1_700_000_000_000);
+    assert_eq!(row.get::<_, String>(3), "2022-01-08");
+    assert_eq!(row.get::<_, String>(4), "01:02:03.004");
+    assert_eq!(row.get::<_, String>(5), "123.45");
+    assert_eq!(row.get::<_, Vec<u8>>(6), vec![0u8, 0xff]);
+    assert!(row.get::<_, bool>(7));
+    assert_eq!(row.get::<_, f64>(8), 1.25);
+    assert_eq!(row.get::<_, i16>(9), 7);
+    assert_eq!(row.get::<_, String>(10), r#"["a", "b"]"#);
+    assert_eq!(row.get::<_, Option<String>>(11), None);
+    db.batch_execute(&format!("DROP TABLE \"{table}\"")).await.unwrap();
+}
