@@ -54,7 +54,9 @@
 //! (or `UPDATE`) per table and set of columns. Several records of one key in a batch act as
 //! they would one after another (the last write's fields win; a tombstone forgets what came
 //! before it). With `pk.mode=kafka` and `insert.mode=insert` a redelivered record is skipped
-//! (`ON CONFLICT DO NOTHING`), so the table is effectively-once as in the records layout. A
+//! (`ON CONFLICT DO NOTHING`), so the table is effectively-once as in the records layout; with
+//! another key, `insert` fails on a row that is there (as Connect's does), a redelivered record
+//! included: use `upsert` when records may come twice (at least once, they may). A
 //! value a column cannot take fails the transaction; then the records are written one at a
 //! time to find the ones that fail (they take the dead-letter path), the others stay.
 //!

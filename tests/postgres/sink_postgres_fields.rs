@@ -465,3 +465,73 @@ async fn connect_schema_types_land_as_postgres_types() {
     assert_eq!(row.get::<_, Option<String>>(11), None);
     db.batch_execute(&format!("DROP TABLE \"{table}\"")).await.unwrap();
 }
+
+/// `pk.mode=kafka` with `insert.mode=insert` skips a redelivered record (one row per record
+/// however often it is put); `insert.mode=update` changes only rows that are there.
+#[tokio::test]
+async fn kafka_keys_skip_redeliveries_and_update_changes_only_existing_rows() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sink-pg-update", 1).await;
+    produce(&topic, &[("k1".into(), Some(r#"{"a": 1}"#.into())), ("k2".into(), Some(r#"{"a": 2}"#.into()))]).await;
+    let group = common::new_group(&admin, "g-sink-pg-update", None).await;
+    let c = ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("consumer");
+    c.subscribe([topic.clone()]).expect("subscribe");
+    let polled = common::poll_until(&c, 2, Duration::from_secs(30), |_| {}).await;
+    c.close(Duration::from_secs(10)).await.expect("close");
+
+    let db = pg().await;
+    let url = pg_url();
+    let by_offset = table_name("kafka_pk");
+    let mut task = PostgresSink::new();
+    task.start(&config(&[
+        ("connection.url", &url),
+        ("table.layout", "fields"),
+        ("table.name.format", &by_offset),
+        ("pk.mode", "kafka"),
+        ("auto.create", "true"),
+    ]))
+    .await
+    .unwrap();
+    task.put(&polled).await.unwrap();
+    task.put(&polled).await.unwrap();
+    task.stop().await;
+    let rows = db
+        .query(
+            &format!(
+                "SELECT __connect_topic, __connect_partition, __connect_offset, a FROM \"{by_offset}\" ORDER BY 3"
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    let have: Vec<(String, i32, i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1), r.get(2), r.get(3))).collect();
+    let mut offsets: Vec<i64> = polled.iter().map(|r| r.offset).collect();
+    offsets.sort();
+    assert_eq!(have, vec![(topic.clone(), 0, offsets[0], 1), (topic.clone(), 0, offsets[1], 2)]);
+    db.batch_execute(&format!("DROP TABLE \"{by_offset}\"")).await.unwrap();
+
+    let existing = table_name("update");
+    db.batch_execute(&format!(
+        "CREATE TABLE \"{existing}\" (id text PRIMARY KEY, a bigint); INSERT INTO \"{existing}\" VALUES ('k1', 0)"
+    ))
+    .await
+    .unwrap();
+    let mut task = PostgresSink::jdbc();
+    task.start(&config(&[
+        ("connection.url", &url),
+        ("table.name.format", &existing),
+        ("insert.mode", "update"),
+        ("pk.mode", "record_key"),
+        ("pk.fields", "id"),
+    ]))
+    .await
+    .unwrap();
+    task.put(&polled).await.unwrap();
+    task.stop().await;
+    let rows = db.query(&format!("SELECT id, a FROM \"{existing}\" ORDER BY 1"), &[]).await.unwrap();
+    let have: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(have, vec![("k1".to_string(), 1)], "k1 updated, k2 not inserted");
+    db.batch_execute(&format!("DROP TABLE \"{existing}\"")).await.unwrap();
+}
