@@ -79,6 +79,8 @@ mod tests {
         }
         assert_eq!(classes.contains(&"http"), cfg!(feature = "sink-http"));
         assert_eq!(classes.contains(&"postgres"), cfg!(feature = "sink-postgres"));
+        let jdbc = "io.confluent.connect.jdbc.JdbcSinkConnector";
+        assert_eq!(classes.contains(&jdbc), cfg!(feature = "sink-postgres"));
         let empty = TaskConfig::new();
         assert!(r.get("file").unwrap().create(&empty).is_ok(), "no file setting means standard output");
         let e = r.get("kafka").unwrap().create(&empty).err().unwrap().to_string();

@@ -316,25 +316,30 @@ fn column(cache: &Cache, table: &str, f: &Field) -> Column {
     Column { name: f.name.clone(), ty }
 }
 
-/// Adds a row to the statement for its table and columns (made on first use).
+/// A statement's identity: its table, its columns, how many of them are the key's.
+type Group = (String, Vec<String>, usize, Stmt);
+
+/// Adds a row to the statement for its table and columns (made on first use); the first
+/// `npk` of `cols` are the key's.
 fn add_row(
-    groups: &mut Vec<(String, Vec<String>, Stmt)>,
+    groups: &mut Vec<Group>,
     cache: &Cache,
     table: &str,
     cols: Vec<&Field>,
+    npk: usize,
     sql: impl FnOnce(&[Column]) -> Option<String>,
 ) {
     let names: Vec<String> = cols.iter().map(|f| f.name.clone()).collect();
     let columns: Vec<Column> = cols.iter().map(|f| column(cache, table, f)).collect();
-    let i = match groups.iter().position(|(t, n, _)| t == table && *n == names) {
+    let i = match groups.iter().position(|(t, n, k, _)| t == table && *n == names && *k == npk) {
         Some(i) => i,
         None => {
             let Some(text) = sql(&columns) else { return };
-            groups.push((table.to_string(), names, Stmt { sql: text, params: vec![Vec::new(); columns.len()] }));
+            groups.push((table.to_string(), names, npk, Stmt { sql: text, params: vec![Vec::new(); columns.len()] }));
             groups.len() - 1
         }
     };
-    if let Some((_, _, stmt)) = groups.get_mut(i) {
+    if let Some((_, _, _, stmt)) = groups.get_mut(i) {
         for ((p, f), c) in stmt.params.iter_mut().zip(&cols).zip(&columns) {
             p.push(sql::param_text(&f.value, &c.ty));
         }
@@ -343,8 +348,8 @@ fn add_row(
 
 /// Steps 3 and 4: the statements for `ops`, deletes first.
 fn statements(s: &FieldsSettings, cache: &Cache, ops: &[(usize, Op)]) -> Vec<Stmt> {
-    let mut deletes: Vec<(String, Vec<String>, Stmt)> = Vec::new();
-    let mut writes: Vec<(String, Vec<String>, Stmt)> = Vec::new();
+    let mut deletes: Vec<Group> = Vec::new();
+    let mut writes: Vec<Group> = Vec::new();
     let skip_conflicts = s.pk_mode == PkMode::Kafka;
     let mode = s.insert_mode;
     let write_sql = |table: &str, npk: usize| {
@@ -354,22 +359,25 @@ fn statements(s: &FieldsSettings, cache: &Cache, ops: &[(usize, Op)]) -> Vec<Stm
     if s.pk_mode == PkMode::None {
         for (_, op) in ops {
             if let Op::Write { table, fields, .. } = op {
-                add_row(&mut writes, cache, table, fields.iter().collect(), write_sql(table, 0));
+                add_row(&mut writes, cache, table, fields.iter().collect(), 0, write_sql(table, 0));
             }
         }
     } else {
         for net in collapse(ops) {
             let table = net.table.as_str();
             if net.delete_first {
-                add_row(&mut deletes, cache, table, net.pk.iter().collect(), |cols| Some(sql::delete(table, cols)));
+                let npk = net.pk.len();
+                add_row(&mut deletes, cache, table, net.pk.iter().collect(), npk, |cols| {
+                    Some(sql::delete(table, cols))
+                });
             }
             if let Some(fields) = &net.fields {
                 let cols: Vec<&Field> = net.pk.iter().chain(fields).collect();
-                add_row(&mut writes, cache, table, cols, write_sql(table, net.pk.len()));
+                add_row(&mut writes, cache, table, cols, net.pk.len(), write_sql(table, net.pk.len()));
             }
         }
     }
-    deletes.into_iter().chain(writes).map(|(_, _, st)| st).collect()
+    deletes.into_iter().chain(writes).map(|(_, _, _, st)| st).collect()
 }
 
 /// Step 4: writes `ops` in one transaction.
