@@ -33,7 +33,8 @@
 //! Refused at start, with the fix in the message: `upsert` or `update` without a primary key,
 //! `delete.enabled` without `pk.mode=record_key`, `pk.mode=kafka` with other than three
 //! `pk.fields`, `pk.fields` with `pk.mode=none`, `table` in this layout (it names tables by
-//! `table.name.format`).
+//! `table.name.format`); and in the records layout, any of these settings (set
+//! `table.layout=fields`).
 //!
 //! **Column types.** A value in Connect's JSON envelope (`{"schema": .., "payload": ..}`, as
 //! JsonConverter writes with `schemas.enable=true`, seen by the sink when the connector's
@@ -206,6 +207,23 @@ fn settings(config: &TaskConfig, default_fields: bool) -> Result<Settings, SinkE
         let fields = fields_settings(config)?;
         let auto_create = fields.auto_create;
         return Ok(Settings { pg, tls, table: String::new(), auto_create, fields: Some(fields) });
+    }
+    // A JDBC sink setting on the records layout would do nothing: say which layout reads it.
+    let fields_keys = [
+        INSERT_MODE_CONFIG,
+        PK_MODE_CONFIG,
+        PK_FIELDS_CONFIG,
+        FIELDS_WHITELIST_CONFIG,
+        FIELDS_INCLUDE_CONFIG,
+        TABLE_NAME_FORMAT_CONFIG,
+        AUTO_EVOLVE_CONFIG,
+        DELETE_ENABLED_CONFIG,
+    ];
+    if let Some(key) = fields_keys.iter().find(|k| config.get(**k).is_some_and(|v| !v.trim().is_empty())) {
+        return Err(SinkError::fatal(format!(
+            "{key} is a setting of the fields layout (a record's fields as columns), and this connector uses the \
+             records layout: set table.layout=fields, or remove {key}"
+        )));
     }
     let raw = config.get(TABLE_CONFIG).map(|t| t.trim()).filter(|t| !t.is_empty()).ok_or_else(|| {
         SinkError::fatal(
@@ -670,5 +688,18 @@ mod tests {
         let secret = config(&[("connection.url", "postgres://u:hunter2@127.0.0.1:notaport/d"), ("table", "t")]);
         let e = settings_of(&secret).err().unwrap().to_string();
         assert!(!e.contains("hunter2"), "{e}");
+        let jdbc_url = config(&[("connection.url", "jdbc:postgresql://u@127.0.0.1:5432/d"), ("table", "t")]);
+        assert!(settings_of(&jdbc_url).is_ok(), "Connect's jdbc: prefix is read");
+        let stray =
+            config(&[("connection.url", "postgres://u@127.0.0.1/d"), ("table", "t"), ("insert.mode", "upsert")]);
+        let e = settings_of(&stray).err().unwrap().to_string();
+        assert!(e.contains("insert.mode") && e.contains("table.layout=fields"), "{e}");
+        let fields = config(&[("connection.url", "postgres://u@127.0.0.1/d"), ("table.layout", "fields")]);
+        assert!(settings_of(&fields).ok().unwrap().fields.is_some());
+        let bad = config(&[("connection.url", "postgres://u@127.0.0.1/d"), ("table.layout", "columns")]);
+        assert!(settings_of(&bad).err().unwrap().to_string().contains("table.layout"));
+        let jdbc = config(&[("connection.url", "postgres://u@127.0.0.1/d"), ("delete.enabled", "true")]);
+        let e = settings(&jdbc, true).err().unwrap().to_string();
+        assert!(e.contains("pk.mode=record_key"), "{e}");
     }
 }
