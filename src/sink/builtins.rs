@@ -6,6 +6,7 @@
 //! | `kafka` | [`KafkaSink`](super::KafkaSink) | `sink` |
 //! | `http` | `HttpSink` | `sink-http` |
 //! | `postgres` | `PostgresSink` | `sink-postgres` |
+//! | `io.confluent.connect.jdbc.JdbcSinkConnector` | `PostgresSink::jdbc` (`table.layout=fields`) | `sink-postgres` |
 //!
 //! Also the converters (`converter.rs`), transforms and predicates (`transforms/`), under
 //! their short names and Connect's class names.
@@ -53,6 +54,14 @@ impl Registry {
             super::postgres::PostgresSink::check_config(config)?;
             Ok(Box::new(super::postgres::PostgresSink::new()))
         });
+        #[cfg(feature = "sink-postgres")]
+        r.register(
+            super::postgres::CONNECT_JDBC_SINK_CLASS,
+            |config: &TaskConfig| -> Result<Box<dyn SinkTask>, SinkError> {
+                super::postgres::PostgresSink::check_jdbc_config(config)?;
+                Ok(Box::new(super::postgres::PostgresSink::jdbc()))
+            },
+        );
         r
     }
 }
@@ -70,6 +79,8 @@ mod tests {
         }
         assert_eq!(classes.contains(&"http"), cfg!(feature = "sink-http"));
         assert_eq!(classes.contains(&"postgres"), cfg!(feature = "sink-postgres"));
+        let jdbc = "io.confluent.connect.jdbc.JdbcSinkConnector";
+        assert_eq!(classes.contains(&jdbc), cfg!(feature = "sink-postgres"));
         let empty = TaskConfig::new();
         assert!(r.get("file").unwrap().create(&empty).is_ok(), "no file setting means standard output");
         let e = r.get("kafka").unwrap().create(&empty).err().unwrap().to_string();

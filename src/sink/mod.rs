@@ -120,6 +120,14 @@ mod pipeline;
 #[cfg(feature = "sink-postgres")]
 pub mod postgres;
 #[cfg(feature = "sink-postgres")]
+mod postgres_fields;
+#[cfg(feature = "sink-postgres")]
+mod postgres_fields_config;
+#[cfg(feature = "sink-postgres")]
+mod postgres_fields_row;
+#[cfg(feature = "sink-postgres")]
+mod postgres_fields_sql;
+#[cfg(feature = "sink-postgres")]
 mod postgres_tls;
 mod prometheus;
 mod registry;

@@ -9,6 +9,62 @@
 //! | `connection.user`, `connection.password` | | override the URL's user and password (Connect's JDBC sink names) |
 //! | `table` | (required) | the table, optionally schema-qualified (`schema.table`); quoted, so its case is kept |
 //! | `auto.create` | `false` | `true`: create the table (below) if it does not exist |
+//! | `table.layout` | `records` | `records`: the table below; `fields`: the value's fields as columns (next section) |
+//!
+//! A `connection.url` of Connect's JDBC form (`jdbc:postgresql://host:5432/db?user=u`) is
+//! read without its `jdbc:` prefix.
+//!
+//! # The fields layout (Connect's JDBC sink)
+//! `table.layout=fields`, the default of the class `io.confluent.connect.jdbc.JdbcSinkConnector`
+//! (so a JDBC sink connector file runs as it is): each record's value is a JSON object whose
+//! fields are columns, with Confluent's JDBC sink settings:
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `table.name.format` | `${topic}` | the table of a record; `${topic}` is its topic (after transforms); `schema.table` allowed, a topic's dots stay in the name |
+//! | `insert.mode` | `insert` | `insert`; `upsert` (`INSERT .. ON CONFLICT (key) DO UPDATE`); `update` (`UPDATE .. WHERE key = ..`) |
+//! | `pk.mode` | `none` | `none`; `kafka` (columns `__connect_topic`, `__connect_partition`, `__connect_offset`); `record_key`; `record_value` |
+//! | `pk.fields` | | the key's columns: for `kafka` three names; for `record_key` fields of an object key (default all), or the one column of any other key (default `__connect_key`); for `record_value` fields of the value (default all) |
+//! | `fields.whitelist` (or `fields.include`) | all | the value's fields written (the key's columns always are) |
+//! | `auto.create` | `false` | create a missing table from the batch's fields, key columns as its primary key |
+//! | `auto.evolve` | `false` | add a column (nullable) when a record has a field the table lacks; without it such a record fails, saying which field |
+//! | `delete.enabled` | `false` | a tombstone deletes its key's row (needs `pk.mode=record_key`, as in Connect); without it a tombstone is skipped |
+//!
+//! Refused at start, with the fix in the message: `upsert` or `update` without a primary key,
+//! `delete.enabled` without `pk.mode=record_key`, `pk.mode=kafka` with other than three
+//! `pk.fields`, `pk.fields` with `pk.mode=none`, `table` in this layout (it names tables by
+//! `table.name.format`); and in the records layout, any of these settings (set
+//! `table.layout=fields`).
+//!
+//! **Column types.** A value in Connect's JSON envelope (`{"schema": .., "payload": ..}`, as
+//! JsonConverter writes with `schemas.enable=true`, seen by the sink when the connector's
+//! value converter is the default ByteArrayConverter) types each field by its schema:
+//! int8/int16 `smallint`, int32 `integer`, int64 `bigint`, float32 `real`, float64
+//! `double precision`, boolean, string `text`, bytes `bytea` (base64 in JSON), struct, map and
+//! array `jsonb`, Connect's logical `Timestamp` `timestamptz`, `Date` `date`, `Time` `time` and
+//! `Decimal` `numeric` (its scale kept exactly); a field that is not
+//! `optional` is `NOT NULL`. Any other JSON object (plain JSON, or the payload a JsonConverter
+//! in the connector already unwrapped) is typed from its values: `true`/`false` `boolean`, an
+//! integer `bigint`, any other number `double precision`, a string `text`, an object or array
+//! `jsonb`, and a null says nothing (the field is left out until a record gives it a value).
+//! A key that is not a JSON object is one `text` column (its text, so `7` and `"7"` are one
+//! key). Values are cast by the column's type in the table, so a table of your own may use
+//! other types PostgreSQL can read the text as (`numeric`, `varchar(n)`, `uuid`, ...).
+//!
+//! **A batch** is one transaction: the deletes, then one `INSERT .. SELECT FROM unnest(..)`
+//! (or `UPDATE`) per table and set of columns. Several records of one key in a batch act as
+//! they would one after another (the last write's fields win; a tombstone forgets what came
+//! before it). With `pk.mode=kafka` and `insert.mode=insert` a redelivered record is skipped
+//! (`ON CONFLICT DO NOTHING`), so the table is effectively-once as in the records layout; with
+//! another key, `insert` fails on a row that is there (as Connect's does), a redelivered record
+//! included: use `upsert` when records may come twice (at least once, they may). A
+//! value a column cannot take fails the transaction; then the records are written one at a
+//! time to find the ones that fail (they take the dead-letter path), the others stay.
+//!
+//! **Order.** A share group delivers the records of one key in no set order across batches
+//! and tasks (two batches run at once; a batch released by a failure comes back after later
+//! ones). Upserts and deletes of one key in flight at the same time may be applied in either
+//! order; the last value wins only for versions that are not in flight together.
 //!
 //! The table (what `auto.create` makes; a table of your own needs these columns and a
 //! unique constraint on the first three):
@@ -70,6 +126,8 @@ use futures::future::BoxFuture;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Statement};
 
+use super::postgres_fields::{self as fields, Failure};
+use super::postgres_fields_config::{fields_settings, FieldsSettings};
 use super::task::{RecordFailure, SinkError, SinkRecord, SinkTask, TaskConfig};
 
 /// The connection setting.
@@ -82,6 +140,16 @@ pub const PASSWORD_CONFIG: &str = "connection.password";
 pub const TABLE_CONFIG: &str = "table";
 /// Create the table when missing.
 pub const AUTO_CREATE_CONFIG: &str = "auto.create";
+/// `records` (the default: one row per record, bytes) or `fields` (a record's fields are
+/// columns, as Connect's JDBC sink; `postgres_fields.rs`).
+pub const TABLE_LAYOUT_CONFIG: &str = "table.layout";
+/// Confluent's JDBC sink class: the `fields` layout, so a JDBC sink connector file works.
+pub const CONNECT_JDBC_SINK_CLASS: &str = "io.confluent.connect.jdbc.JdbcSinkConnector";
+
+pub use super::postgres_fields_config::{
+    AUTO_EVOLVE_CONFIG, DELETE_ENABLED_CONFIG, FIELDS_INCLUDE_CONFIG, FIELDS_WHITELIST_CONFIG, INSERT_MODE_CONFIG,
+    PK_FIELDS_CONFIG, PK_MODE_CONFIG, TABLE_NAME_FORMAT_CONFIG,
+};
 
 /// The parsed settings.
 #[derive(Clone)]
@@ -89,15 +157,32 @@ struct Settings {
     pg: tokio_postgres::Config,
     /// The TLS connector (None: `sslmode=disable`).
     tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
-    /// The quoted (possibly schema-qualified) table name, ready for SQL.
+    /// The records layout: the quoted (possibly schema-qualified) table name, ready for SQL.
     table: String,
     auto_create: bool,
+    /// The fields layout's settings (None: the records layout).
+    fields: Option<FieldsSettings>,
 }
 
-fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
+/// Which layout: `table.layout`, else the class's default.
+fn fields_layout(config: &TaskConfig, default_fields: bool) -> Result<bool, SinkError> {
+    match config.get(TABLE_LAYOUT_CONFIG).map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") => Ok(default_fields),
+        Some("records") => Ok(false),
+        Some("fields") => Ok(true),
+        Some(v) => Err(SinkError::fatal(format!(
+            "table.layout={v:?}: set records (one row per record: topic, partition, offset, key, value, headers, \
+             timestamp) or fields (the value's fields as columns, as Connect's JDBC sink)"
+        ))),
+    }
+}
+
+fn settings(config: &TaskConfig, default_fields: bool) -> Result<Settings, SinkError> {
     let url = config.get(URL_CONFIG).map(|u| u.trim()).filter(|u| !u.is_empty()).ok_or_else(|| {
         SinkError::fatal("the postgres sink needs connection.url, e.g. postgres://user@127.0.0.1:5432/database")
     })?;
+    // Connect's JDBC URL (jdbc:postgresql://host/db?user=u) is a libpq URL behind a prefix.
+    let url = url.strip_prefix("jdbc:").unwrap_or(url);
     // tokio-postgres knows neither the ssl* file keys nor the verify-* modes: taken out first.
     let (url, tls) = super::postgres_tls::split(url)?;
     // The parse error does not echo the URL: it may hold a password.
@@ -118,6 +203,28 @@ fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
     if pg.get_user().is_none() {
         return Err(SinkError::fatal("connection.url names no user: add user@ to the URL, or set connection.user"));
     }
+    if fields_layout(config, default_fields)? {
+        let fields = fields_settings(config)?;
+        let auto_create = fields.auto_create;
+        return Ok(Settings { pg, tls, table: String::new(), auto_create, fields: Some(fields) });
+    }
+    // A JDBC sink setting on the records layout would do nothing: say which layout reads it.
+    let fields_keys = [
+        INSERT_MODE_CONFIG,
+        PK_MODE_CONFIG,
+        PK_FIELDS_CONFIG,
+        FIELDS_WHITELIST_CONFIG,
+        FIELDS_INCLUDE_CONFIG,
+        TABLE_NAME_FORMAT_CONFIG,
+        AUTO_EVOLVE_CONFIG,
+        DELETE_ENABLED_CONFIG,
+    ];
+    if let Some(key) = fields_keys.iter().find(|k| config.get(**k).is_some_and(|v| !v.trim().is_empty())) {
+        return Err(SinkError::fatal(format!(
+            "{key} is a setting of the fields layout (a record's fields as columns), and this connector uses the \
+             records layout: set table.layout=fields, or remove {key}"
+        )));
+    }
     let raw = config.get(TABLE_CONFIG).map(|t| t.trim()).filter(|t| !t.is_empty()).ok_or_else(|| {
         SinkError::fatal(
             "the postgres sink needs table, the table to insert into (set auto.create=true to have it created)",
@@ -125,7 +232,7 @@ fn settings(config: &TaskConfig) -> Result<Settings, SinkError> {
     })?;
     let table = quote_table(raw)?;
     let auto_create = super::file::parse_bool(config, AUTO_CREATE_CONFIG, false)?;
-    Ok(Settings { pg, tls, table, auto_create })
+    Ok(Settings { pg, tls, table, auto_create, fields: None })
 }
 
 /// `schema.table` or `table`, each part quoted (a `"` doubled), so a name is never SQL.
@@ -267,10 +374,12 @@ where
     Ok(client)
 }
 
-/// A live connection and its prepared insert.
+/// A live connection and its prepared insert (records layout) or what it knows of the
+/// tables (fields layout).
 struct Conn {
     client: Client,
-    insert: Statement,
+    insert: Option<Statement>,
+    fields: fields::Cache,
 }
 
 /// The `postgres` sink task.
@@ -278,6 +387,8 @@ struct Conn {
 pub struct PostgresSink {
     settings: Option<Settings>,
     conn: Option<Conn>,
+    /// The layout when `table.layout` is not set: fields for Connect's JDBC sink class.
+    default_fields: bool,
 }
 
 impl std::fmt::Debug for PostgresSink {
@@ -296,9 +407,20 @@ impl PostgresSink {
         PostgresSink::default()
     }
 
+    /// A task whose layout is `fields` unless `table.layout` says otherwise (Connect's JDBC
+    /// sink class, [`CONNECT_JDBC_SINK_CLASS`]).
+    pub fn jdbc() -> PostgresSink {
+        PostgresSink { default_fields: true, ..PostgresSink::default() }
+    }
+
     /// Checks the settings (the registry's factory calls this).
     pub fn check_config(config: &TaskConfig) -> Result<(), SinkError> {
-        settings(config).map(|_| ())
+        settings(config, false).map(|_| ())
+    }
+
+    /// Checks the settings of a [`PostgresSink::jdbc`] task.
+    pub fn check_jdbc_config(config: &TaskConfig) -> Result<(), SinkError> {
+        settings(config, true).map(|_| ())
     }
 
     /// The connection, opened (and the table created, if asked) when there is none or the
@@ -317,7 +439,67 @@ impl PostgresSink {
         }
     }
 
-    async fn connection(&mut self) -> Result<&Conn, SinkError> {
+    /// The fields layout's `put` (postgres_fields.rs): plan, make the tables fit, write in one
+    /// transaction; on a data error, one record at a time to find the ones that fail.
+    async fn put_fields(&mut self, records: &[SinkRecord]) -> Result<(), SinkError> {
+        let Some(s) = self.settings.as_ref().and_then(|s| s.fields.clone()) else {
+            return Err(SinkError::fatal("the postgres sink was used before start"));
+        };
+        let (mut ops, mut failed) = fields::plan(&s, records);
+        let conn = self.connection().await?;
+        let prepared = fields::prepare_tables(&s, &mut conn.fields, &conn.client, &mut ops, &mut failed).await;
+        if let Err(f) = prepared {
+            return Err(self.failure(f));
+        }
+        if ops.is_empty() {
+            return records_result(failed);
+        }
+        let conn = self.connection().await?;
+        let e = match fields::apply(&s, &mut conn.fields, &mut conn.client, &ops).await {
+            Ok(()) => return records_result(failed),
+            Err(e) => e,
+        };
+        match classify(&e) {
+            Verdict::Data => {
+                // The transaction failed whole: nothing of it is in the table. Each record
+                // alone, in order, to find the bad ones; the good ones are kept.
+                for one in ops {
+                    let index = one.0;
+                    let conn = self.connection().await?;
+                    if let Err(e) = fields::apply(&s, &mut conn.fields, &mut conn.client, &[one]).await {
+                        match classify(&e) {
+                            Verdict::Data => failed.push(RecordFailure { index, reason: describe(&e) }),
+                            verdict => return Err(self.batch_error(verdict, &e, "writing a record")),
+                        }
+                    }
+                }
+                failed.sort_by_key(|f| f.index);
+                records_result(failed)
+            }
+            verdict => {
+                let doing = if e.code() == Some(&SqlState::INVALID_COLUMN_REFERENCE) {
+                    "writing the batch (insert.mode=upsert needs a primary key or unique index on the key's columns: \
+                     add one, or let auto.create make the table)"
+                } else {
+                    "writing the batch"
+                };
+                Err(self.batch_error(verdict, &e, doing))
+            }
+        }
+    }
+
+    /// A failure of the fields layout outside a record's data, as the task's error.
+    fn failure(&mut self, f: Failure) -> SinkError {
+        match f {
+            Failure::Fatal(why) => SinkError::fatal(format!("postgres sink: {why}")),
+            Failure::Pg(e, doing) => match classify(&e) {
+                verdict @ Verdict::Retriable { .. } => self.batch_error(verdict, &e, &doing),
+                _ => verdict_error(&e, &doing),
+            },
+        }
+    }
+
+    async fn connection(&mut self) -> Result<&mut Conn, SinkError> {
         let Some(s) = self.settings.as_ref() else {
             return Err(SinkError::fatal("the postgres sink was used before start"));
         };
@@ -335,27 +517,42 @@ impl PostgresSink {
                 }
                 _ => SinkError::retriable(format!("postgres sink: connecting: {}", describe(&e))),
             })?;
-            if s.auto_create {
-                if let Err(e) = client.batch_execute(&create_sql(&s.table)).await {
-                    // Two tasks creating the table at once: one loses the race on the
-                    // catalog's unique index, and the table is there all the same.
-                    let raced =
-                        e.code().is_some_and(|c| c == &SqlState::UNIQUE_VIOLATION || c == &SqlState::DUPLICATE_TABLE);
-                    if !raced {
-                        return Err(verdict_error(&e, &format!("creating table {}", s.table)));
+            if s.fields.is_some() {
+                // Tables are looked up, created and evolved per batch (postgres_fields.rs).
+                self.conn = Some(Conn { client, insert: None, fields: fields::Cache::default() });
+            } else {
+                if s.auto_create {
+                    if let Err(e) = client.batch_execute(&create_sql(&s.table)).await {
+                        // Two tasks creating the table at once: one loses the race on the
+                        // catalog's unique index, and the table is there all the same.
+                        let raced = e
+                            .code()
+                            .is_some_and(|c| c == &SqlState::UNIQUE_VIOLATION || c == &SqlState::DUPLICATE_TABLE);
+                        if !raced {
+                            return Err(verdict_error(&e, &format!("creating table {}", s.table)));
+                        }
                     }
                 }
+                let insert = client.prepare(&insert_sql(&s.table)).await.map_err(|e| {
+                    let hint = if s.auto_create { "" } else { " (set auto.create=true to have it created)" };
+                    verdict_error(&e, &format!("preparing the insert into table {}{hint}", s.table))
+                })?;
+                self.conn = Some(Conn { client, insert: Some(insert), fields: fields::Cache::default() });
             }
-            let insert = client.prepare(&insert_sql(&s.table)).await.map_err(|e| {
-                let hint = if s.auto_create { "" } else { " (set auto.create=true to have it created)" };
-                verdict_error(&e, &format!("preparing the insert into table {}{hint}", s.table))
-            })?;
-            self.conn = Some(Conn { client, insert });
         }
-        match self.conn.as_ref() {
+        match self.conn.as_mut() {
             Some(c) => Ok(c),
             None => Err(SinkError::retriable("postgres sink: no connection")),
         }
+    }
+}
+
+/// `Ok`, or the records that failed.
+fn records_result(failed: Vec<RecordFailure>) -> Result<(), SinkError> {
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(SinkError::Records { failed })
     }
 }
 
@@ -368,6 +565,10 @@ fn verdict_error(e: &tokio_postgres::Error, doing: &str) -> SinkError {
 
 /// Inserts `records` in one statement.
 async fn insert(conn: &Conn, records: &[&SinkRecord]) -> Result<u64, tokio_postgres::Error> {
+    let Some(statement) = conn.insert.as_ref() else {
+        // The records layout's connections always prepare it; a fields layout never gets here.
+        return Ok(0);
+    };
     let topics: Vec<&str> = records.iter().map(|r| &*r.topic).collect();
     let partitions: Vec<i32> = records.iter().map(|r| r.partition).collect();
     let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
@@ -376,13 +577,13 @@ async fn insert(conn: &Conn, records: &[&SinkRecord]) -> Result<u64, tokio_postg
     let headers: Vec<String> = records.iter().map(|r| headers_json(r)).collect();
     let timestamps: Vec<i64> = records.iter().map(|r| r.timestamp).collect();
     conn.client
-        .execute(&conn.insert, &[&topics, &partitions, &offsets, &keys, &values, &headers, &timestamps])
+        .execute(statement, &[&topics, &partitions, &offsets, &keys, &values, &headers, &timestamps])
         .await
 }
 
 impl SinkTask for PostgresSink {
     fn start(&mut self, config: &TaskConfig) -> BoxFuture<'_, Result<(), SinkError>> {
-        let parsed = settings(config);
+        let parsed = settings(config, self.default_fields);
         Box::pin(async move {
             self.settings = Some(parsed?);
             // Connect now so that bad credentials or a missing table stop the task before it
@@ -405,9 +606,12 @@ impl SinkTask for PostgresSink {
             if records.is_empty() {
                 return Ok(());
             }
+            if self.settings.as_ref().is_some_and(|s| s.fields.is_some()) {
+                return self.put_fields(records).await;
+            }
             let conn = self.connection().await?;
             let all: Vec<&SinkRecord> = records.iter().collect();
-            let e = match insert(conn, &all).await {
+            let e = match insert(&*conn, &all).await {
                 Ok(_) => return Ok(()),
                 Err(e) => e,
             };
@@ -419,7 +623,7 @@ impl SinkTask for PostgresSink {
                     let mut failed = Vec::new();
                     for (index, r) in records.iter().enumerate() {
                         let conn = self.connection().await?;
-                        if let Err(e) = insert(conn, &[r]).await {
+                        if let Err(e) = insert(&*conn, &[r]).await {
                             match classify(&e) {
                                 Verdict::Data => failed.push(RecordFailure { index, reason: describe(&e) }),
                                 verdict => return Err(self.batch_error(verdict, &e, "insert")),
@@ -450,6 +654,10 @@ impl SinkTask for PostgresSink {
 mod tests {
     use super::*;
 
+    fn settings_of(config: &TaskConfig) -> Result<Settings, SinkError> {
+        settings(config, false)
+    }
+
     fn config(pairs: &[(&str, &str)]) -> TaskConfig {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
@@ -464,21 +672,34 @@ mod tests {
 
     #[test]
     fn settings_name_their_key() {
-        assert!(settings(&config(&[])).err().unwrap().to_string().contains("connection.url"));
+        assert!(settings_of(&config(&[])).err().unwrap().to_string().contains("connection.url"));
         let no_table = config(&[("connection.url", "postgres://u@127.0.0.1:5432/d")]);
-        assert!(settings(&no_table).err().unwrap().to_string().contains("table"));
+        assert!(settings_of(&no_table).err().unwrap().to_string().contains("table"));
         let tls = config(&[("connection.url", "postgres://u@127.0.0.1/d?sslmode=require"), ("table", "t")]);
-        assert_eq!(settings(&tls).ok().unwrap().pg.get_ssl_mode(), tokio_postgres::config::SslMode::Require);
+        assert_eq!(settings_of(&tls).ok().unwrap().pg.get_ssl_mode(), tokio_postgres::config::SslMode::Require);
         let bad = config(&[("connection.url", "postgres://u@127.0.0.1/d?sslmode=maybe"), ("table", "t")]);
-        assert!(settings(&bad).err().unwrap().to_string().contains("sslmode"));
+        assert!(settings_of(&bad).err().unwrap().to_string().contains("sslmode"));
         let kv = config(&[
             ("connection.url", "host=127.0.0.1 port=5432 dbname=d"),
             ("connection.user", "u"),
             ("table", "t"),
         ]);
-        assert!(settings(&kv).is_ok());
+        assert!(settings_of(&kv).is_ok());
         let secret = config(&[("connection.url", "postgres://u:hunter2@127.0.0.1:notaport/d"), ("table", "t")]);
-        let e = settings(&secret).err().unwrap().to_string();
+        let e = settings_of(&secret).err().unwrap().to_string();
         assert!(!e.contains("hunter2"), "{e}");
+        let jdbc_url = config(&[("connection.url", "jdbc:postgresql://u@127.0.0.1:5432/d"), ("table", "t")]);
+        assert!(settings_of(&jdbc_url).is_ok(), "Connect's jdbc: prefix is read");
+        let stray =
+            config(&[("connection.url", "postgres://u@127.0.0.1/d"), ("table", "t"), ("insert.mode", "upsert")]);
+        let e = settings_of(&stray).err().unwrap().to_string();
+        assert!(e.contains("insert.mode") && e.contains("table.layout=fields"), "{e}");
+        let fields = config(&[("connection.url", "postgres://u@127.0.0.1/d"), ("table.layout", "fields")]);
+        assert!(settings_of(&fields).ok().unwrap().fields.is_some());
+        let bad = config(&[("connection.url", "postgres://u@127.0.0.1/d"), ("table.layout", "columns")]);
+        assert!(settings_of(&bad).err().unwrap().to_string().contains("table.layout"));
+        let jdbc = config(&[("connection.url", "postgres://u@127.0.0.1/d"), ("delete.enabled", "true")]);
+        let e = settings(&jdbc, true).err().unwrap().to_string();
+        assert!(e.contains("pk.mode=record_key"), "{e}");
     }
 }

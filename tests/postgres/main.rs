@@ -6,3 +6,4 @@
 mod common;
 
 mod sink_postgres;
+mod sink_postgres_fields;

@@ -13,7 +13,7 @@ use kafka_share::sink::{PostgresSink, Registry, SinkError, SinkTask, TaskConfig}
 use kafka_share::{AcknowledgeType, ConsumerRecord, ShareConsumer};
 
 /// The database (scripts/postgres prints it; scripts/test exports it).
-fn pg_url() -> String {
+pub(crate) fn pg_url() -> String {
     std::env::var("KAFKA_SHARE_PG_URL").unwrap_or_else(|_| {
         let offset: u32 = std::env::var("KAFKA_PORT_OFFSET").ok().and_then(|o| o.parse().ok()).unwrap_or(0);
         format!("postgres://postgres@127.0.0.1:{}/kafka_share", 15432 + offset)
@@ -21,7 +21,7 @@ fn pg_url() -> String {
 }
 
 /// A client for checking the table; fails the test when PostgreSQL is not running.
-async fn pg() -> tokio_postgres::Client {
+pub(crate) async fn pg() -> tokio_postgres::Client {
     let url = pg_url();
     match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
         Ok((client, conn)) => {
