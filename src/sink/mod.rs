@@ -123,6 +123,7 @@ pub mod postgres;
 mod postgres_tls;
 mod prometheus;
 mod registry;
+pub mod rest;
 mod task;
 mod task_pool;
 mod task_runner;

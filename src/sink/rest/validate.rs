@@ -1,0 +1,186 @@
+//! `PUT /connector-plugins/{class}/config/validate`: what the runtime says of a
+//! configuration, in Connect's shape (`name`, `error_count`, `groups`, `configs[]` each
+//! with a `definition` and a `value` carrying its `errors`). The check is the one a start
+//! makes before it connects (`Worker::check_connector`), so the answer agrees with what
+//! `POST /connectors` would do. It stops at the first error it finds, so `error_count` is 0
+//! or 1 where Connect may count several.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::error::Error;
+use crate::sink::{ConnectorConfig, Worker};
+
+/// The settings every connector has: name, type, default, importance, group, what it does.
+const DEFINITIONS: &[(&str, &str, Option<&str>, &str, &str, &str)] = &[
+    ("name", "STRING", None, "HIGH", "Common", "Globally unique name to use for this connector."),
+    ("connector.class", "STRING", None, "HIGH", "Common", "The sink's class: a built-in name or Connect's class name."),
+    ("tasks.max", "INT", Some("1"), "HIGH", "Common", "How many tasks share the connector's share group."),
+    ("topics", "LIST", Some(""), "HIGH", "Common", "The topics to consume (or topics.regex)."),
+    ("topics.regex", "STRING", Some(""), "HIGH", "Common", "A pattern of topics to consume (or topics)."),
+    ("key.converter", "CLASS", None, "LOW", "Common", "How record keys become the sink's data."),
+    ("value.converter", "CLASS", None, "LOW", "Common", "How record values become the sink's data."),
+    ("transforms", "LIST", Some(""), "LOW", "Transforms", "Aliases of the transforms to apply, in order."),
+    ("predicates", "LIST", Some(""), "LOW", "Predicates", "Aliases of the predicates the transforms use."),
+    (
+        "errors.tolerance",
+        "STRING",
+        Some("none"),
+        "MEDIUM",
+        "Error Handling",
+        "none stops the task on a failed record; all goes on.",
+    ),
+    (
+        "errors.deadletterqueue.topic.name",
+        "STRING",
+        Some(""),
+        "MEDIUM",
+        "Error Handling",
+        "Where failed records are copied.",
+    ),
+    (
+        "errors.deadletterqueue.context.headers.enable",
+        "BOOLEAN",
+        Some("false"),
+        "MEDIUM",
+        "Error Handling",
+        "Adds the failure's context as headers.",
+    ),
+    (
+        "errors.deadletterqueue.mode",
+        "STRING",
+        Some("client"),
+        "MEDIUM",
+        "Error Handling",
+        "client writes the DLQ; broker lets the broker write it (Kafka 4.4+).",
+    ),
+    ("share.group.id", "STRING", None, "MEDIUM", "Share", "The share group (connect-<name> by default)."),
+    (
+        "share.acknowledgement.mode",
+        "STRING",
+        Some("explicit"),
+        "MEDIUM",
+        "Share",
+        "explicit (per record) or implicit (per batch).",
+    ),
+    (
+        "share.acquisition.lock.timeout.ms",
+        "LONG",
+        Some("30000"),
+        "MEDIUM",
+        "Share",
+        "How long a delivered record stays locked to its task.",
+    ),
+    (
+        "share.max.delivery.count",
+        "INT",
+        Some("5"),
+        "MEDIUM",
+        "Share",
+        "Failed deliveries before a record is dead-lettered.",
+    ),
+];
+
+/// The setting a refusal names, and its message.
+fn refusal(e: &Error) -> (String, String) {
+    match e {
+        Error::Config { key, message } => (key.clone(), message.clone()),
+        e => ("name".to_string(), e.to_string()),
+    }
+}
+
+/// The answer for `config` under `class` (the path's class; a `connector.class` in the
+/// config must name the same, as Connect requires).
+pub(crate) fn validate(worker: &Worker, class: &str, mut config: BTreeMap<String, String>) -> Result<Value, String> {
+    match config.get("connector.class") {
+        Some(c) if !same_class(c, class) => {
+            return Err(format!("Included connector type {c} does not match request type {class}"))
+        }
+        Some(_) => {}
+        None => {
+            config.insert("connector.class".to_string(), class.to_string());
+        }
+    }
+    let error = match ConnectorConfig::from_pairs(config.clone()) {
+        Ok(parsed) => worker.check_connector(parsed).err().map(|e| refusal(&e)),
+        Err(e) => Some(refusal(&e)),
+    };
+    Ok(answer(class, &config, error))
+}
+
+/// Connect accepts a class by its full or its simple name.
+fn same_class(a: &str, b: &str) -> bool {
+    let simple = |s: &str| s.rsplit('.').next().unwrap_or(s).to_string();
+    a == b || simple(a) == simple(b)
+}
+
+fn answer(class: &str, config: &BTreeMap<String, String>, error: Option<(String, String)>) -> Value {
+    let mut rows: Vec<(&str, &str, Option<&str>, &str, &str, &str)> = DEFINITIONS.to_vec();
+    // The sink's own settings, and a refused one outside the table, are listed too.
+    let mut extra: Vec<&str> = config.keys().map(String::as_str).collect();
+    if let Some((key, _)) = &error {
+        extra.push(key.as_str());
+    }
+    for k in extra {
+        if !rows.iter().any(|r| r.0 == k) {
+            rows.push((k, "STRING", None, "MEDIUM", "Sink", "A setting of the sink or its plugins."));
+        }
+    }
+    let mut groups: Vec<&str> = Vec::new();
+    let configs: Vec<Value> = rows
+        .iter()
+        .enumerate()
+        .map(|(order, (name, ty, default, importance, group, doc))| {
+            if !groups.contains(group) {
+                groups.push(group);
+            }
+            let errors: Vec<String> = match &error {
+                Some((key, msg)) if key == name => vec![msg.clone()],
+                _ => Vec::new(),
+            };
+            json!({
+                "definition": {
+                    "name": name, "type": ty, "required": default.is_none() && matches!(*name, "name" | "connector.class"),
+                    "default_value": default, "importance": importance, "documentation": doc, "group": group,
+                    "width": "NONE", "display_name": name, "dependents": [], "order": order + 1
+                },
+                "value": {"name": name, "value": config.get(*name), "recommended_values": [], "errors": errors, "visible": true}
+            })
+        })
+        .collect();
+    json!({"name": class, "error_count": usize::from(error.is_some()), "groups": groups, "configs": configs})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_error_sits_on_its_setting() {
+        let config =
+            BTreeMap::from([("tasks.max".to_string(), "0".to_string()), ("file".to_string(), "/x".to_string())]);
+        let v = answer("file", &config, Some(("tasks.max".into(), "must be at least 1".into())));
+        assert_eq!(v["name"], "file");
+        assert_eq!(v["error_count"], 1);
+        assert_eq!(v["groups"][0], "Common");
+        let with_errors: Vec<&Value> = v["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| !c["value"]["errors"].as_array().unwrap().is_empty())
+            .collect();
+        assert_eq!(with_errors.len(), 1);
+        assert_eq!(with_errors[0]["value"]["name"], "tasks.max");
+        assert_eq!(with_errors[0]["value"]["value"], "0");
+        // The sink's own setting is listed, without a definition of ours.
+        assert!(v["configs"].as_array().unwrap().iter().any(|c| c["definition"]["name"] == "file"));
+    }
+
+    #[test]
+    fn classes_match_by_full_or_simple_name() {
+        assert!(same_class("org.apache.kafka.connect.file.FileStreamSinkConnector", "FileStreamSinkConnector"));
+        assert!(same_class("file", "file"));
+        assert!(!same_class("file", "kafka"));
+    }
+}
