@@ -2,8 +2,8 @@
 //! configuration, in Connect's shape (`name`, `error_count`, `groups`, `configs[]` each
 //! with a `definition` and a `value` carrying its `errors`). The check is the one a start
 //! makes before it connects (`Worker::check_connector`), so the answer agrees with what
-//! `POST /connectors` would do. It stops at the first error it finds, so `error_count` is 0
-//! or 1 where Connect may count several.
+//! `POST /connectors` would do; each refused setting is reported (the check is run again
+//! past each one).
 
 use std::collections::BTreeMap;
 
@@ -99,14 +99,37 @@ pub(crate) fn validate(worker: &Worker, class: &str, mut config: BTreeMap<String
         }
         Some(_) => {}
         None => {
-            config.insert("connector.class".to_string(), class.to_string());
+            // The path may name the class by its simple name, as Connect allows.
+            let registered = worker.registry().classes().find(|c| same_class(c, class)).unwrap_or(class);
+            config.insert("connector.class".to_string(), registered.to_string());
         }
     }
-    let error = match ConnectorConfig::from_pairs(config.clone()) {
-        Ok(parsed) => worker.check_connector(parsed).err().map(|e| refusal(&e)),
-        Err(e) => Some(refusal(&e)),
-    };
-    Ok(answer(class, &config, error))
+    Ok(answer(class, &config, &errors(worker, &config)))
+}
+
+/// Every refusal in `config`: the checks stop at the first, so each refused setting is set
+/// to its default (removed when it has none; `name` gets a stand-in) and the check runs
+/// again, until it passes or a setting is refused twice.
+fn errors(worker: &Worker, config: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let mut trial = config.clone();
+    let mut found: Vec<(String, String)> = Vec::new();
+    for _ in 0..=DEFINITIONS.len() + config.len() {
+        let refused = match ConnectorConfig::from_pairs(trial.clone()) {
+            Ok(parsed) => worker.check_connector(parsed).err().map(|e| refusal(&e)),
+            Err(e) => Some(refusal(&e)),
+        };
+        let Some((key, message)) = refused else { break };
+        if found.iter().any(|(k, _)| *k == key) {
+            break;
+        }
+        match (key.as_str(), DEFINITIONS.iter().find(|d| d.0 == key).and_then(|d| d.2)) {
+            ("name", _) => trial.insert(key.clone(), "validate".to_string()),
+            (_, Some(default)) => trial.insert(key.clone(), default.to_string()),
+            (_, None) => trial.remove(&key),
+        };
+        found.push((key, message));
+    }
+    found
 }
 
 /// Connect accepts a class by its full or its simple name.
@@ -115,13 +138,11 @@ fn same_class(a: &str, b: &str) -> bool {
     a == b || simple(a) == simple(b)
 }
 
-fn answer(class: &str, config: &BTreeMap<String, String>, error: Option<(String, String)>) -> Value {
+fn answer(class: &str, config: &BTreeMap<String, String>, errors: &[(String, String)]) -> Value {
     let mut rows: Vec<(&str, &str, Option<&str>, &str, &str, &str)> = DEFINITIONS.to_vec();
     // The sink's own settings, and a refused one outside the table, are listed too.
     let mut extra: Vec<&str> = config.keys().map(String::as_str).collect();
-    if let Some((key, _)) = &error {
-        extra.push(key.as_str());
-    }
+    extra.extend(errors.iter().map(|(k, _)| k.as_str()));
     for k in extra {
         if !rows.iter().any(|r| r.0 == k) {
             rows.push((k, "STRING", None, "MEDIUM", "Sink", "A setting of the sink or its plugins."));
@@ -135,10 +156,7 @@ fn answer(class: &str, config: &BTreeMap<String, String>, error: Option<(String,
             if !groups.contains(group) {
                 groups.push(group);
             }
-            let errors: Vec<String> = match &error {
-                Some((key, msg)) if key == name => vec![msg.clone()],
-                _ => Vec::new(),
-            };
+            let errors: Vec<&String> = errors.iter().filter(|(k, _)| k == name).map(|(_, m)| m).collect();
             json!({
                 "definition": {
                     "name": name, "type": ty, "required": default.is_none() && matches!(*name, "name" | "connector.class"),
@@ -149,7 +167,7 @@ fn answer(class: &str, config: &BTreeMap<String, String>, error: Option<(String,
             })
         })
         .collect();
-    json!({"name": class, "error_count": usize::from(error.is_some()), "groups": groups, "configs": configs})
+    json!({"name": class, "error_count": errors.len(), "groups": groups, "configs": configs})
 }
 
 #[cfg(test)]
@@ -160,7 +178,7 @@ mod tests {
     fn the_error_sits_on_its_setting() {
         let config =
             BTreeMap::from([("tasks.max".to_string(), "0".to_string()), ("file".to_string(), "/x".to_string())]);
-        let v = answer("file", &config, Some(("tasks.max".into(), "must be at least 1".into())));
+        let v = answer("file", &config, &[("tasks.max".into(), "must be at least 1".into())]);
         assert_eq!(v["name"], "file");
         assert_eq!(v["error_count"], 1);
         assert_eq!(v["groups"][0], "Common");
@@ -175,6 +193,36 @@ mod tests {
         assert_eq!(with_errors[0]["value"]["value"], "0");
         // The sink's own setting is listed, without a definition of ours.
         assert!(v["configs"].as_array().unwrap().iter().any(|c| c["definition"]["name"] == "file"));
+    }
+
+    #[test]
+    fn every_refused_setting_is_reported() {
+        let worker = Worker::new(crate::sink::WorkerConfig::new("127.0.0.1:1"), crate::sink::Registry::with_builtins());
+        let config = BTreeMap::from([
+            ("topics".to_string(), "t".to_string()),
+            ("tasks.max".to_string(), "0".to_string()),
+            ("errors.tolerance".to_string(), "some".to_string()),
+        ]);
+        let v = validate(&worker, "FileStreamSinkConnector", config).unwrap();
+        let mut with_errors: Vec<&str> = v["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| !c["value"]["errors"].as_array().unwrap().is_empty())
+            .map(|c| c["value"]["name"].as_str().unwrap())
+            .collect();
+        with_errors.sort();
+        assert_eq!(with_errors, ["errors.tolerance", "name", "tasks.max"], "{v}");
+        assert_eq!(v["error_count"], 3);
+        // The simple name found the registered class.
+        let class = v["configs"].as_array().unwrap().iter().find(|c| c["value"]["name"] == "connector.class").unwrap();
+        assert_eq!(class["value"]["value"], crate::sink::CONNECT_FILE_SINK_CLASS);
+        // A good configuration has none.
+        let good = BTreeMap::from([("name".to_string(), "a".to_string()), ("topics".to_string(), "t".to_string())]);
+        assert_eq!(validate(&worker, "file", good).unwrap()["error_count"], 0);
+        assert!(
+            validate(&worker, "kafka", BTreeMap::from([("connector.class".to_string(), "file".to_string())])).is_err()
+        );
     }
 
     #[test]
