@@ -10,9 +10,11 @@ pub(crate) fn info(i: &ConnectorInfo) -> Value {
     json!({"name": i.name, "config": i.config, "tasks": tasks, "type": "sink"})
 }
 
-/// `GET /connectors/{name}/status`; `worker_id` is the REST listener's host:port, as in Connect.
+/// `GET /connectors/{name}/status`; `worker_id` is the REST listener's host:port, as in
+/// Connect; `version` is the plugin's version (Connect 4's KIP-891), here the runtime's.
 pub(crate) fn status(s: &ConnectorStatus, worker_id: &str) -> Value {
-    let mut connector = json!({"state": s.state.as_str(), "worker_id": worker_id});
+    let version = env!("CARGO_PKG_VERSION");
+    let mut connector = json!({"state": s.state.as_str(), "worker_id": worker_id, "version": version});
     if let Some(t) = &s.trace {
         connector["trace"] = json!(t);
     }
@@ -20,7 +22,7 @@ pub(crate) fn status(s: &ConnectorStatus, worker_id: &str) -> Value {
         .tasks
         .iter()
         .map(|t| {
-            let mut v = json!({"id": t.id, "state": t.state.as_str(), "worker_id": worker_id});
+            let mut v = json!({"id": t.id, "state": t.state.as_str(), "worker_id": worker_id, "version": version});
             if let Some(trace) = &t.trace {
                 v["trace"] = json!(trace);
             }
@@ -67,6 +69,7 @@ mod tests {
 
     #[test]
     fn status_carries_traces_only_when_failed() {
+        let v = env!("CARGO_PKG_VERSION");
         let s = ConnectorStatus {
             name: "a".into(),
             state: ConnectorState::Running,
@@ -78,9 +81,9 @@ mod tests {
         };
         assert_eq!(
             status(&s, "h:1"),
-            json!({"name": "a", "connector": {"state": "RUNNING", "worker_id": "h:1"}, "tasks": [
-                {"id": 0, "state": "RUNNING", "worker_id": "h:1"},
-                {"id": 1, "state": "FAILED", "worker_id": "h:1", "trace": "boom"}
+            json!({"name": "a", "connector": {"state": "RUNNING", "worker_id": "h:1", "version": v}, "tasks": [
+                {"id": 0, "state": "RUNNING", "worker_id": "h:1", "version": v},
+                {"id": 1, "state": "FAILED", "worker_id": "h:1", "trace": "boom", "version": v}
             ], "type": "sink"})
         );
     }

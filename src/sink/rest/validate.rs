@@ -161,7 +161,7 @@ fn answer(class: &str, config: &BTreeMap<String, String>, errors: &[(String, Str
                 "definition": {
                     "name": name, "type": ty, "required": default.is_none() && matches!(*name, "name" | "connector.class"),
                     "default_value": default, "importance": importance, "documentation": doc, "group": group,
-                    "width": "NONE", "display_name": name, "dependents": [], "order": order + 1
+                    "width": "NONE", "display_name": name, "dependents": [], "order_in_group": order + 1
                 },
                 "value": {"name": name, "value": config.get(*name), "recommended_values": [], "errors": errors, "visible": true}
             })
