@@ -43,12 +43,12 @@ impl Proc {
                 }
             }
         });
-        loop {
+        let mut rest = None;
+        while rest.is_none() {
             let line = rx.recv_timeout(Duration::from_secs(60)).expect("the binary printed its REST address");
-            if let Some(addr) = line.strip_prefix("kafka-share-sink: REST API on http://") {
-                return Proc { child, rest: addr.to_string() };
-            }
+            rest = line.strip_prefix("kafka-share-sink: REST API on http://").map(str::to_string);
         }
+        Proc { child, rest: rest.unwrap_or_default() }
     }
 
     /// SIGTERM and the exit status.

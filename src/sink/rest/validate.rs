@@ -12,18 +12,47 @@ use serde_json::{json, Value};
 use crate::error::Error;
 use crate::sink::{ConnectorConfig, Worker};
 
+/// A setting's definition, as Connect describes one.
+#[derive(Clone, Copy)]
+struct Definition<'a> {
+    name: &'a str,
+    ty: &'static str,
+    default: Option<&'static str>,
+    importance: &'static str,
+    group: &'static str,
+    doc: &'static str,
+}
+
+const fn def(
+    name: &'static str,
+    ty: &'static str,
+    default: Option<&'static str>,
+    importance: &'static str,
+    group: &'static str,
+    doc: &'static str,
+) -> Definition<'static> {
+    Definition { name, ty, default, importance, group, doc }
+}
+
 /// The settings every connector has: name, type, default, importance, group, what it does.
-const DEFINITIONS: &[(&str, &str, Option<&str>, &str, &str, &str)] = &[
-    ("name", "STRING", None, "HIGH", "Common", "Globally unique name to use for this connector."),
-    ("connector.class", "STRING", None, "HIGH", "Common", "The sink's class: a built-in name or Connect's class name."),
-    ("tasks.max", "INT", Some("1"), "HIGH", "Common", "How many tasks share the connector's share group."),
-    ("topics", "LIST", Some(""), "HIGH", "Common", "The topics to consume (or topics.regex)."),
-    ("topics.regex", "STRING", Some(""), "HIGH", "Common", "A pattern of topics to consume (or topics)."),
-    ("key.converter", "CLASS", None, "LOW", "Common", "How record keys become the sink's data."),
-    ("value.converter", "CLASS", None, "LOW", "Common", "How record values become the sink's data."),
-    ("transforms", "LIST", Some(""), "LOW", "Transforms", "Aliases of the transforms to apply, in order."),
-    ("predicates", "LIST", Some(""), "LOW", "Predicates", "Aliases of the predicates the transforms use."),
-    (
+const DEFINITIONS: &[Definition<'static>] = &[
+    def("name", "STRING", None, "HIGH", "Common", "Globally unique name to use for this connector."),
+    def(
+        "connector.class",
+        "STRING",
+        None,
+        "HIGH",
+        "Common",
+        "The sink's class: a built-in name or Connect's class name.",
+    ),
+    def("tasks.max", "INT", Some("1"), "HIGH", "Common", "How many tasks share the connector's share group."),
+    def("topics", "LIST", Some(""), "HIGH", "Common", "The topics to consume (or topics.regex)."),
+    def("topics.regex", "STRING", Some(""), "HIGH", "Common", "A pattern of topics to consume (or topics)."),
+    def("key.converter", "CLASS", None, "LOW", "Common", "How record keys become the sink's data."),
+    def("value.converter", "CLASS", None, "LOW", "Common", "How record values become the sink's data."),
+    def("transforms", "LIST", Some(""), "LOW", "Transforms", "Aliases of the transforms to apply, in order."),
+    def("predicates", "LIST", Some(""), "LOW", "Predicates", "Aliases of the predicates the transforms use."),
+    def(
         "errors.tolerance",
         "STRING",
         Some("none"),
@@ -31,7 +60,7 @@ const DEFINITIONS: &[(&str, &str, Option<&str>, &str, &str, &str)] = &[
         "Error Handling",
         "none stops the task on a failed record; all goes on.",
     ),
-    (
+    def(
         "errors.deadletterqueue.topic.name",
         "STRING",
         Some(""),
@@ -39,7 +68,7 @@ const DEFINITIONS: &[(&str, &str, Option<&str>, &str, &str, &str)] = &[
         "Error Handling",
         "Where failed records are copied.",
     ),
-    (
+    def(
         "errors.deadletterqueue.context.headers.enable",
         "BOOLEAN",
         Some("false"),
@@ -47,7 +76,7 @@ const DEFINITIONS: &[(&str, &str, Option<&str>, &str, &str, &str)] = &[
         "Error Handling",
         "Adds the failure's context as headers.",
     ),
-    (
+    def(
         "errors.deadletterqueue.mode",
         "STRING",
         Some("client"),
@@ -55,8 +84,8 @@ const DEFINITIONS: &[(&str, &str, Option<&str>, &str, &str, &str)] = &[
         "Error Handling",
         "client writes the DLQ; broker lets the broker write it (Kafka 4.4+).",
     ),
-    ("share.group.id", "STRING", None, "MEDIUM", "Share", "The share group (connect-<name> by default)."),
-    (
+    def("share.group.id", "STRING", None, "MEDIUM", "Share", "The share group (connect-<name> by default)."),
+    def(
         "share.acknowledgement.mode",
         "STRING",
         Some("explicit"),
@@ -64,7 +93,7 @@ const DEFINITIONS: &[(&str, &str, Option<&str>, &str, &str, &str)] = &[
         "Share",
         "explicit (per record) or implicit (per batch).",
     ),
-    (
+    def(
         "share.acquisition.lock.timeout.ms",
         "LONG",
         Some("30000"),
@@ -72,7 +101,7 @@ const DEFINITIONS: &[(&str, &str, Option<&str>, &str, &str, &str)] = &[
         "Share",
         "How long a delivered record stays locked to its task.",
     ),
-    (
+    def(
         "share.max.delivery.count",
         "INT",
         Some("5"),
@@ -81,6 +110,10 @@ const DEFINITIONS: &[(&str, &str, Option<&str>, &str, &str, &str)] = &[
         "Failed deliveries before a record is dead-lettered.",
     ),
 ];
+
+/// A setting outside the table (the sink's own, a converter's, a transform's).
+const SINK_SETTING: Definition<'static> =
+    def("", "STRING", None, "MEDIUM", "Sink", "A setting of the sink or its plugins.");
 
 /// The setting a refusal names, and its message.
 fn refusal(e: &Error) -> (String, String) {
@@ -122,7 +155,7 @@ fn errors(worker: &Worker, config: &BTreeMap<String, String>) -> Vec<(String, St
         if found.iter().any(|(k, _)| *k == key) {
             break;
         }
-        match (key.as_str(), DEFINITIONS.iter().find(|d| d.0 == key).and_then(|d| d.2)) {
+        match (key.as_str(), DEFINITIONS.iter().find(|d| d.name == key).and_then(|d| d.default)) {
             ("name", _) => trial.insert(key.clone(), "validate".to_string()),
             (_, Some(default)) => trial.insert(key.clone(), default.to_string()),
             (_, None) => trial.remove(&key),
@@ -139,31 +172,32 @@ fn same_class(a: &str, b: &str) -> bool {
 }
 
 fn answer(class: &str, config: &BTreeMap<String, String>, errors: &[(String, String)]) -> Value {
-    let mut rows: Vec<(&str, &str, Option<&str>, &str, &str, &str)> = DEFINITIONS.to_vec();
+    let mut rows: Vec<Definition> = DEFINITIONS.to_vec();
     // The sink's own settings, and a refused one outside the table, are listed too.
     let mut extra: Vec<&str> = config.keys().map(String::as_str).collect();
     extra.extend(errors.iter().map(|(k, _)| k.as_str()));
     for k in extra {
-        if !rows.iter().any(|r| r.0 == k) {
-            rows.push((k, "STRING", None, "MEDIUM", "Sink", "A setting of the sink or its plugins."));
+        if !rows.iter().any(|r| r.name == k) {
+            rows.push(Definition { name: k, ..SINK_SETTING });
         }
     }
     let mut groups: Vec<&str> = Vec::new();
     let configs: Vec<Value> = rows
         .iter()
         .enumerate()
-        .map(|(order, (name, ty, default, importance, group, doc))| {
-            if !groups.contains(group) {
+        .map(|(order, d)| {
+            let Definition { name, ty, default, importance, group, doc } = *d;
+            if !groups.contains(&group) {
                 groups.push(group);
             }
             let errors: Vec<&String> = errors.iter().filter(|(k, _)| k == name).map(|(_, m)| m).collect();
             json!({
                 "definition": {
-                    "name": name, "type": ty, "required": default.is_none() && matches!(*name, "name" | "connector.class"),
+                    "name": name, "type": ty, "required": default.is_none() && matches!(name, "name" | "connector.class"),
                     "default_value": default, "importance": importance, "documentation": doc, "group": group,
                     "width": "NONE", "display_name": name, "dependents": [], "order_in_group": order + 1
                 },
-                "value": {"name": name, "value": config.get(*name), "recommended_values": [], "errors": errors, "visible": true}
+                "value": {"name": name, "value": config.get(name), "recommended_values": [], "errors": errors, "visible": true}
             })
         })
         .collect();
