@@ -125,6 +125,10 @@ async fn rest_api_drives_a_file_sink_and_survives_a_restart() {
     expect(&a, 400, "unknown class");
     assert_eq!(a.body.as_ref().map(|b| b["error_code"].clone()), Some(json!(400)));
 
+    let a = call(&rest, "POST", "/connectors", Some(&json!({"name": name}))).await;
+    expect(&a, 400, "no config");
+    assert!(a.body.as_ref().unwrap()["message"].as_str().unwrap().contains("\"config\""), "{a:?}");
+
     // Create: 201, the configuration echoed with its name; a second create is 409.
     let a = call(&rest, "POST", "/connectors", Some(&json!({"name": name, "config": config}))).await;
     expect(&a, 201, "create");

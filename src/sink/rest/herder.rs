@@ -35,6 +35,8 @@ pub enum ConnectorState {
     Failed,
     /// Not running here yet (a task the connector has not started).
     Unassigned,
+    /// Being restarted (in the answer to a restart).
+    Restarting,
 }
 
 impl ConnectorState {
@@ -46,6 +48,7 @@ impl ConnectorState {
             ConnectorState::Stopped => "STOPPED",
             ConnectorState::Failed => "FAILED",
             ConnectorState::Unassigned => "UNASSIGNED",
+            ConnectorState::Restarting => "RESTARTING",
         }
     }
 }
@@ -175,6 +178,23 @@ impl Herder {
         self.put(name, config, None, true).await
     }
 
+    /// `PATCH /connectors/{name}/config` (KIP-477): the settings given replace theirs, a
+    /// `None` removes one; then as [`put_config`](Self::put_config). 404 if it does not exist.
+    pub async fn patch_config(
+        &self,
+        name: &str,
+        patch: BTreeMap<String, Option<String>>,
+    ) -> Result<ConnectorInfo, RestError> {
+        let mut config = self.config(name).await?;
+        for (k, v) in patch {
+            match v {
+                Some(v) => config.insert(k, v),
+                None => config.remove(&k),
+            };
+        }
+        self.put(name, config, None, true).await.map(|(info, _)| info)
+    }
+
     async fn put(
         &self,
         name: &str,
@@ -209,6 +229,13 @@ impl Herder {
                 Entry { config, target: target.unwrap_or(TargetState::Running), running: None, failure },
             );
             return Err(e);
+        }
+        if let Some(e) = entries.get(name) {
+            // The same settings again (a connector file at every start): nothing to restart.
+            let settled = e.target != TargetState::Running || e.running.is_some();
+            if e.config == config && target.is_none_or(|t| t == e.target) && settled {
+                return Ok((info_of(name, e), false));
+            }
         }
         let entry = entries.entry(name.to_string()).or_insert_with(|| Entry {
             config: BTreeMap::new(),
@@ -279,15 +306,29 @@ impl Herder {
     }
 
     /// `POST /connectors/{name}/restart`: a running (or failed) connector stopped and
-    /// started again, with its tasks; a paused or stopped one is left so.
-    pub async fn restart(&self, name: &str) -> Result<(), RestError> {
+    /// started again, with its tasks (they are one engine here: Connect's restart of the
+    /// connector alone restarts them too); a paused or stopped one is left so. With
+    /// `only_failed` (Connect's `onlyFailed=true`) only a connector with a failure is
+    /// restarted. Answers the status as it was, what restarts marked `RESTARTING`, as
+    /// Connect's `includeTasks=true` answer shows it.
+    pub async fn restart(&self, name: &str, only_failed: bool) -> Result<ConnectorStatus, RestError> {
         let mut entries = self.entries.lock().await;
         let e = entries.get_mut(name).ok_or_else(|| not_found(name))?;
-        if e.target == TargetState::Running {
-            halt(&self.worker, e).await;
-            start(&self.worker, e).await;
+        let mut plan = status_of(name, e);
+        let failed =
+            plan.state == ConnectorState::Failed || plan.tasks.iter().any(|t| t.state == ConnectorState::Failed);
+        if e.target != TargetState::Running || (only_failed && !failed) {
+            return Ok(plan);
         }
-        Ok(())
+        plan.state = ConnectorState::Restarting;
+        plan.trace = None;
+        for t in &mut plan.tasks {
+            t.state = ConnectorState::Restarting;
+            t.trace = None;
+        }
+        halt(&self.worker, e).await;
+        start(&self.worker, e).await;
+        Ok(plan)
     }
 
     /// `DELETE /connectors/{name}`: stopped and forgotten.

@@ -9,13 +9,14 @@
 //! | `POST /connectors` `{"name", "config", "initial_state"?}` | 201 and the connector; 409 if the name exists; 400 on a configuration the runtime refuses |
 //! | `GET /connectors/{name}` | `{"name", "config", "tasks": [{"connector", "task"}], "type": "sink"}` |
 //! | `GET` / `PUT /connectors/{name}/config` | the settings; PUT answers 201 (created) or 200 and restarts it on the new ones |
+//! | `PATCH /connectors/{name}/config` | 200: the settings given replace theirs (`null` removes one), then as PUT |
 //! | `GET /connectors/{name}/status` | `{"name", "connector": {"state", "worker_id"}, "tasks": [{"id", "state", "worker_id"}], "type"}` |
 //! | `PUT .../pause`, `PUT .../resume` | 202 |
-//! | `PUT .../stop`, `POST .../restart`, `DELETE /connectors/{name}` | 204 (`restart?includeTasks=true`: 202 and the status) |
+//! | `PUT .../stop`, `POST .../restart`, `DELETE /connectors/{name}` | 204 (`restart?includeTasks=true` or `onlyFailed=true`: 202 and the status, what restarts marked `RESTARTING`) |
 //! | `GET /connector-plugins` | `[{"class", "type": "sink", "version"}]` |
 //! | `PUT /connector-plugins/{class}/config/validate` | `{"name", "error_count", "groups", "configs": [{"definition", "value": {"errors"}}]}` |
 //!
-//! States are Connect's: `RUNNING`, `PAUSED`, `STOPPED`, `FAILED`, `UNASSIGNED`. An error is
+//! States are Connect's: `RUNNING`, `PAUSED`, `STOPPED`, `FAILED`, `UNASSIGNED`, `RESTARTING`. An error is
 //! `{"error_code": N, "message": ...}` ([`RestError`]); an unknown connector is 404.
 //!
 //! A [`Herder`] holds the connectors and calls the [`Worker`](super::Worker) to start,

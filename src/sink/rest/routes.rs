@@ -23,11 +23,12 @@ pub(crate) enum Route {
     Info(String),
     Config(String),
     PutConfig(String),
+    PatchConfig(String),
     Status(String),
     Pause(String),
     Resume(String),
     Stop(String),
-    Restart { name: String, include_tasks: bool },
+    Restart { name: String, include_tasks: bool, only_failed: bool },
     Delete(String),
 }
 
@@ -124,6 +125,7 @@ pub(crate) fn route(method: &str, path: &str, query: Option<&str>) -> Result<Rou
         ["connectors", name, "config"] => match method {
             "GET" => Ok(Route::Config(name.to_string())),
             "PUT" => Ok(Route::PutConfig(name.to_string())),
+            "PATCH" => Ok(Route::PatchConfig(name.to_string())),
             _ => Err(not_allowed()),
         },
         ["connectors", name, "status"] => one("GET", Route::Status(name.to_string())),
@@ -132,7 +134,8 @@ pub(crate) fn route(method: &str, path: &str, query: Option<&str>) -> Result<Rou
         ["connectors", name, "stop"] => one("PUT", Route::Stop(name.to_string())),
         ["connectors", name, "restart"] => {
             let include_tasks = query_values(query, "includeTasks").any(|v| v == "true");
-            one("POST", Route::Restart { name: name.to_string(), include_tasks })
+            let only_failed = query_values(query, "onlyFailed").any(|v| v == "true");
+            one("POST", Route::Restart { name: name.to_string(), include_tasks, only_failed })
         }
         _ => Err(not_found()),
     }
@@ -236,6 +239,19 @@ pub(crate) async fn handle(cx: &Context<'_>, route: Route, body: &[u8]) -> Resul
             let (info, created) = h.put_config(&n, settings(&body_json(body)?)?).await?;
             Reply::json(if created { 201 } else { 200 }, bodies::info(&info))
         }
+        Route::PatchConfig(n) => {
+            let v = body_json(body)?;
+            let obj = v.as_object().ok_or_else(|| bad("the patch must be a JSON object of settings"))?;
+            let mut patch = BTreeMap::new();
+            for (k, x) in obj {
+                let value = match x {
+                    Value::Null => None,
+                    x => settings(&json!({ k.clone(): x.clone() }))?.remove(k),
+                };
+                patch.insert(k.clone(), value);
+            }
+            Reply::json(200, bodies::info(&h.patch_config(&n, patch).await?))
+        }
         Route::Status(n) => Reply::json(200, bodies::status(&h.status(&n).await?, cx.worker_id)),
         Route::Pause(n) => {
             h.pause(&n).await?;
@@ -249,10 +265,10 @@ pub(crate) async fn handle(cx: &Context<'_>, route: Route, body: &[u8]) -> Resul
             h.stop(&n).await?;
             Reply::empty(204)
         }
-        Route::Restart { name, include_tasks } => {
-            h.restart(&name).await?;
-            match include_tasks {
-                true => Reply::json(202, bodies::status(&h.status(&name).await?, cx.worker_id)),
+        Route::Restart { name, include_tasks, only_failed } => {
+            let plan = h.restart(&name, only_failed).await?;
+            match include_tasks || only_failed {
+                true => Reply::json(202, bodies::status(&plan, cx.worker_id)),
                 false => Reply::empty(204),
             }
         }
@@ -288,14 +304,18 @@ mod tests {
         assert_eq!(r("DELETE", "/connectors/orders"), Ok(Route::Delete(n())));
         assert_eq!(r("GET", "/connectors/orders/config"), Ok(Route::Config(n())));
         assert_eq!(r("PUT", "/connectors/orders/config"), Ok(Route::PutConfig(n())));
+        assert_eq!(r("PATCH", "/connectors/orders/config"), Ok(Route::PatchConfig(n())));
         assert_eq!(r("GET", "/connectors/orders/status"), Ok(Route::Status(n())));
         assert_eq!(r("PUT", "/connectors/orders/pause"), Ok(Route::Pause(n())));
         assert_eq!(r("PUT", "/connectors/orders/resume"), Ok(Route::Resume(n())));
         assert_eq!(r("PUT", "/connectors/orders/stop"), Ok(Route::Stop(n())));
-        assert_eq!(r("POST", "/connectors/orders/restart"), Ok(Route::Restart { name: n(), include_tasks: false }));
         assert_eq!(
-            r("POST", "/connectors/orders/restart?includeTasks=true"),
-            Ok(Route::Restart { name: n(), include_tasks: true })
+            r("POST", "/connectors/orders/restart"),
+            Ok(Route::Restart { name: n(), include_tasks: false, only_failed: false })
+        );
+        assert_eq!(
+            r("POST", "/connectors/orders/restart?includeTasks=true&onlyFailed=true"),
+            Ok(Route::Restart { name: n(), include_tasks: true, only_failed: true })
         );
         assert_eq!(r("GET", "/connector-plugins"), Ok(Route::Plugins));
         assert_eq!(
