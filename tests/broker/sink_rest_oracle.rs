@@ -2,8 +2,9 @@
 //! `scripts/kafka up`; Java and Connect's classpath as `sink_connect_oracle` builds it; fails
 //! without them): the same sequence of calls (create, a duplicate, get config, status,
 //! pause, resume, restart, update config, validate a bad config, create it, stop, expand,
-//! delete, unknown connector, plugins, version) against Connect (REST on 8083 +
-//! `KAFKA_PORT_OFFSET`) and against `kafka-share-sink --rest`. The status codes must be
+//! delete, unknown connector, plugins, version) against Connect (REST on 8084 +
+//! `KAFKA_PORT_OFFSET`: 8083 + offset is `sink_connect_oracle`'s Connect, which may run
+//! beside it in this test binary) and against `kafka-share-sink --rest`. The status codes must be
 //! equal, and the JSON bodies too, field by field, apart from what differs by nature: the
 //! connector's name and class, worker ids, messages and traces, versions and cluster ids.
 //! A validate answer is compared by its fields, `error_count` and the settings with errors
@@ -103,10 +104,10 @@ fn plugins_shape(v: &Value) -> Value {
     json!({"fields": fields, "has_sink": sink})
 }
 
-/// Starts Connect standalone without connectors, its REST listener on 8083 + offset.
+/// Starts Connect standalone without connectors, its REST listener on 8084 + offset.
 fn run_connect(dir: &Path) -> (KillOnDrop, String) {
     let offset: u16 = std::env::var("KAFKA_PORT_OFFSET").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let rest = format!("127.0.0.1:{}", 8083 + offset);
+    let rest = format!("127.0.0.1:{}", 8084 + offset);
     let worker = dir.join("connect-worker.properties");
     std::fs::write(
         &worker,
