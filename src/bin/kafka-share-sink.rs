@@ -22,8 +22,9 @@
 //! connector files become optional: connectors are created, changed, paused, resumed,
 //! restarted and deleted through it. The configurations set through it are kept in the
 //! file the worker setting `config.storage.file.filename` names and started again on the
-//! next start (without it they last as long as the process). The address is printed on
-//! stdout. Connect serves `http://:8083` by default; here the API is off unless asked for,
+//! next start (without it they last as long as the process). A connector that fails to
+//! start is then reported `FAILED` by the API instead of ending the process (exit code 1
+//! only for a connector file the runtime refuses). The address is printed on stdout. Connect serves `http://:8083` by default; here the API is off unless asked for,
 //! so two processes on one host do not fight over the port.
 //!
 //! Exit codes: 0 clean stop, 1 a connector could not start or stop, 2 bad usage.
