@@ -427,3 +427,80 @@ fn status_of(name: &str, e: &Entry) -> ConnectorStatus {
     };
     ConnectorStatus { name: name.to_string(), state, trace, tasks }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::{Registry, WorkerConfig};
+
+    fn herder(store: Option<std::path::PathBuf>) -> Herder {
+        Herder::new(Worker::new(WorkerConfig::new("127.0.0.1:1"), Registry::with_builtins()), store)
+    }
+
+    fn config(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[tokio::test]
+    async fn unknown_names_are_404_everywhere() {
+        let h = herder(None);
+        assert_eq!(h.info("x").await.unwrap_err().status(), 404);
+        assert_eq!(h.config("x").await.unwrap_err().status(), 404);
+        assert_eq!(h.status("x").await.unwrap_err().status(), 404);
+        assert_eq!(h.pause("x").await.unwrap_err().status(), 404);
+        assert_eq!(h.resume("x").await.unwrap_err().status(), 404);
+        assert_eq!(h.stop("x").await.unwrap_err().status(), 404);
+        assert_eq!(h.restart("x", false).await.unwrap_err().status(), 404);
+        assert_eq!(h.delete("x").await.unwrap_err().status(), 404);
+        assert_eq!(h.patch_config("x", BTreeMap::new()).await.unwrap_err().status(), 404);
+        assert!(h.names().await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn refused_configurations_are_400_and_leave_nothing_behind() {
+        let h = herder(None);
+        let e = h
+            .create("a", config(&[("connector.class", "file"), ("topics", "t"), ("tasks.max", "0")]), None)
+            .await;
+        let e = e.unwrap_err();
+        assert_eq!(e.status(), 400);
+        assert!(e.to_string().contains("tasks.max"), "{e}");
+        assert!(e.to_string().contains("/connector-plugins/file/config/validate"), "{e}");
+        let e = h.create("a", config(&[("connector.class", "nope"), ("topics", "t")]), None).await.unwrap_err();
+        assert!(e.to_string().contains("connector.class"), "{e}");
+        let e = h.put_config("a", config(&[("name", "b"), ("connector.class", "file"), ("topics", "t")])).await;
+        assert!(e.unwrap_err().to_string().contains("doesn't match"));
+        assert!(h.names().await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn created_stopped_it_reports_no_tasks_and_is_stored() {
+        let dir = std::env::temp_dir().join(format!("rest-herder-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("connectors.json");
+        let h = herder(Some(file.clone()));
+        // STOPPED and PAUSED start nothing, so no broker is needed.
+        let c = config(&[("connector.class", "file"), ("topics", "t"), ("tasks.max", "3")]);
+        let info = h.create("a", c.clone(), Some(TargetState::Stopped)).await.unwrap();
+        assert_eq!((info.tasks, info.config.get("name").map(String::as_str)), (0, Some("a")));
+        assert_eq!(h.create("a", c.clone(), None).await.unwrap_err().status(), 409);
+        let s = h.status("a").await.unwrap();
+        assert_eq!((s.state, s.tasks.len()), (ConnectorState::Stopped, 0));
+        h.pause("a").await.unwrap();
+        let s = h.status("a").await.unwrap();
+        assert_eq!(s.state, ConnectorState::Paused);
+        assert!(s.tasks.iter().all(|t| t.state == ConnectorState::Paused) && s.tasks.len() == 3);
+        // A restart leaves a paused connector paused.
+        assert_eq!(h.restart("a", false).await.unwrap().state, ConnectorState::Paused);
+        let patched = h.patch_config("a", BTreeMap::from([("tasks.max".to_string(), None)])).await.unwrap();
+        assert_eq!(patched.config.get("tasks.max"), None);
+        // What a restart of the process finds.
+        let again = herder(Some(file.clone()));
+        assert_eq!(again.restore().await.unwrap(), 1);
+        assert_eq!(again.status("a").await.unwrap().state, ConnectorState::Paused);
+        assert_eq!(again.config("a").await.unwrap(), patched.config);
+        again.delete("a").await.unwrap();
+        assert!(herder(Some(file)).store.load().unwrap().is_empty());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
