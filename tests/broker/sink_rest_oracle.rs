@@ -171,6 +171,16 @@ async fn sequence(s: &Side) -> Vec<(String, u16, Value)> {
     let a = call(&s.rest, "GET", &format!("/connectors/{n}"), None).await;
     record("GET connector", &a, norm(&a));
 
+    let a = call(&s.rest, "GET", &format!("/connectors/{n}/tasks"), None).await;
+    record("GET tasks", &a, norm(&a));
+    let a = call(&s.rest, "GET", &format!("/connectors/{n}/tasks/0/status"), None).await;
+    record("GET task 0 status", &a, norm(&a));
+    let a = call(&s.rest, "GET", &format!("/connectors/{n}/tasks/7/status"), None).await;
+    record("GET task 7 status", &a, norm(&a));
+    let a = call(&s.rest, "POST", &format!("/connectors/{n}/tasks/0/restart"), None).await;
+    record("POST task 0 restart", &a, norm(&a));
+    let a = wait_for(&s.rest, &status, "RUNNING after the task's restart", running).await;
+    record("GET status (task restarted)", &a, norm(&a));
     let a = call(&s.rest, "PATCH", &format!("/connectors/{n}/config"), Some(&json!({"tasks.max": "1"}))).await;
     record("PATCH config", &a, norm(&a));
     let a = call(&s.rest, "POST", &format!("/connectors/{n}/restart?includeTasks=true"), None).await;

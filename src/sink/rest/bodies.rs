@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::herder::{ConnectorInfo, ConnectorStatus};
+use super::herder::{ConnectorInfo, ConnectorStatus, TaskStatus};
 
 /// `GET /connectors/{name}`, and the answer to a create or a config change.
 pub(crate) fn info(i: &ConnectorInfo) -> Value {
@@ -18,18 +18,31 @@ pub(crate) fn status(s: &ConnectorStatus, worker_id: &str) -> Value {
     if let Some(t) = &s.trace {
         connector["trace"] = json!(t);
     }
-    let tasks: Vec<Value> = s
-        .tasks
-        .iter()
-        .map(|t| {
-            let mut v = json!({"id": t.id, "state": t.state.as_str(), "worker_id": worker_id, "version": version});
-            if let Some(trace) = &t.trace {
-                v["trace"] = json!(trace);
-            }
-            v
-        })
-        .collect();
+    let tasks: Vec<Value> = s.tasks.iter().map(|t| task_status(t, worker_id)).collect();
     json!({"name": s.name, "connector": connector, "tasks": tasks, "type": "sink"})
+}
+
+/// `GET /connectors/{name}/tasks`: each task's id and settings. Every task of a connector
+/// runs on the connector's settings; `task.class` says which sink, as Connect's worker
+/// adds it.
+pub(crate) fn tasks(i: &ConnectorInfo) -> Value {
+    let mut config = i.config.clone();
+    if let Some(class) = i.config.get("connector.class") {
+        config.insert("task.class".to_string(), class.clone());
+    }
+    let tasks: Vec<Value> =
+        (0..i.tasks).map(|t| json!({"id": {"connector": i.name, "task": t}, "config": config})).collect();
+    Value::Array(tasks)
+}
+
+/// `GET /connectors/{name}/tasks/{id}/status`.
+pub(crate) fn task_status(t: &TaskStatus, worker_id: &str) -> Value {
+    let mut v =
+        json!({"id": t.id, "state": t.state.as_str(), "worker_id": worker_id, "version": env!("CARGO_PKG_VERSION")});
+    if let Some(trace) = &t.trace {
+        v["trace"] = json!(trace);
+    }
+    v
 }
 
 /// `GET /connectors?expand=...`: by name, the parts asked for.
@@ -51,7 +64,7 @@ pub(crate) fn expanded(parts: Vec<(String, Option<Value>, Option<Value>)>) -> Va
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sink::rest::herder::{ConnectorState, TaskStatus};
+    use crate::sink::rest::herder::ConnectorState;
     use std::collections::BTreeMap;
 
     #[test]
@@ -85,6 +98,19 @@ mod tests {
                 {"id": 0, "state": "RUNNING", "worker_id": "h:1", "version": v},
                 {"id": 1, "state": "FAILED", "worker_id": "h:1", "trace": "boom", "version": v}
             ], "type": "sink"})
+        );
+    }
+
+    #[test]
+    fn tasks_carry_the_connectors_settings_and_the_class() {
+        let i = ConnectorInfo {
+            name: "a".into(),
+            config: BTreeMap::from([("connector.class".to_string(), "file".to_string())]),
+            tasks: 1,
+        };
+        assert_eq!(
+            tasks(&i),
+            json!([{"id": {"connector": "a", "task": 0}, "config": {"connector.class": "file", "task.class": "file"}}])
         );
     }
 

@@ -13,6 +13,14 @@ pub enum RestError {
         /// The name asked for.
         name: String,
     },
+    /// No task of that id in the connector (404).
+    #[error("Task {name}-{id} not found; GET /connectors/{name}/status lists its tasks")]
+    NoTask {
+        /// The connector.
+        name: String,
+        /// The task id asked for.
+        id: usize,
+    },
     /// `POST /connectors` with a name that exists (409).
     #[error("Connector {name} already exists; change it with PUT /connectors/{name}/config, or DELETE it first")]
     Conflict {
@@ -48,7 +56,7 @@ impl RestError {
     /// The HTTP status code.
     pub fn status(&self) -> u16 {
         match self {
-            RestError::NotFound { .. } => 404,
+            RestError::NotFound { .. } | RestError::NoTask { .. } => 404,
             RestError::Conflict { .. } => 409,
             RestError::BadRequest { .. } => 400,
             RestError::NoRoute { status, .. } => *status,

@@ -11,6 +11,8 @@
 //! | `GET` / `PUT /connectors/{name}/config` | the settings; PUT answers 201 (created) or 200 and restarts it on the new ones |
 //! | `PATCH /connectors/{name}/config` | 200: the settings given replace theirs (`null` removes one), then as PUT |
 //! | `GET /connectors/{name}/status` | `{"name", "connector": {"state", "worker_id"}, "tasks": [{"id", "state", "worker_id"}], "type"}` |
+//! | `GET /connectors/{name}/tasks` | `[{"id": {"connector", "task"}, "config"}]` (each task runs on the connector's settings) |
+//! | `GET .../tasks/{id}/status`, `POST .../tasks/{id}/restart` | the task's state; 204 (the tasks are one engine: the connector restarts) |
 //! | `PUT .../pause`, `PUT .../resume` | 202 |
 //! | `PUT .../stop`, `POST .../restart`, `DELETE /connectors/{name}` | 204 (`restart?includeTasks=true` or `onlyFailed=true`: 202 and the status, what restarts marked `RESTARTING`) |
 //! | `GET /connector-plugins` | `[{"class", "type": "sink", "version"}]` |

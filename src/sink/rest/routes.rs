@@ -25,6 +25,9 @@ pub(crate) enum Route {
     PutConfig(String),
     PatchConfig(String),
     Status(String),
+    Tasks(String),
+    TaskStatus(String, usize),
+    TaskRestart(String, usize),
     Pause(String),
     Resume(String),
     Stop(String),
@@ -129,6 +132,13 @@ pub(crate) fn route(method: &str, path: &str, query: Option<&str>) -> Result<Rou
             _ => Err(not_allowed()),
         },
         ["connectors", name, "status"] => one("GET", Route::Status(name.to_string())),
+        ["connectors", name, "tasks"] => one("GET", Route::Tasks(name.to_string())),
+        ["connectors", name, "tasks", id, "status"] => {
+            one("GET", Route::TaskStatus(name.to_string(), id.parse().map_err(|_| not_found())?))
+        }
+        ["connectors", name, "tasks", id, "restart"] => {
+            one("POST", Route::TaskRestart(name.to_string(), id.parse().map_err(|_| not_found())?))
+        }
         ["connectors", name, "pause"] => one("PUT", Route::Pause(name.to_string())),
         ["connectors", name, "resume"] => one("PUT", Route::Resume(name.to_string())),
         ["connectors", name, "stop"] => one("PUT", Route::Stop(name.to_string())),
@@ -253,6 +263,20 @@ pub(crate) async fn handle(cx: &Context<'_>, route: Route, body: &[u8]) -> Resul
             Reply::json(200, bodies::info(&h.patch_config(&n, patch).await?))
         }
         Route::Status(n) => Reply::json(200, bodies::status(&h.status(&n).await?, cx.worker_id)),
+        Route::Tasks(n) => Reply::json(200, bodies::tasks(&h.info(&n).await?)),
+        Route::TaskStatus(n, id) => {
+            let status = h.status(&n).await?;
+            let task = status.tasks.iter().find(|t| t.id == id).ok_or_else(|| RestError::NoTask { name: n, id })?;
+            Reply::json(200, bodies::task_status(task, cx.worker_id))
+        }
+        Route::TaskRestart(n, id) => {
+            if !h.status(&n).await?.tasks.iter().any(|t| t.id == id) {
+                return Err(RestError::NoTask { name: n, id });
+            }
+            // The tasks are one engine: restarting one restarts the connector.
+            h.restart(&n, false).await?;
+            Reply::empty(204)
+        }
         Route::Pause(n) => {
             h.pause(&n).await?;
             Reply::empty(202)
@@ -306,6 +330,10 @@ mod tests {
         assert_eq!(r("PUT", "/connectors/orders/config"), Ok(Route::PutConfig(n())));
         assert_eq!(r("PATCH", "/connectors/orders/config"), Ok(Route::PatchConfig(n())));
         assert_eq!(r("GET", "/connectors/orders/status"), Ok(Route::Status(n())));
+        assert_eq!(r("GET", "/connectors/orders/tasks"), Ok(Route::Tasks(n())));
+        assert_eq!(r("GET", "/connectors/orders/tasks/1/status"), Ok(Route::TaskStatus(n(), 1)));
+        assert_eq!(r("POST", "/connectors/orders/tasks/0/restart"), Ok(Route::TaskRestart(n(), 0)));
+        assert_eq!(r("GET", "/connectors/orders/tasks/x/status").unwrap_err().status(), 404);
         assert_eq!(r("PUT", "/connectors/orders/pause"), Ok(Route::Pause(n())));
         assert_eq!(r("PUT", "/connectors/orders/resume"), Ok(Route::Resume(n())));
         assert_eq!(r("PUT", "/connectors/orders/stop"), Ok(Route::Stop(n())));
