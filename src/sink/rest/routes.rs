@@ -266,7 +266,7 @@ pub(crate) async fn handle(cx: &Context<'_>, route: Route, body: &[u8]) -> Resul
         Route::Tasks(n) => Reply::json(200, bodies::tasks(&h.info(&n).await?)),
         Route::TaskStatus(n, id) => {
             let status = h.status(&n).await?;
-            let task = status.tasks.iter().find(|t| t.id == id).ok_or_else(|| RestError::NoTask { name: n, id })?;
+            let task = status.tasks.iter().find(|t| t.id == id).ok_or(RestError::NoTask { name: n, id })?;
             Reply::json(200, bodies::task_status(task, cx.worker_id))
         }
         Route::TaskRestart(n, id) => {
