@@ -70,17 +70,23 @@ impl Admin {
     /// # Cancel safety
     /// Cancel-safe: dropping the future closes the connections it opened; nothing was started.
     pub async fn from_properties(p: &Properties) -> Result<Admin> {
+        Admin::connect(Admin::config_from_properties(p)?).await
+    }
+
+    /// The connection settings [`from_properties`](Self::from_properties) reads. Apart so
+    /// that a caller whose future must be `Send` (a spawned task) holds no `&Properties`
+    /// (not `Sync`) across the connect: `Admin::connect(Admin::config_from_properties(&p)?)`.
+    pub(crate) fn config_from_properties(p: &Properties) -> Result<ClusterConfig> {
         // Its own marks: what another client read from a shared `Properties` first must not
         // hide a key from this one's warning.
-        let c = p.read_alone(|p| {
+        p.read_alone(|p| {
             crate::config::refuse(p, Client::Admin)?;
             let id = crate::config::client_id_or(p, || crate::config::numbered_client_id(Client::Admin));
             let mut c = ClusterConfig::from_properties(p, &id)?;
             c.client_id = id;
             crate::config::finish(p, Client::Admin)?;
             Ok(c)
-        })?;
-        Admin::connect(c).await
+        })
     }
 
     /// Closes the admin client's connections (its clones too: they share them). Calls made

@@ -2,7 +2,7 @@
 //! files.
 //!
 //! ```text
-//! kafka-share-sink [--metrics-port N | --metrics-address HOST:PORT] [--log-format text|json] worker.properties connector.properties|connector.json ...
+//! kafka-share-sink [--metrics-port N | --metrics-address HOST:PORT] [--rest HOST:PORT] [--log-format text|json] worker.properties [connector.properties|connector.json ...]
 //! ```
 //!
 //! The worker file holds `bootstrap.servers` and the security settings; each connector file
@@ -17,16 +17,28 @@
 //! them where it says, `0.0.0.0:9464` (or `[::]:9464`) on every interface, as a pod needs
 //! for a Prometheus elsewhere to scrape it. The address is printed on stdout.
 //!
+//! With `--rest HOST:PORT` (or the worker setting `listeners=http://HOST:PORT`, as in
+//! Connect) Kafka Connect's REST API is served there (`kafka_share::sink::rest`), and
+//! connector files become optional: connectors are created, changed, paused, resumed,
+//! restarted and deleted through it. The configurations set through it are kept in the
+//! file the worker setting `config.storage.file.filename` names and started again on the
+//! next start (without it they last as long as the process). A connector that fails to
+//! start is then reported `FAILED` by the API instead of ending the process (exit code 1
+//! only for a connector file the runtime refuses). The address is printed on stdout. Connect serves `http://:8083` by default; here the API is off unless asked for,
+//! so two processes on one host do not fight over the port.
+//!
 //! Exit codes: 0 clean stop, 1 a connector could not start or stop, 2 bad usage.
 
 #[path = "support/stop_signal.rs"]
 mod stop_signal;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_share::config::Properties;
+use kafka_share::sink::rest::{self, Herder, RestServer};
 use kafka_share::sink::{Connector, ConnectorConfig, MetricsSource, PrometheusServer, Registry, Worker, WorkerConfig};
 use stop_signal::stop_signal;
 
@@ -45,8 +57,8 @@ fn fail(line: &str) {
 }
 
 const USAGE: &str =
-    "usage: kafka-share-sink [--metrics-port N | --metrics-address HOST:PORT] [--log-format text|json] \
-                     worker.properties connector.properties|connector.json ...";
+    "usage: kafka-share-sink [--metrics-port N | --metrics-address HOST:PORT] [--rest HOST:PORT] [--log-format text|json] \
+                     worker.properties [connector.properties|connector.json ...] (connector files are optional with --rest or listeners=)";
 
 /// How long a clean stop may take before tasks are aborted (their records then come back
 /// to the group when their locks lapse).
@@ -99,6 +111,8 @@ impl MetricsAt {
 struct Args {
     metrics: Option<MetricsAt>,
     log_format: LogFormat,
+    /// `--rest HOST:PORT`: where the REST API listens (over the worker's `listeners`).
+    rest: Option<String>,
     worker: String,
     connectors: Vec<String>,
 }
@@ -111,6 +125,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         None => Ok(()),
     };
     let mut log_format = LogFormat::Text;
+    let mut rest = None;
     let mut files = Vec::new();
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -125,17 +140,19 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             s if s.starts_with("--metrics-address=") => {
                 set_metrics(MetricsAt::address(&s["--metrics-address=".len()..])?)?
             }
+            "--rest" => rest = Some(args.next().ok_or("--rest needs HOST:PORT (e.g. 127.0.0.1:8083)")?),
+            s if s.starts_with("--rest=") => rest = Some(s["--rest=".len()..].to_string()),
             "--log-format" => log_format = LogFormat::parse(&args.next().ok_or("--log-format needs text or json")?)?,
             s if s.starts_with("--log-format=") => log_format = LogFormat::parse(&s["--log-format=".len()..])?,
             s if s.starts_with('-') => return Err(format!("unknown option {s}")),
             _ => files.push(a),
         }
     }
-    if files.len() < 2 {
-        return Err("give a worker properties file and at least one connector file".into());
+    if files.is_empty() {
+        return Err("give a worker properties file (and connector files, or --rest to create them over HTTP)".into());
     }
     let worker = files.remove(0);
-    Ok(Args { metrics, log_format, worker, connectors: files })
+    Ok(Args { metrics, log_format, rest, worker, connectors: files })
 }
 
 fn load_connector(path: &str) -> kafka_share::Result<ConnectorConfig> {
@@ -178,7 +195,27 @@ async fn main() -> ExitCode {
     };
     init_logging(args.log_format);
     // Read every file before starting anything, so a typo fails the whole run up front.
-    let worker_config = match Properties::load(&args.worker).and_then(|p| WorkerConfig::from_properties(&p)) {
+    let worker_props = match Properties::load(&args.worker) {
+        Ok(p) => p,
+        Err(e) => {
+            fail(&format!("kafka-share-sink: {}: {e}", args.worker));
+            return ExitCode::from(2);
+        }
+    };
+    let rest = match rest_settings(&args, &worker_props) {
+        Ok(r) => r,
+        Err(e) => {
+            fail(&format!("kafka-share-sink: {}: {e}", args.worker));
+            return ExitCode::from(2);
+        }
+    };
+    if rest.is_none() && args.connectors.is_empty() {
+        fail(&format!(
+            "kafka-share-sink: give at least one connector file, or serve the REST API (--rest HOST:PORT or listeners=)\n{USAGE}"
+        ));
+        return ExitCode::from(2);
+    }
+    let worker_config = match WorkerConfig::from_properties(&worker_props) {
         Ok(c) => c,
         Err(e) => {
             fail(&format!("kafka-share-sink: {}: {e}", args.worker));
@@ -197,6 +234,9 @@ async fn main() -> ExitCode {
     }
 
     let worker = Worker::new(worker_config, Registry::with_builtins());
+    if let Some((at, store)) = rest {
+        return run_rest(worker, configs, &at, store, args.metrics, stop).await;
+    }
     let mut connectors: Vec<Connector> = Vec::new();
     for c in configs {
         let name = c.name().to_string();
@@ -209,28 +249,15 @@ async fn main() -> ExitCode {
             }
         }
     }
-    let _server = match args.metrics {
-        Some(at) => {
-            let handles = connectors.clone();
-            let source: MetricsSource = Arc::new(move || handles.iter().map(Connector::metrics).collect());
-            let bound = match at {
-                MetricsAt::Port(port) => PrometheusServer::bind(port, source).await,
-                MetricsAt::Address(addr) => PrometheusServer::bind_to(addr.as_str(), source).await,
-            };
-            match bound {
-                Ok(s) => {
-                    // On stdout, so a supervisor (or a test) started with port 0 finds it.
-                    say(&format!("kafka-share-sink: metrics on http://{}/metrics", s.local_addr()));
-                    Some(s)
-                }
-                Err(e) => {
-                    fail(&format!("kafka-share-sink: {e}"));
-                    let _ = worker.shutdown(SHUTDOWN_TIMEOUT).await;
-                    return ExitCode::from(1);
-                }
-            }
+    let handles = connectors.clone();
+    let source: MetricsSource = Arc::new(move || handles.iter().map(Connector::metrics).collect());
+    let _server = match serve_metrics(args.metrics, source).await {
+        Ok(s) => s,
+        Err(e) => {
+            fail(&format!("kafka-share-sink: {e}"));
+            let _ = worker.shutdown(SHUTDOWN_TIMEOUT).await;
+            return ExitCode::from(1);
         }
-        None => None,
     };
     say(&format!("kafka-share-sink: running {} connector(s); stop with SIGINT or SIGTERM", connectors.len()));
 
@@ -246,6 +273,96 @@ async fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Where the REST API listens (`--rest`, else the worker's `listeners`) and the worker's
+/// `config.storage.file.filename`; `None` when no API is asked for.
+fn rest_settings(args: &Args, worker: &Properties) -> kafka_share::Result<Option<(String, Option<PathBuf>)>> {
+    let at = match (&args.rest, worker.get("listeners")) {
+        (Some(at), _) => at.clone(),
+        (None, Some(l)) => rest::listener_address(l)?,
+        (None, None) => return Ok(None),
+    };
+    let store = worker
+        .get("config.storage.file.filename")
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .map(PathBuf::from);
+    Ok(Some((at, store)))
+}
+
+/// The metrics endpoint, when asked for; its address is printed on stdout.
+async fn serve_metrics(at: Option<MetricsAt>, source: MetricsSource) -> kafka_share::Result<Option<PrometheusServer>> {
+    let Some(at) = at else { return Ok(None) };
+    let s = match at {
+        MetricsAt::Port(port) => PrometheusServer::bind(port, source).await?,
+        MetricsAt::Address(addr) => PrometheusServer::bind_to(addr.as_str(), source).await?,
+    };
+    // On stdout, so a supervisor (or a test) started with port 0 finds it.
+    say(&format!("kafka-share-sink: metrics on http://{}/metrics", s.local_addr()));
+    Ok(Some(s))
+}
+
+/// The REST API's run: the stored connectors started again, the files' connectors put
+/// (a file wins over the store for its name, as Connect's standalone files do), the API
+/// served until SIGINT or SIGTERM.
+async fn run_rest(
+    worker: Worker,
+    configs: Vec<ConnectorConfig>,
+    at: &str,
+    store: Option<PathBuf>,
+    metrics: Option<MetricsAt>,
+    stop: impl std::future::Future<Output = ()>,
+) -> ExitCode {
+    if store.is_none() {
+        tracing::warn!("no config.storage.file.filename in the worker file: connectors created through the REST API are lost when the process stops");
+    }
+    let herder = Arc::new(Herder::new(worker, store));
+    let code = async {
+        match herder.restore().await {
+            Ok(n) if n > 0 => say(&format!("kafka-share-sink: {n} stored connector(s) restored")),
+            Ok(_) => {}
+            Err(e) => {
+                fail(&format!("kafka-share-sink: {e}"));
+                return Some(ExitCode::from(1));
+            }
+        }
+        for c in configs {
+            if let Err(e) = herder.put_config(c.name(), c.task_config().clone()).await {
+                fail(&format!("kafka-share-sink: connector {}: {e}", c.name()));
+                return Some(ExitCode::from(1));
+            }
+        }
+        None
+    }
+    .await;
+    if let Some(code) = code {
+        herder.shutdown().await;
+        return code;
+    }
+    let source_herder = herder.clone();
+    let source: MetricsSource = Arc::new(move || source_herder.worker().metrics());
+    let servers: kafka_share::Result<_> = async {
+        let metrics = serve_metrics(metrics, source).await?;
+        let api = RestServer::bind(at, herder.clone()).await?;
+        say(&format!("kafka-share-sink: REST API on http://{}", api.local_addr()));
+        Ok((metrics, api))
+    }
+    .await;
+    let _servers = match servers {
+        Ok(s) => s,
+        Err(e) => {
+            fail(&format!("kafka-share-sink: {e}"));
+            herder.shutdown().await;
+            return ExitCode::from(1);
+        }
+    };
+    say(&format!("kafka-share-sink: running {} connector(s); stop with SIGINT or SIGTERM", herder.names().await.len()));
+    stop.await;
+    tracing::info!("stopping");
+    herder.shutdown().await;
+    say("kafka-share-sink: stopped");
+    ExitCode::SUCCESS
 }
 
 #[cfg(test)]
@@ -264,7 +381,13 @@ mod tests {
             (Some(MetricsAt::Port(9400)), "w.properties", 1)
         );
         assert_eq!(args(&["w", "c"]).unwrap().metrics, None);
-        assert!(args(&["w.properties"]).is_err());
+        // The worker file alone parses: the REST API may create the connectors (main
+        // refuses it without one).
+        assert_eq!(args(&["w.properties"]).unwrap().connectors.len(), 0);
+        assert!(args(&[]).is_err());
+        assert_eq!(args(&["--rest", "127.0.0.1:0", "w"]).unwrap().rest.as_deref(), Some("127.0.0.1:0"));
+        assert_eq!(args(&["--rest=127.0.0.1:9", "w"]).unwrap().rest.as_deref(), Some("127.0.0.1:9"));
+        assert!(args(&["w", "--rest"]).unwrap_err().contains("HOST:PORT"));
         assert!(args(&["--metrics-port", "x", "a", "b"]).unwrap_err().contains("not a port"));
         assert!(args(&["--bogus", "a", "b"]).is_err());
         assert_eq!(args(&["w", "c"]).unwrap().log_format, LogFormat::Text);

@@ -131,6 +131,7 @@ mod postgres_fields_sql;
 mod postgres_tls;
 mod prometheus;
 mod registry;
+pub mod rest;
 mod task;
 mod task_pool;
 mod task_runner;

@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 use crate::admin::Admin;
 use crate::consumer::ShareConsumerConfig;
 use crate::error::{Error, Result};
-use crate::producer::Producer;
+use crate::producer::{Producer, ProducerConfig};
 
 use super::config::{ConnectorConfig, DeadLetterMode, SinkAckMode, WorkerConfig};
 use super::connector::ConnectorShared;
@@ -26,6 +26,7 @@ use super::dead_letter::DeadLetter;
 use super::metrics::{SinkMetrics, SinkMetricsSnapshot};
 use super::pipeline::Pipeline;
 use super::registry::Registry;
+use super::task::SinkTaskFactory;
 use super::task_pool::TaskPool;
 use super::task_runner::run_task;
 
@@ -61,13 +62,7 @@ impl Worker {
                 format!("a connector named {:?} runs already on this worker", config.name),
             ));
         }
-        let factory = self
-            .registry
-            .get(&config.connector_class)
-            .map_err(|e| Error::config("connector.class", e.to_string()))?;
-        let mut config = config;
-        self.config.default_converters(&mut config.task_config);
-        let pipeline = Pipeline::from_config(&config.task_config, &self.registry)?;
+        let (factory, config, pipeline) = self.prepare(config)?;
         let mut props = self.config.consumer_properties(&config);
         props.set("group.id", config.group_id.clone());
         props.set(
@@ -98,7 +93,8 @@ impl Worker {
         let dead_letter = match &config.dlq_topic {
             Some(_) if config.dlq_mode == DeadLetterMode::Broker => None,
             Some(topic) => {
-                let producer = Producer::from_properties(&self.config.producer_properties()).await?;
+                let producer_config = ProducerConfig::from_properties(&self.config.producer_properties())?;
+                let producer = Producer::connect(producer_config).await?;
                 Some(Arc::new(DeadLetter::new(
                     topic.clone(),
                     producer,
@@ -137,11 +133,55 @@ impl Worker {
         Ok(connector)
     }
 
+    /// What a start decides before it connects anywhere: the class's factory, the worker's
+    /// default converters filled in, the converters and transforms built.
+    fn prepare(
+        &self,
+        config: ConnectorConfig,
+    ) -> Result<(Arc<dyn SinkTaskFactory>, ConnectorConfig, Option<Pipeline>)> {
+        let factory = self
+            .registry
+            .get(&config.connector_class)
+            .map_err(|e| Error::config("connector.class", e.to_string()))?;
+        let mut config = config;
+        self.config.default_converters(&mut config.task_config);
+        let pipeline = Pipeline::from_config(&config.task_config, &self.registry)?;
+        Ok((factory, config, pipeline))
+    }
+
+    /// Checks `config` as [`start_connector`](Self::start_connector) would before it
+    /// connects: a known `connector.class`, converters and transforms that build. Nothing
+    /// starts (the REST API's validation and its 400 answers).
+    pub(crate) fn check_connector(&self, config: ConnectorConfig) -> Result<()> {
+        self.prepare(config).map(|_| ())
+    }
+
+    /// Its client settings.
+    pub(crate) fn config(&self) -> &WorkerConfig {
+        &self.config
+    }
+
+    /// The connector classes this worker can start.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Drops the stopped connectors from [`connectors`](Self::connectors): the REST API
+    /// restarts a connector as a new one, and deletes them.
+    pub(crate) fn forget_stopped(&self) {
+        self.list().retain(|c| !c.inner.stopped.load(Ordering::Acquire));
+    }
+
     /// Group-side preparations through the admin client: the DLQ topic, the group's lock
     /// duration and offset reset. Each failure is logged, not fatal: the tasks can run
     /// without them (the producer creates a missing topic if the broker allows it).
     async fn prepare_group(&self, config: &ConnectorConfig) {
-        let admin = match Admin::from_properties(&self.config.admin_properties()).await {
+        let admin_config = Admin::config_from_properties(&self.config.admin_properties());
+        let admin = match admin_config {
+            Ok(c) => Admin::connect(c).await,
+            Err(e) => Err(e),
+        };
+        let admin = match admin {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(connector = %config.name, "no admin client to check the group's settings: {e}");
@@ -205,7 +245,8 @@ impl Worker {
     /// up (or checked) before any task runs; an error stops the connector's start.
     async fn prepare_broker_dead_letter(&self, config: &ConnectorConfig) -> Result<()> {
         let Some(topic) = &config.dlq_topic else { return Ok(()) };
-        let admin = Admin::from_properties(&self.config.admin_properties()).await?;
+        let admin_config = Admin::config_from_properties(&self.config.admin_properties())?;
+        let admin = Admin::connect(admin_config).await?;
         let dlq = crate::admin::DeadLetterQueue::new(topic.clone()).created_with(1, config.dlq_replication_factor);
         admin.enable_share_dead_letter_queue(&config.group_id, &dlq).await.map_err(|e| match e {
             Error::Unsupported { .. } | Error::Config { .. } => Error::config(

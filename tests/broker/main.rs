@@ -60,6 +60,12 @@ mod sink_http;
 #[cfg(feature = "sink")]
 mod sink_kafka;
 #[cfg(feature = "sink")]
+mod sink_rest;
+#[cfg(feature = "sink")]
+mod sink_rest_client;
+#[cfg(feature = "sink")]
+mod sink_rest_oracle;
+#[cfg(feature = "sink")]
 mod sink_runtime;
 mod topic_names;
 mod wire_metadata;

@@ -461,7 +461,7 @@ async fn ours_through_converters_and_transforms() {
 }
 
 /// Connect's classpath, built as scripts/bench-sink builds it when missing.
-fn connect_classpath() -> String {
+pub(crate) fn connect_classpath() -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join("target/bench-sink/java-connect");
     if !dir.join("classpath.txt").exists() {
@@ -481,7 +481,7 @@ fn connect_classpath() -> String {
     format!("{}:{}", dir.join("connect-bench.jar").display(), cp.trim())
 }
 
-struct KillOnDrop(Child);
+pub(crate) struct KillOnDrop(pub(crate) Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
