@@ -462,6 +462,10 @@ async fn ours_through_converters_and_transforms() {
 
 /// Connect's classpath, built as scripts/bench-sink builds it when missing.
 pub(crate) fn connect_classpath() -> String {
+    // Two oracle tests (this one and sink_rest_oracle) run at once in this binary: on a clean
+    // checkout both would find no build and run Maven into the same directory together.
+    static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = BUILD.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join("target/bench-sink/java-connect");
     if !dir.join("classpath.txt").exists() {
