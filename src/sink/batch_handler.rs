@@ -15,9 +15,8 @@ use tokio::sync::Mutex;
 
 use super::connector::ConnectorShared;
 use super::decide::{decide, stray_indexes, Decision, Verdict};
-use super::metrics::SinkMetrics;
 use super::pipeline::{put_through, stage_of};
-use super::task::{SinkError, SinkRecord, SinkTask};
+use super::task::{SinkRecord, SinkTask};
 use crate::processor::{BatchHandler, Delivery, Outcome, Stop};
 
 pub(crate) struct SinkHandler {
@@ -123,23 +122,6 @@ impl SinkHandler {
                 Outcome::Reject
             }
         }
-    }
-}
-
-/// `put`, then `flush` if the sink took any of the batch: what was taken must be durable
-/// before it is ACCEPTed. A failed flush answers for the batch.
-pub(crate) async fn put_and_flush(
-    sink: &mut dyn SinkTask,
-    records: &[SinkRecord],
-    m: &SinkMetrics,
-) -> Result<(), SinkError> {
-    let started = Instant::now();
-    let put = sink.put(records).await;
-    m.put(records.len(), started.elapsed());
-    match put {
-        Ok(()) => sink.flush().await,
-        Err(e @ (SinkError::Records { .. } | SinkError::RetriableRecords { .. })) => sink.flush().await.and(Err(e)),
-        Err(e @ (SinkError::Retriable { .. } | SinkError::Fatal { .. })) => Err(e),
     }
 }
 

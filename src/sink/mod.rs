@@ -128,6 +128,8 @@ mod postgres_fields_row;
 #[cfg(feature = "sink-postgres")]
 mod postgres_fields_sql;
 #[cfg(feature = "sink-postgres")]
+mod postgres_ident;
+#[cfg(feature = "sink-postgres")]
 mod postgres_tls;
 mod prometheus;
 mod registry;

@@ -17,11 +17,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::dead_letter::{STAGE_TASK_PUT, STAGE_VALUE_CONVERTER};
 use crate::error::{Error, Result};
 
-use super::batch_handler::put_and_flush;
 use super::converter::{Converter, ConverterConfig};
 use super::data::ConnectRecord;
 use super::metrics::SinkMetrics;
@@ -274,3 +274,20 @@ pub(crate) fn stage_of(stages: &[&'static str], i: usize) -> &'static str {
 #[cfg(test)]
 #[path = "pipeline_tests.rs"]
 mod tests;
+
+/// `put`, then `flush` if the sink took any of the batch: what was taken must be durable
+/// before it is ACCEPTed. A failed flush answers for the batch.
+pub(crate) async fn put_and_flush(
+    sink: &mut dyn SinkTask,
+    records: &[SinkRecord],
+    m: &SinkMetrics,
+) -> Result<(), SinkError> {
+    let started = Instant::now();
+    let put = sink.put(records).await;
+    m.put(records.len(), started.elapsed());
+    match put {
+        Ok(()) => sink.flush().await,
+        Err(e @ (SinkError::Records { .. } | SinkError::RetriableRecords { .. })) => sink.flush().await.and(Err(e)),
+        Err(e @ (SinkError::Retriable { .. } | SinkError::Fatal { .. })) => Err(e),
+    }
+}

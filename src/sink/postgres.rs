@@ -138,8 +138,7 @@ pub const USER_CONFIG: &str = "connection.user";
 pub const PASSWORD_CONFIG: &str = "connection.password";
 /// The table.
 pub const TABLE_CONFIG: &str = "table";
-/// Create the table when missing.
-pub const AUTO_CREATE_CONFIG: &str = "auto.create";
+pub use super::postgres_fields_config::AUTO_CREATE_CONFIG;
 /// `records` (the default: one row per record, bytes) or `fields` (a record's fields are
 /// columns, as Connect's JDBC sink; `postgres_fields.rs`).
 pub const TABLE_LAYOUT_CONFIG: &str = "table.layout";

@@ -8,6 +8,9 @@ use super::task::{SinkError, TaskConfig};
 
 /// `insert`, `upsert` or `update`.
 pub const INSERT_MODE_CONFIG: &str = "insert.mode";
+/// Create the table when missing (both layouts; defined here, where the fields layout reads
+/// it, so this file needs nothing of `postgres.rs`).
+pub const AUTO_CREATE_CONFIG: &str = "auto.create";
 /// `none`, `kafka`, `record_key` or `record_value`.
 pub const PK_MODE_CONFIG: &str = "pk.mode";
 /// The primary key's columns (their meaning depends on `pk.mode`).
@@ -208,7 +211,7 @@ pub(super) fn fields_settings(config: &TaskConfig) -> Result<FieldsSettings, Fie
         pk_fields,
         include,
         table_format,
-        auto_create: boolean(config, super::postgres::AUTO_CREATE_CONFIG)?,
+        auto_create: boolean(config, AUTO_CREATE_CONFIG)?,
         auto_evolve: boolean(config, AUTO_EVOLVE_CONFIG)?,
         delete_enabled,
     })
@@ -236,7 +239,7 @@ impl FieldsSettings {
     pub(super) fn table_for(&self, topic: &str) -> String {
         self.table_format
             .iter()
-            .map(|p| super::postgres_fields_sql::quote_ident(&p.replace("${topic}", topic)))
+            .map(|p| super::postgres_ident::quote_ident(&p.replace("${topic}", topic)))
             .collect::<Vec<_>>()
             .join(".")
     }

@@ -10,11 +10,7 @@ use serde_json::Value;
 
 use super::postgres_fields_config::InsertMode;
 use super::postgres_fields_row::ColType;
-
-/// `name` as a quoted identifier.
-pub(super) fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
+use super::postgres_ident::quote_ident;
 
 /// A column of a statement: its name and its type as the table has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
