@@ -903,6 +903,51 @@ fn a_parked_session_whose_records_are_out_does_not_long_poll_over_their_acks() {
 }
 
 #[test]
+fn record_limit_does_not_long_poll_over_the_acks_of_records_that_are_out() {
+    // Issue 36: the engine under record_limit (its default on 4.2+) holds records in running
+    // handlers while its next poll waits. A long poll for that poll, when the broker has
+    // nothing to give (a slow record pins the partition's window), held the handlers' acks
+    // (the slow record's among them: the very ack that frees the window) behind it for
+    // fetch.max.wait.ms: bench-process saw fetches of 505 ms beside a mean of 2.5 ms.
+    let wait = super::sessions::ACK_CARRYING_WAIT.as_millis() as i32;
+    let t0 = Instant::now();
+    let cfg = ShareConsumerConfig::new("broker1:9092", "g").acquire_mode(AcquireMode::RecordLimit);
+    let mut c = joining_as(DriverCore::new(cfg, Arc::new(Shared::new(true, None)), Arc::new(OneTopic)), t0);
+    let (node, sent, sent_at) = opening_fetch(&mut c, t0);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);
+    c.drive(t0);
+    assert!(c.buffer.is_empty() && c.waiter.is_none(), "the waiting poll took all 10");
+    drain(&mut c);
+    // An outcome, then the engine's next poll: its fetch carries the ack and waits a little.
+    let t1 = t0 + Duration::from_millis(10);
+    c.handle_command(Command::Outcomes(vec![accept(0)]), t1);
+    c.handle_command(poll(2, true, false, Vec::new()), t1);
+    c.drive(t1);
+    let sent = fetches(&mut c);
+    assert_eq!(sent.iter().map(|f| (f.3, !f.1.acks.is_empty())).collect::<Vec<_>>(), vec![(wait, true)]);
+    for (node, sent, sent_at, _) in sent {
+        c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t1);
+    }
+    assert!(!c.sessions.parked(1), "an empty answer to a fetch that carried acks does not park");
+    // The poll still waits: a look without waiting, which comes back empty and parks.
+    c.drive(t1);
+    let sent = fetches(&mut c);
+    assert_eq!(sent.iter().map(|f| (f.3, !f.1.acks.is_empty())).collect::<Vec<_>>(), vec![(0, false)]);
+    for (node, sent, sent_at, _) in sent {
+        c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(ShareFetchResponse::default()) }, t1);
+    }
+    assert!(c.sessions.parked(1));
+    c.drive(t1);
+    assert!(drain(&mut c).is_empty(), "parked: no spinning on empty answers, no long poll over the records out");
+    // The next outcome un-parks it: its fetch carries it.
+    let t2 = t1 + Duration::from_millis(1);
+    c.handle_command(Command::Outcomes(vec![accept(1)]), t2);
+    c.drive(t2);
+    let sent = fetches(&mut c);
+    assert_eq!(sent.iter().map(|f| (f.3, !f.1.acks.is_empty())).collect::<Vec<_>>(), vec![(wait, true)]);
+}
+
+#[test]
 fn a_no_wait_fetch_that_carries_the_engines_acks_waits_a_little_for_them_to_free_records() {
     // Answered at once, such a fetch often comes back empty: the broker looks for records
     // before the acks beside them free any, and the next fetch gets them a round trip later

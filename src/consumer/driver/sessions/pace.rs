@@ -288,8 +288,18 @@ impl SessionManager {
     pub(super) fn fetch_plan(&self, id: i32, record_limit_turn: Option<i32>, now: Instant, d: &Demand) -> FetchPlan {
         match self.settings.acquire_mode {
             AcquireMode::BatchOptimized => self.batch_plan(id, now, d),
-            // record_limit fetches for a waiting poll only, so it may long-poll.
-            AcquireMode::RecordLimit if record_limit_turn == Some(id) => FetchPlan::LongPoll,
+            // record_limit fetches for a waiting poll only, so it may long-poll, unless the
+            // member holds records from this broker (the processing engine's running
+            // handlers): the broker may have nothing to give until their acks free its
+            // window, and a parked long poll would hold those acks back on the session for
+            // `fetch.max.wait.ms` (bench-process: fetches of 505 ms beside a mean of 2.5).
+            AcquireMode::RecordLimit if record_limit_turn == Some(id) => {
+                if self.holding(id, d.buffered_from(id)) {
+                    FetchPlan::NoWait
+                } else {
+                    FetchPlan::LongPoll
+                }
+            }
             AcquireMode::RecordLimit => FetchPlan::None,
         }
     }

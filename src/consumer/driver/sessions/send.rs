@@ -27,10 +27,11 @@ impl SessionManager {
     ) {
         let mut ids: Vec<i32> = self.nodes.keys().copied().collect();
         ids.sort_unstable();
-        let fetch_turn = self.record_limit_pick(&ids, now, d);
+        // Acks queued un-park their session first: record_limit's pick skips parked ones.
         for n in self.nodes.values_mut() {
             n.pace.note_acks(n.session.has_acks(), now);
         }
+        let fetch_turn = self.record_limit_pick(&ids, now, d);
         for id in ids {
             // A session with a request in flight (the usual case) has nothing to decide.
             let busy = self.nodes.get(&id).is_none_or(|n| n.session.in_flight() || n.retry_at.is_some_and(|t| t > now));
@@ -138,9 +139,14 @@ impl SessionManager {
             .iter()
             .copied()
             .filter(|id| {
-                self.nodes
-                    .get(id)
-                    .is_some_and(|n| !n.session.wanted().is_empty() && n.retry_at.is_none_or(|t| t <= now))
+                // A parked session (its last no-wait fetch came back empty) waits for acks
+                // that may free records (they un-park it) or its quiet time, as in
+                // batch_optimized: it never spins on empty answers.
+                self.nodes.get(id).is_some_and(|n| {
+                    !n.session.wanted().is_empty()
+                        && n.retry_at.is_none_or(|t| t <= now)
+                        && n.pace.parked.is_none_or(|since| now >= since + self.park_limit())
+                })
             })
             .collect();
         if eligible.is_empty() {
