@@ -140,6 +140,12 @@ pub(crate) struct Ledger {
 const PREFETCH_GROWTH: usize = 8;
 /// How long the outcome rate is measured over before the prefetch follows it.
 const RATE_WINDOW: Duration = Duration::from_millis(250);
+/// How far ahead of its handlers the adapted prefetch reaches: a few fetch round trips of
+/// outcomes, what keeps the slots busy while the next fetch is on its way. Every record
+/// beyond that only waits in the queue: bench-process (64 slots of ~1.5 ms, issue 36, one
+/// run) did 17.8k records/s with p50 acquisition -> outcome 32.8 ms at a quarter of the
+/// bound (512 ahead), 17.6-18.1k with 16.4 ms at 10 ms, 17.6k with 8.2 ms at 5 ms.
+const PREFETCH_AHEAD: Duration = Duration::from_millis(5);
 
 impl Ledger {
     pub(crate) fn new(limits: Limits, renew: bool, metrics: Arc<ProcessorMetrics>) -> Ledger {
@@ -477,9 +483,9 @@ impl Ledger {
     }
 
     /// The default prefetch follows the outcome rate: enough records ahead for what the
-    /// handlers finish in a quarter of the unstarted bound, so a record acquired ahead still
-    /// starts well within it, never less than the configured prefetch and at most
-    /// [`PREFETCH_GROWTH`] times it. A fixed prefetch of one record per slot starves fast
+    /// handlers finish in [`PREFETCH_AHEAD`] (or a quarter of the unstarted bound, if
+    /// shorter, so a record acquired ahead still starts well within it), never less than the
+    /// configured prefetch and at most [`PREFETCH_GROWTH`] times it. A fixed prefetch of one record per slot starves fast
     /// handlers while the next fetch is on its way (bench-process, 64 slots of ~1.5 ms: the
     /// engine waited on fetches of at most 128 records); slow handlers keep the small one.
     fn adapt_prefetch(&mut self, bound: Duration, now: Instant) {
@@ -496,7 +502,8 @@ impl Ledger {
         }
         let rate = self.settled.saturating_sub(count) as f64 / elapsed.as_secs_f64();
         let base = self.limits.prefetch;
-        let ahead = (rate * bound.as_secs_f64() / 4.0).min(usize::MAX as f64) as usize;
+        let horizon = (bound / 4).min(PREFETCH_AHEAD);
+        let ahead = (rate * horizon.as_secs_f64()).min(usize::MAX as f64) as usize;
         self.prefetch = ahead.clamp(base, base.saturating_mul(PREFETCH_GROWTH).max(base));
         self.rate_window = Some((now, self.settled));
     }

@@ -448,7 +448,8 @@ fn a_zero_bound_releases_nothing_a_free_slot_can_start() {
 #[test]
 fn the_default_prefetch_follows_the_outcome_rate_within_its_bounds() {
     // 4 slots, a default prefetch of 4, a 2 s lock (a 500 ms bound): handlers finishing
-    // 1,000 records a second may have 125 ahead (a quarter of the bound), capped at 8 x 4.
+    // 8,000 records a second may have 40 ahead (what they finish in `PREFETCH_AHEAD`, 5 ms,
+    // shorter than a quarter of the bound), capped at 8 x 4.
     let t0 = Instant::now();
     let mut l = Ledger::new(Limits { prefetch: 4, prefetch_adapts: true, ..limits(4, 1) }, true, Arc::default());
     l.set_lock(Some(Duration::from_secs(2)));
@@ -456,22 +457,47 @@ fn the_default_prefetch_follows_the_outcome_rate_within_its_bounds() {
     l.tick(t0);
     let mut next = 0;
     let mut now = t0;
-    for _ in 0..25 {
+    for _ in 0..500 {
         l.received(answer(next..next + 4, now), now);
         next += 4;
         let units = l.start(now);
-        now += Duration::from_millis(10);
+        now += Duration::from_micros(500);
         for u in units {
             l.finished(&u.ids, &[Outcome::Accept], Duration::from_millis(1), now);
         }
         l.tick(now);
     }
-    // 100 records in 250 ms: 400 a second, 50 ahead would start within 125 ms; capped at 32.
+    // 2,000 records in 250 ms: 8,000 a second, 40 ahead would start within 5 ms; capped at 32.
     assert_eq!(l.want(), 4 + 32, "the prefetch grew to its cap");
     // Slow handlers: nothing finishes for a window, the prefetch falls back to its base.
     now += Duration::from_millis(300);
     l.tick(now);
     assert_eq!(l.want(), 8);
+}
+
+#[test]
+fn the_adapted_prefetch_reaches_only_a_few_round_trips_ahead() {
+    // Issue 36: sized by a quarter of the unstarted bound (here 7.5 s of a 30 s lock's
+    // quarter), fast handlers always had 8 x the base ahead, and each record waited in the
+    // queue (bench-process: p50 32.8 ms for ~2 ms of work). 4,000 records a second in 5 ms:
+    // 20 ahead, not the cap.
+    let t0 = Instant::now();
+    let mut l = Ledger::new(Limits { prefetch: 4, prefetch_adapts: true, ..limits(4, 1) }, true, Arc::default());
+    l.set_lock(Some(Duration::from_secs(30)));
+    l.tick(t0);
+    let (mut next, mut now) = (0, t0);
+    for _ in 0..300 {
+        l.received(answer(next..next + 4, now), now);
+        next += 4;
+        let units = l.start(now);
+        now += Duration::from_millis(1);
+        for u in units {
+            l.finished(&u.ids, &[Outcome::Accept], Duration::from_micros(500), now);
+        }
+        l.tick(now);
+    }
+    let ahead = l.want() - 4;
+    assert!((19..=21).contains(&ahead), "{ahead} ahead, not 20");
 }
 
 #[test]
