@@ -948,6 +948,43 @@ fn record_limit_does_not_long_poll_over_the_acks_of_records_that_are_out() {
 }
 
 #[test]
+fn record_limit_acks_wait_briefly_for_the_next_polls_fetch() {
+    // Issue 36: sent at once, the engine's outcomes under record_limit went alone
+    // (ShareAcknowledge) about as often as it fetched, each holding the session from the
+    // fetch of its next poll for a round trip. They wait a little for that fetch now.
+    let t0 = Instant::now();
+    let cfg = ShareConsumerConfig::new("broker1:9092", "g").acquire_mode(AcquireMode::RecordLimit);
+    let mut c = joining_as(DriverCore::new(cfg, Arc::new(Shared::new(true, None)), Arc::new(OneTopic)), t0);
+    let (node, sent, sent_at) = opening_fetch(&mut c, t0);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);
+    c.drive(t0);
+    drain(&mut c);
+    c.handle_command(Command::Outcomes(vec![accept(0)]), t0);
+    c.drive(t0);
+    assert!(drain(&mut c).is_empty(), "no ShareAcknowledge at once");
+    assert!(!acks_overdue(&c, 1, t0 + Duration::from_millis(1)));
+    // The next poll comes: its fetch carries the ack.
+    let t1 = t0 + Duration::from_millis(1);
+    c.handle_command(poll(2, true, false, Vec::new()), t1);
+    c.drive(t1);
+    let sent = fetches(&mut c);
+    assert_eq!(sent.len(), 1);
+    assert!(!sent[0].1.acks.is_empty(), "the poll's fetch carries the ack");
+    // With no poll coming, an ack goes alone after the short linger.
+    let (node, sent, sent_at, _) = sent.into_iter().next().expect("one fetch");
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(10, 19)) }, t1);
+    c.drive(t1);
+    drain(&mut c);
+    c.handle_command(Command::Outcomes(vec![accept(1)]), t1);
+    c.drive(t1);
+    assert!(drain(&mut c).is_empty());
+    let (_, at) = c.next_timer(t1).expect("a timer for the linger");
+    assert!(at <= t1 + Duration::from_millis(2), "woken when the linger ends");
+    c.drive(t1 + Duration::from_millis(2));
+    assert_eq!(kinds(&drain(&mut c)), ["acknowledge"]);
+}
+
+#[test]
 fn a_no_wait_fetch_that_carries_the_engines_acks_waits_a_little_for_them_to_free_records() {
     // Answered at once, such a fetch often comes back empty: the broker looks for records
     // before the acks beside them free any, and the next fetch gets them a round trip later

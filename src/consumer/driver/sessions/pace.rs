@@ -7,7 +7,9 @@
 //! one at a time), so every request must earn its round trip:
 //! - Acks ride on the next ShareFetch. They go alone (ShareAcknowledge) only when someone
 //!   waits for them (commit, close), when no fetch can carry them (partition no longer
-//!   fetched here, renewals), or when they have waited [`ACK_LINGER`] because no fetch is due.
+//!   fetched here, renewals), or when they have waited [`ACK_LINGER`] because no fetch is due
+//!   (record_limit: at once, the engine's outcomes after [`RECORD_LIMIT_ACK_LINGER`];
+//!   batch_optimized: the engine's at once).
 //! - batch_optimized keeps a fetch under way while the application drains the buffer: the
 //!   next one leaves while less than two responses (or one poll) are buffered, and asks for
 //!   as many records as the application takes in a quarter of the acquisition lock.
@@ -42,6 +44,12 @@ use crate::acquire_mode::AcquireMode;
 
 /// How long queued acks may wait for a fetch to carry them before they go on their own.
 const ACK_LINGER: Duration = Duration::from_millis(100);
+
+/// record_limit: how long queued acks wait for the fetch of the next poll before they go
+/// alone (ShareAcknowledge), holding the session from that fetch for a round trip. Sent at
+/// once, the engine's went alone as often as it fetched (bench-process, issue 36: 632
+/// ShareAcknowledge beside 829 fetches for 40k records; 19-33 with this linger).
+const RECORD_LIMIT_ACK_LINGER: Duration = Duration::from_millis(2);
 
 /// The `max_wait` of a fetch that would not wait (the member holds records from the broker)
 /// but carries acks: long enough for the broker to apply them (a write to its share-state
@@ -236,13 +244,28 @@ impl SessionManager {
     }
 
     /// Whether the session's queued acks have waited long enough to go on their own.
-    /// record_limit sends them at once: they free the records the next fetch (from any
-    /// broker) may acquire, and the mode promises to hold no more than one poll's worth.
+    /// record_limit sends the public poll's at once: they free the records the next fetch
+    /// (from any broker) may acquire, and the mode promises to hold no more than one poll's
+    /// worth. The processing engine's outcomes go at once under batch_optimized (see
+    /// `the_engines_outcomes_do_not_linger_and_the_public_acks_still_do`); under
+    /// record_limit they wait [`RECORD_LIMIT_ACK_LINGER`], about as long as the engine's
+    /// next poll (for its freed slots) takes to come, and its fetch carries them.
     pub(in crate::consumer::driver) fn acks_overdue(&self, id: i32, now: Instant, d: &Demand) -> bool {
-        if self.settings.acquire_mode == AcquireMode::RecordLimit || d.eager_acks {
+        // At once: the public poll's under record_limit, the engine's under batch_optimized.
+        let record_limit = self.settings.acquire_mode == AcquireMode::RecordLimit;
+        if record_limit != d.eager_acks {
             return true;
         }
-        self.nodes.get(&id).and_then(|n| n.pace.acks_since).is_some_and(|t| now >= t + ACK_LINGER)
+        self.nodes.get(&id).and_then(|n| n.pace.acks_since).is_some_and(|t| now >= t + self.ack_linger())
+    }
+
+    /// How long queued acks wait for a fetch to carry them.
+    fn ack_linger(&self) -> Duration {
+        if self.settings.acquire_mode == AcquireMode::RecordLimit {
+            RECORD_LIMIT_ACK_LINGER
+        } else {
+            ACK_LINGER
+        }
     }
 
     /// How long a parked session stays quiet without a reason to fetch.
@@ -259,7 +282,7 @@ impl SessionManager {
     /// nothing to fetch has nothing to un-park.
     pub(super) fn pace_deadlines(&self) -> (Option<Instant>, Option<Instant>) {
         let free = || self.nodes.values().filter(|n| !n.session.in_flight() && n.retry_at.is_none());
-        let acks = free().filter_map(|n| n.pace.acks_since).min().map(|t| t + ACK_LINGER);
+        let acks = free().filter_map(|n| n.pace.acks_since).min().map(|t| t + self.ack_linger());
         let parked = free()
             .filter(|n| !n.session.wanted().is_empty())
             .filter_map(|n| n.pace.parked)
