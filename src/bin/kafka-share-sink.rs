@@ -27,6 +27,11 @@
 //! only for a connector file the runtime refuses). The address is printed on stdout. Connect serves `http://:8083` by default; here the API is off unless asked for,
 //! so two processes on one host do not fight over the port.
 //!
+//! `kafka-share-sink --validate worker.properties connector.properties ...` starts nothing: it
+//! prints, for each connector file, what Connect's validate endpoint
+//! (`PUT /connector-plugins/{class}/config/validate`) answers for it, as JSON, and exits 0
+//! when no setting is refused, 1 otherwise.
+//!
 //! Exit codes: 0 clean stop, 1 a connector could not start or stop, 2 bad usage.
 
 #[path = "support/stop_signal.rs"]
@@ -58,7 +63,8 @@ fn fail(line: &str) {
 
 const USAGE: &str =
     "usage: kafka-share-sink [--metrics-port N | --metrics-address HOST:PORT] [--rest HOST:PORT] [--log-format text|json] \
-                     worker.properties [connector.properties|connector.json ...] (connector files are optional with --rest or listeners=)";
+                     worker.properties [connector.properties|connector.json ...] (connector files are optional with --rest or listeners=)\n\
+       kafka-share-sink --validate worker.properties connector.properties|connector.json ... (prints Connect's validate answer; exit 1 when a setting is refused)";
 
 /// How long a clean stop may take before tasks are aborted (their records then come back
 /// to the group when their locks lapse).
@@ -113,6 +119,8 @@ struct Args {
     log_format: LogFormat,
     /// `--rest HOST:PORT`: where the REST API listens (over the worker's `listeners`).
     rest: Option<String>,
+    /// `--validate`: check the connector files, start nothing.
+    validate: bool,
     worker: String,
     connectors: Vec<String>,
 }
@@ -126,6 +134,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     };
     let mut log_format = LogFormat::Text;
     let mut rest = None;
+    let mut validate = false;
     let mut files = Vec::new();
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -142,6 +151,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--rest" => rest = Some(args.next().ok_or("--rest needs HOST:PORT (e.g. 127.0.0.1:8083)")?),
             s if s.starts_with("--rest=") => rest = Some(s["--rest=".len()..].to_string()),
+            "--validate" => validate = true,
             "--log-format" => log_format = LogFormat::parse(&args.next().ok_or("--log-format needs text or json")?)?,
             s if s.starts_with("--log-format=") => log_format = LogFormat::parse(&s["--log-format=".len()..])?,
             s if s.starts_with('-') => return Err(format!("unknown option {s}")),
@@ -152,7 +162,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         return Err("give a worker properties file (and connector files, or --rest to create them over HTTP)".into());
     }
     let worker = files.remove(0);
-    Ok(Args { metrics, log_format, rest, worker, connectors: files })
+    if validate && files.is_empty() {
+        return Err("--validate needs the worker file and at least one connector file".into());
+    }
+    Ok(Args { metrics, log_format, rest, validate, worker, connectors: files })
 }
 
 fn load_connector(path: &str) -> kafka_share::Result<ConnectorConfig> {
@@ -222,6 +235,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.validate {
+        return validate_files(&Worker::new(worker_config, Registry::with_builtins()), &args.connectors);
+    }
     let mut configs = Vec::new();
     for path in &args.connectors {
         match load_connector(path) {
@@ -272,6 +288,29 @@ async fn main() -> ExitCode {
             fail(&format!("kafka-share-sink: stop: {e}"));
             ExitCode::from(1)
         }
+    }
+}
+
+/// `--validate`: each file's answer on stdout; 1 when any setting is refused, 2 when a file
+/// cannot be read or names no class.
+fn validate_files(worker: &Worker, paths: &[String]) -> ExitCode {
+    let mut refused = false;
+    for path in paths {
+        match rest::validate_file(worker, std::path::Path::new(path)) {
+            Ok(v) => {
+                refused |= v.error_count > 0;
+                say(&v.json);
+            }
+            Err(e) => {
+                fail(&format!("kafka-share-sink: {path}: {e}"));
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if refused {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

@@ -236,48 +236,14 @@ pub struct ConnectorConfig {
 impl ConnectorConfig {
     /// Reads a Connect-style connector properties file's settings.
     pub fn from_properties(p: &Properties) -> Result<ConnectorConfig> {
-        let mut all = TaskConfig::new();
-        for k in p.keys() {
-            if let Some(v) = p.get(k) {
-                all.insert(k.to_string(), v.to_string());
-            }
-        }
-        Self::from_map(all)
+        Self::from_map(settings_of_properties(p))
     }
 
     /// Reads a connector from JSON as Connect's REST API takes it
     /// (`{"name": .., "config": {..}}`) or as a flat object of settings. Values may be
     /// strings, numbers or booleans.
     pub fn from_json(text: &str) -> Result<ConnectorConfig> {
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            Error::config("json", format!("not valid JSON: {e}; expected {{\"name\":..,\"config\":{{..}}}}"))
-        })?;
-        let obj = v.as_object().ok_or_else(|| {
-            Error::config("json", "expected an object: {\"name\":..,\"config\":{..}} or flat settings")
-        })?;
-        let mut all = TaskConfig::new();
-        let (settings, name) = match obj.get("config").and_then(|c| c.as_object()) {
-            Some(cfg) => (cfg, obj.get("name").and_then(|n| n.as_str())),
-            None => (obj, None),
-        };
-        for (k, v) in settings {
-            let s = match v {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Number(n) => n.to_string(),
-                serde_json::Value::Bool(b) => b.to_string(),
-                other => {
-                    return Err(Error::config(
-                        k.clone(),
-                        format!("{other} is not a setting value: use a string, number or boolean"),
-                    ))
-                }
-            };
-            all.insert(k.clone(), s);
-        }
-        if let Some(n) = name {
-            all.entry("name".to_string()).or_insert_with(|| n.to_string());
-        }
-        Self::from_map(all)
+        Self::from_map(settings_of_json(text)?)
     }
 
     /// From (key, value) pairs, as in a properties file.
@@ -504,6 +470,45 @@ impl ConnectorConfig {
     pub fn task_config(&self) -> &TaskConfig {
         &self.task_config
     }
+}
+
+/// A connector properties file's settings, unchecked.
+pub(crate) fn settings_of_properties(p: &Properties) -> TaskConfig {
+    p.keys().filter_map(|k| p.get(k).map(|v| (k.to_string(), v.to_string()))).collect()
+}
+
+/// A connector's JSON (`{"name": .., "config": {..}}` or flat settings) as its settings,
+/// unchecked. Values may be strings, numbers or booleans.
+pub(crate) fn settings_of_json(text: &str) -> Result<TaskConfig> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        Error::config("json", format!("not valid JSON: {e}; expected {{\"name\":..,\"config\":{{..}}}}"))
+    })?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| Error::config("json", "expected an object: {\"name\":..,\"config\":{..}} or flat settings"))?;
+    let mut all = TaskConfig::new();
+    let (settings, name) = match obj.get("config").and_then(|c| c.as_object()) {
+        Some(cfg) => (cfg, obj.get("name").and_then(|n| n.as_str())),
+        None => (obj, None),
+    };
+    for (k, v) in settings {
+        let s = match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Bool(b) => b.to_string(),
+            other => {
+                return Err(Error::config(
+                    k.clone(),
+                    format!("{other} is not a setting value: use a string, number or boolean"),
+                ))
+            }
+        };
+        all.insert(k.clone(), s);
+    }
+    if let Some(n) = name {
+        all.entry("name".to_string()).or_insert_with(|| n.to_string());
+    }
+    Ok(all)
 }
 
 #[cfg(test)]

@@ -43,8 +43,21 @@ impl Registry {
         self
     }
 
-    /// The factory for `class`, or an error listing the classes there are.
+    /// The factory for `class`, or an error listing the classes there are. As in Connect, a
+    /// class also answers to its aliases: its simple name (`FileStreamSinkConnector`) and
+    /// that without the `Connector` suffix (`FileStreamSink`), when only one class has it.
     pub fn get(&self, class: &str) -> Result<Arc<dyn SinkTaskFactory>, SinkError> {
+        if let Some(f) = self.factories.get(class) {
+            return Ok(f.clone());
+        }
+        let aliased = |full: &str| {
+            let simple = full.rsplit('.').next().unwrap_or(full);
+            full.contains('.') && (simple == class || simple.strip_suffix("Connector") == Some(class))
+        };
+        let mut hits = self.factories.iter().filter(|(k, _)| aliased(k));
+        if let (Some((_, f)), None) = (hits.next(), hits.next()) {
+            return Ok(f.clone());
+        }
         self.factories.get(class).cloned().ok_or_else(|| {
             let known: Vec<&str> = self.factories.keys().map(String::as_str).collect();
             SinkError::fatal(format!(
@@ -110,5 +123,25 @@ impl std::fmt::Debug for Registry {
             .field("transforms", &self.transforms.len())
             .field("predicates", &self.predicates.len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_class_answers_to_connects_aliases() {
+        let r = Registry::with_builtins();
+        for name in [
+            "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "FileStreamSinkConnector",
+            "FileStreamSink",
+            "file",
+        ] {
+            assert!(r.get(name).is_ok(), "{name}");
+        }
+        assert!(r.get("FileStream").is_err());
+        assert!(r.get("Connector").is_err());
     }
 }

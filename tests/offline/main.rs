@@ -28,4 +28,6 @@ mod faults_versions;
 mod processor_fake;
 #[cfg(feature = "sink")]
 mod sink_fake;
+#[cfg(feature = "sink")]
+mod sink_validate_cli;
 mod test_util_example;

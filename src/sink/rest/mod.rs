@@ -44,3 +44,4 @@ pub use herder::{ConnectorInfo, ConnectorState, ConnectorStatus, Herder, TaskSta
 pub use listeners::listener_address;
 pub use server::{RestServer, MAX_BODY};
 pub use store::TargetState;
+pub use validate::{validate_file, Validation};

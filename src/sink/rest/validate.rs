@@ -123,6 +123,44 @@ fn refusal(e: &Error) -> (String, String) {
     }
 }
 
+/// Connect's validate answer for one connector file, as `kafka-share-sink --validate`
+/// prints it: what `PUT /connector-plugins/{class}/config/validate` answers for the file's
+/// settings under its own `connector.class`.
+#[derive(Debug, Clone)]
+pub struct Validation {
+    /// How many settings are refused (the answer's `error_count`).
+    pub error_count: usize,
+    /// The answer, as pretty-printed JSON.
+    pub json: String,
+}
+
+/// Validates the connector file at `path` (`.json`: Connect's `{"name":..,"config":{..}}`
+/// or flat settings; anything else: a properties file) as the REST API's validate endpoint
+/// would. An unreadable file, or one without `connector.class`, is an error; refused
+/// settings are the answer's, not an error.
+pub fn validate_file(worker: &Worker, path: &std::path::Path) -> crate::Result<Validation> {
+    let settings = if path.extension().is_some_and(|e| e == "json") {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Config { key: path.display().to_string(), message: format!("cannot read: {e}") })?;
+        crate::sink::config::settings_of_json(&text)?
+    } else {
+        crate::sink::config::settings_of_properties(&crate::config::Properties::load(path)?)
+    };
+    let class = match settings.get("connector.class").map(|c| c.trim()) {
+        Some(c) if !c.is_empty() => c.to_string(),
+        _ => {
+            return Err(Error::config(
+                "connector.class",
+                "missing: say which sink to validate against (e.g. connector.class=file)",
+            ))
+        }
+    };
+    let answer = validate(worker, &class, settings).map_err(|m| Error::config("connector.class", m))?;
+    let error_count = answer.get("error_count").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let json = serde_json::to_string_pretty(&answer).unwrap_or_else(|_| answer.to_string());
+    Ok(Validation { error_count, json })
+}
+
 /// The answer for `config` under `class` (the path's class; a `connector.class` in the
 /// config must name the same, as Connect requires).
 pub(crate) fn validate(worker: &Worker, class: &str, mut config: BTreeMap<String, String>) -> Result<Value, String> {
@@ -141,26 +179,36 @@ pub(crate) fn validate(worker: &Worker, class: &str, mut config: BTreeMap<String
 }
 
 /// Every refusal in `config`: the checks stop at the first, so each refused setting is set
-/// to its default (removed when it has none; `name` gets a stand-in) and the check runs
-/// again, until it passes or a setting is refused twice.
+/// to its default (removed when it has none) and the check runs again; a setting refused
+/// once more (a required one, such as `topics`, missing) gets a stand-in value, so the
+/// settings after it are still checked. It ends when the check passes or a stand-in is
+/// refused too.
 fn errors(worker: &Worker, config: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    const STAND_IN: &str = "validate";
     let mut trial = config.clone();
     let mut found: Vec<(String, String)> = Vec::new();
-    for _ in 0..=DEFINITIONS.len() + config.len() {
+    let mut stood_in: Vec<String> = Vec::new();
+    for _ in 0..=2 * (DEFINITIONS.len() + config.len()) {
         let refused = match ConnectorConfig::from_pairs(trial.clone()) {
             Ok(parsed) => worker.check_connector(parsed).err().map(|e| refusal(&e)),
             Err(e) => Some(refusal(&e)),
         };
         let Some((key, message)) = refused else { break };
-        if found.iter().any(|(k, _)| *k == key) {
-            break;
+        let first = !found.iter().any(|(k, _)| *k == key);
+        let default = DEFINITIONS.iter().find(|d| d.name == key).and_then(|d| d.default);
+        match (key.as_str(), default) {
+            ("name", _) if first => _ = trial.insert(key.clone(), STAND_IN.to_string()),
+            (_, Some(default)) if first => _ = trial.insert(key.clone(), default.to_string()),
+            _ if first && trial.contains_key(&key) => _ = trial.remove(&key),
+            _ if !stood_in.contains(&key) => {
+                trial.insert(key.clone(), STAND_IN.to_string());
+                stood_in.push(key.clone());
+            }
+            _ => break,
         }
-        match (key.as_str(), DEFINITIONS.iter().find(|d| d.name == key).and_then(|d| d.default)) {
-            ("name", _) => trial.insert(key.clone(), "validate".to_string()),
-            (_, Some(default)) => trial.insert(key.clone(), default.to_string()),
-            (_, None) => trial.remove(&key),
-        };
-        found.push((key, message));
+        if first {
+            found.push((key, message));
+        }
     }
     found
 }
@@ -257,6 +305,49 @@ mod tests {
         assert!(
             validate(&worker, "kafka", BTreeMap::from([("connector.class".to_string(), "file".to_string())])).is_err()
         );
+    }
+
+    #[test]
+    fn a_missing_required_setting_does_not_hide_the_others() {
+        // `topics` has no default: removing it could not make the check pass, and the
+        // settings checked after it went unreported.
+        let worker = Worker::new(crate::sink::WorkerConfig::new("127.0.0.1:1"), crate::sink::Registry::with_builtins());
+        let config = BTreeMap::from([
+            ("name".to_string(), "f".to_string()),
+            ("tasks.max".to_string(), "zero".to_string()),
+            ("errors.tolerance".to_string(), "some".to_string()),
+        ]);
+        let v = validate(&worker, "FileStreamSink", config).unwrap();
+        let mut with_errors: Vec<&str> = v["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| !c["value"]["errors"].as_array().unwrap().is_empty())
+            .map(|c| c["value"]["name"].as_str().unwrap())
+            .collect();
+        with_errors.sort();
+        assert_eq!(with_errors, ["errors.tolerance", "tasks.max", "topics"], "{v}");
+    }
+
+    #[test]
+    fn a_file_is_validated_under_its_own_class() {
+        let worker = Worker::new(crate::sink::WorkerConfig::new("127.0.0.1:1"), crate::sink::Registry::with_builtins());
+        let dir = std::env::temp_dir().join(format!("ks-validate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.properties");
+        std::fs::write(&good, "name=f\nconnector.class=FileStreamSink\ntopics=t\nfile=/tmp/x\n").unwrap();
+        let v = validate_file(&worker, &good).unwrap();
+        assert_eq!(v.error_count, 0, "{}", v.json);
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, r#"{"name":"f","config":{"connector.class":"file","topics":"t","tasks.max":0}}"#).unwrap();
+        let v = validate_file(&worker, &bad).unwrap();
+        assert_eq!(v.error_count, 1, "{}", v.json);
+        assert!(v.json.contains("tasks.max"), "{}", v.json);
+        let classless = dir.join("classless.properties");
+        std::fs::write(&classless, "name=f\ntopics=t\n").unwrap();
+        let e = validate_file(&worker, &classless).unwrap_err();
+        assert!(matches!(&e, Error::Config { key, .. } if key == "connector.class"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
