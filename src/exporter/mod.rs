@@ -35,9 +35,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 pub use collector::{
-    ExporterCollector, ERRORS, GROUPS, GROUP_ASSIGNED_PARTITIONS, GROUP_LAG, GROUP_MEMBERS, GROUP_OLDEST_AGE,
-    GROUP_STATE, LAST_SUCCESS, PARTITION_LAG, PARTITION_LOG_END_OFFSET, PARTITION_OLDEST_AGE, PARTITION_START_OFFSET,
-    REFRESHES, REFRESH_DURATION, SCRAPE_DURATION, SERIES,
+    ExporterCollector, COORDINATORS, ERRORS, GROUPS, GROUP_ASSIGNED_PARTITIONS, GROUP_LAG, GROUP_MEMBERS,
+    GROUP_OLDEST_AGE, GROUP_STATE, LAST_SUCCESS, PARTITION_LAG, PARTITION_LOG_END_OFFSET, PARTITION_OLDEST_AGE,
+    PARTITION_START_OFFSET, REFRESHES, REFRESH_DURATION, REFRESH_REQUESTS, REQUESTS, SCRAPE_DURATION, SERIES,
 };
 pub use filter::GroupFilter;
 pub use snapshot::{GroupView, PartitionView, Snapshot};
@@ -52,8 +52,9 @@ pub struct ExporterConfig {
     pub groups: GroupFilter,
     /// Time from the end of one refresh to the start of the next (default 15 s).
     pub refresh_interval: Duration,
-    /// Groups described at the same time (default 8): the bound on requests in flight
-    /// toward the coordinators.
+    /// Requests in flight at a time toward the group coordinators (default 8): the groups
+    /// go in batches, one request per coordinator, so this bounds how many coordinators are
+    /// asked at once.
     pub max_in_flight: usize,
     /// The longest one step of a refresh may take before it counts as a `timeout` error
     /// (default 30 s).
@@ -129,6 +130,11 @@ async fn run(admin: Admin, config: ExporterConfig, tx: watch::Sender<Arc<Snapsho
         for e in r.errors {
             *next.errors.entry(e).or_default() += 1;
         }
+        for (api, n) in &r.requests {
+            *next.requests_total.entry(api).or_default() += n;
+        }
+        next.requests = r.requests;
+        next.coordinators = r.coordinators;
         if let Some(groups) = r.groups {
             next.groups = groups;
             next.last_success = Some(SystemTime::now());
