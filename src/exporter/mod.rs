@@ -2,11 +2,13 @@
 //! the library side of the `kafka-share-exporter` binary.
 //!
 //! An [`Exporter`] refreshes a cache on an interval: it lists the share groups (all, or a
-//! [`GroupFilter`]), describes each and reads its offsets (DescribeShareGroupOffsets: the
-//! start offset and, on Kafka 4.2+, the lag of KIP-1226), a bounded number of groups at a
-//! time, then reads each share partition's log end and the timestamp of the record at its
-//! start offset with a plain Fetch that acquires nothing ([`Admin::peek`]). A scrape
-//! ([`ExporterCollector`]) and the scaler read the cache only: they never wait on the cluster.
+//! [`GroupFilter`]), describes them and reads their offsets (DescribeShareGroupOffsets: the
+//! start offset and, on Kafka 4.2+, the lag of KIP-1226) in batches, one request per group
+//! coordinator carrying all its groups, then reads each share partition's log end and the
+//! timestamp of the record at its start offset with a plain Fetch that acquires nothing
+//! ([`Admin::peek`]). A scrape ([`ExporterCollector`]) and the scaler read the cache only:
+//! they never wait on the cluster. Each refresh counts its requests by API
+//! ([`Snapshot::requests`]), so its cost is seen to grow with the brokers, not the groups.
 //!
 //! ```no_run
 //! # async fn demo() -> kafka_share::Result<()> {

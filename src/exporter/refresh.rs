@@ -1,9 +1,10 @@
 //! One refresh: list the share groups, describe them and read their offsets (one FindCoordinator
 //! and one request per coordinator for each, carrying all its groups), then read every share
-//! partition's log end and the record at its start offset (one Fetch per leader). What fails is counted by operation and kind, and left out of the
-//! views: a deleted group or topic drops its series, the rest are still exported. Groups
-//! named in a [`GroupFilter::List`] are described without listing: a missing or forbidden
-//! one is counted (`group_id_not_found`, `group_authorization_failed`).
+//! partition's log end and the record at its start offset (one Fetch per leader). What fails
+//! is counted by operation and kind, and left out of the views: a deleted group or topic drops
+//! its series, the rest are still exported. Groups named in a [`GroupFilter::List`] are
+//! described without listing: a missing or forbidden one is counted (`group_id_not_found`,
+//! `group_authorization_failed`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -224,5 +225,19 @@ async fn bounded<T>(limit: Duration, what: &str, f: impl std::future::Future<Out
     match tokio::time::timeout(limit, f).await {
         Ok(r) => r,
         Err(_) => Err(Error::Timeout { what: format!("{what} (exporter refresh)"), after: limit }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::requests_between;
+
+    #[test]
+    fn requests_of_a_refresh_are_the_difference_by_api_name() {
+        let before = [(10, 4), (90, 2)];
+        let after = [(3, 1), (10, 5), (90, 2), (77, 1)];
+        let sent = requests_between(&before, &after);
+        let sent: Vec<(&str, u64)> = sent.into_iter().collect();
+        assert_eq!(sent, vec![("FindCoordinator", 1), ("Metadata", 1), ("ShareGroupDescribe", 1)]);
     }
 }
