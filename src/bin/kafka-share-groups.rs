@@ -175,18 +175,8 @@ async fn describe(admin: &Admin, a: &Args) -> Result<(), Failure> {
     let mut docs = Vec::new();
     let mut failed = Vec::new();
     let mut lag_note = None;
-    // One FindCoordinator and one request per coordinator for all the groups, as Java's tool
-    // batches them (not a lookup and a request per group, one after another).
-    let refs: Vec<&str> = groups.iter().map(String::as_str).collect();
-    let described = admin.describe_share_groups(&refs).await?;
-    let mut offsets = match what {
-        DescribeWhat::Offsets => admin.list_share_groups_offsets(&refs).await,
-        _ => Vec::new(),
-    }
-    .into_iter();
-    for (g, d) in groups.iter().zip(described) {
-        let o = offsets.next();
-        let d: ShareGroupDescription = match d {
+    for g in &groups {
+        let d: ShareGroupDescription = match admin.describe_share_group(g).await {
             Ok(d) => d,
             Err(e) => {
                 failed.push(group_failure(g, &e));
@@ -212,7 +202,7 @@ async fn describe(admin: &Admin, a: &Args) -> Result<(), Failure> {
                 }
                 docs.push(json::description(&d));
             }
-            DescribeWhat::Offsets => match o.unwrap_or_else(|| Err(missing_offsets(g))) {
+            DescribeWhat::Offsets => match admin.list_share_group_offsets(g, None).await {
                 Ok(o) => {
                     lag_note = lag_note.or(o.lag_unavailable_reason());
                     if !a.json {
@@ -239,11 +229,6 @@ async fn describe(admin: &Admin, a: &Args) -> Result<(), Failure> {
         0 => Ok(()),
         _ => Err(Failure::Op(failed.join("; "))),
     }
-}
-
-/// A group the batched offsets left out (they answer every group asked; never seen).
-fn missing_offsets(g: &str) -> Error {
-    Error::IncompleteResponse { api: "DescribeShareGroupOffsets", missing: format!("group {g}") }
 }
 
 /// One group's failure in a multi-group line, naming the group once: the broker's words
