@@ -26,6 +26,9 @@ use crate::protocol::api::ApiRequest;
 /// none) and what it reads as.
 pub(crate) type GroupPart<T> = (String, i16, Result<T>);
 
+/// One coordinator's answer (or its failure) to the groups it was asked about.
+type Answer<'g, T> = (Vec<&'g str>, Result<CoordinatorResponse<T>>);
+
 /// How a group stands between rounds.
 enum Standing<T> {
     /// Answered for good (a value or an error that asking again would not change).
@@ -75,7 +78,7 @@ impl Admin {
                     (gs, r)
                 });
             }
-            let answers: Vec<(Vec<&str>, Result<CoordinatorResponse<R::Response>>)> =
+            let answers: Vec<Answer<'_, R::Response>> =
                 stream::iter(requests).buffer_unordered(max_in_flight.max(1)).collect().await;
             for (gs, answer) in answers {
                 match answer {

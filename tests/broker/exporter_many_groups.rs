@@ -122,7 +122,7 @@ async fn two_hundred_groups_cost_a_request_per_coordinator_and_all_are_served() 
     let text = render(&registry);
     for (i, g) in groups.iter().enumerate() {
         let group = format!("group=\"{g}\"");
-        assert_eq!(sample(&text, GROUP_STATE, &[group.clone()]), Some(1.0), "{g}: no state series");
+        assert_eq!(sample(&text, GROUP_STATE, std::slice::from_ref(&group)), Some(1.0), "{g}: no state series");
         for p in 0..PARTITIONS {
             let labels = [group.clone(), format!("topic=\"{}\"", topics[i % TOPICS]), format!("partition=\"{p}\"")];
             assert_eq!(sample(&text, PARTITION_START_OFFSET, &labels), Some(1.0), "{g} partition {p}");
