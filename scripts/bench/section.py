@@ -12,7 +12,7 @@ import os
 
 # The sections other scripts own in the file bench-peers writes.
 SECTIONS = ("bench-sink", "bench-process", "bench-peers-steady", "rust-peers", "join", "latency-rates", "bench-grid",
-            "bench-scale", "brokers")
+            "bench-scale", "brokers", "bench-exporter")
 
 
 def markers(name):

@@ -24,7 +24,7 @@ pub(crate) struct CoordinatorResponse<T> {
 
 /// Whether a group-level code is retried: `Some(true)` after looking the coordinator up
 /// again, `Some(false)` after a backoff; `None` when the caller interprets it.
-fn retriable_group_code(code: i16) -> Option<bool> {
+pub(super) fn retriable_group_code(code: i16) -> Option<bool> {
     let code = ErrorCode(code);
     if code.is_coordinator_moved() {
         Some(true)
@@ -87,7 +87,7 @@ impl Admin {
 /// The error of a group request still failing at its deadline: it timed out, once, naming
 /// the group, with the last retriable failure when it was something else than a timeout
 /// (a moved coordinator, a lost connection; for a write, that its outcome is unknown).
-fn deadline_passed(api: &str, group: &str, last: Option<String>, after: std::time::Duration) -> Error {
+pub(super) fn deadline_passed(api: &str, group: &str, last: Option<String>, after: std::time::Duration) -> Error {
     let what = match last {
         Some(why) => format!("{api} for group {group} ({why})"),
         None => format!("{api} for group {group}"),

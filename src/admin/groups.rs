@@ -3,10 +3,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use kafka_protocol::messages::{DeleteGroupsRequest, GroupId, ListGroupsRequest, ShareGroupDescribeRequest};
+use kafka_protocol::messages::share_group_describe_response::DescribedGroup;
+use kafka_protocol::messages::{
+    DeleteGroupsRequest, GroupId, ListGroupsRequest, ShareGroupDescribeRequest, ShareGroupDescribeResponse,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use super::configs::group_ctx;
+use super::coordinator::CoordinatorResponse;
 use super::Admin;
 use crate::cluster::{BrokerInfo, TrafficClass};
 use crate::error::{Context, Error, ErrorCode, Result};
@@ -102,6 +106,16 @@ pub struct ShareGroupDescription {
     pub members: Vec<ShareMemberDescription>,
 }
 
+/// ShareGroupDescribe versions (v1 is the first Kafka 4.0 kept).
+const DESCRIBE_VERSIONS: (i16, i16) = (1, 1);
+
+/// A ShareGroupDescribe of `groups` (all on one coordinator).
+fn describe_request(groups: &[&str]) -> ShareGroupDescribeRequest {
+    ShareGroupDescribeRequest::default()
+        .with_group_ids(groups.iter().map(|g| GroupId(StrBytes::from_string(g.to_string()))).collect())
+        .with_include_authorized_operations(false)
+}
+
 /// Message for NON_EMPTY_GROUP on every destructive operation.
 pub(crate) fn non_empty(group: &str) -> Error {
     Error::GroupNotEmpty { group: group.to_string() }
@@ -164,17 +178,37 @@ impl Admin {
     }
 
     /// Describes share groups, one result per group in order (GROUP_ID_NOT_FOUND when a
-    /// group does not exist or is not a share group).
+    /// group does not exist or is not a share group). One FindCoordinator for all of them,
+    /// then one ShareGroupDescribe per coordinator; each group keeps its own error.
     ///
     /// # Cancel safety
     /// Dropping the future stops the wait, not a request already sent: the broker may still
     /// apply it. Nothing is left half-done on this side.
     pub async fn describe_share_groups(&self, groups: &[&str]) -> Result<Vec<Result<ShareGroupDescription>>> {
-        let mut out = Vec::with_capacity(groups.len());
-        for g in groups {
-            out.push(self.describe_share_group(g).await);
-        }
-        Ok(out)
+        Ok(self.describe_share_groups_bounded(groups, usize::MAX).await)
+    }
+
+    /// As [`Admin::describe_share_groups`], with at most `max_in_flight` coordinators asked at
+    /// a time (the exporter's bound).
+    pub(crate) async fn describe_share_groups_bounded(
+        &self,
+        groups: &[&str],
+        max_in_flight: usize,
+    ) -> Vec<Result<ShareGroupDescription>> {
+        let split = |r: CoordinatorResponse<ShareGroupDescribeResponse>| {
+            let node = r.node;
+            r.response
+                .groups
+                .into_iter()
+                .map(|g| {
+                    let id = g.group_id.0.to_string();
+                    let code = g.error_code;
+                    let d = self.description(&id, node, g);
+                    (id, code, d)
+                })
+                .collect()
+        };
+        self.call_coordinators(groups, DESCRIBE_VERSIONS, max_in_flight, describe_request, split).await
     }
 
     /// Describes one share group.
@@ -183,16 +217,17 @@ impl Admin {
     /// Dropping the future stops the wait, not a request already sent: the broker may still
     /// apply it. Nothing is left half-done on this side.
     pub async fn describe_share_group(&self, group: &str) -> Result<ShareGroupDescription> {
-        let req = ShareGroupDescribeRequest::default()
-            .with_group_ids(vec![GroupId(StrBytes::from_string(group.to_string()))])
-            .with_include_authorized_operations(false);
-        let code = |r: &kafka_protocol::messages::ShareGroupDescribeResponse| {
-            r.groups.first().map(|g| g.error_code).unwrap_or(0)
-        };
-        let r = self.call_coordinator(group, &req, (1, 1), code).await?;
+        let req = describe_request(&[group]);
+        let code = |r: &ShareGroupDescribeResponse| r.groups.first().map(|g| g.error_code).unwrap_or(0);
+        let r = self.call_coordinator(group, &req, DESCRIBE_VERSIONS, code).await?;
         let g = r.response.groups.into_iter().find(|g| g.group_id.0.as_str() == group).ok_or_else(|| {
             Error::IncompleteResponse { api: "ShareGroupDescribe", missing: format!("group {group}") }
         })?;
+        self.description(group, r.node, g)
+    }
+
+    /// One group of a ShareGroupDescribe answer from coordinator `node`.
+    fn description(&self, group: &str, node: i32, g: DescribedGroup) -> Result<ShareGroupDescription> {
         if let Some(e) = Error::from_code(
             g.error_code,
             g.error_message.map(|m| m.to_string()),
@@ -200,8 +235,8 @@ impl Admin {
         ) {
             return Err(e);
         }
-        let coordinator = self.cluster.with_metadata(|m| m.brokers.get(&r.node).cloned()).unwrap_or(BrokerInfo {
-            node_id: r.node,
+        let coordinator = self.cluster.with_metadata(|m| m.brokers.get(&node).cloned()).unwrap_or(BrokerInfo {
+            node_id: node,
             host: String::new(),
             port: -1,
             rack: None,

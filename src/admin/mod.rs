@@ -7,6 +7,7 @@
 //! negotiates the version, and turns per-item error codes into per-item results.
 
 pub mod blocking;
+mod by_coordinator;
 mod configs;
 mod coordinator;
 mod delete_records;
@@ -93,6 +94,13 @@ impl Admin {
     /// after it connect again. Nothing is pending in an admin client, so nothing is lost.
     pub fn close(&self) {
         self.cluster.close();
+    }
+
+    /// (API key, requests sent) by this client and its clones so far, retries included
+    /// (the exporter reports them per refresh).
+    #[cfg(feature = "exporter")]
+    pub(crate) fn requests_sent(&self) -> Vec<(i16, u64)> {
+        self.cluster.network_stats().requests.sent()
     }
 
     /// Shares an existing cluster handle. (Feature `unstable-internals`.)

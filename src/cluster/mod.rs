@@ -4,8 +4,10 @@
 //! It knows nothing about share sessions or membership: it answers "send this to broker N"
 //! and "who leads this partition / coordinates this group".
 
+mod coordinators;
 mod metadata;
 mod pool;
+mod request_counts;
 pub mod sasl;
 mod settings;
 mod versions;
@@ -13,18 +15,19 @@ mod versions;
 use std::sync::{Arc, RwLock};
 
 use kafka_protocol::messages::{
-    metadata_request::MetadataRequestTopic, FindCoordinatorRequest, MetadataRequest, TopicName,
+    metadata_request::MetadataRequestTopic, MetadataRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use tracing::debug;
 
 pub use metadata::{BrokerInfo, Metadata, PartitionInfo, TopicInfo};
 pub use pool::{dial, BrokerConnection, DialConfig, Pool, TrafficClass};
+pub use request_counts::RequestCounts;
 pub use settings::{ClusterConfig, NetworkStats};
 pub use versions::ApiVersions;
 
 use crate::connection::ConnectionConfig;
-use crate::error::{check, Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::protocol::api::ApiRequest;
 
 /// Metadata API versions this client speaks (v10+ carries topic ids).
@@ -159,6 +162,7 @@ impl Cluster {
         v: i16,
         timeout: std::time::Duration,
     ) -> Result<R::Response> {
+        self.network.requests.note(R::KEY);
         let r = conn.conn.call_timeout(req, v, timeout).await;
         if let Err(e) = &r {
             if e.is_connection_error() || matches!(e, Error::Timeout { .. }) {
@@ -251,24 +255,10 @@ impl Cluster {
     /// One FindCoordinator, no retry: for callers that schedule their own retries (the share
     /// consumer's driver core backs off between lookups in virtual time).
     pub(crate) async fn find_group_coordinator_once(&self, group_id: &str) -> Result<i32> {
-        let conn = self.any_broker().await?;
-        let req = FindCoordinatorRequest::default()
-            .with_key_type(0)
-            .with_coordinator_keys(vec![StrBytes::from_string(group_id.to_string())]);
-        let resp = self.send(&conn, &req, FIND_COORDINATOR_VERSIONS).await?;
-        check(resp.error_code, resp.error_message.as_ref().map(|m| m.to_string()), || Context::api("FindCoordinator"))?;
-        let c = resp
-            .coordinators
-            .first()
-            .ok_or_else(|| Error::IncompleteResponse { api: "FindCoordinator", missing: format!("the coordinator of {group_id}") })?;
-        check(c.error_code, c.error_message.as_ref().map(|m| m.to_string()), || Context::api("FindCoordinator"))?;
-        // Make sure the pool can dial it even if metadata has not seen the broker yet.
-        let known = self.with_metadata(|m| m.brokers.contains_key(&c.node_id.0));
-        if !known {
-            let info = BrokerInfo { node_id: c.node_id.0, host: c.host.to_string(), port: c.port, rack: None };
-            self.metadata.write().unwrap_or_else(|p| p.into_inner()).brokers.insert(info.node_id, info);
-        }
-        Ok(c.node_id.0)
+        let mut found = self.find_group_coordinators(&[group_id]).await?;
+        found.pop().unwrap_or_else(|| {
+            Err(Error::IncompleteResponse { api: "FindCoordinator", missing: format!("the coordinator of {group_id}") })
+        })
     }
 
     /// Adds or updates broker endpoints learnt from a response (e.g. ShareFetch NodeEndpoints).

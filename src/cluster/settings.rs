@@ -178,6 +178,8 @@ pub struct NetworkStats {
     pub reauthentications: AtomicU64,
     /// Failed re-authentications (each closed its connection).
     pub failed_reauthentications: AtomicU64,
+    /// Requests sent through the cluster layer, by API key.
+    pub requests: super::request_counts::RequestCounts,
 }
 
 #[cfg(test)]

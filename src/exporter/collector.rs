@@ -46,6 +46,12 @@ pub const ERRORS: &str = "kafka_share_exporter_errors_total";
 pub const LAST_SUCCESS: &str = "kafka_share_exporter_last_successful_refresh_timestamp_seconds";
 /// The exporter: groups exported.
 pub const GROUPS: &str = "kafka_share_exporter_groups";
+/// The exporter: requests its last refresh sent, by API (label `api`).
+pub const REFRESH_REQUESTS: &str = "kafka_share_exporter_refresh_requests";
+/// The exporter: requests sent by all its refreshes, by API (counter).
+pub const REQUESTS: &str = "kafka_share_exporter_requests_total";
+/// The exporter: group coordinators that answered for the groups in the last refresh.
+pub const COORDINATORS: &str = "kafka_share_exporter_coordinators";
 
 /// Every series name the exporter serves (counters with their `_total`).
 pub const SERIES: &[&str] = &[
@@ -64,6 +70,9 @@ pub const SERIES: &[&str] = &[
     ERRORS,
     LAST_SUCCESS,
     GROUPS,
+    REFRESH_REQUESTS,
+    REQUESTS,
+    COORDINATORS,
 ];
 
 /// The exporter's [`Collector`]: register it in a
@@ -222,6 +231,33 @@ impl Collector for ExporterCollector {
             &last,
         )?;
         gauge_family(&mut encoder, GROUPS, "Share groups exported, a count", &[(vec![], s.groups.len() as f64)])?;
+        let per_refresh: Vec<(Labels<'_>, f64)> =
+            s.requests.iter().map(|(api, n)| (vec![("api", *api)], *n as f64)).collect();
+        gauge_family(
+            &mut encoder,
+            REFRESH_REQUESTS,
+            "Requests the exporter's last refresh sent, by API, retries included, a count",
+            &per_refresh,
+        )?;
+        {
+            let name = REQUESTS.trim_end_matches("_total");
+            let mut family = encoder.encode_descriptor(
+                name,
+                "Requests the exporter's refreshes sent, by API, a count",
+                None,
+                MetricType::Counter,
+            )?;
+            for (api, n) in &s.requests_total {
+                let labels: Labels<'_> = vec![("api", api)];
+                ConstCounter::new(*n).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        gauge_family(
+            &mut encoder,
+            COORDINATORS,
+            "Group coordinators that answered for the groups in the exporter's last refresh, a count",
+            &[(vec![], s.coordinators as f64)],
+        )?;
         let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.last_scrape_nanos.store(took, Ordering::Relaxed);
         Ok(())

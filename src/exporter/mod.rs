@@ -2,11 +2,13 @@
 //! the library side of the `kafka-share-exporter` binary.
 //!
 //! An [`Exporter`] refreshes a cache on an interval: it lists the share groups (all, or a
-//! [`GroupFilter`]), describes each and reads its offsets (DescribeShareGroupOffsets: the
-//! start offset and, on Kafka 4.2+, the lag of KIP-1226), a bounded number of groups at a
-//! time, then reads each share partition's log end and the timestamp of the record at its
-//! start offset with a plain Fetch that acquires nothing ([`Admin::peek`]). A scrape
-//! ([`ExporterCollector`]) and the scaler read the cache only: they never wait on the cluster.
+//! [`GroupFilter`]), describes them and reads their offsets (DescribeShareGroupOffsets: the
+//! start offset and, on Kafka 4.2+, the lag of KIP-1226) in batches, one request per group
+//! coordinator carrying all its groups, then reads each share partition's log end and the
+//! timestamp of the record at its start offset with a plain Fetch that acquires nothing
+//! ([`Admin::peek`]). A scrape ([`ExporterCollector`]) and the scaler read the cache only:
+//! they never wait on the cluster. Each refresh counts its requests by API
+//! ([`Snapshot::requests`]), so its cost is seen to grow with the brokers, not the groups.
 //!
 //! ```no_run
 //! # async fn demo() -> kafka_share::Result<()> {
@@ -35,9 +37,9 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
 pub use collector::{
-    ExporterCollector, ERRORS, GROUPS, GROUP_ASSIGNED_PARTITIONS, GROUP_LAG, GROUP_MEMBERS, GROUP_OLDEST_AGE,
-    GROUP_STATE, LAST_SUCCESS, PARTITION_LAG, PARTITION_LOG_END_OFFSET, PARTITION_OLDEST_AGE, PARTITION_START_OFFSET,
-    REFRESHES, REFRESH_DURATION, SCRAPE_DURATION, SERIES,
+    ExporterCollector, COORDINATORS, ERRORS, GROUPS, GROUP_ASSIGNED_PARTITIONS, GROUP_LAG, GROUP_MEMBERS,
+    GROUP_OLDEST_AGE, GROUP_STATE, LAST_SUCCESS, PARTITION_LAG, PARTITION_LOG_END_OFFSET, PARTITION_OLDEST_AGE,
+    PARTITION_START_OFFSET, REFRESHES, REFRESH_DURATION, REFRESH_REQUESTS, REQUESTS, SCRAPE_DURATION, SERIES,
 };
 pub use filter::GroupFilter;
 pub use snapshot::{GroupView, PartitionView, Snapshot};
@@ -52,8 +54,9 @@ pub struct ExporterConfig {
     pub groups: GroupFilter,
     /// Time from the end of one refresh to the start of the next (default 15 s).
     pub refresh_interval: Duration,
-    /// Groups described at the same time (default 8): the bound on requests in flight
-    /// toward the coordinators.
+    /// Requests in flight at a time toward the group coordinators (default 8): the groups
+    /// go in batches, one request per coordinator, so this bounds how many coordinators are
+    /// asked at once.
     pub max_in_flight: usize,
     /// The longest one step of a refresh may take before it counts as a `timeout` error
     /// (default 30 s).
@@ -129,6 +132,11 @@ async fn run(admin: Admin, config: ExporterConfig, tx: watch::Sender<Arc<Snapsho
         for e in r.errors {
             *next.errors.entry(e).or_default() += 1;
         }
+        for (api, n) in &r.requests {
+            *next.requests_total.entry(api).or_default() += n;
+        }
+        next.requests = r.requests;
+        next.coordinators = r.coordinators;
         if let Some(groups) = r.groups {
             next.groups = groups;
             next.last_success = Some(SystemTime::now());

@@ -1,20 +1,20 @@
-//! One refresh: list the share groups, describe each and read its offsets (a bounded number at
-//! a time), then read every share partition's log end and the record at its start offset
-//! (one Fetch per leader). What fails is counted by operation and kind, and left out of the
-//! views: a deleted group or topic drops its series, the rest are still exported. Groups
-//! named in a [`GroupFilter::List`] are described without listing: a missing or forbidden
-//! one is counted (`group_id_not_found`, `group_authorization_failed`).
+//! One refresh: list the share groups, describe them and read their offsets (one FindCoordinator
+//! and one request per coordinator for each, carrying all its groups), then read every share
+//! partition's log end and the record at its start offset (one Fetch per leader). What fails
+//! is counted by operation and kind, and left out of the views: a deleted group or topic drops
+//! its series, the rest are still exported. Groups named in a [`GroupFilter::List`] are
+//! described without listing: a missing or forbidden one is counted (`group_id_not_found`,
+//! `group_authorization_failed`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
-
-use futures::stream::{self, StreamExt};
 
 use super::error_kind::error_kind;
 use super::filter::GroupFilter;
 use super::snapshot::{GroupView, PartitionView};
 use crate::admin::{Admin, PeekedRecord, ShareGroupDescription, ShareGroupOffsets, TopicPartition};
 use crate::error::{Error, ErrorCode, Result};
+use crate::protocol::api::api_name;
 
 /// What one refresh found and what failed in it.
 #[derive(Debug, Default)]
@@ -23,6 +23,10 @@ pub(crate) struct Refreshed {
     pub groups: Option<Vec<GroupView>>,
     /// (operation, kind) of each failure.
     pub errors: Vec<(&'static str, String)>,
+    /// Requests the refresh sent, by API name (its admin client's, retries included).
+    pub requests: BTreeMap<&'static str, u64>,
+    /// Group coordinators that described the groups.
+    pub coordinators: usize,
 }
 
 impl Refreshed {
@@ -32,8 +36,16 @@ impl Refreshed {
     }
 }
 
-/// Runs one refresh, each request bounded by `timeout`, at most `max_in_flight` groups at a time.
+/// Runs one refresh, each step bounded by `timeout`, at most `max_in_flight` requests toward
+/// the coordinators at a time, counting the requests it sent.
 pub(crate) async fn refresh(admin: &Admin, filter: &GroupFilter, max_in_flight: usize, timeout: Duration) -> Refreshed {
+    let before = admin.requests_sent();
+    let mut out = read(admin, filter, max_in_flight, timeout).await;
+    out.requests = requests_between(&before, &admin.requests_sent());
+    out
+}
+
+async fn read(admin: &Admin, filter: &GroupFilter, max_in_flight: usize, timeout: Duration) -> Refreshed {
     let mut out = Refreshed::default();
     let ids: Vec<String> = match filter {
         // Named groups are described as named: one that is missing or that this principal may
@@ -47,20 +59,25 @@ pub(crate) async fn refresh(admin: &Admin, filter: &GroupFilter, max_in_flight: 
             }
         },
     };
-    let described: Vec<_> = stream::iter(ids)
-        .map(|g| async move {
-            let d = bounded(timeout, "describing a share group", admin.describe_share_group(&g));
-            let o = bounded(timeout, "reading a share group's offsets", admin.list_share_group_offsets(&g, None));
-            let (d, o) = futures::join!(d, o);
-            (g, d, o)
-        })
-        .buffer_unordered(max_in_flight.max(1))
-        .collect()
-        .await;
+    // One FindCoordinator and one request per coordinator for each of the two reads, not two
+    // requests per group: a thousand groups on three brokers cost a handful of requests.
+    let names: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let (described, offsets) = futures::join!(
+        bounded(timeout, "describing the share groups", async {
+            Ok(admin.describe_share_groups_bounded(&names, max_in_flight).await)
+        }),
+        bounded(timeout, "reading the share groups' offsets", async {
+            Ok(admin.list_share_groups_offsets_bounded(&names, max_in_flight).await)
+        }),
+    );
+    // A whole read that ran out of time fails each of its groups, as asking each alone would.
+    let described = described.unwrap_or_else(|e| vec![Err(e); names.len()]);
+    let offsets = offsets.unwrap_or_else(|e| vec![Err(e); names.len()]);
 
     let mut groups = Vec::new();
+    let mut coordinators = BTreeSet::new();
     let mut wanted: BTreeMap<TopicPartition, BTreeSet<i64>> = BTreeMap::new();
-    for (_, d, o) in described {
+    for (d, o) in described.into_iter().zip(offsets) {
         let d = match d {
             Ok(d) => d,
             Err(e) => {
@@ -69,6 +86,7 @@ pub(crate) async fn refresh(admin: &Admin, filter: &GroupFilter, max_in_flight: 
                 continue;
             }
         };
+        coordinators.insert(d.coordinator.node_id);
         let o = match o {
             Ok(o) => Some(o),
             Err(e) => {
@@ -90,12 +108,26 @@ pub(crate) async fn refresh(admin: &Admin, filter: &GroupFilter, max_in_flight: 
         }
         groups.push((d, o));
     }
+    out.coordinators = coordinators.len();
 
     let peeked = peek_all(admin, &wanted, timeout, &mut out).await;
     let mut views: Vec<GroupView> = groups.into_iter().map(|(d, o)| view(d, o.as_ref(), &peeked)).collect();
     views.sort_by(|a, b| a.group.cmp(&b.group));
     out.groups = Some(views);
     out
+}
+
+/// Requests sent by API name between two readings of [`Admin::requests_sent`].
+fn requests_between(before: &[(i16, u64)], after: &[(i16, u64)]) -> BTreeMap<&'static str, u64> {
+    let mut sent = BTreeMap::new();
+    for (key, n) in after {
+        let earlier = before.iter().find(|(k, _)| k == key).map_or(0, |(_, n)| *n);
+        let n = n.saturating_sub(earlier);
+        if n > 0 {
+            *sent.entry(api_name(*key)).or_default() += n;
+        }
+    }
+    sent
 }
 
 /// The record at each (partition, offset), in rounds of one offset per partition (groups on
@@ -193,5 +225,19 @@ async fn bounded<T>(limit: Duration, what: &str, f: impl std::future::Future<Out
     match tokio::time::timeout(limit, f).await {
         Ok(r) => r,
         Err(_) => Err(Error::Timeout { what: format!("{what} (exporter refresh)"), after: limit }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::requests_between;
+
+    #[test]
+    fn requests_of_a_refresh_are_the_difference_by_api_name() {
+        let before = [(10, 4), (90, 2)];
+        let after = [(3, 1), (10, 5), (90, 2), (77, 1)];
+        let sent = requests_between(&before, &after);
+        let sent: Vec<(&str, u64)> = sent.into_iter().collect();
+        assert_eq!(sent, vec![("FindCoordinator", 1), ("Metadata", 1), ("ShareGroupDescribe", 1)]);
     }
 }

@@ -103,6 +103,13 @@ pub struct Snapshot {
     pub refreshes: u64,
     /// Errors so far, by (operation, kind): `("offsets", "group_authorization_failed")`.
     pub errors: BTreeMap<(&'static str, String), u64>,
+    /// Requests the last refresh sent, by API name (`"DescribeShareGroupOffsets"`), retries
+    /// included: the groups are read in batches, one request per coordinator.
+    pub requests: BTreeMap<&'static str, u64>,
+    /// Requests sent by all refreshes so far, by API name.
+    pub requests_total: BTreeMap<&'static str, u64>,
+    /// Group coordinators that answered for the groups in the last refresh.
+    pub coordinators: usize,
 }
 
 impl Snapshot {

@@ -35,6 +35,8 @@ mod consumer_poll_interval;
 mod examples_run;
 #[cfg(feature = "exporter")]
 mod exporter;
+#[cfg(feature = "exporter")]
+mod exporter_many_groups;
 #[cfg(all(feature = "exporter", feature = "tls"))]
 mod exporter_security;
 #[cfg(feature = "otel")]

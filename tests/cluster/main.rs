@@ -33,5 +33,7 @@ mod chaos_broker_kill;
 mod chaos_brokers;
 mod chaos_consumer_kill;
 mod chaos_network;
+#[cfg(feature = "exporter")]
+mod exporter_coordinator_kill;
 mod producer;
 mod share_consumer_cluster;

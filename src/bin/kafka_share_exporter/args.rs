@@ -17,7 +17,7 @@ and (with --scaler-listen) a KEDA external scaler over gRPC.
   --group ID                    export this group (repeatable); default: every share group
   --group-pattern REGEX         export the groups whose whole id matches REGEX
   --refresh-interval SECONDS    time between refreshes (default 15; fractions allowed)
-  --max-in-flight N             groups described at the same time (default 8)
+  --max-in-flight N             requests toward the group coordinators at a time (default 8)
   --request-timeout SECONDS     longest one refresh step may take (default 30)
 ";
 

@@ -1,0 +1,299 @@
+//! Group requests for many groups, batched by coordinator: one FindCoordinator (v4+) for all
+//! the groups, then one request per coordinator carrying every group it coordinates
+//! (ShareGroupDescribe and DescribeShareGroupOffsets both take a list), as Java's admin
+//! batches them. A refresh of a thousand groups on three brokers is then a handful of
+//! requests, not two thousand.
+//!
+//! Each group keeps its own result: a group whose coordinator moved (NOT_COORDINATOR,
+//! COORDINATOR_NOT_AVAILABLE) or is loading is looked up and asked again, alone with the
+//! others in the same case, until the cluster's request timeout; a group the broker refuses
+//! (not found, not authorized) fails alone; a coordinator that cannot be reached fails only
+//! the groups it coordinates.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::stream::{self, StreamExt};
+use tokio::time::Instant;
+use tracing::debug;
+
+use super::coordinator::{deadline_passed, retriable_group_code, CoordinatorResponse};
+use super::Admin;
+use crate::cluster::TrafficClass;
+use crate::error::{Error, ErrorCode, Result};
+use crate::protocol::api::ApiRequest;
+
+/// One group's part of a coordinator's answer: its id, its group-level error code (0 when
+/// none) and what it reads as.
+pub(crate) type GroupPart<T> = (String, i16, Result<T>);
+
+/// One coordinator's answer (or its failure) to the groups it was asked about.
+type Answer<'g, T> = (Vec<&'g str>, Result<CoordinatorResponse<T>>);
+
+/// How a group stands between rounds.
+enum Standing<T> {
+    /// Answered for good (a value or an error that asking again would not change).
+    Done(Result<T>),
+    /// To ask again; the last retriable failure, `None` after a plain timeout.
+    Retry(Option<String>),
+}
+
+impl Admin {
+    /// Sends `build(groups)` to each coordinator of `groups` (at most `max_in_flight` requests
+    /// at a time) and reads each group's part with `split`. One result per group, in the order
+    /// given; a group named twice is asked once.
+    pub(crate) async fn call_coordinators<R: ApiRequest, T: Clone>(
+        &self,
+        groups: &[&str],
+        versions: (i16, i16),
+        max_in_flight: usize,
+        build: impl Fn(&[&str]) -> R,
+        split: impl Fn(CoordinatorResponse<R::Response>) -> Vec<GroupPart<T>>,
+    ) -> Vec<Result<T>> {
+        let timeout = self.cluster.config().request_timeout;
+        let deadline = Instant::now() + timeout;
+        let mut backoff = self.cluster.config().backoff();
+        let mut standing: BTreeMap<&str, Standing<T>> = BTreeMap::new();
+        for g in groups {
+            let s = if g.is_empty() {
+                Standing::Done(Err(Error::InvalidArgument("the group id must not be empty".into())))
+            } else {
+                Standing::Retry(None)
+            };
+            standing.insert(g, s);
+        }
+        loop {
+            let pending: Vec<&str> =
+                standing.iter().filter(|(_, s)| matches!(s, Standing::Retry(_))).map(|(g, _)| *g).collect();
+            if pending.is_empty() {
+                break;
+            }
+            let by_node = self.coordinators_of(&pending, &mut standing).await;
+            // The futures built in a loop, not in a closure over the stream: a closure's
+            // borrowed group names defeat the `Send` check of the task that awaits this.
+            let mut requests = Vec::with_capacity(by_node.len());
+            for (node, gs) in by_node {
+                let req = build(&gs);
+                requests.push(async move {
+                    let r = self.send_to_coordinator(node, &req, versions).await;
+                    (gs, r)
+                });
+            }
+            let answers: Vec<Answer<'_, R::Response>> =
+                stream::iter(requests).buffer_unordered(max_in_flight.max(1)).collect().await;
+            for (gs, answer) in answers {
+                match answer {
+                    Ok(r) => read_answer(R::NAME, &gs, r, &split, &mut standing),
+                    Err(e) => {
+                        let s = retry_or_fail(e);
+                        for g in gs {
+                            standing.insert(g, s.clone());
+                        }
+                    }
+                }
+            }
+            let still: Vec<&str> =
+                standing.iter().filter(|(_, s)| matches!(s, Standing::Retry(_))).map(|(g, _)| *g).collect();
+            if still.is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                for g in still {
+                    if let Some(Standing::Retry(why)) = standing.remove(g) {
+                        standing.insert(g, Standing::Done(Err(deadline_passed(R::NAME, g, why, timeout))));
+                    }
+                }
+                break;
+            }
+            debug!(api = R::NAME, groups = still.len(), "retrying at the coordinators");
+            tokio::time::sleep(backoff.next_delay()).await;
+        }
+        groups
+            .iter()
+            .map(|g| match standing.get(g) {
+                Some(Standing::Done(r)) => r.clone(),
+                // Every group ends Done: the loop leaves only when none is Retry.
+                _ => Err(Error::IncompleteResponse { api: R::NAME, missing: format!("group {g}") }),
+            })
+            .collect()
+    }
+
+    /// The pending groups by coordinator, from one FindCoordinator; a group whose lookup
+    /// failed is marked to retry or failed in `standing`, and left out.
+    async fn coordinators_of<'g, T: Clone>(
+        &self,
+        pending: &[&'g str],
+        standing: &mut BTreeMap<&'g str, Standing<T>>,
+    ) -> BTreeMap<i32, Vec<&'g str>> {
+        let mut by_node: BTreeMap<i32, Vec<&str>> = BTreeMap::new();
+        match self.cluster.find_group_coordinators(pending).await {
+            Ok(found) => {
+                for (g, r) in pending.iter().zip(found) {
+                    match r {
+                        Ok(node) => by_node.entry(node).or_default().push(g),
+                        Err(e) => {
+                            standing.insert(g, retry_or_fail(e));
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                let s = retry_or_fail(e);
+                for g in pending {
+                    standing.insert(g, s.clone());
+                }
+            }
+        }
+        by_node
+    }
+
+    /// `req` to coordinator `node`.
+    async fn send_to_coordinator<R: ApiRequest>(
+        &self,
+        node: i32,
+        req: &R,
+        versions: (i16, i16),
+    ) -> Result<CoordinatorResponse<R::Response>> {
+        let conn = self.cluster.broker(node, TrafficClass::Control).await?;
+        let version = conn.versions.pick(R::KEY, versions.0, versions.1)?;
+        let response = self.cluster.send(&conn, req, versions).await?;
+        Ok(CoordinatorResponse { node, version, response, versions: conn.versions.clone() })
+    }
+}
+
+impl<T: Clone> Clone for Standing<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Standing::Done(r) => Standing::Done(r.clone()),
+            Standing::Retry(why) => Standing::Retry(why.clone()),
+        }
+    }
+}
+
+/// Each asked group's part of one coordinator's answer into `standing`.
+fn read_answer<'g, R, T>(
+    api: &'static str,
+    asked: &[&'g str],
+    r: CoordinatorResponse<R>,
+    split: impl Fn(CoordinatorResponse<R>) -> Vec<GroupPart<T>>,
+    standing: &mut BTreeMap<&'g str, Standing<T>>,
+) {
+    let versions = r.versions.clone();
+    let asked_set: BTreeSet<&'g str> = asked.iter().copied().collect();
+    let mut answered = BTreeSet::new();
+    for (g, code, result) in split(r) {
+        let Some(g) = asked_set.get(g.as_str()).copied() else { continue };
+        answered.insert(g);
+        let s = if code == ErrorCode::UNSUPPORTED_VERSION.0 {
+            // Share groups switched off (`share.version` 0): name the feature and how to
+            // turn it on, as every single-group call does.
+            Standing::Done(versions.require_share_groups().and(result))
+        } else if retriable_group_code(code).is_some() {
+            Standing::Retry(Some(format!("group-level error {code}")))
+        } else {
+            Standing::Done(result)
+        };
+        standing.insert(g, s);
+    }
+    for g in asked.iter().filter(|g| !answered.contains(*g)) {
+        let missing = Error::IncompleteResponse { api, missing: format!("group {g}") };
+        standing.insert(g, Standing::Done(Err(missing)));
+    }
+}
+
+/// A failure of a whole request: asked again when it may pass (a lost connection, a
+/// timeout, a coordinator moving), final otherwise.
+fn retry_or_fail<T>(e: Error) -> Standing<T> {
+    match e {
+        // A request that timed out adds nothing to the deadline's own "timed out".
+        Error::Timeout { .. } => Standing::Retry(None),
+        e if e.is_retriable() => Standing::Retry(Some(e.to_string())),
+        e => Standing::Done(Err(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use super::{read_answer, retry_or_fail, Standing};
+    use crate::admin::coordinator::CoordinatorResponse;
+    use crate::cluster::ApiVersions;
+    use crate::error::{Context, Error, ErrorCode};
+
+    /// A coordinator's answer naming each group with its group-level code.
+    fn answer(parts: &[(&str, ErrorCode)], share_version: i16) -> CoordinatorResponse<Vec<(String, i16)>> {
+        CoordinatorResponse {
+            node: 1,
+            version: 1,
+            response: parts.iter().map(|(g, c)| (g.to_string(), c.0)).collect(),
+            versions: Arc::new(ApiVersions::from_ranges(1, &[], &[("share.version", share_version)])),
+        }
+    }
+
+    fn split(r: CoordinatorResponse<Vec<(String, i16)>>) -> Vec<super::GroupPart<u32>> {
+        r.response
+            .into_iter()
+            .map(|(g, code)| {
+                let res = match Error::from_code(code, None, Context::api("Test")) {
+                    Some(e) => Err(e),
+                    None => Ok(7),
+                };
+                (g, code, res)
+            })
+            .collect()
+    }
+
+    fn kind(s: Option<&Standing<u32>>) -> String {
+        match s {
+            Some(Standing::Done(Ok(v))) => format!("ok {v}"),
+            Some(Standing::Done(Err(e))) => format!("err {}", e.code().map_or("none".into(), |c| c.name())),
+            Some(Standing::Retry(_)) => "retry".into(),
+            None => "absent".into(),
+        }
+    }
+
+    #[test]
+    fn each_group_keeps_its_own_answer() {
+        let asked = ["a", "b", "c", "d", "e"];
+        let mut standing = BTreeMap::new();
+        let r = answer(
+            &[
+                ("a", ErrorCode(0)),
+                ("b", ErrorCode::NOT_COORDINATOR),
+                ("c", ErrorCode::GROUP_AUTHORIZATION_FAILED),
+                ("d", ErrorCode::COORDINATOR_LOAD_IN_PROGRESS),
+                ("not-asked", ErrorCode(0)),
+            ],
+            1,
+        );
+        read_answer("Test", &asked, r, split, &mut standing);
+        assert_eq!(kind(standing.get("a")), "ok 7");
+        assert_eq!(kind(standing.get("b")), "retry", "its coordinator moved: looked up again");
+        assert_eq!(kind(standing.get("c")), "err GROUP_AUTHORIZATION_FAILED");
+        assert_eq!(kind(standing.get("d")), "retry", "loading: asked again after a backoff");
+        assert!(
+            matches!(standing.get("e"), Some(Standing::Done(Err(Error::IncompleteResponse { .. })))),
+            "a group the answer left out is an incomplete answer"
+        );
+        assert!(!standing.contains_key("not-asked"), "only asked groups are read");
+    }
+
+    #[test]
+    fn share_groups_switched_off_say_how_to_turn_them_on() {
+        let mut standing = BTreeMap::new();
+        read_answer("Test", &["a"], answer(&[("a", ErrorCode::UNSUPPORTED_VERSION)], 0), split, &mut standing);
+        let Some(Standing::Done(Err(e))) = standing.get("a") else { panic!("{}", kind(standing.get("a"))) };
+        assert!(e.to_string().contains("share.version"), "{e}");
+    }
+
+    #[test]
+    fn a_whole_request_is_retried_only_when_it_may_pass() {
+        let timeout = Error::Timeout { what: "x".into(), after: std::time::Duration::from_secs(1) };
+        assert!(matches!(retry_or_fail::<u32>(timeout), Standing::Retry(None)));
+        let closed = Error::ConnectionClosed { addr: "b:1".into(), cause: None };
+        assert!(matches!(retry_or_fail::<u32>(closed), Standing::Retry(Some(_))));
+        let refused = Error::InvalidArgument("bad".into());
+        assert!(matches!(retry_or_fail::<u32>(refused), Standing::Done(Err(_))));
+    }
+}
