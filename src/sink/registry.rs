@@ -58,13 +58,11 @@ impl Registry {
         if let (Some((_, f)), None) = (hits.next(), hits.next()) {
             return Ok(f.clone());
         }
-        self.factories.get(class).cloned().ok_or_else(|| {
-            let known: Vec<&str> = self.factories.keys().map(String::as_str).collect();
-            SinkError::fatal(format!(
-                "connector.class {class:?} is not known; this runtime has: {}",
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
-            ))
-        })
+        let known: Vec<&str> = self.factories.keys().map(String::as_str).collect();
+        Err(SinkError::fatal(format!(
+            "connector.class {class:?} is not known; this runtime has: {}",
+            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+        )))
     }
 
     /// Registers a converter under `name` (for `key.converter` / `value.converter`).

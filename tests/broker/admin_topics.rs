@@ -35,7 +35,9 @@ async fn describe_topics_shows_partitions_leaders_and_replicas() {
     // One result per name, in the order asked; the missing topic is not created. The broker
     // answers CreateTopics once the controller has the topic; its own metadata may learn of it
     // a moment later (seen on a busy CI machine), so wait until it describes both with leaders.
-    let described = until_led(&admin, &[&b, &missing, &a], &[&a, &b]).await;
+    common::described_with_leaders(&admin, &a).await;
+    common::described_with_leaders(&admin, &b).await;
+    let described = admin.describe_topics(&[&b, &missing, &a]).await.expect("describe");
     assert_eq!(described.len(), 3);
     let tb = described[0].as_ref().expect("b described");
     assert!(matches!(&described[1], Err(Error::UnknownTopic(t)) if *t == missing), "{:?}", described[1]);
@@ -73,35 +75,8 @@ async fn describe_topics_shows_partitions_leaders_and_replicas() {
     tokio::time::timeout(std::time::Duration::from_secs(60), recreated)
         .await
         .expect("recreated in time");
-    let again = until_led(&admin, &[&b], &[&b]).await.remove(0).expect("described again");
+    let again = common::described_with_leaders(&admin, &b).await;
     assert_ne!(again.topic_id, tb.topic_id, "a new topic, a new id");
-}
-
-/// Describes `names` until every one of `expected` is described with a leader on each of its
-/// partitions (at most 60 s): what the broker's metadata says once it has caught up with the
-/// controller.
-async fn until_led(
-    admin: &kafka_share::admin::Admin,
-    names: &[&str],
-    expected: &[&str],
-) -> Vec<kafka_share::Result<kafka_share::admin::TopicDescription>> {
-    let ready = |d: &[kafka_share::Result<kafka_share::admin::TopicDescription>]| {
-        expected
-            .iter()
-            .all(|name| d.iter().flatten().any(|t| t.name == *name && t.partitions.iter().all(|p| p.leader.is_some())))
-    };
-    let wait = async {
-        loop {
-            let described = admin.describe_topics(names).await.expect("describe");
-            if ready(&described) {
-                return described;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(60), wait)
-        .await
-        .expect("described with leaders in time")
 }
 
 #[tokio::test]

@@ -256,6 +256,23 @@ fn answer(class: &str, config: &BTreeMap<String, String>, errors: &[(String, Str
 mod tests {
     use super::*;
 
+    fn worker() -> Worker {
+        Worker::new(crate::sink::WorkerConfig::new("127.0.0.1:1"), crate::sink::Registry::with_builtins())
+    }
+
+    /// The settings an answer refuses, sorted.
+    fn refused(v: &Value) -> Vec<&str> {
+        let mut names: Vec<&str> = v["configs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| !c["value"]["errors"].as_array().unwrap().is_empty())
+            .map(|c| c["value"]["name"].as_str().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
     #[test]
     fn the_error_sits_on_its_setting() {
         let config =
@@ -279,21 +296,14 @@ mod tests {
 
     #[test]
     fn every_refused_setting_is_reported() {
-        let worker = Worker::new(crate::sink::WorkerConfig::new("127.0.0.1:1"), crate::sink::Registry::with_builtins());
+        let worker = worker();
         let config = BTreeMap::from([
             ("topics".to_string(), "t".to_string()),
             ("tasks.max".to_string(), "0".to_string()),
             ("errors.tolerance".to_string(), "some".to_string()),
         ]);
         let v = validate(&worker, "FileStreamSinkConnector", config).unwrap();
-        let mut with_errors: Vec<&str> = v["configs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| !c["value"]["errors"].as_array().unwrap().is_empty())
-            .map(|c| c["value"]["name"].as_str().unwrap())
-            .collect();
-        with_errors.sort();
+        let with_errors = refused(&v);
         assert_eq!(with_errors, ["errors.tolerance", "name", "tasks.max"], "{v}");
         assert_eq!(v["error_count"], 3);
         // The simple name found the registered class.
@@ -311,27 +321,20 @@ mod tests {
     fn a_missing_required_setting_does_not_hide_the_others() {
         // `topics` has no default: removing it could not make the check pass, and the
         // settings checked after it went unreported.
-        let worker = Worker::new(crate::sink::WorkerConfig::new("127.0.0.1:1"), crate::sink::Registry::with_builtins());
+        let worker = worker();
         let config = BTreeMap::from([
             ("name".to_string(), "f".to_string()),
             ("tasks.max".to_string(), "zero".to_string()),
             ("errors.tolerance".to_string(), "some".to_string()),
         ]);
         let v = validate(&worker, "FileStreamSink", config).unwrap();
-        let mut with_errors: Vec<&str> = v["configs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| !c["value"]["errors"].as_array().unwrap().is_empty())
-            .map(|c| c["value"]["name"].as_str().unwrap())
-            .collect();
-        with_errors.sort();
+        let with_errors = refused(&v);
         assert_eq!(with_errors, ["errors.tolerance", "tasks.max", "topics"], "{v}");
     }
 
     #[test]
     fn a_file_is_validated_under_its_own_class() {
-        let worker = Worker::new(crate::sink::WorkerConfig::new("127.0.0.1:1"), crate::sink::Registry::with_builtins());
+        let worker = worker();
         let dir = std::env::temp_dir().join(format!("ks-validate-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let good = dir.join("good.properties");
