@@ -394,6 +394,10 @@ async fn a_token_that_can_no_longer_be_had_fails_poll_after_reauthentication() {
     let e = poll_error(&consumer, Duration::from_secs(60)).await;
     assert!(matches!(e, Error::Authentication { .. }), "{e:?}");
     assert!(e.to_string().contains("revoked"), "{e}");
+    // A failed consumer sends nothing more until it closes (no metadata, lookup or
+    // heartbeat, each of which would dial and ask the provider again). Only a connection
+    // still open may ask once more, at its own re-authentication, which fails and closes it:
+    // the poll failed on a dial, so at most two of the three (bootstrap, control, fetch) are.
     let attempts = calls.load(Ordering::SeqCst);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(calls.load(Ordering::SeqCst) <= attempts + 2, "the provider is asked again and again");

@@ -519,6 +519,47 @@ fn a_failed_coordinator_lookup_is_retried_by_the_core_after_a_backoff() {
     assert_eq!(kinds(&drain(&mut c)), ["heartbeat"]);
 }
 
+#[test]
+fn a_consumer_whose_login_fails_sends_nothing_more_until_it_closes() {
+    // A coordinator lookup that cannot log in fails the consumer. Every poll says so from
+    // then on, so nothing more is sent behind the application's back: each request would
+    // dial, and ask the token provider, again (CI saw one a second, for as long as it lived).
+    let t0 = Instant::now();
+    let mut c = core();
+    c.handle_command(Command::Subscribe(vec!["t".into()]), t0);
+    c.drive(t0);
+    assert_eq!(kinds(&drain(&mut c)), ["metadata", "find-coordinator"]);
+    let login = Error::Authentication { mechanism: "OAUTHBEARER".into(), message: "revoked".into() };
+    c.handle_event(Event::Coordinator(Err(login)), t0);
+    c.handle_event(
+        Event::Metadata(Err(Error::Authentication { mechanism: "OAUTHBEARER".into(), message: "revoked".into() })),
+        t0,
+    );
+    c.handle_command(poll(1, true, false, Vec::new()), t0);
+    c.drive(t0);
+    let polled = perform(&mut c).polls.remove(&ReplyId(1));
+    assert!(matches!(polled, Some(Err(Error::Authentication { .. }))), "{polled:?}");
+    for later in [t0, t0 + Duration::from_secs(1), t0 + Duration::from_secs(60)] {
+        c.drive(later);
+        assert!(drain(&mut c).is_empty(), "nothing goes {:?} after the failure", later - t0);
+        if let Some((timer, _)) = c.next_timer(later) {
+            assert_eq!(timer, super::timers::Timer::PollInterval, "only the poll interval may wake it");
+        }
+    }
+    // A close still tries to leave: the lookup goes again, and a failure backs off.
+    let t1 = t0 + Duration::from_secs(61);
+    c.handle_command(
+        Command::Close { acks: Vec::new(), deadline: t1 + Duration::from_secs(5), id: Some(ReplyId(2)) },
+        t1,
+    );
+    c.drive(t1);
+    assert!(kinds(&drain(&mut c)).contains(&"find-coordinator"));
+    let login = Error::Authentication { mechanism: "OAUTHBEARER".into(), message: "revoked".into() };
+    c.handle_event(Event::Coordinator(Err(login)), t1);
+    c.drive(t1);
+    assert!(drain(&mut c).is_empty(), "no lookup at once after a failure, fatal or not");
+}
+
 /// The lock the answers of [`buffered`] report: a quarter is the idle time.
 const LOCK: Duration = Duration::from_millis(4000);
 

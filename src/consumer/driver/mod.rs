@@ -330,6 +330,16 @@ impl DriverCore {
         failed
     }
 
+    /// Whether the consumer failed and is not closing: every poll answers with the failure
+    /// from now on, so the group sends nothing more (no metadata, lookups or heartbeats). A
+    /// failure such as a login that no longer works would otherwise have the consumer dial,
+    /// and ask the token provider, behind the application's back for as long as it lives. A
+    /// close still leaves the group; a member that never does is dropped after the group's
+    /// session timeout, and records are not held by an assignment.
+    pub(super) fn halted(&self) -> bool {
+        self.fatal.is_some() && self.closing.is_none()
+    }
+
     /// Errors and metadata a fatal failure leaves for the next poll.
     fn set_fatal(&mut self, e: Error) {
         warn!(group = self.cfg.group_id, error = %e, "share consumer failed");

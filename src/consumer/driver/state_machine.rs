@@ -185,7 +185,9 @@ impl DriverCore {
     /// arms that one's timer where it must act at once (the leave heartbeat of a close or
     /// of a missed poll interval is due now, so the shell drives again in the same instant).
     pub(crate) fn drive(&mut self, now: Instant) {
-        self.drive_group(now);
+        if !self.halted() {
+            self.drive_group(now);
+        }
         self.report_topic_error();
         // A poll answered from the buffer first: the fetch plan then sees whether a poll
         // still waits for records (only then may a fetch acquire without a refill).

@@ -48,15 +48,17 @@ impl DriverCore {
                 f(timer, at);
             }
         };
-        arm(Timer::Heartbeat, self.group.heartbeat_deadline(now));
+        // A failed consumer's group sends nothing until a close (see `halted`).
+        let group = !self.halted();
+        arm(Timer::Heartbeat, self.group.heartbeat_deadline(now).filter(|_| group));
         // Fetch pacing and retries mean nothing once closing (the session manager sends nothing
         // then; the close phases have their own deadline).
         if self.closing.is_none() {
             self.sessions.arm_timers(&mut arm);
             arm(Timer::Idle, self.idle_deadline());
         }
-        arm(Timer::Metadata, self.group.metadata_deadline());
-        arm(Timer::Pattern, self.group.pattern_deadline());
+        arm(Timer::Metadata, self.group.metadata_deadline().filter(|_| group));
+        arm(Timer::Pattern, self.group.pattern_deadline().filter(|_| group));
         arm(Timer::PollInterval, self.poll_interval_deadline());
         arm(Timer::Close, self.closing.as_ref().map(|c| c.deadline));
     }

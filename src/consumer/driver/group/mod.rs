@@ -155,13 +155,17 @@ impl GroupManager {
                 self.coordinator = Coordinator::Known(node);
                 None
             }
-            Err(e) if e.is_retriable() => {
+            Err(e) => {
+                // A failure that is not retriable backs off too: a close's leave looks the
+                // coordinator up again after one, and must not do so in a tight loop.
                 let delay = self.coordinator_backoff.next_delay();
-                debug!(error = %e, ?delay, "coordinator lookup failed; retrying");
                 self.coordinator = Coordinator::BackingOff(now + delay);
+                if !e.is_retriable() {
+                    return Some(e);
+                }
+                debug!(error = %e, ?delay, "coordinator lookup failed; retrying");
                 None
             }
-            Err(e) => Some(e),
         }
     }
 
