@@ -6,8 +6,9 @@
 //! cargo run --example renewal_loop -- [bootstrap] [topic]
 //! ```
 //!
-//! Each record is processed on a task of its own. The loop waits for it up to half the
-//! acquisition lock; then ACCEPT (done), REJECT (failed), or RENEW (still working). A renewed
+//! Each record is processed on a task of its own. The loop waits for it up to half of what
+//! is left of the record's lock (`lock_deadline`); then ACCEPT (done), REJECT (failed), or
+//! RENEW (still working). A renewed
 //! record comes back from the next poll with its lock extended (and while a renewal is
 //! pending, poll hands out nothing else); the loop then waits for the same task again.
 //!
@@ -70,7 +71,11 @@ async fn run() -> Result<(), BoxError> {
     while done < n && start.elapsed() < DEADLINE {
         for record in consumer.poll(Duration::from_secs(1)).await? {
             let key = (record.partition, record.offset);
-            let wait = consumer.acquisition_lock_timeout().unwrap_or(Duration::from_secs(10)) / 2;
+            // Renew once half of what is left of this record's lock is gone: its deadline
+            // counts from when the broker locked it (it may have waited in the buffer, or
+            // been renewed), not from when poll returned it.
+            let lock = consumer.acquisition_lock_timeout().unwrap_or(Duration::from_secs(10));
+            let wait = record.lock_deadline().map_or(lock / 2, |d| d.saturating_duration_since(Instant::now()) / 2);
             let task = processing.entry(key).or_insert_with(|| {
                 // First delivery (not a renewed one coming back): start the work.
                 *by_delivery_count.entry(record.delivery_count).or_default() += 1;

@@ -228,6 +228,29 @@ impl PartitionAcks {
         taken
     }
 
+    /// Takes out the acks of offsets `first..=last`; returns those offsets, ascending. Rare
+    /// (a queued ack superseded by a redelivery of its record), so the rest is rebuilt.
+    pub fn take_range(&mut self, first: i64, last: i64) -> Vec<i64> {
+        let canonical = self.canonical().into_owned();
+        if !canonical.iter().any(|r| r.first <= last && r.last >= first) {
+            return Vec::new();
+        }
+        let (mut kept, mut taken) = (PartitionAcks::default(), Vec::new());
+        for run in canonical {
+            // Ascending: the parts before and after the range keep their order.
+            if run.first < first {
+                kept.push(Run { last: run.last.min(first - 1), ..run });
+            }
+            let (from, to) = (run.first.max(first), run.last.min(last));
+            taken.extend(from..=to);
+            if run.last > last {
+                kept.push(Run { first: run.first.max(last + 1), ..run });
+            }
+        }
+        *self = kept;
+        taken
+    }
+
     /// The offsets and kinds, ascending.
     pub fn iter(&self) -> impl Iterator<Item = (i64, AckKind)> + '_ {
         self.canonical().into_owned().into_iter().flat_map(|r| (r.first..=r.last).map(move |o| (o, r.ty)))
@@ -411,6 +434,22 @@ mod tests {
         assert_eq!(b.len(), 2);
         assert_eq!((b[0].first_offset, b[0].last_offset, b[0].acknowledge_types.clone()), (3, 5, vec![1]));
         assert_eq!((b[1].first_offset, b[1].last_offset, b[1].acknowledge_types.clone()), (10, 12, vec![1, 1, 2]));
+    }
+
+    #[test]
+    fn a_range_taken_out_leaves_the_rest_and_its_counts() {
+        let mut a = PartitionAcks::default();
+        a.add_range_wire(0, 9, 1);
+        a.add_wire(12, RENEW);
+        a.add_wire(3, 2); // a stray inside the first run
+        assert_eq!(a.take_range(20, 30), Vec::<i64>::new(), "nothing there: nothing taken");
+        assert_eq!(a.take_range(2, 4), vec![2, 3, 4]);
+        assert_eq!(a.take_range(12, 12), vec![12]);
+        assert_eq!(a.iter_wire(), [(0, 1), (1, 1), (5, 1), (6, 1), (7, 1), (8, 1), (9, 1)]);
+        assert_eq!(a.len(), 7);
+        assert!(!a.has_renew(), "the renew went with its offset");
+        assert_eq!(a.take_range(i64::MIN, i64::MAX).len(), 7);
+        assert!(a.is_empty());
     }
 
     #[test]

@@ -10,8 +10,11 @@
 //!
 //! Cheap on the hot path: a first delivery (count 1) needs no entry, since any later delivery
 //! of the same offset has a higher count and is the one recorded. Only acquisitions with a
-//! count above 1 are recorded, and entries go when acknowledged, when the session resets, and
-//! when they are older than the lock (their acknowledgements fail at the broker anyway).
+//! count above 1 are recorded, and entries go when the session resets and when they are
+//! older than the lock (their acknowledgements fail at the broker anyway). An acknowledged
+//! one stays until then: the older delivery may still be in hand (a processing engine's
+//! handler that ran on while the redelivery was processed and accepted), and its late
+//! RENEW or outcome must still be refused, not sent to a record the broker has settled.
 //!
 //! It also keeps how far RENEWs extended locks, since the deadline a record carries is that
 //! of its delivery: an acknowledgement is refused locally once the lock it relies on has
@@ -55,12 +58,10 @@ impl Redeliveries {
         }
     }
 
-    /// The offset was finally acknowledged (or released): forget it.
+    /// The offset was finally acknowledged (or released): its renewals are forgotten. Which
+    /// delivery it was stays recorded (see the module doc).
     #[inline]
     pub fn settled(&mut self, tp: TopicIdPartition, offset: i64) {
-        if !self.held.is_empty() {
-            self.held.remove(&(tp, offset));
-        }
         if !self.renewed.is_empty() {
             self.renewed.remove(&(tp, offset));
         }
@@ -139,8 +140,8 @@ mod tests {
         assert_eq!(r.check(tp(), 5, 3), Ok(()), "the held delivery may be acknowledged");
         assert_eq!(r.check(tp(), 7, 1), Ok(()), "other offsets are not concerned");
         r.settled(tp(), 5);
-        assert_eq!(r.check(tp(), 5, 1), Ok(()));
-        assert_eq!(r.len(), 1);
+        assert_eq!(r.check(tp(), 5, 2), Err(3), "settled, delivery 3 still supersedes the ones before");
+        assert_eq!(r.len(), 2, "until it is older than the lock");
     }
 
     #[test]

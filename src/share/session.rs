@@ -136,6 +136,11 @@ impl ShareSession {
         self.acks.entry(tp).or_default().add(offset, kind);
     }
 
+    /// Takes out the queued acks of `tp`'s offsets `first..=last`; returns those offsets.
+    pub fn take_queued(&mut self, tp: TopicIdPartition, first: i64, last: i64) -> Vec<i64> {
+        self.acks.get_mut(&tp).map_or_else(Vec::new, |a| a.take_range(first, last))
+    }
+
     /// Whether acks are waiting to be sent.
     pub fn has_acks(&self) -> bool {
         self.acks.values().any(|a| !a.is_empty())

@@ -109,6 +109,26 @@ impl DriverCore {
         }
     }
 
+    /// Fails the queued acks a redelivery superseded (`SessionManager::handle_acquired`):
+    /// their records are back with this member, to be processed again and acknowledged as
+    /// the new delivery. The error names the delivery before the new one: the queue keeps no
+    /// delivery count, and that is the one acknowledged unless another member held the record
+    /// in between. The client's own releases among them just go (not the application's).
+    fn fail_superseded(&mut self, node: i32, tp: TopicIdPartition, superseded: Vec<(i64, i16)>) {
+        let Some(&(offset, newer)) = superseded.first() else { return };
+        debug!(node, %tp, offsets = superseded.len(), first = offset, "queued acks superseded by a redelivery: not sent");
+        let name = self.to_topic_partition(&tp);
+        let e = Error::LockExpired {
+            topic: name.topic,
+            partition: name.partition,
+            offset,
+            delivery_count: newer - 1,
+            redelivered: true,
+        };
+        let offsets = superseded.into_iter().map(|(o, _)| o).collect();
+        self.complete_acks(Some(node), BTreeMap::from([(tp, (offsets, Err(e)))]));
+    }
+
     /// Turns one partition's acquired records into buffered records; gaps are acknowledged
     /// at once. The acquired records of a batch that cannot be decoded are rejected, as Java
     /// does (released, they would come back until the delivery limit, failing each time), and
@@ -128,8 +148,11 @@ impl DriverCore {
         }
         let ranges: Vec<AcquiredRange> = p.acquired_records.iter().map(|&a| AcquiredRange::from(a)).collect();
         let topic: Arc<str> = self.topic_name(&tp.topic_id).unwrap_or_else(|| Arc::from(tp.topic_id.to_string()));
-        if !self.sessions.handle_acquired(node, tp, &ranges, now) {
+        let Some(superseded) = self.sessions.handle_acquired(node, tp, &ranges, now) else {
             return 0;
+        };
+        if !superseded.is_empty() {
+            self.fail_superseded(node, tp, superseded);
         }
         let options = DecodeOptions { check_crcs: self.cfg.check_crcs, max_decompressed: self.cfg.max_decompressed() };
         match decode_acquired_with(p.records.unwrap_or_default(), &ranges, options) {

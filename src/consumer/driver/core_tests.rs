@@ -565,6 +565,11 @@ const LOCK: Duration = Duration::from_millis(4000);
 
 /// A fetch answer acquiring offsets `first..=last` of t-0 (delivery 1), under [`LOCK`].
 fn acquired(first: i64, last: i64) -> ShareFetchResponse {
+    acquired_as(first, last, 1)
+}
+
+/// [`acquired`], as delivery `delivery_count`.
+fn acquired_as(first: i64, last: i64, delivery_count: i16) -> ShareFetchResponse {
     use crate::protocol::records::{BatchBuilder, Compression, RecordInput};
     use crate::protocol::share::{AcquiredRecords, FetchPartitionResponse, FetchTopicResponse};
     let mut b = BatchBuilder::new();
@@ -577,7 +582,7 @@ fn acquired(first: i64, last: i64) -> ShareFetchResponse {
     batch[..8].copy_from_slice(&first.to_be_bytes());
     let partition = FetchPartitionResponse {
         records: Some(batch.freeze()),
-        acquired_records: vec![AcquiredRecords { first_offset: first, last_offset: last, delivery_count: 1 }],
+        acquired_records: vec![AcquiredRecords { first_offset: first, last_offset: last, delivery_count }],
         ..Default::default()
     };
     ShareFetchResponse {
@@ -739,6 +744,41 @@ fn completed(c: &mut DriverCore) -> Vec<(i64, bool)> {
         })
         .flatten()
         .collect()
+}
+
+#[test]
+fn an_ack_waiting_behind_a_fetch_that_brings_its_record_again_is_not_sent() {
+    // Simulation seed 4087 (the engine's, past the first 4,000): an ack waited behind a fetch
+    // in flight; that fetch's answer brought the same offset again (its lock had lapsed:
+    // delivery 2), and the next fetch carried the ack, which the broker applied to the new
+    // delivery, one the application had not seen.
+    let t0 = Instant::now();
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 4)) }, t0);
+    c.drive(t0);
+    let _ = perform(&mut c);
+    let t1 = t0 + Duration::from_millis(10);
+    c.handle_command(poll(2, true, false, Vec::new()), t1);
+    c.drive(t1);
+    let (node, sent, sent_at) = long_poll(&mut c);
+    // Offsets 2 and 3 are accepted while the long poll is out: queued behind it.
+    c.handle_command(Command::Outcomes(vec![accept(2), accept(3)]), t1);
+    c.drive(t1);
+    assert!(drain(&mut c).is_empty(), "one request at a time on a share session");
+    // The answer brings offset 2 again, as delivery 2.
+    let t2 = t1 + Duration::from_secs(5);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired_as(2, 2, 2)) }, t2);
+    c.drive(t2);
+    let acked: Vec<i64> = drain(&mut c)
+        .into_iter()
+        .filter_map(|t| match t {
+            Transmit::Fetch { sent, .. } | Transmit::Acknowledge { sent, .. } => Some(sent),
+            _ => None,
+        })
+        .flat_map(|sent| sent.acks.into_values().flat_map(|a| a.offsets()))
+        .collect();
+    assert_eq!(acked, [3], "offset 2's ack was for the delivery before: not sent");
+    assert_eq!(completed(&mut c), [(2, false)], "it fails (LockExpired, redelivered) at once");
 }
 
 #[test]

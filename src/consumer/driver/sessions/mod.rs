@@ -459,21 +459,31 @@ impl SessionManager {
     }
 
     /// A fetch answer acquired these ranges of `tp` (recorded for later deliveries' acks).
-    /// False when the node is gone.
+    /// None when the node is gone; else the acks still queued for an earlier delivery of
+    /// records delivered again here, taken out of the queue: (offset, the new delivery).
+    ///
+    /// Such an ack was checked against the delivery the session held when it was queued
+    /// (`route_acks`), then waited (behind a fetch in flight, say) while the lock lapsed and
+    /// the broker handed the record to this member again. The broker knows a record by
+    /// offset only: sent now, it would settle the new delivery, which the application has
+    /// not seen. Only a redelivery (count above 1) can supersede one.
     pub(super) fn handle_acquired(
         &mut self,
         node: i32,
         tp: TopicIdPartition,
         ranges: &[AcquiredRange],
         now: Instant,
-    ) -> bool {
-        let Some(n) = self.nodes.get_mut(&node) else {
-            return false;
-        };
+    ) -> Option<Vec<(i64, i16)>> {
+        let n = self.nodes.get_mut(&node)?;
+        let mut superseded = Vec::new();
         for r in ranges {
             n.redeliveries.acquired(tp, r.first_offset, r.last_offset, r.delivery_count, now);
+            if r.delivery_count > 1 && n.session.has_acks() {
+                let taken = n.session.take_queued(tp, r.first_offset, r.last_offset);
+                superseded.extend(taken.into_iter().map(|o| (o, r.delivery_count)));
+            }
         }
-        true
+        Some(superseded)
     }
 
     /// Queues acks the core decided itself (gaps, rejected corrupt batches, released
