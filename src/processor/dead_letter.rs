@@ -18,10 +18,11 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
 
 use super::metrics::ProcessorMetrics;
-use super::{Delivery, Outcome};
+use super::{BatchHandler, Delivery, Outcome, Stop};
 use crate::consumer::{ConsumerRecord, ShareConsumerConfig};
 use crate::dead_letter::{copy_of, ErrorContext, STAGE_TASK_PUT, STAGE_VALUE_CONVERTER};
 use crate::decode::DecodeError;
@@ -140,13 +141,18 @@ impl DeadLetters {
 
     /// Turns a handler's outcome into the record's fate: a dead-letter outcome (or a `Retry`
     /// past the retries, under `on_exhausted(DeadLetter)`) becomes the copy and an ACCEPT,
-    /// or a RELEASE if the copy fails; any other outcome is the handler's.
-    pub(crate) async fn settle(&self, delivery: &Delivery, outcome: Outcome) -> Outcome {
-        let failure = match outcome {
-            Outcome::DeadLetter => {
-                delivery.take_failure().unwrap_or_else(|| Failure::handler("dead-lettered by the handler".into()))
-            }
-            Outcome::Retry if self.on_exhausted && delivery.retries() >= self.max_retries => {
+    /// or a RELEASE if the copy fails; any other outcome is the handler's. `batch` is how
+    /// many records the call had (1 in the per-record form): a `Retry` counts against the
+    /// retries only when the record was handled alone, as the ledger counts it.
+    pub(crate) async fn settle(&self, delivery: &Delivery, outcome: Outcome, batch: usize) -> Outcome {
+        // Taken whatever the outcome, so a reason given and then not used does not label a
+        // later dead letter of the record.
+        let reason = delivery.take_failure();
+        let retries = Retries { on_exhausted: self.on_exhausted, batch, retries: delivery.retries(), max: self.max_retries };
+        let failure = match decide(outcome, retries) {
+            Fate::Handler(other) => return other,
+            Fate::DeadLetter => reason.unwrap_or_else(|| Failure::handler("dead-lettered by the handler".into())),
+            Fate::Exhausted => {
                 ProcessorMetrics::add(&self.metrics.exhausted, 1);
                 Failure {
                     stage: STAGE_TASK_PUT,
@@ -158,9 +164,23 @@ impl DeadLetters {
                     ),
                 }
             }
-            other => return other,
         };
         self.send(delivery.record(), &failure).await
+    }
+
+    /// [`settle`](Self::settle) for each record of a batch handler's call, the copies sent
+    /// together and all awaited before this returns. `outcomes` keeps its length (a batch
+    /// handler that answered too few or too many is the ledger's to report).
+    pub(crate) async fn settle_batch(&self, batch: &[Delivery], mut outcomes: Vec<Outcome>) -> Vec<Outcome> {
+        let n = batch.len();
+        let settled = futures::future::join_all(
+            batch.iter().zip(outcomes.iter()).map(|(delivery, &outcome)| self.settle(delivery, outcome, n)),
+        )
+        .await;
+        for (slot, fate) in outcomes.iter_mut().zip(settled) {
+            *slot = fate;
+        }
+        outcomes
     }
 
     /// Copies `record` and answers what becomes of the original.
@@ -200,5 +220,101 @@ impl DeadLetters {
         };
         let copy = copy_of(&self.topic, record, self.context_headers.then_some(&context));
         producer.send_and_wait(copy).await.map(|_| ())
+    }
+}
+
+/// A batch handler whose call ends only once its records' dead-letter copies are answered:
+/// the batch forms' way to the same [`DeadLetters::settle`] as the per-record form's.
+pub(crate) struct DeadLettering {
+    inner: Box<dyn BatchHandler>,
+    dead_letters: Arc<DeadLetters>,
+}
+
+impl DeadLettering {
+    pub(crate) fn new(inner: Box<dyn BatchHandler>, dead_letters: Arc<DeadLetters>) -> DeadLettering {
+        DeadLettering { inner, dead_letters }
+    }
+}
+
+impl BatchHandler for DeadLettering {
+    fn handle<'a>(&'a mut self, batch: &'a [Delivery]) -> BoxFuture<'a, std::result::Result<Vec<Outcome>, Stop>> {
+        Box::pin(async move {
+            // A Stop is the handler's word on the whole batch: nothing is copied, the
+            // batch is released as without a destination.
+            let outcomes = self.inner.handle(batch).await?;
+            Ok(self.dead_letters.settle_batch(batch, outcomes).await)
+        })
+    }
+}
+
+/// What a handler's outcome makes of a record when there is a destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// The handler's own outcome stands.
+    Handler(Outcome),
+    /// The handler gave it up: copy it.
+    DeadLetter,
+    /// A `Retry` past the retries under `on_exhausted(DeadLetter)`: copy it.
+    Exhausted,
+}
+
+/// What decides whether a `Retry` uses up a record's retries.
+#[derive(Debug, Clone, Copy)]
+struct Retries {
+    /// `on_exhausted(DeadLetter)` is set.
+    on_exhausted: bool,
+    /// Records in the call (1: the per-record form).
+    batch: usize,
+    /// `Retry` outcomes the record got alone so far in this delivery ([`Delivery::retries`]).
+    retries: u32,
+    /// `max_retries`.
+    max: u32,
+}
+
+/// The decision, pure. A `Retry` counts against the retries only when the record was
+/// handled alone (in a larger batch the failure may have been a batch-mate's; the ledger
+/// splits the batch instead), and uses them up when `retries` already reached `max`: the
+/// ledger's count (`Ledger::retry`), made before the ledger sees the outcome.
+fn decide(outcome: Outcome, r: Retries) -> Fate {
+    match outcome {
+        Outcome::DeadLetter => Fate::DeadLetter,
+        Outcome::Retry if r.on_exhausted && r.batch <= 1 && r.retries >= r.max => Fate::Exhausted,
+        other => Fate::Handler(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alone(retries: u32) -> Retries {
+        Retries { on_exhausted: true, batch: 1, retries, max: 2 }
+    }
+
+    #[test]
+    fn a_dead_letter_is_always_copied_and_other_outcomes_are_the_handlers() {
+        for r in [alone(0), alone(5), Retries { on_exhausted: false, batch: 9, retries: 0, max: 0 }] {
+            assert_eq!(decide(Outcome::DeadLetter, r), Fate::DeadLetter);
+            for o in [Outcome::Accept, Outcome::Release, Outcome::Reject] {
+                assert_eq!(decide(o, r), Fate::Handler(o), "{o:?} is the handler's");
+            }
+        }
+    }
+
+    #[test]
+    fn a_retry_is_copied_once_the_record_alone_used_up_its_retries() {
+        // max 2: the calls after retries 0 and 1 may retry; the third call's Retry is one too many.
+        assert_eq!(decide(Outcome::Retry, alone(0)), Fate::Handler(Outcome::Retry));
+        assert_eq!(decide(Outcome::Retry, alone(1)), Fate::Handler(Outcome::Retry));
+        assert_eq!(decide(Outcome::Retry, alone(2)), Fate::Exhausted);
+        let off = Retries { on_exhausted: false, ..alone(2) };
+        assert_eq!(decide(Outcome::Retry, off), Fate::Handler(Outcome::Retry), "on_exhausted is not DeadLetter");
+    }
+
+    #[test]
+    fn a_retry_in_a_larger_batch_is_not_counted() {
+        let in_batch = Retries { batch: 2, ..alone(7) };
+        assert_eq!(decide(Outcome::Retry, in_batch), Fate::Handler(Outcome::Retry), "maybe a batch-mate's failure");
+        assert_eq!(decide(Outcome::Retry, Retries { batch: 0, ..alone(2) }), Fate::Exhausted);
     }
 }

@@ -359,8 +359,8 @@ impl Ledger {
             match outcomes.get(i).copied().unwrap_or(Outcome::Release) {
                 Outcome::Accept => self.settle(id, AckKind::Accept, now),
                 Outcome::Release => self.settle(id, AckKind::Release, now),
-                // A dead letter reaches the ledger only where no destination took it (the
-                // batch forms, or no `dead_letter` set): unprocessable, so REJECT.
+                // A dead letter reaches the ledger only where no destination took it (no
+                // `dead_letter` set): unprocessable, so REJECT.
                 Outcome::Reject | Outcome::DeadLetter => self.settle(id, AckKind::Reject, now),
                 Outcome::Retry => self.retry(id, n, now),
             }

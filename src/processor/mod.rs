@@ -53,7 +53,9 @@
 //!   `on_exhausted(Outcome::DeadLetter)`, or one that fails to decode
 //!   ([`run_decoded`](Processor::run_decoded)) is copied to a topic with the sink runtime's
 //!   error headers, the copy awaited, then ACCEPTed; a failed copy RELEASEs it (never lost).
-//!   It works on any Kafka with share groups (4.1-4.3 have no broker-side DLQ).
+//!   The batch forms do the same for each record a [`BatchHandler`] call answers so, the
+//!   call ending once its copies are answered. It works on any Kafka with share groups
+//!   (4.1-4.3 have no broker-side DLQ).
 //! - **Automatic lock renewal.** A record whose handler (or retry wait) outlives half of its
 //!   acquisition lock is RENEWed (Kafka 4.2+, ShareAcknowledge v2), just that record, without
 //!   blocking the others; [`Delivery::lock_deadline`] moves with it. On a 4.1 cluster the
@@ -132,7 +134,7 @@ pub enum Outcome {
     /// Unprocessable, and kept: copied to the engine's
     /// [`dead_letter`](ProcessorConfig::dead_letter) topic, then ACCEPTed (RELEASEd if the
     /// copy fails, so it is never lost). [`Delivery::dead_letter`] gives the reason the copy's
-    /// headers carry. Without a destination (or from a batch handler) it is a REJECT.
+    /// headers carry. Without a destination it is a REJECT.
     DeadLetter,
 }
 
@@ -310,7 +312,10 @@ where
 
 /// A handler of batches (the sink's form): one call at a time, the next batch acquired while
 /// it runs. It answers one [`Outcome`] per record, in order (missing ones are RELEASEd), or
-/// [`Stop`] to end the engine (its batch is released).
+/// [`Stop`] to end the engine (its batch is released). With a
+/// [`dead_letter`](ProcessorConfig::dead_letter) destination, the records it answers
+/// [`Outcome::DeadLetter`] are copied there before the call counts as ended, as in the
+/// per-record form.
 pub trait BatchHandler: Send + 'static {
     /// Handles `batch`.
     fn handle<'a>(&'a mut self, batch: &'a [Delivery]) -> BoxFuture<'a, std::result::Result<Vec<Outcome>, Stop>>;
@@ -428,9 +433,9 @@ impl ProcessorConfig {
 
     /// What a record that used up its retries becomes: RELEASE (default: the broker delivers
     /// it again, up to its delivery limit), REJECT, or [`Outcome::DeadLetter`]: copied to the
-    /// [`dead_letter`](Self::dead_letter) topic and ACCEPTed (REJECT without one; per-record
-    /// form), so a record gets `max_retries + 1` handler calls in all. (`Accept` and `Retry`
-    /// mean RELEASE.)
+    /// [`dead_letter`](Self::dead_letter) topic and ACCEPTed (REJECT without one), so a record
+    /// gets `max_retries + 1` handler calls in all (in the batch forms: calls alone, as
+    /// [`Delivery::retries`] counts). (`Accept` and `Retry` mean RELEASE.)
     pub fn on_exhausted(mut self, outcome: Outcome) -> Self {
         self.on_exhausted = outcome;
         self
@@ -441,8 +446,10 @@ impl ProcessorConfig {
     /// `on_exhausted(Outcome::DeadLetter)`): copied to a topic with the error headers the sink
     /// runtime writes, then ACCEPTed; a failed copy RELEASEs the record. The client's own
     /// dead-lettering: it works on Kafka 4.1-4.3 too, which have no broker-side DLQ.
-    /// The per-record forms ([`Processor::run`], [`Processor::run_decoded`]); the copy is
-    /// awaited inside the handler's call (its time counts as handler time).
+    /// Every form: [`Processor::run`] and [`Processor::run_decoded`] copy inside the handler's
+    /// call; [`Processor::run_batches`] and [`Processor::run_batch_pool`] copy each record a
+    /// [`BatchHandler`] call answered so, together, once the call returns. Either way the
+    /// copies are awaited before the call ends (their time counts as handler time).
     pub fn dead_letter(mut self, destination: DeadLetter) -> Self {
         self.dead_letter = Some(destination);
         self
@@ -497,7 +504,7 @@ impl ProcessorConfig {
             backoff: self.retry_backoff,
             backoff_max: self.retry_backoff_max,
             on_exhausted: match self.on_exhausted {
-                // With a destination the per-record form copies it before the ledger sees it.
+                // With a destination every form copies it before the ledger sees it.
                 Outcome::Reject | Outcome::DeadLetter => AckKind::Reject,
                 Outcome::Accept | Outcome::Release | Outcome::Retry => AckKind::Release,
             },
@@ -559,7 +566,7 @@ impl Processor {
                     Some(dl) => {
                         // The Delivery goes to the handler; the record stays shared (an Arc).
                         let outcome = handler.handle(d.clone()).await;
-                        dl.settle(&d, outcome).await
+                        dl.settle(&d, outcome, 1).await
                     }
                 }
             })
@@ -642,12 +649,21 @@ impl Processor {
     /// [`Stop`] stops the engine, as in [`run_batches`](Self::run_batches). An empty pool
     /// stops at once with [`Error::InvalidArgument`].
     pub fn run_batch_pool<H: BatchHandler>(self, handlers: Vec<H>) -> Running {
+        let metrics = Arc::new(metrics::ProcessorMetrics::default());
+        let dead_letters = self.dead_letters(std::any::type_name::<H>(), &metrics);
         let handlers = handlers
             .into_iter()
             .enumerate()
-            .map(|(i, h)| (i as u64, Box::new(h) as Box<dyn BatchHandler>))
+            .map(|(i, h)| {
+                let h = Box::new(h) as Box<dyn BatchHandler>;
+                let h = match &dead_letters {
+                    Some(dl) => Box::new(dead_letter::DeadLettering::new(h, dl.clone())),
+                    None => h,
+                };
+                (i as u64, h)
+            })
             .collect();
-        self.start(run::Handler::Batches(pool::Pool::new(handlers, None)), None)
+        self.start_with(run::Handler::Batches(pool::Pool::new(handlers, None)), None, metrics)
     }
 
     /// The sink runtime's form: a pool that changes while the engine runs (`PoolControl`),
@@ -656,12 +672,9 @@ impl Processor {
     #[cfg(feature = "sink")]
     pub(crate) fn run_retiring_pool(self, retired: mpsc::UnboundedSender<pool::Retired>) -> (Running, PoolControl) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let running = self.start(run::Handler::Batches(pool::Pool::new(Vec::new(), Some(retired))), Some(rx));
+        let running =
+            self.start_with(run::Handler::Batches(pool::Pool::new(Vec::new(), Some(retired))), Some(rx), Arc::default());
         (running, PoolControl { tx })
-    }
-
-    fn start(self, handler: run::Handler, commands: Option<mpsc::UnboundedReceiver<pool::PoolCommand>>) -> Running {
-        self.start_with(handler, commands, Arc::default())
     }
 
     fn start_with(

@@ -1,7 +1,8 @@
 //! The processing engine's dead-letter destination and decode step against the real broker:
 //! records a handler gives up on (or that use up their retries, or fail to decode) are copied
 //! to the dead-letter topic with the sink's error headers and ACCEPTed; a copy that fails
-//! RELEASEs the record, which a later delivery copies.
+//! RELEASEs the record, which a later delivery copies. The same for a batch handler's
+//! outcomes (`run_batches`).
 
 use crate::common;
 
@@ -10,7 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kafka_share::decode::Utf8;
-use kafka_share::processor::{DeadLetter, Delivery, Outcome, Processor, ProcessorConfig, Running, PROCESSOR};
+use futures::future::BoxFuture;
+use kafka_share::processor::{
+    BatchHandler, DeadLetter, Delivery, Outcome, Processor, ProcessorConfig, Running, Stop, PROCESSOR,
+};
 use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
 use kafka_share::ConsumerRecord;
 use tokio::sync::watch;
@@ -179,6 +183,161 @@ async fn a_failed_copy_releases_the_record_and_its_next_delivery_is_copied() {
     let copy = &read_all(&dlq, 1).await[0];
     assert_eq!(copy.value_str(), Some("order-0"));
     assert_eq!(headers(copy)["__connect.errors.delivery.count"], "2");
+}
+
+/// A batch handler that answers each record with `decide`, noting (offset, records in the
+/// call, retries, delivery count) for each.
+struct Batches<F> {
+    calls: Arc<Mutex<Vec<(i64, usize, u32, i16)>>>,
+    decide: F,
+}
+
+impl<F, Fut> BatchHandler for Batches<F>
+where
+    F: FnMut(&Delivery) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Outcome> + Send + 'static,
+{
+    fn handle<'a>(&'a mut self, batch: &'a [Delivery]) -> BoxFuture<'a, Result<Vec<Outcome>, Stop>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(batch.len());
+            for d in batch {
+                let r = d.record();
+                self.calls.lock().unwrap().push((r.offset, batch.len(), d.retries(), d.delivery_count()));
+                out.push((self.decide)(d).await);
+            }
+            Ok(out)
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_handlers_dead_letters_reach_the_topic_with_their_headers_and_are_accepted() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "proc-dlq-batch-in", 1).await;
+    let dlq = common::new_topic(&admin, "proc-dlq-batch", 1).await;
+    let group = common::new_group(&admin, "g-proc-dlq-batch", None).await;
+    let records = (0..6)
+        .map(|i| ProducerRecord::new("", format!("order-{i}")).key(format!("k{i}")).header("trace", "t"))
+        .collect();
+    produce(&topic, records).await;
+
+    let cfg = common::consumer_config(&common::bootstrap(), &group);
+    // One retry for a record handled alone, then it goes to the dead-letter topic too.
+    let pc = ProcessorConfig::new()
+        .batch_size(6)
+        .max_retries(1)
+        .retry_backoff(Duration::from_millis(10), Duration::from_millis(10))
+        .on_exhausted(Outcome::DeadLetter)
+        .dead_letter(DeadLetter::topic(&dlq));
+    let processor = Processor::connect(cfg, pc).await.expect("connect");
+    processor.consumer().subscribe([topic.clone()]).expect("subscribe");
+    let calls: Arc<Mutex<Vec<(i64, usize, u32, i16)>>> = Arc::default();
+    let running = processor.run_batches(Batches {
+        calls: calls.clone(),
+        decide: |d: &Delivery| {
+            let r = d.record();
+            let outcome = match r.offset {
+                1 => d.dead_letter(format!("order {} is invalid", r.offset)),
+                4 => Outcome::DeadLetter, // no reason given
+                5 => Outcome::Retry,      // a failure that never passes
+                _ => Outcome::Accept,
+            };
+            async move { outcome }
+        },
+    });
+    wait_for("three dead letters", Duration::from_secs(60), || metric(&running, "records-dead-lettered-total") >= 3.0)
+        .await;
+    wait_for("six outcomes", Duration::from_secs(30), || metric(&running, "records-accepted-total") >= 6.0).await;
+    assert_eq!(metric(&running, "dead-letter-failures-total"), 0.0);
+    assert_eq!(metric(&running, "records-retries-exhausted-total"), 1.0);
+    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    assert_eq!((report.accepted, report.released, report.rejected), (6, 0, 0), "{report:?}");
+    let calls = calls.lock().unwrap().clone();
+    assert!(calls.iter().all(|c| c.3 == 1), "nothing was delivered twice: {calls:?}");
+    for offset in 0..5 {
+        assert_eq!(calls.iter().filter(|c| c.0 == offset).count(), 1, "offset {offset} had one call: {calls:?}");
+    }
+    // Offset 5's Retry counts only where it was handled alone (in a larger batch it may have
+    // been a batch-mate's failure), as in the per-record form: max_retries + 1 calls alone.
+    let alone: Vec<u32> = calls.iter().filter(|c| c.0 == 5 && c.1 == 1).map(|c| c.2).collect();
+    assert_eq!(alone, [0, 1], "{calls:?}");
+
+    let mut copies = read_all(&dlq, 3).await;
+    copies.sort_by_key(|r| headers(r).get("__connect.errors.offset").cloned());
+    for (copy, offset) in copies.iter().zip(["1", "4", "5"]) {
+        let h = headers(copy);
+        assert_eq!(copy.value_str(), Some(format!("order-{offset}").as_str()), "the value kept");
+        assert_eq!(copy.key_str(), Some(format!("k{offset}").as_str()), "the key kept");
+        assert_eq!(h.get("trace").map(String::as_str), Some("t"), "the record's own headers kept: {h:?}");
+        assert_eq!(h["__connect.errors.topic"], topic);
+        assert_eq!(h["__connect.errors.partition"], "0");
+        assert_eq!(h["__connect.errors.offset"], offset);
+        assert_eq!(h["__connect.errors.stage"], "TASK_PUT");
+        assert_eq!(h["__connect.errors.delivery.count"], "1");
+        assert!(h["__connect.errors.class.name"].contains("Batches"), "the batch handler's type: {h:?}");
+    }
+    let h1 = headers(&copies[0]);
+    assert_eq!(h1["__connect.errors.exception.message"], "order 1 is invalid");
+    assert_eq!(h1["__connect.errors.exception.class.name"], "kafka_share::processor::Outcome::DeadLetter");
+    assert_eq!(headers(&copies[1])["__connect.errors.exception.message"], "dead-lettered by the handler");
+    let h5 = headers(&copies[2]);
+    assert_eq!(h5["__connect.errors.exception.class.name"], "kafka_share::processor::RetriesExhausted");
+    assert!(h5["__connect.errors.exception.message"].starts_with("retries exhausted: "), "{h5:?}");
+
+    // ACCEPTed for good: a new member of the group gets nothing back.
+    let other = kafka_share::ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
+        .await
+        .expect("connect");
+    other.subscribe([topic.clone()]).expect("subscribe");
+    let got = common::poll_until(&other, 1, Duration::from_secs(4), |_| {}).await;
+    assert!(got.is_empty(), "a dead-lettered record came back: {got:?}");
+    other.close(None).await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_handlers_failed_copy_releases_the_record_and_its_batch_mate_is_accepted() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "proc-dlq-batch-fail-in", 1).await;
+    // Not created yet (the broker creates no topics on first use): the first copy fails.
+    let dlq = common::unique("proc-dlq-batch-fail");
+    let group = common::new_group(&admin, "g-proc-dlq-batch-fail", None).await;
+    produce(&topic, vec![ProducerRecord::new("", "order-0"), ProducerRecord::new("", "order-1")]).await;
+
+    let cfg = common::consumer_config(&common::bootstrap(), &group);
+    let pc = ProcessorConfig::new().batch_size(2).dead_letter(DeadLetter::topic(&dlq));
+    let processor = Processor::connect(cfg, pc).await.expect("connect");
+    processor.consumer().subscribe([topic.clone()]).expect("subscribe");
+    // The second delivery waits until the test has created the topic (no race with the clock).
+    let (created_tx, created) = watch::channel(false);
+    let calls: Arc<Mutex<Vec<(i64, usize, u32, i16)>>> = Arc::default();
+    let running = processor.run_batches(Batches {
+        calls: calls.clone(),
+        decide: move |d: &Delivery| {
+            let (offset, count) = (d.record().offset, d.delivery_count());
+            let outcome = if offset == 1 { d.dead_letter("unprocessable") } else { Outcome::Accept };
+            let mut created = created.clone();
+            async move {
+                if count > 1 {
+                    let _ = created.wait_for(|c| *c).await;
+                }
+                outcome
+            }
+        },
+    });
+    wait_for("a failed copy", Duration::from_secs(60), || metric(&running, "dead-letter-failures-total") >= 1.0).await;
+    common::create_kept_topic(&admin, &dlq, 1).await;
+    created_tx.send_replace(true);
+    wait_for("the copy", Duration::from_secs(60), || metric(&running, "records-dead-lettered-total") >= 1.0).await;
+    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    assert_eq!((report.accepted, report.released, report.rejected), (2, 1, 0), "{report:?}");
+    let calls = calls.lock().unwrap().clone();
+    let counts = |offset| calls.iter().filter(|c| c.0 == offset).map(|c| c.3).collect::<Vec<i16>>();
+    assert_eq!(counts(0), [1], "accepted at its first delivery: {calls:?}");
+    assert_eq!(counts(1), [1, 2], "released once, delivered again: {calls:?}");
+    let copy = &read_all(&dlq, 1).await[0];
+    assert_eq!(copy.value_str(), Some("order-1"));
+    assert_eq!(headers(copy)["__connect.errors.delivery.count"], "2");
+    assert_eq!(headers(copy)["__connect.errors.exception.message"], "unprocessable");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
