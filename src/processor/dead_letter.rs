@@ -5,6 +5,10 @@
 //! crate's producer, then ACCEPTed. This is the client's own dead-lettering, so it works on
 //! any Kafka with share groups (4.1-4.3 have no broker-side DLQ).
 //!
+//! Both forms take one path: [`DeadLetters::settle`] decides and copies, called inside a
+//! per-record handler's call, and by [`DeadLettering`] for each record of a batch handler's
+//! call (the copies sent together, the call ending when all are answered).
+//!
 //! The order is what keeps a record from being lost: the copy is sent and the broker's
 //! answer awaited **before** the handler's call ends; only then does the engine ACCEPT the
 //! original. A copy that fails RELEASEs the original instead (it comes back with its delivery
@@ -148,7 +152,8 @@ impl DeadLetters {
         // Taken whatever the outcome, so a reason given and then not used does not label a
         // later dead letter of the record.
         let reason = delivery.take_failure();
-        let retries = Retries { on_exhausted: self.on_exhausted, batch, retries: delivery.retries(), max: self.max_retries };
+        let retries =
+            Retries { on_exhausted: self.on_exhausted, batch, retries: delivery.retries(), max: self.max_retries };
         let failure = match decide(outcome, retries) {
             Fate::Handler(other) => return other,
             Fate::DeadLetter => reason.unwrap_or_else(|| Failure::handler("dead-lettered by the handler".into())),
@@ -309,6 +314,65 @@ mod tests {
         assert_eq!(decide(Outcome::Retry, alone(2)), Fate::Exhausted);
         let off = Retries { on_exhausted: false, ..alone(2) };
         assert_eq!(decide(Outcome::Retry, off), Fate::Handler(Outcome::Retry), "on_exhausted is not DeadLetter");
+    }
+
+    /// The decision's count is the ledger's: a batch of 4 whose records answer `Retry` every
+    /// call is split (4, 2, 1) and each record is exhausted in the ledger (REJECT, as
+    /// `on_exhausted(DeadLetter)` without a destination) at the very call `decide` would copy it.
+    #[test]
+    fn a_retry_is_exhausted_at_the_call_where_the_ledger_exhausts_it() {
+        use crate::consumer::driver::{Delivered, PollAnswer};
+        use crate::processor::ledger::{Ledger, Limits};
+        use crate::share::acks::AckKind;
+        use crate::share::TopicIdPartition;
+        use std::time::{Duration, Instant};
+
+        let max = 2;
+        let limits = Limits {
+            slots: 1,
+            batch_size: 4,
+            prefetch: 4,
+            prefetch_follows_slots: false,
+            prefetch_adapts: false,
+            max_unstarted: None,
+            max_retries: max,
+            backoff: Duration::from_millis(100),
+            backoff_max: Duration::from_millis(100),
+            on_exhausted: AckKind::Reject,
+        };
+        let mut ledger = Ledger::new(limits, true, Arc::default());
+        let mut now = Instant::now();
+        ledger.set_lock(Some(Duration::from_secs(30)));
+        let tp = TopicIdPartition { topic_id: uuid::Uuid::nil(), partition: 0 };
+        let records = (0..4)
+            .map(|o| {
+                let mut record = ConsumerRecord::for_test("t".into(), 0, o);
+                record.lock_deadline = Some(now + Duration::from_secs(30));
+                Delivered { record, tp, node: 1, generation: 1, batch: (o, o) }
+            })
+            .collect();
+        ledger.received(PollAnswer { records, renewed: Vec::new() }, now);
+        let mut copied = Vec::new();
+        let mut exhausted = Vec::new();
+        for _ in 0..20 {
+            for unit in ledger.start(now) {
+                let n = unit.deliveries.len();
+                for d in &unit.deliveries {
+                    let r = Retries { on_exhausted: true, batch: n, retries: d.retries(), max };
+                    if decide(Outcome::Retry, r) == Fate::Exhausted {
+                        copied.push(d.record().offset);
+                    }
+                }
+                ledger.finished(&unit.ids, &vec![Outcome::Retry; n], Duration::ZERO, now);
+            }
+            let acks = ledger.take_acks();
+            exhausted.extend(acks.iter().filter(|a| a.kind == AckKind::Reject).map(|a| a.offset));
+            now += Duration::from_millis(100);
+            ledger.tick(now);
+        }
+        exhausted.extend(ledger.take_acks().iter().filter(|a| a.kind == AckKind::Reject).map(|a| a.offset));
+        assert_eq!(exhausted.len(), 4, "every record used up its retries: {exhausted:?}");
+        assert_eq!(copied, exhausted, "decided at the same call, in the same order");
     }
 
     #[test]

@@ -672,8 +672,11 @@ impl Processor {
     #[cfg(feature = "sink")]
     pub(crate) fn run_retiring_pool(self, retired: mpsc::UnboundedSender<pool::Retired>) -> (Running, PoolControl) {
         let (tx, rx) = mpsc::unbounded_channel();
-        let running =
-            self.start_with(run::Handler::Batches(pool::Pool::new(Vec::new(), Some(retired))), Some(rx), Arc::default());
+        let running = self.start_with(
+            run::Handler::Batches(pool::Pool::new(Vec::new(), Some(retired))),
+            Some(rx),
+            Arc::default(),
+        );
         (running, PoolControl { tx })
     }
 

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kafka_share::decode::Utf8;
 use futures::future::BoxFuture;
+use kafka_share::decode::Utf8;
 use kafka_share::processor::{
     BatchHandler, DeadLetter, Delivery, Outcome, Processor, ProcessorConfig, Running, Stop, PROCESSOR,
 };
@@ -185,10 +185,21 @@ async fn a_failed_copy_releases_the_record_and_its_next_delivery_is_copied() {
     assert_eq!(headers(copy)["__connect.errors.delivery.count"], "2");
 }
 
-/// A batch handler that answers each record with `decide`, noting (offset, records in the
-/// call, retries, delivery count) for each.
+/// One record in one batch handler call.
+#[derive(Debug, Clone, Copy)]
+struct Call {
+    offset: i64,
+    /// Records in the call.
+    batch: usize,
+    retries: u32,
+    delivery_count: i16,
+}
+
+type Calls = Arc<Mutex<Vec<Call>>>;
+
+/// A batch handler that answers each record with `decide`, noting each [`Call`].
 struct Batches<F> {
-    calls: Arc<Mutex<Vec<(i64, usize, u32, i16)>>>,
+    calls: Calls,
     decide: F,
 }
 
@@ -202,7 +213,13 @@ where
             let mut out = Vec::with_capacity(batch.len());
             for d in batch {
                 let r = d.record();
-                self.calls.lock().unwrap().push((r.offset, batch.len(), d.retries(), d.delivery_count()));
+                let call = Call {
+                    offset: r.offset,
+                    batch: batch.len(),
+                    retries: d.retries(),
+                    delivery_count: d.delivery_count(),
+                };
+                self.calls.lock().unwrap().push(call);
                 out.push((self.decide)(d).await);
             }
             Ok(out)
@@ -231,7 +248,7 @@ async fn a_batch_handlers_dead_letters_reach_the_topic_with_their_headers_and_ar
         .dead_letter(DeadLetter::topic(&dlq));
     let processor = Processor::connect(cfg, pc).await.expect("connect");
     processor.consumer().subscribe([topic.clone()]).expect("subscribe");
-    let calls: Arc<Mutex<Vec<(i64, usize, u32, i16)>>> = Arc::default();
+    let calls: Calls = Arc::default();
     let running = processor.run_batches(Batches {
         calls: calls.clone(),
         decide: |d: &Delivery| {
@@ -253,13 +270,13 @@ async fn a_batch_handlers_dead_letters_reach_the_topic_with_their_headers_and_ar
     let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
     assert_eq!((report.accepted, report.released, report.rejected), (6, 0, 0), "{report:?}");
     let calls = calls.lock().unwrap().clone();
-    assert!(calls.iter().all(|c| c.3 == 1), "nothing was delivered twice: {calls:?}");
+    assert!(calls.iter().all(|c| c.delivery_count == 1), "nothing was delivered twice: {calls:?}");
     for offset in 0..5 {
-        assert_eq!(calls.iter().filter(|c| c.0 == offset).count(), 1, "offset {offset} had one call: {calls:?}");
+        assert_eq!(calls.iter().filter(|c| c.offset == offset).count(), 1, "offset {offset} had one call: {calls:?}");
     }
     // Offset 5's Retry counts only where it was handled alone (in a larger batch it may have
     // been a batch-mate's failure), as in the per-record form: max_retries + 1 calls alone.
-    let alone: Vec<u32> = calls.iter().filter(|c| c.0 == 5 && c.1 == 1).map(|c| c.2).collect();
+    let alone: Vec<u32> = calls.iter().filter(|c| c.offset == 5 && c.batch == 1).map(|c| c.retries).collect();
     assert_eq!(alone, [0, 1], "{calls:?}");
 
     let mut copies = read_all(&dlq, 3).await;
@@ -309,7 +326,7 @@ async fn a_batch_handlers_failed_copy_releases_the_record_and_its_batch_mate_is_
     processor.consumer().subscribe([topic.clone()]).expect("subscribe");
     // The second delivery waits until the test has created the topic (no race with the clock).
     let (created_tx, created) = watch::channel(false);
-    let calls: Arc<Mutex<Vec<(i64, usize, u32, i16)>>> = Arc::default();
+    let calls: Calls = Arc::default();
     let running = processor.run_batches(Batches {
         calls: calls.clone(),
         decide: move |d: &Delivery| {
@@ -331,7 +348,7 @@ async fn a_batch_handlers_failed_copy_releases_the_record_and_its_batch_mate_is_
     let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
     assert_eq!((report.accepted, report.released, report.rejected), (2, 1, 0), "{report:?}");
     let calls = calls.lock().unwrap().clone();
-    let counts = |offset| calls.iter().filter(|c| c.0 == offset).map(|c| c.3).collect::<Vec<i16>>();
+    let counts = |offset| calls.iter().filter(|c| c.offset == offset).map(|c| c.delivery_count).collect::<Vec<i16>>();
     assert_eq!(counts(0), [1], "accepted at its first delivery: {calls:?}");
     assert_eq!(counts(1), [1, 2], "released once, delivered again: {calls:?}");
     let copy = &read_all(&dlq, 1).await[0];
