@@ -380,6 +380,56 @@ async fn a_dead_letter_without_a_destination_is_rejected() {
     assert_eq!(fake.state(0, 0), fake_broker::RecordState::Rejected);
 }
 
+/// Dead-letters even offsets at their first delivery and accepts the rest (a batch handler).
+struct DeadLetterEvenFirst;
+
+impl BatchHandler for DeadLetterEvenFirst {
+    fn handle<'a>(&'a mut self, batch: &'a [Delivery]) -> BoxFuture<'a, Result<Vec<Outcome>, Stop>> {
+        Box::pin(async move {
+            let decide = |d: &Delivery| match d.record().offset % 2 == 0 && d.delivery_count() == 1 {
+                true => d.dead_letter("even, first delivery"),
+                false => Outcome::Accept,
+            };
+            Ok(batch.iter().map(decide).collect())
+        })
+    }
+}
+
+/// The batch form: `Outcome::DeadLetter` without a destination is a REJECT, as in the
+/// per-record form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_handlers_dead_letter_without_a_destination_is_rejected() {
+    let fake = fake().await;
+    let running = Processor::new(consumer(&fake).await, ProcessorConfig::new()).run_batches(DeadLetterEvenFirst);
+    let done = eventually(T, || fake.done(0).len() == RECORDS as usize).await;
+    assert!(done, "settled {:?} of {RECORDS}:\n{}", fake.done(0), fake.dump());
+    let report = running.shutdown(T).await.expect("a clean shutdown");
+    assert_eq!((report.accepted, report.rejected), (RECORDS as u64 / 2, RECORDS as u64 / 2), "{report:?}");
+    assert_eq!(fake.state(0, 0), fake_broker::RecordState::Rejected);
+}
+
+/// The batch form: a copy that cannot be sent RELEASEs its record (the batch-mates are
+/// ACCEPTed); it comes back and is accepted at its next delivery.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_handlers_dead_letter_copy_that_fails_releases_the_record() {
+    let fake = fake().await;
+    // The fake answers no Produce: a short delivery timeout ends each copy soon, failed.
+    let mut pc = kafka_share::producer::ProducerConfig::new(fake.bootstrap());
+    pc.cluster.request_timeout = Duration::from_millis(100);
+    (pc.linger, pc.delivery_timeout, pc.max_block) =
+        (Duration::ZERO, Duration::from_millis(200), Duration::from_millis(200));
+    let producer = kafka_share::Producer::connect(pc).await.expect("a producer on the fake");
+    let dead_letter = kafka_share::processor::DeadLetter::topic(fake.topic()).producer(producer);
+    let config = ProcessorConfig::new().dead_letter(dead_letter);
+    let running = Processor::new(consumer(&fake).await, config).run_batches(DeadLetterEvenFirst);
+    wait_all_accepted(&fake).await;
+    let failures = running.metrics().get(PROCESSOR, "dead-letter-failures-total");
+    let report = running.shutdown(T).await.expect("a clean shutdown");
+    let half = RECORDS as u64 / 2;
+    assert_eq!((report.accepted, report.released, report.rejected), (RECORDS as u64, half, 0), "{report:?}");
+    assert_eq!(failures, Some(half as f64));
+}
+
 /// A dead-letter copy that cannot be sent (the fake serves no Produce) RELEASEs the record:
 /// it comes back, nothing is lost, and each failure is counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
