@@ -97,10 +97,10 @@ impl Admin {
             // The futures built in loops, not in a closure over the stream: a closure's
             // borrowed group names defeat the `Send` check of the task that awaits this.
             let mut per_node = Vec::with_capacity(by_node.len());
-            for (node, gs) in by_node {
-                let mut requests = Vec::new();
-                for chunk in gs.chunks(fanout.groups_per_request.max(1)) {
-                    let (chunk, req) = (chunk.to_vec(), build(chunk));
+            for (node, chunks) in plan(by_node, fanout) {
+                let mut requests = Vec::with_capacity(chunks.len());
+                for chunk in chunks {
+                    let req = build(&chunk);
                     requests.push(async move {
                         let r = self.send_to_coordinator(node, &req, versions).await;
                         (chunk, r)
@@ -191,6 +191,14 @@ impl Admin {
     }
 }
 
+/// The groups of each request, by coordinator, as `fanout` splits them.
+fn plan<'g>(by_node: BTreeMap<i32, Vec<&'g str>>, fanout: Fanout) -> Vec<(i32, Vec<Vec<&'g str>>)> {
+    by_node
+        .into_iter()
+        .map(|(node, gs)| (node, gs.chunks(fanout.groups_per_request.max(1)).map(<[&str]>::to_vec).collect()))
+        .collect()
+}
+
 impl<T: Clone> Clone for Standing<T> {
     fn clone(&self) -> Self {
         match self {
@@ -247,7 +255,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
-    use super::{read_answer, retry_or_fail, Standing};
+    use super::{plan, read_answer, retry_or_fail, Fanout, Standing};
     use crate::admin::coordinator::CoordinatorResponse;
     use crate::cluster::ApiVersions;
     use crate::error::{Context, Error, ErrorCode};
@@ -316,6 +324,18 @@ mod tests {
         read_answer("Test", &["a"], answer(&[("a", ErrorCode::UNSUPPORTED_VERSION)], 0), split, &mut standing);
         let Some(Standing::Done(Err(e))) = standing.get("a") else { panic!("{}", kind(standing.get("a"))) };
         assert!(e.to_string().contains("share.version"), "{e}");
+    }
+
+    #[test]
+    fn batched_is_one_request_per_coordinator_and_one_group_each_one_per_group() {
+        let by_node = || BTreeMap::from([(1, vec!["a", "b", "c"]), (2, vec!["d"])]);
+        assert_eq!(plan(by_node(), Fanout::batched(8)), vec![(1, vec![vec!["a", "b", "c"]]), (2, vec![vec!["d"]])]);
+        assert_eq!(
+            plan(by_node(), Fanout::one_group_each(8, 16)),
+            vec![(1, vec![vec!["a"], vec!["b"], vec!["c"]]), (2, vec![vec!["d"]])]
+        );
+        let zero = Fanout { coordinators: 0, groups_per_request: 0, requests_per_coordinator: 0 };
+        assert_eq!(plan(by_node(), zero).len(), 2, "a zero bound still sends every group, one each");
     }
 
     #[test]

@@ -273,3 +273,58 @@ impl Collector for ExporterCollector {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::SystemTime;
+
+    use tokio::sync::watch;
+
+    use super::*;
+    use crate::exporter::{GroupView, PartitionView};
+    use crate::prometheus::{render, Registry};
+
+    fn part(topic: &str, partition: i32, lag: Option<i64>, end: Option<i64>) -> PartitionView {
+        PartitionView {
+            topic: topic.into(),
+            partition,
+            start_offset: 4,
+            end_offset: end,
+            lag,
+            lag_estimated: false,
+            oldest_timestamp_ms: None,
+        }
+    }
+
+    #[test]
+    fn each_series_is_rendered_with_its_labels_in_order_and_unknowns_left_out() {
+        let mut estimated = part("u", 0, Some(2), Some(6));
+        estimated.lag_estimated = true;
+        let g = GroupView {
+            group: "g".into(),
+            state: "Stable".into(),
+            members: 2,
+            assigned_partitions: 3,
+            partitions: vec![part("t", 3, Some(5), Some(9)), part("t", 4, None, None), estimated],
+        };
+        let s = Snapshot { groups: vec![g], last_success: Some(SystemTime::now()), ..Snapshot::default() };
+        let (_tx, rx) = watch::channel(Arc::new(s));
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(ExporterCollector::new(rx)));
+        let text = render(&registry);
+        let has = |line: &str| assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        has(r#"kafka_share_group_partition_lag{group="g",topic="t",partition="3",estimate="false"} 5.0"#);
+        has(r#"kafka_share_group_partition_lag{group="g",topic="u",partition="0",estimate="true"} 2.0"#);
+        has(r#"kafka_share_group_partition_start_offset{group="g",topic="t",partition="4"} 4.0"#);
+        has(r#"kafka_share_group_partition_log_end_offset{group="g",topic="t",partition="3"} 9.0"#);
+        has(r#"kafka_share_group_lag{group="g",estimate="true"} 7.0"#);
+        has(r#"kafka_share_group_members{group="g"} 2.0"#);
+        has(r#"kafka_share_group_assigned_partitions{group="g"} 3.0"#);
+        has(r#"kafka_share_group_state{group="g",state="Stable"} 1.0"#);
+        let lags = text.lines().filter(|l| l.starts_with("kafka_share_group_partition_lag{")).count();
+        assert_eq!(lags, 2, "a partition with no known lag has no lag series:\n{text}");
+        let ends = text.lines().filter(|l| l.starts_with("kafka_share_group_partition_log_end_offset{")).count();
+        assert_eq!(ends, 2, "nor a log end series when its log was not read:\n{text}");
+    }
+}
