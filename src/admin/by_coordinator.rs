@@ -192,7 +192,7 @@ impl Admin {
 }
 
 /// The groups of each request, by coordinator, as `fanout` splits them.
-fn plan<'g>(by_node: BTreeMap<i32, Vec<&'g str>>, fanout: Fanout) -> Vec<(i32, Vec<Vec<&'g str>>)> {
+fn plan(by_node: BTreeMap<i32, Vec<&str>>, fanout: Fanout) -> Vec<(i32, Vec<Vec<&str>>)> {
     by_node
         .into_iter()
         .map(|(node, gs)| (node, gs.chunks(fanout.groups_per_request.max(1)).map(<[&str]>::to_vec).collect()))
