@@ -244,11 +244,14 @@ async fn answer(mut stream: tokio::net::TcpStream, content_type: &str, text: Tex
         ("GET", _) => ("404 Not Found", "text/plain; charset=utf-8", "only /metrics is served here\n".to_string()),
         _ => ("405 Method Not Allowed", "text/plain; charset=utf-8", "use GET /metrics\n".to_string()),
     };
-    let response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+    // The head and the body written apart: the body of a large exporter is megabytes, and
+    // one string holding both would copy it.
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    stream.write_all(response.as_bytes()).await?;
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
     stream.shutdown().await
 }
 

@@ -1,8 +1,9 @@
-//! Group requests for many groups, batched by coordinator: one FindCoordinator (v4+) for all
-//! the groups, then one request per coordinator carrying every group it coordinates
+//! Group requests for many groups, by coordinator: one FindCoordinator (v4+) for all the
+//! groups, then by default one request per coordinator carrying every group it coordinates
 //! (ShareGroupDescribe and DescribeShareGroupOffsets both take a list), as Java's admin
-//! batches them. A refresh of a thousand groups on three brokers is then a handful of
-//! requests, not two thousand.
+//! batches them: a thousand groups on three brokers cost a handful of requests. A [`Fanout`]
+//! may instead send one group per request, a bounded number in flight per coordinator, for
+//! an API whose multi-group answer the broker delays (the exporter's offsets).
 //!
 //! Each group keeps its own result: a group whose coordinator moved (NOT_COORDINATOR,
 //! COORDINATOR_NOT_AVAILABLE) or is loading is looked up and asked again, alone with the
@@ -26,8 +27,32 @@ use crate::protocol::api::ApiRequest;
 /// none) and what it reads as.
 pub(crate) type GroupPart<T> = (String, i16, Result<T>);
 
-/// One coordinator's answer (or its failure) to the groups it was asked about.
-type Answer<'g, T> = (Vec<&'g str>, Result<CoordinatorResponse<T>>);
+/// How many groups go in one request and how many requests are in flight at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fanout {
+    /// Coordinators asked at a time.
+    pub coordinators: usize,
+    /// Groups carried by one request.
+    pub groups_per_request: usize,
+    /// Requests in flight at a time toward one coordinator.
+    pub requests_per_coordinator: usize,
+}
+
+impl Fanout {
+    /// One request per coordinator carrying all its groups, at most `coordinators` asked at
+    /// a time: the fewest requests.
+    pub(crate) fn batched(coordinators: usize) -> Fanout {
+        Fanout { coordinators, groups_per_request: usize::MAX, requests_per_coordinator: 1 }
+    }
+
+    /// One group per request, at most `per_coordinator` in flight toward each of at most
+    /// `coordinators` coordinators: for an API whose multi-group answer the broker delays
+    /// (DescribeShareGroupOffsets on Kafka 4.4 answers several groups after ~2.5 s, one
+    /// group in milliseconds).
+    pub(crate) fn one_group_each(coordinators: usize, per_coordinator: usize) -> Fanout {
+        Fanout { coordinators, groups_per_request: 1, requests_per_coordinator: per_coordinator }
+    }
+}
 
 /// How a group stands between rounds.
 enum Standing<T> {
@@ -38,14 +63,15 @@ enum Standing<T> {
 }
 
 impl Admin {
-    /// Sends `build(groups)` to each coordinator of `groups` (at most `max_in_flight` requests
-    /// at a time) and reads each group's part with `split`. One result per group, in the order
-    /// given; a group named twice is asked once.
+    /// Sends `build(groups)` to each coordinator of `groups` as `fanout` says (by default one
+    /// request per coordinator carrying all its groups) and reads each group's part with
+    /// `split` as each answer arrives, so no more than the answers in flight are held
+    /// undecoded. One result per group, in the order given; a group named twice is asked once.
     pub(crate) async fn call_coordinators<R: ApiRequest, T: Clone>(
         &self,
         groups: &[&str],
         versions: (i16, i16),
-        max_in_flight: usize,
+        fanout: Fanout,
         build: impl Fn(&[&str]) -> R,
         split: impl Fn(CoordinatorResponse<R::Response>) -> Vec<GroupPart<T>>,
     ) -> Vec<Result<T>> {
@@ -68,19 +94,24 @@ impl Admin {
                 break;
             }
             let by_node = self.coordinators_of(&pending, &mut standing).await;
-            // The futures built in a loop, not in a closure over the stream: a closure's
+            // The futures built in loops, not in a closure over the stream: a closure's
             // borrowed group names defeat the `Send` check of the task that awaits this.
-            let mut requests = Vec::with_capacity(by_node.len());
-            for (node, gs) in by_node {
-                let req = build(&gs);
-                requests.push(async move {
-                    let r = self.send_to_coordinator(node, &req, versions).await;
-                    (gs, r)
-                });
+            let mut per_node = Vec::with_capacity(by_node.len());
+            for (node, chunks) in plan(by_node, fanout) {
+                let mut requests = Vec::with_capacity(chunks.len());
+                for chunk in chunks {
+                    let req = build(&chunk);
+                    requests.push(async move {
+                        let r = self.send_to_coordinator(node, &req, versions).await;
+                        (chunk, r)
+                    });
+                }
+                per_node.push(stream::iter(requests).buffer_unordered(fanout.requests_per_coordinator.max(1)));
             }
-            let answers: Vec<Answer<'_, R::Response>> =
-                stream::iter(requests).buffer_unordered(max_in_flight.max(1)).collect().await;
-            for (gs, answer) in answers {
+            let mut answers = stream::iter(per_node).flatten_unordered(fanout.coordinators.max(1));
+            // Each answer is read as it comes and dropped: a thousand groups' answers are
+            // never all held at once.
+            while let Some((gs, answer)) = answers.next().await {
                 match answer {
                     Ok(r) => read_answer(R::NAME, &gs, r, &split, &mut standing),
                     Err(e) => {
@@ -160,6 +191,14 @@ impl Admin {
     }
 }
 
+/// The groups of each request, by coordinator, as `fanout` splits them.
+fn plan(by_node: BTreeMap<i32, Vec<&str>>, fanout: Fanout) -> Vec<(i32, Vec<Vec<&str>>)> {
+    by_node
+        .into_iter()
+        .map(|(node, gs)| (node, gs.chunks(fanout.groups_per_request.max(1)).map(<[&str]>::to_vec).collect()))
+        .collect()
+}
+
 impl<T: Clone> Clone for Standing<T> {
     fn clone(&self) -> Self {
         match self {
@@ -216,7 +255,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
-    use super::{read_answer, retry_or_fail, Standing};
+    use super::{plan, read_answer, retry_or_fail, Fanout, Standing};
     use crate::admin::coordinator::CoordinatorResponse;
     use crate::cluster::ApiVersions;
     use crate::error::{Context, Error, ErrorCode};
@@ -285,6 +324,18 @@ mod tests {
         read_answer("Test", &["a"], answer(&[("a", ErrorCode::UNSUPPORTED_VERSION)], 0), split, &mut standing);
         let Some(Standing::Done(Err(e))) = standing.get("a") else { panic!("{}", kind(standing.get("a"))) };
         assert!(e.to_string().contains("share.version"), "{e}");
+    }
+
+    #[test]
+    fn batched_is_one_request_per_coordinator_and_one_group_each_one_per_group() {
+        let by_node = || BTreeMap::from([(1, vec!["a", "b", "c"]), (2, vec!["d"])]);
+        assert_eq!(plan(by_node(), Fanout::batched(8)), vec![(1, vec![vec!["a", "b", "c"]]), (2, vec![vec!["d"]])]);
+        assert_eq!(
+            plan(by_node(), Fanout::one_group_each(8, 16)),
+            vec![(1, vec![vec!["a"], vec!["b"], vec!["c"]]), (2, vec![vec!["d"]])]
+        );
+        let zero = Fanout { coordinators: 0, groups_per_request: 0, requests_per_coordinator: 0 };
+        assert_eq!(plan(by_node(), zero).len(), 2, "a zero bound still sends every group, one each");
     }
 
     #[test]

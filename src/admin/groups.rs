@@ -9,6 +9,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::by_coordinator::Fanout;
 use super::configs::group_ctx;
 use super::coordinator::CoordinatorResponse;
 use super::Admin;
@@ -208,7 +209,8 @@ impl Admin {
                 })
                 .collect()
         };
-        self.call_coordinators(groups, DESCRIBE_VERSIONS, max_in_flight, describe_request, split).await
+        self.call_coordinators(groups, DESCRIBE_VERSIONS, Fanout::batched(max_in_flight), describe_request, split)
+            .await
     }
 
     /// Describes one share group.

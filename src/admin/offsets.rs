@@ -20,6 +20,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::by_coordinator::Fanout;
 use super::configs::group_ctx;
 use super::coordinator::CoordinatorResponse;
 use super::groups::non_empty;
@@ -202,15 +203,15 @@ impl Admin {
     /// Dropping the future stops the wait, not a request already sent: the broker may still
     /// apply it. Nothing is left half-done on this side.
     pub async fn list_share_groups_offsets(&self, groups: &[&str]) -> Vec<Result<ShareGroupOffsets>> {
-        self.list_share_groups_offsets_bounded(groups, usize::MAX).await
+        self.list_share_groups_offsets_bounded(groups, Fanout::batched(usize::MAX)).await
     }
 
-    /// As [`Admin::list_share_groups_offsets`], with at most `max_in_flight` coordinators
-    /// asked at a time (the exporter's bound).
+    /// As [`Admin::list_share_groups_offsets`], with the requests split and bounded as
+    /// `fanout` says (the exporter's: one group per request).
     pub(crate) async fn list_share_groups_offsets_bounded(
         &self,
         groups: &[&str],
-        max_in_flight: usize,
+        fanout: Fanout,
     ) -> Vec<Result<ShareGroupOffsets>> {
         let split = |r: CoordinatorResponse<DescribeOffsetsResponse>| {
             let (node, version) = (r.node, r.version);
@@ -223,8 +224,7 @@ impl Admin {
                 })
                 .collect()
         };
-        self.call_coordinators(groups, DESCRIBE_OFFSETS_VERSIONS, max_in_flight, all_offsets_request, split)
-            .await
+        self.call_coordinators(groups, DESCRIBE_OFFSETS_VERSIONS, fanout, all_offsets_request, split).await
     }
 
     /// Sets start offsets. The group must have no members. One result per partition.

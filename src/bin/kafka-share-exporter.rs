@@ -42,7 +42,12 @@ fn fail(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{PROG}: {line}");
 }
 
-#[tokio::main]
+// One thread: the exporter is a small daemon whose work is waiting on the cluster, and a
+// scrape's rendering takes milliseconds. A multi-thread runtime gave each worker its own
+// malloc arena: a refresh on one worker and a scrape on the other each kept their own peak
+// (peak RSS 45 MB on two workers, 27 MB on one thread, for 1,000 groups of 16 partitions
+// scraped every 0.2 s through their refreshes).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let stop = stop_signal::stop_signal(fail);
     let a = match args::parse(std::env::args().skip(1)) {
@@ -83,6 +88,7 @@ async fn run(a: args::Args, stop: impl std::future::Future<Output = ()>) -> Resu
     config.groups = groups;
     config.refresh_interval = a.refresh_interval;
     config.max_in_flight = a.max_in_flight;
+    config.offsets_in_flight_per_coordinator = a.offsets_in_flight;
     config.request_timeout = a.request_timeout;
     let exporter = Exporter::start(admin, config);
     let mut registry = Registry::default();

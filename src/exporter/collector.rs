@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use tokio::sync::watch;
 
-use super::snapshot::Snapshot;
+use super::snapshot::{GroupView, PartitionView, Snapshot};
 
 /// Per group and share partition: records not yet delivered-and-acknowledged.
 pub const PARTITION_LAG: &str = "kafka_share_group_partition_lag";
@@ -98,11 +98,38 @@ fn gauge_family(
     help: &str,
     series: &[(Labels<'_>, f64)],
 ) -> Result<(), std::fmt::Error> {
+    gauges(encoder, name, help, series.iter().map(|(l, v)| (l.as_slice(), *v)))
+}
+
+/// A family of gauges, one series for each `(labels, value)` that `series` yields, encoded as
+/// it is yielded: a scrape of a thousand groups of 16 partitions holds no list of 64,000
+/// series (with their label lists) beside the text it writes.
+fn gauges<L: EncodeLabelSet>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = (L, f64)>,
+) -> Result<(), std::fmt::Error> {
     let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
     for (labels, v) in series {
-        ConstGauge::new(*v).encode(family.encode_family(labels)?)?;
+        ConstGauge::new(v).encode(family.encode_family(&labels)?)?;
     }
     Ok(())
+}
+
+/// A share partition's labels: group, topic, partition.
+type PartitionLabels<'a> = ([(&'static str, &'a str); 2], [(&'static str, i32); 1]);
+
+fn partition_labels<'a>(group: &'a str, p: &'a PartitionView) -> PartitionLabels<'a> {
+    ([("group", group), ("topic", p.topic.as_str())], [("partition", p.partition)])
+}
+
+fn group(g: &GroupView) -> [(&'static str, &str); 1] {
+    [("group", g.group.as_str())]
+}
+
+fn estimate(estimated: bool) -> [(&'static str, &'static str); 1] {
+    [("estimate", if estimated { "true" } else { "false" })]
 }
 
 impl Collector for ExporterCollector {
@@ -110,79 +137,62 @@ impl Collector for ExporterCollector {
         let started = Instant::now();
         let s = self.snapshots.borrow().clone();
         let now = SystemTime::now();
-        let mut lag = Vec::new();
-        let mut start = Vec::new();
-        let mut end = Vec::new();
-        let mut age = Vec::new();
-        let mut group_lag = Vec::new();
-        let mut group_age = Vec::new();
-        let mut members = Vec::new();
-        let mut assigned = Vec::new();
-        let mut state = Vec::new();
-        let parts: Vec<Vec<String>> =
-            s.groups.iter().map(|g| g.partitions.iter().map(|p| p.partition.to_string()).collect()).collect();
-        for (g, pnames) in s.groups.iter().zip(&parts) {
-            let group = g.group.as_str();
-            for (p, pname) in g.partitions.iter().zip(pnames) {
-                let base = || vec![("group", group), ("topic", p.topic.as_str()), ("partition", pname.as_str())];
-                if let Some(l) = p.lag {
-                    let mut labels = base();
-                    labels.push(("estimate", if p.lag_estimated { "true" } else { "false" }));
-                    lag.push((labels, l as f64));
-                }
-                start.push((base(), p.start_offset as f64));
-                if let Some(e) = p.end_offset {
-                    end.push((base(), e as f64));
-                }
-                if let Some(a) = p.oldest_age(now) {
-                    age.push((base(), a.as_secs_f64()));
-                }
-            }
-            if let Some((l, estimated)) = g.lag(None) {
-                group_lag
-                    .push((vec![("group", group), ("estimate", if estimated { "true" } else { "false" })], l as f64));
-            }
-            if let Some(a) = g.oldest_age(None, now) {
-                group_age.push((vec![("group", group)], a.as_secs_f64()));
-            }
-            members.push((vec![("group", group)], g.members as f64));
-            assigned.push((vec![("group", group)], g.assigned_partitions as f64));
-            state.push((vec![("group", group), ("state", g.state.as_str())], 1.0));
-        }
-        gauge_family(
+        // Each family walks the cached groups once and encodes as it goes (see `gauges`).
+        let partitions = || s.groups.iter().flat_map(|g| g.partitions.iter().map(move |p| (g.group.as_str(), p)));
+        gauges(
             &mut encoder,
             PARTITION_LAG,
             "Records of the share partition not yet delivered and acknowledged, in records (KIP-1226; estimate=\"true\": log end minus start offset, Kafka 4.1)",
-            &lag,
+            partitions().filter_map(|(g, p)| p.lag.map(|l| ((partition_labels(g, p), estimate(p.lag_estimated)), l as f64))),
         )?;
-        gauge_family(&mut encoder, PARTITION_START_OFFSET, "Share-partition start offset, an offset", &start)?;
-        gauge_family(
+        gauges(
+            &mut encoder,
+            PARTITION_START_OFFSET,
+            "Share-partition start offset, an offset",
+            partitions().map(|(g, p)| (partition_labels(g, p), p.start_offset as f64)),
+        )?;
+        gauges(
             &mut encoder,
             PARTITION_LOG_END_OFFSET,
             "Log end offset (high watermark) of the partition, an offset",
-            &end,
+            partitions().filter_map(|(g, p)| p.end_offset.map(|e| (partition_labels(g, p), e as f64))),
         )?;
-        gauge_family(
+        gauges(
             &mut encoder,
             PARTITION_OLDEST_AGE,
             "Age of the oldest record not yet acknowledged (the record at the start offset), in seconds",
-            &age,
+            partitions().filter_map(|(g, p)| p.oldest_age(now).map(|a| (partition_labels(g, p), a.as_secs_f64()))),
         )?;
-        gauge_family(&mut encoder, GROUP_LAG, "Lag summed over the group's share partitions, in records", &group_lag)?;
-        gauge_family(
+        gauges(
+            &mut encoder,
+            GROUP_LAG,
+            "Lag summed over the group's share partitions, in records",
+            s.groups.iter().filter_map(|g| g.lag(None).map(|(l, est)| ((group(g), estimate(est)), l as f64))),
+        )?;
+        gauges(
             &mut encoder,
             GROUP_OLDEST_AGE,
             "Age of the group's oldest record not yet acknowledged, in seconds",
-            &group_age,
+            s.groups.iter().filter_map(|g| g.oldest_age(None, now).map(|a| (group(g), a.as_secs_f64()))),
         )?;
-        gauge_family(&mut encoder, GROUP_MEMBERS, "Members of the share group, a count", &members)?;
-        gauge_family(
+        gauges(
+            &mut encoder,
+            GROUP_MEMBERS,
+            "Members of the share group, a count",
+            s.groups.iter().map(|g| (group(g), g.members as f64)),
+        )?;
+        gauges(
             &mut encoder,
             GROUP_ASSIGNED_PARTITIONS,
             "Partitions assigned to the group's members, a count",
-            &assigned,
+            s.groups.iter().map(|g| (group(g), g.assigned_partitions as f64)),
         )?;
-        gauge_family(&mut encoder, GROUP_STATE, "1 for the share group's state (label state)", &state)?;
+        gauges(
+            &mut encoder,
+            GROUP_STATE,
+            "1 for the share group's state (label state)",
+            s.groups.iter().map(|g| ([("group", g.group.as_str()), ("state", g.state.as_str())], 1.0)),
+        )?;
 
         let secs = |d: std::time::Duration| d.as_secs_f64();
         gauge_family(
@@ -261,5 +271,60 @@ impl Collector for ExporterCollector {
         let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.last_scrape_nanos.store(took, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::SystemTime;
+
+    use tokio::sync::watch;
+
+    use super::*;
+    use crate::exporter::{GroupView, PartitionView};
+    use crate::prometheus::{render, Registry};
+
+    fn part(topic: &str, partition: i32, lag: Option<i64>, end: Option<i64>) -> PartitionView {
+        PartitionView {
+            topic: topic.into(),
+            partition,
+            start_offset: 4,
+            end_offset: end,
+            lag,
+            lag_estimated: false,
+            oldest_timestamp_ms: None,
+        }
+    }
+
+    #[test]
+    fn each_series_is_rendered_with_its_labels_in_order_and_unknowns_left_out() {
+        let mut estimated = part("u", 0, Some(2), Some(6));
+        estimated.lag_estimated = true;
+        let g = GroupView {
+            group: "g".into(),
+            state: "Stable".into(),
+            members: 2,
+            assigned_partitions: 3,
+            partitions: vec![part("t", 3, Some(5), Some(9)), part("t", 4, None, None), estimated],
+        };
+        let s = Snapshot { groups: vec![g], last_success: Some(SystemTime::now()), ..Snapshot::default() };
+        let (_tx, rx) = watch::channel(Arc::new(s));
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(ExporterCollector::new(rx)));
+        let text = render(&registry);
+        let has = |line: &str| assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+        has(r#"kafka_share_group_partition_lag{group="g",topic="t",partition="3",estimate="false"} 5.0"#);
+        has(r#"kafka_share_group_partition_lag{group="g",topic="u",partition="0",estimate="true"} 2.0"#);
+        has(r#"kafka_share_group_partition_start_offset{group="g",topic="t",partition="4"} 4.0"#);
+        has(r#"kafka_share_group_partition_log_end_offset{group="g",topic="t",partition="3"} 9.0"#);
+        has(r#"kafka_share_group_lag{group="g",estimate="true"} 7.0"#);
+        has(r#"kafka_share_group_members{group="g"} 2.0"#);
+        has(r#"kafka_share_group_assigned_partitions{group="g"} 3.0"#);
+        has(r#"kafka_share_group_state{group="g",state="Stable"} 1.0"#);
+        let lags = text.lines().filter(|l| l.starts_with("kafka_share_group_partition_lag{")).count();
+        assert_eq!(lags, 2, "a partition with no known lag has no lag series:\n{text}");
+        let ends = text.lines().filter(|l| l.starts_with("kafka_share_group_partition_log_end_offset{")).count();
+        assert_eq!(ends, 2, "nor a log end series when its log was not read:\n{text}");
     }
 }

@@ -2,13 +2,15 @@
 //! the library side of the `kafka-share-exporter` binary.
 //!
 //! An [`Exporter`] refreshes a cache on an interval: it lists the share groups (all, or a
-//! [`GroupFilter`]), describes them and reads their offsets (DescribeShareGroupOffsets: the
-//! start offset and, on Kafka 4.2+, the lag of KIP-1226) in batches, one request per group
-//! coordinator carrying all its groups, then reads each share partition's log end and the
+//! [`GroupFilter`]), describes them in batches (one ShareGroupDescribe per group coordinator
+//! carrying all its groups) and reads their offsets (DescribeShareGroupOffsets: the start
+//! offset and, on Kafka 4.2+, the lag of KIP-1226) one group per request, a bounded number in
+//! flight per coordinator (Kafka 4.4 answers a request carrying several groups only after
+//! ~2.5 s, one group in milliseconds), then reads each share partition's log end and the
 //! timestamp of the record at its start offset with a plain Fetch that acquires nothing
 //! ([`Admin::peek`]). A scrape ([`ExporterCollector`]) and the scaler read the cache only:
 //! they never wait on the cluster. Each refresh counts its requests by API
-//! ([`Snapshot::requests`]), so its cost is seen to grow with the brokers, not the groups.
+//! ([`Snapshot::requests`]).
 //!
 //! ```no_run
 //! # async fn demo() -> kafka_share::Result<()> {
@@ -31,6 +33,7 @@ mod refresh;
 pub mod scaler;
 mod snapshot;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -54,10 +57,14 @@ pub struct ExporterConfig {
     pub groups: GroupFilter,
     /// Time from the end of one refresh to the start of the next (default 15 s).
     pub refresh_interval: Duration,
-    /// Requests in flight at a time toward the group coordinators (default 8): the groups
-    /// go in batches, one request per coordinator, so this bounds how many coordinators are
-    /// asked at once.
+    /// Group coordinators asked at a time (default 8). ShareGroupDescribe goes in batches,
+    /// one request per coordinator carrying all its groups.
     pub max_in_flight: usize,
+    /// DescribeShareGroupOffsets requests in flight at a time toward each coordinator
+    /// (default 16). They carry one group each: Kafka 4.4 answers a request carrying several
+    /// groups only after ~2.5 s, one group in milliseconds, so a thousand groups are read in
+    /// a fraction of a second this way and in seconds batched.
+    pub offsets_in_flight_per_coordinator: usize,
     /// The longest one step of a refresh may take before it counts as a `timeout` error
     /// (default 30 s).
     pub request_timeout: Duration,
@@ -69,6 +76,7 @@ impl Default for ExporterConfig {
             groups: GroupFilter::All,
             refresh_interval: Duration::from_secs(15),
             max_in_flight: 8,
+            offsets_in_flight_per_coordinator: 16,
             request_timeout: Duration::from_secs(30),
         }
     }
@@ -125,10 +133,25 @@ impl Exporter {
 async fn run(admin: Admin, config: ExporterConfig, tx: watch::Sender<Arc<Snapshot>>) {
     loop {
         let started = Instant::now();
-        let r = refresh::refresh(&admin, &config.groups, config.max_in_flight, config.request_timeout).await;
-        let mut next = Snapshot::clone(&tx.borrow());
-        next.refreshes += 1;
-        next.refresh_duration = started.elapsed();
+        let r = refresh::refresh(&admin, &config).await;
+        let last = tx.borrow().clone();
+        // The groups are not copied from the last snapshot unless this refresh could not list
+        // them: thousands of groups' views would be held twice over for nothing.
+        let (groups, last_success) = match r.groups {
+            Some(groups) => (groups, Some(SystemTime::now())),
+            None => (last.groups.clone(), last.last_success),
+        };
+        let mut next = Snapshot {
+            groups,
+            last_success,
+            refresh_duration: started.elapsed(),
+            refreshes: last.refreshes + 1,
+            errors: last.errors.clone(),
+            requests: BTreeMap::new(),
+            requests_total: last.requests_total.clone(),
+            coordinators: r.coordinators,
+        };
+        drop(last);
         for e in r.errors {
             *next.errors.entry(e).or_default() += 1;
         }
@@ -136,11 +159,6 @@ async fn run(admin: Admin, config: ExporterConfig, tx: watch::Sender<Arc<Snapsho
             *next.requests_total.entry(api).or_default() += n;
         }
         next.requests = r.requests;
-        next.coordinators = r.coordinators;
-        if let Some(groups) = r.groups {
-            next.groups = groups;
-            next.last_success = Some(SystemTime::now());
-        }
         tx.send_replace(Arc::new(next));
         tokio::time::sleep(config.refresh_interval).await;
     }

@@ -1,5 +1,6 @@
-//! One refresh: list the share groups, describe them and read their offsets (one FindCoordinator
-//! and one request per coordinator for each, carrying all its groups), then read every share
+//! One refresh: list the share groups, describe them (one FindCoordinator, then one request per
+//! coordinator carrying all its groups) and read their offsets (one FindCoordinator, then one
+//! request per group, a bounded number in flight per coordinator), then read every share
 //! partition's log end and the record at its start offset (one Fetch per leader). What fails
 //! is counted by operation and kind, and left out of the views: a deleted group or topic drops
 //! its series, the rest are still exported. Groups named in a [`GroupFilter::List`] are
@@ -12,7 +13,8 @@ use std::time::Duration;
 use super::error_kind::error_kind;
 use super::filter::GroupFilter;
 use super::snapshot::{GroupView, PartitionView};
-use crate::admin::{Admin, PeekedRecord, ShareGroupDescription, ShareGroupOffsets, TopicPartition};
+use super::ExporterConfig;
+use crate::admin::{Admin, Fanout, PeekedRecord, ShareGroupDescription, ShareGroupOffsets, TopicPartition};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::api::api_name;
 
@@ -36,16 +38,17 @@ impl Refreshed {
     }
 }
 
-/// Runs one refresh, each step bounded by `timeout`, at most `max_in_flight` requests toward
-/// the coordinators at a time, counting the requests it sent.
-pub(crate) async fn refresh(admin: &Admin, filter: &GroupFilter, max_in_flight: usize, timeout: Duration) -> Refreshed {
+/// Runs one refresh, each step bounded by `config.request_timeout`, the requests toward the
+/// coordinators bounded as `config` says, counting the requests it sent.
+pub(crate) async fn refresh(admin: &Admin, config: &ExporterConfig) -> Refreshed {
     let before = admin.requests_sent();
-    let mut out = read(admin, filter, max_in_flight, timeout).await;
+    let mut out = read(admin, config).await;
     out.requests = requests_between(&before, &admin.requests_sent());
     out
 }
 
-async fn read(admin: &Admin, filter: &GroupFilter, max_in_flight: usize, timeout: Duration) -> Refreshed {
+async fn read(admin: &Admin, config: &ExporterConfig) -> Refreshed {
+    let (filter, timeout) = (&config.groups, config.request_timeout);
     let mut out = Refreshed::default();
     let ids: Vec<String> = match filter {
         // Named groups are described as named: one that is missing or that this principal may
@@ -59,15 +62,18 @@ async fn read(admin: &Admin, filter: &GroupFilter, max_in_flight: usize, timeout
             }
         },
     };
-    // One FindCoordinator and one request per coordinator for each of the two reads, not two
-    // requests per group: a thousand groups on three brokers cost a handful of requests.
+    // One FindCoordinator for each of the two reads. The descriptions go in one request per
+    // coordinator carrying all its groups. The offsets go one group per request, a bounded
+    // number in flight per coordinator: Kafka 4.4 holds a multi-group DescribeShareGroupOffsets
+    // ~2.5 s before answering, and answers a single group in milliseconds.
     let names: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let offsets_fanout = Fanout::one_group_each(config.max_in_flight, config.offsets_in_flight_per_coordinator);
     let (described, offsets) = futures::join!(
         bounded(timeout, "describing the share groups", async {
-            Ok(admin.describe_share_groups_bounded(&names, max_in_flight).await)
+            Ok(admin.describe_share_groups_bounded(&names, config.max_in_flight).await)
         }),
         bounded(timeout, "reading the share groups' offsets", async {
-            Ok(admin.list_share_groups_offsets_bounded(&names, max_in_flight).await)
+            Ok(admin.list_share_groups_offsets_bounded(&names, offsets_fanout).await)
         }),
     );
     // A whole read that ran out of time fails each of its groups, as asking each alone would.

@@ -104,7 +104,7 @@ pub struct Snapshot {
     /// Errors so far, by (operation, kind): `("offsets", "group_authorization_failed")`.
     pub errors: BTreeMap<(&'static str, String), u64>,
     /// Requests the last refresh sent, by API name (`"DescribeShareGroupOffsets"`), retries
-    /// included: the groups are read in batches, one request per coordinator.
+    /// included: the descriptions go one request per coordinator, the offsets one per group.
     pub requests: BTreeMap<&'static str, u64>,
     /// Requests sent by all refreshes so far, by API name.
     pub requests_total: BTreeMap<&'static str, u64>,

@@ -1,7 +1,8 @@
 //! The exporter over many groups against the real broker: 200 share groups on 50 topics of 4
-//! partitions. A refresh reads them in batches (one DescribeShareGroupOffsets and one
-//! ShareGroupDescribe per coordinator, not per group), which the exporter's own request
-//! series show; every group's series are served, and a scrape renders them from the cache.
+//! partitions. A refresh describes them in batches (one ShareGroupDescribe per coordinator,
+//! not per group) and reads their offsets one group per request (no more requests than
+//! groups), which the exporter's own request series show; every group's series are served,
+//! and a scrape renders them from the cache.
 //! Fails when the broker is absent (`common::admin`).
 
 use crate::common;
@@ -79,7 +80,7 @@ async fn many_groups(admin: &Admin, prefix: &str) -> (Vec<String>, Vec<String>) 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_hundred_groups_cost_a_request_per_coordinator_and_all_are_served() {
+async fn two_hundred_groups_are_described_per_coordinator_and_all_are_served() {
     let admin = common::admin().await;
     let prefix = common::unique("exp-many");
     let (topics, groups) = many_groups(&admin, &prefix).await;
@@ -109,14 +110,18 @@ async fn two_hundred_groups_cost_a_request_per_coordinator_and_all_are_served() 
         .collect();
     assert_eq!(s.coordinators, coordinators.len(), "{:?}", s.requests);
 
-    // Requests per refresh: per coordinator, not per group.
+    // Requests per refresh. The descriptions: one per coordinator, not per group. The offsets:
+    // one per group at most, never more (no group asked twice in a refresh that went well):
+    // Kafka 4.4 answers a DescribeShareGroupOffsets carrying several groups only after ~2.5 s
+    // and one group in milliseconds, so the exporter asks them one group per request
+    // (1,000 groups: 1.2 s a refresh against 3.4 s batched, scripts/bench-exporter).
     let sent = |api: &str| s.requests.get(api).copied().unwrap_or(0);
     assert!(sent("DescribeShareGroupOffsets") >= 1, "{:?}", s.requests);
-    assert!(sent("DescribeShareGroupOffsets") <= s.coordinators as u64, "{:?}", s.requests);
+    assert!(sent("DescribeShareGroupOffsets") <= GROUPS as u64, "{:?}", s.requests);
     assert!(sent("ShareGroupDescribe") <= s.coordinators as u64, "{:?}", s.requests);
-    assert!(sent("FindCoordinator") <= 2, "one lookup for each batched read: {:?}", s.requests);
-    let total: u64 = s.requests.values().sum();
-    assert!(total < (GROUPS / 10) as u64, "{total} requests for {GROUPS} groups: {:?}", s.requests);
+    assert!(sent("FindCoordinator") <= 2, "one lookup for each of the two reads: {:?}", s.requests);
+    let others: u64 = s.requests.iter().filter(|(api, _)| **api != "DescribeShareGroupOffsets").map(|(_, n)| n).sum();
+    assert!(others < (GROUPS / 10) as u64, "{others} other requests for {GROUPS} groups: {:?}", s.requests);
 
     // Every group's series from the cache, with the lag of the records past offset 1.
     let text = render(&registry);

@@ -17,7 +17,8 @@ and (with --scaler-listen) a KEDA external scaler over gRPC.
   --group ID                    export this group (repeatable); default: every share group
   --group-pattern REGEX         export the groups whose whole id matches REGEX
   --refresh-interval SECONDS    time between refreshes (default 15; fractions allowed)
-  --max-in-flight N             requests toward the group coordinators at a time (default 8)
+  --max-in-flight N             group coordinators asked at a time (default 8)
+  --offsets-in-flight N         offset reads (one group each) in flight per coordinator (default 16)
   --request-timeout SECONDS     longest one refresh step may take (default 30)
 ";
 
@@ -31,6 +32,7 @@ pub struct Args {
     pub pattern: Option<String>,
     pub refresh_interval: Duration,
     pub max_in_flight: usize,
+    pub offsets_in_flight: usize,
     pub request_timeout: Duration,
     pub help: bool,
 }
@@ -42,11 +44,19 @@ fn seconds(flag: &str, v: &str) -> Result<Duration, Usage> {
     }
 }
 
+fn above_zero(flag: &str, v: &str) -> Result<usize, Usage> {
+    match v.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => usage(format!("{flag} needs a whole number above 0, not {v:?}")),
+    }
+}
+
 pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Args, Usage> {
     let mut a = Args {
         listen: "0.0.0.0:9464".into(),
         refresh_interval: Duration::from_secs(15),
         max_in_flight: 8,
+        offsets_in_flight: 16,
         request_timeout: Duration::from_secs(30),
         ..Args::default()
     };
@@ -68,10 +78,8 @@ pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Args, Usage> {
             "--group-pattern" => a.pattern = Some(v),
             "--refresh-interval" => a.refresh_interval = seconds(&flag, &v)?,
             "--request-timeout" => a.request_timeout = seconds(&flag, &v)?,
-            "--max-in-flight" => match v.parse::<usize>() {
-                Ok(n) if n > 0 => a.max_in_flight = n,
-                _ => return usage(format!("--max-in-flight needs a whole number above 0, not {v:?}")),
-            },
+            "--max-in-flight" => a.max_in_flight = above_zero(&flag, &v)?,
+            "--offsets-in-flight" => a.offsets_in_flight = above_zero(&flag, &v)?,
             _ => return usage(format!("unknown option {flag} (see --help)")),
         }
     }
@@ -99,14 +107,16 @@ mod tests {
     fn defaults_and_mistakes() {
         let a = p("--bootstrap-server b:9092").unwrap();
         assert_eq!(
-            (a.listen.as_str(), a.refresh_interval, a.max_in_flight),
-            ("0.0.0.0:9464", Duration::from_secs(15), 8)
+            (a.listen.as_str(), a.refresh_interval, a.max_in_flight, a.offsets_in_flight),
+            ("0.0.0.0:9464", Duration::from_secs(15), 8, 16)
         );
         assert!(p("").is_err(), "no cluster");
         assert!(p("--bootstrap-server").is_err(), "no value");
         assert!(p("--bootstrap-server b --refresh-interval 0").is_err());
         assert!(p("--bootstrap-server b --refresh-interval nan").is_err());
         assert!(p("--bootstrap-server b --max-in-flight 0").is_err());
+        assert!(p("--bootstrap-server b --offsets-in-flight 0").is_err());
+        assert_eq!(p("--bootstrap-server b --offsets-in-flight 32").unwrap().offsets_in_flight, 32);
         assert!(p("--bootstrap-server b --group a --group-pattern x").is_err());
         assert!(p("--bootstrap-server b --wat 1").is_err());
         let a = p("--command-config f --group a --group b --refresh-interval 0.5").unwrap();
