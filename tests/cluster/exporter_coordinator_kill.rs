@@ -66,9 +66,12 @@ async fn start_exporter(groups: GroupFilter) -> (Exporter, Registry) {
     let mut c = ExporterConfig::default();
     c.groups = groups;
     c.refresh_interval = Duration::from_millis(250);
-    // Shorter than the cluster's request timeout (30 s): a step that keeps failing ends as a
-    // `timeout` error, the next refresh starts over.
-    c.request_timeout = Duration::from_secs(10);
+    // A step that keeps failing ends as an error the refresh counts, and the next refresh
+    // starts over. Well under the time a killed coordinator stays dead: the controller fences
+    // a broker only after its session timeout (9 s) and the group then moves and loads. With
+    // 10 s a step's retries could reach the new coordinator and succeed, and the group's
+    // failure was never counted (a CI rehearsal at load ~9 saw no error in 240 s).
+    c.request_timeout = Duration::from_secs(3);
     let exporter = Exporter::start(Admin::connect_to(&common::cluster_bootstrap()).await.expect("admin"), c);
     let mut registry = Registry::default();
     registry.register_collector(Box::new(exporter.collector()));
