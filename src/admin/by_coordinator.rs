@@ -49,6 +49,8 @@ impl Fanout {
     /// `coordinators` coordinators: for an API whose multi-group answer the broker delays
     /// (DescribeShareGroupOffsets on Kafka 4.4 answers several groups after ~2.5 s, one
     /// group in milliseconds).
+    /// The exporter's (a feature); the unit tests use it in every build.
+    #[cfg_attr(not(feature = "exporter"), allow(dead_code))]
     pub(crate) fn one_group_each(coordinators: usize, per_coordinator: usize) -> Fanout {
         Fanout { coordinators, groups_per_request: 1, requests_per_coordinator: per_coordinator }
     }

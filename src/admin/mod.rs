@@ -23,6 +23,7 @@ mod topics;
 
 use std::sync::Arc;
 
+#[cfg(feature = "exporter")]
 pub(crate) use by_coordinator::Fanout;
 pub use configs::{validate_group_config, ConfigEntry, ConfigSource, GROUP_RESOURCE};
 pub use describe::{
