@@ -67,16 +67,53 @@ async fn produce(topic: &str, records: Vec<ProducerRecord>) {
     p.close(Duration::from_secs(10)).await.expect("producer close");
 }
 
+/// Six orders on partition 0 of `topic`: value `order-i`, key `ki`, a `trace` header.
+async fn produce_six_orders(topic: &str) {
+    let records = (0..6)
+        .map(|i| ProducerRecord::new("", format!("order-{i}")).key(format!("k{i}")).header("trace", "t"))
+        .collect();
+    produce(topic, records).await;
+}
+
+/// The dead-letter copies of [`produce_six_orders`]' records at `offsets` (sorted by
+/// offset), each with its record's key, value and headers and the error headers of a put
+/// stage at its first delivery; `handler` is part of the handler's type name.
+#[track_caller]
+fn assert_copies_of_orders(copies: &[ConsumerRecord], topic: &str, offsets: [&str; 3], handler: &str) {
+    assert_eq!(copies.len(), offsets.len());
+    for (copy, offset) in copies.iter().zip(offsets) {
+        let h = headers(copy);
+        assert_eq!(copy.value_str(), Some(format!("order-{offset}").as_str()), "the value kept");
+        assert_eq!(copy.key_str(), Some(format!("k{offset}").as_str()), "the key kept");
+        assert_eq!(h.get("trace").map(String::as_str), Some("t"), "the record's own headers kept: {h:?}");
+        assert_eq!(h["__connect.errors.topic"], topic);
+        assert_eq!(h["__connect.errors.partition"], "0");
+        assert_eq!(h["__connect.errors.offset"], offset);
+        assert_eq!(h["__connect.errors.stage"], "TASK_PUT");
+        assert_eq!(h["__connect.errors.delivery.count"], "1");
+        assert!(h["__connect.errors.class.name"].contains(handler), "the handler's type: {h:?}");
+        assert!(!h.contains_key("__connect.errors.connector.name"), "no connector here: {h:?}");
+    }
+}
+
+/// ACCEPTed for good: a new member of `group` gets nothing back from `topic`.
+async fn assert_nothing_comes_back(group: &str, topic: &str) {
+    let other = kafka_share::ShareConsumer::connect(common::consumer_config(&common::bootstrap(), group))
+        .await
+        .expect("connect");
+    other.subscribe([topic]).expect("subscribe");
+    let got = common::poll_until(&other, 1, Duration::from_secs(4), |_| {}).await;
+    assert!(got.is_empty(), "a dead-lettered record came back: {got:?}");
+    other.close(None).await.expect("close");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn given_up_records_reach_the_dead_letter_topic_with_their_headers_and_are_accepted() {
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "proc-dlq-in", 1).await;
     let dlq = common::new_topic(&admin, "proc-dlq", 1).await;
     let group = common::new_group(&admin, "g-proc-dlq", None).await;
-    let records = (0..6)
-        .map(|i| ProducerRecord::new("", format!("order-{i}")).key(format!("k{i}")).header("trace", "t"))
-        .collect();
-    produce(&topic, records).await;
+    produce_six_orders(&topic).await;
 
     let cfg = common::consumer_config(&common::bootstrap(), &group);
     // One retry, then the record goes to the dead-letter topic too.
@@ -116,19 +153,7 @@ async fn given_up_records_reach_the_dead_letter_topic_with_their_headers_and_are
 
     let mut copies = read_all(&dlq, 3).await;
     copies.sort_by_key(|r| headers(r).get("__connect.errors.offset").cloned());
-    for (copy, offset) in copies.iter().zip(["0", "3", "5"]) {
-        let h = headers(copy);
-        assert_eq!(copy.value_str(), Some(format!("order-{offset}").as_str()), "the value kept");
-        assert_eq!(copy.key_str(), Some(format!("k{offset}").as_str()), "the key kept");
-        assert_eq!(h.get("trace").map(String::as_str), Some("t"), "the record's own headers kept: {h:?}");
-        assert_eq!(h["__connect.errors.topic"], topic);
-        assert_eq!(h["__connect.errors.partition"], "0");
-        assert_eq!(h["__connect.errors.offset"], offset);
-        assert_eq!(h["__connect.errors.stage"], "TASK_PUT");
-        assert_eq!(h["__connect.errors.delivery.count"], "1");
-        assert!(h["__connect.errors.class.name"].contains("processor_dead_letter"), "{h:?}");
-        assert!(!h.contains_key("__connect.errors.connector.name"), "no connector here: {h:?}");
-    }
+    assert_copies_of_orders(&copies, &topic, ["0", "3", "5"], "processor_dead_letter");
     let h0 = headers(&copies[0]);
     assert_eq!(h0["__connect.errors.exception.message"], "order 0 is invalid");
     assert_eq!(h0["__connect.errors.exception.class.name"], "kafka_share::processor::Outcome::DeadLetter");
@@ -136,14 +161,7 @@ async fn given_up_records_reach_the_dead_letter_topic_with_their_headers_and_are
     assert_eq!(h5["__connect.errors.exception.class.name"], "kafka_share::processor::RetriesExhausted");
     assert!(h5["__connect.errors.exception.message"].starts_with("retries exhausted: 2 handler calls"), "{h5:?}");
 
-    // ACCEPTed for good: a new member of the group gets nothing back.
-    let other = kafka_share::ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
-        .await
-        .expect("connect");
-    other.subscribe([topic.clone()]).expect("subscribe");
-    let got = common::poll_until(&other, 1, Duration::from_secs(4), |_| {}).await;
-    assert!(got.is_empty(), "a dead-lettered record came back: {got:?}");
-    other.close(None).await.expect("close");
+    assert_nothing_comes_back(&group, &topic).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -233,10 +251,7 @@ async fn a_batch_handlers_dead_letters_reach_the_topic_with_their_headers_and_ar
     let topic = common::new_topic(&admin, "proc-dlq-batch-in", 1).await;
     let dlq = common::new_topic(&admin, "proc-dlq-batch", 1).await;
     let group = common::new_group(&admin, "g-proc-dlq-batch", None).await;
-    let records = (0..6)
-        .map(|i| ProducerRecord::new("", format!("order-{i}")).key(format!("k{i}")).header("trace", "t"))
-        .collect();
-    produce(&topic, records).await;
+    produce_six_orders(&topic).await;
 
     let cfg = common::consumer_config(&common::bootstrap(), &group);
     // One retry for a record handled alone, then it goes to the dead-letter topic too.
@@ -281,18 +296,7 @@ async fn a_batch_handlers_dead_letters_reach_the_topic_with_their_headers_and_ar
 
     let mut copies = read_all(&dlq, 3).await;
     copies.sort_by_key(|r| headers(r).get("__connect.errors.offset").cloned());
-    for (copy, offset) in copies.iter().zip(["1", "4", "5"]) {
-        let h = headers(copy);
-        assert_eq!(copy.value_str(), Some(format!("order-{offset}").as_str()), "the value kept");
-        assert_eq!(copy.key_str(), Some(format!("k{offset}").as_str()), "the key kept");
-        assert_eq!(h.get("trace").map(String::as_str), Some("t"), "the record's own headers kept: {h:?}");
-        assert_eq!(h["__connect.errors.topic"], topic);
-        assert_eq!(h["__connect.errors.partition"], "0");
-        assert_eq!(h["__connect.errors.offset"], offset);
-        assert_eq!(h["__connect.errors.stage"], "TASK_PUT");
-        assert_eq!(h["__connect.errors.delivery.count"], "1");
-        assert!(h["__connect.errors.class.name"].contains("Batches"), "the batch handler's type: {h:?}");
-    }
+    assert_copies_of_orders(&copies, &topic, ["1", "4", "5"], "Batches");
     let h1 = headers(&copies[0]);
     assert_eq!(h1["__connect.errors.exception.message"], "order 1 is invalid");
     assert_eq!(h1["__connect.errors.exception.class.name"], "kafka_share::processor::Outcome::DeadLetter");
@@ -301,14 +305,7 @@ async fn a_batch_handlers_dead_letters_reach_the_topic_with_their_headers_and_ar
     assert_eq!(h5["__connect.errors.exception.class.name"], "kafka_share::processor::RetriesExhausted");
     assert!(h5["__connect.errors.exception.message"].starts_with("retries exhausted: "), "{h5:?}");
 
-    // ACCEPTed for good: a new member of the group gets nothing back.
-    let other = kafka_share::ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
-        .await
-        .expect("connect");
-    other.subscribe([topic.clone()]).expect("subscribe");
-    let got = common::poll_until(&other, 1, Duration::from_secs(4), |_| {}).await;
-    assert!(got.is_empty(), "a dead-lettered record came back: {got:?}");
-    other.close(None).await.expect("close");
+    assert_nothing_comes_back(&group, &topic).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
