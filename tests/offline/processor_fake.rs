@@ -408,19 +408,23 @@ async fn a_batch_handlers_dead_letter_without_a_destination_is_rejected() {
     assert_eq!(fake.state(0, 0), fake_broker::RecordState::Rejected);
 }
 
-/// The batch form: a copy that cannot be sent RELEASEs its record (the batch-mates are
-/// ACCEPTed); it comes back and is accepted at its next delivery.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_handlers_dead_letter_copy_that_fails_releases_the_record() {
-    let fake = fake().await;
-    // The fake answers no Produce: a short delivery timeout ends each copy soon, failed.
+/// A dead-letter destination on the fake whose copies all fail: the fake answers no
+/// Produce, and a short delivery timeout ends each copy soon.
+async fn failing_dead_letter(fake: &FakeCluster) -> kafka_share::processor::DeadLetter {
     let mut pc = kafka_share::producer::ProducerConfig::new(fake.bootstrap());
     pc.cluster.request_timeout = Duration::from_millis(100);
     (pc.linger, pc.delivery_timeout, pc.max_block) =
         (Duration::ZERO, Duration::from_millis(200), Duration::from_millis(200));
     let producer = kafka_share::Producer::connect(pc).await.expect("a producer on the fake");
-    let dead_letter = kafka_share::processor::DeadLetter::topic(fake.topic()).producer(producer);
-    let config = ProcessorConfig::new().dead_letter(dead_letter);
+    kafka_share::processor::DeadLetter::topic(fake.topic()).producer(producer)
+}
+
+/// The batch form: a copy that cannot be sent RELEASEs its record (the batch-mates are
+/// ACCEPTed); it comes back and is accepted at its next delivery.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_handlers_dead_letter_copy_that_fails_releases_the_record() {
+    let fake = fake().await;
+    let config = ProcessorConfig::new().dead_letter(failing_dead_letter(&fake).await);
     let running = Processor::new(consumer(&fake).await, config).run_batches(DeadLetterEvenFirst);
     wait_all_accepted(&fake).await;
     let failures = running.metrics().get(PROCESSOR, "dead-letter-failures-total");
@@ -435,14 +439,7 @@ async fn a_batch_handlers_dead_letter_copy_that_fails_releases_the_record() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_letter_copy_that_fails_releases_the_record() {
     let fake = fake().await;
-    // The fake answers no Produce: a short delivery timeout ends each copy soon, failed.
-    let mut pc = kafka_share::producer::ProducerConfig::new(fake.bootstrap());
-    pc.cluster.request_timeout = Duration::from_millis(100);
-    (pc.linger, pc.delivery_timeout, pc.max_block) =
-        (Duration::ZERO, Duration::from_millis(200), Duration::from_millis(200));
-    let producer = kafka_share::Producer::connect(pc).await.expect("a producer on the fake");
-    let dead_letter = kafka_share::processor::DeadLetter::topic(fake.topic()).producer(producer);
-    let config = ProcessorConfig::new().dead_letter(dead_letter);
+    let config = ProcessorConfig::new().dead_letter(failing_dead_letter(&fake).await);
     let running = Processor::new(consumer(&fake).await, config).run(|d: Delivery| async move {
         if d.delivery_count() == 1 {
             d.dead_letter("first delivery")
