@@ -117,14 +117,7 @@ impl DriverCore {
     fn fail_superseded(&mut self, node: i32, tp: TopicIdPartition, superseded: Vec<(i64, i16)>) {
         let Some(&(offset, newer)) = superseded.first() else { return };
         debug!(node, %tp, offsets = superseded.len(), first = offset, "queued acks superseded by a redelivery: not sent");
-        let name = self.to_topic_partition(&tp);
-        let e = Error::LockExpired {
-            topic: name.topic,
-            partition: name.partition,
-            offset,
-            delivery_count: newer - 1,
-            redelivered: true,
-        };
+        let e = self.lock_expired(&tp, offset, newer - 1, true);
         let offsets = superseded.into_iter().map(|(o, _)| o).collect();
         self.complete_acks(Some(node), BTreeMap::from([(tp, (offsets, Err(e)))]));
     }

@@ -317,17 +317,17 @@ impl DriverCore {
         }
         for (a, superseded) in routed.lapsed {
             debug!(tp = %a.tp, offset = a.offset, delivery = a.delivery_count, superseded, "ack of a lapsed delivery refused");
-            let tp = self.to_topic_partition(&a.tp);
-            let e = Error::LockExpired {
-                topic: tp.topic,
-                partition: tp.partition,
-                offset: a.offset,
-                delivery_count: a.delivery_count,
-                redelivered: superseded,
-            };
+            let e = self.lock_expired(&a.tp, a.offset, a.delivery_count, superseded);
             failed.push((a, e));
         }
         failed
+    }
+
+    /// The error of an ack not sent because the lock of its delivery lapsed (`redelivered`:
+    /// the record came to this member again).
+    fn lock_expired(&self, tp: &TopicIdPartition, offset: i64, delivery_count: i16, redelivered: bool) -> Error {
+        let tp = self.to_topic_partition(tp);
+        Error::LockExpired { topic: tp.topic, partition: tp.partition, offset, delivery_count, redelivered }
     }
 
     /// Whether the consumer failed and is not closing: every poll answers with the failure
