@@ -67,6 +67,18 @@ bench_warm_share_state() { # KS LOG
     "$1" cleanup --bootstrap "$BOOTSTRAP" --topic "$t" >>"$2" 2>&1 || true
 }
 
+# One line of CPU clock ticks: the brokers' (user+sys of every node's JVM, /proc/PID/stat),
+# then the whole machine's busy and total (/proc/stat, iowait counted idle). Taken before
+# and after a client, it says what the brokers spent on that client's records and whether
+# the machine's cores were all busy meanwhile: the evidence for a CPU bound (parse.py).
+bench_cpu_snapshot() { # [NODES]
+    local nodes=${1:-1} pid b=0
+    for pid in $("$SCRIPT_DIR/kafka" pids --nodes "$nodes" 2>/dev/null); do
+        b=$((b + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+    done
+    awk -v b="$b" '/^cpu /{t = 0; for (i = 2; i <= 9; i++) t += $i; print b, t - $5 - $6, t; exit}' /proc/stat
+}
+
 # share.auto.offset.reset=earliest on GROUP (a new share group starts at the latest offset).
 bench_group() { # KS GROUP LOG: share.auto.offset.reset=earliest, plus GROUP_CONFIG (key=value ...)
     local extra=() kv

@@ -10,6 +10,7 @@ CSV of Kafka's ShareConsumerPerformance / ConsumerPerformance (header with
 data.consumed.in.nMsg). GNU time wrote "%e %U %S %M" (wall, user, sys, max RSS KB).
 """
 import json
+import os
 import re
 import sys
 
@@ -46,6 +47,19 @@ def parse_tool_csv(text):
     return None
 
 
+def cpu_window(row, path):
+    """The brokers' CPU seconds over the client's run and the machine's busy share of that
+    time, from the two lines of bench_cpu_snapshot (scripts/bench/common.sh) around it."""
+    try:
+        before, after = (list(map(int, l.split())) for l in open(path).read().splitlines()[:2])
+    except (OSError, ValueError):
+        return
+    tick = os.sysconf("SC_CLK_TCK")
+    row["broker_cpu_s"] = (after[0] - before[0]) / tick
+    if after[2] > before[2]:
+        row["machine_busy"] = (after[1] - before[1]) / (after[2] - before[2])
+
+
 def run(client, rnd, log, timefile, rc, records, size, load):
     text = open(log, errors="replace").read()
     row = {"client": client, "round": int(rnd), "load1": float(load), "rc": int(rc)}
@@ -75,6 +89,7 @@ def run(client, rnd, log, timefile, rc, records, size, load):
     if f:
         n, per, avg, mx = (float(x) for x in f[-1])
         row.update(fetches=int(n), records_per_fetch=per, fetch_avg_ms=avg, fetch_max_ms=mx)
+    cpu_window(row, timefile + ".cpu")
     want = int(records)
     if int(rc) == 124 or int(rc) == 137:
         row["error"] = f"killed by the run timeout (exit {rc}); last output: {last_lines(text)}"
@@ -87,6 +102,13 @@ def run(client, rnd, log, timefile, rc, records, size, load):
     row["ok"] = "error" not in row and "rate" in row
     if row["ok"] and "cpu_s" in row:
         row["cpu_per_m"] = row["cpu_s"] / row["records"] * 1e6
+        if "broker_cpu_s" in row:
+            row["broker_cpu_per_m"] = row["broker_cpu_s"] / row["records"] * 1e6
+            # The rate if the machine's cores did nothing but this client and its brokers,
+            # at the CPU both spent per record: the bound on a machine whose cores are busy.
+            spent = row["cpu_s"] + row["broker_cpu_s"]
+            if spent > 0:
+                row["cpu_bound"] = (os.cpu_count() or 1) * row["records"] / spent
     print(json.dumps(row))
 
 

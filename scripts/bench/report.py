@@ -138,7 +138,8 @@ def summarize(rows, records=None):
     for c, rs in by.items():
         ok = [r for r in rs if r.get("ok")]
         s = {"runs": len(rs), "ok": len(ok), "errors": [r.get("error") for r in rs if not r.get("ok")]}
-        for k in ("rate", "mb_s", "elapsed_s", "first_s", "cpu_per_m", "rss_kb", "cpu_s"):
+        for k in ("rate", "mb_s", "elapsed_s", "first_s", "cpu_per_m", "rss_kb", "cpu_s",
+                  "broker_cpu_per_m", "cpu_bound", "machine_busy"):
             s[k] = median([r.get(k) for r in ok])
         s["steady"] = median([steady_rate(r, records) for r in ok])
         s["rates"] = [r.get("rate") for r in ok]
@@ -347,6 +348,27 @@ def main():
             f"{fmt(x['rss_kb'] and x['rss_kb'] / 1024, '{:.1f}')} | {x['ok']}/{x['runs']} |"
         )
     w("")
+    if any(s[c].get("broker_cpu_per_m") is not None for c in s):
+        w("### Where the CPU goes\n")
+        w("The brokers' CPU (user+sys of their JVMs, from /proc) over each client's run, beside the "
+          "client's own, per million records; **busy**: the share of the machine's cores busy meanwhile "
+          "(anything else running included); **CPU bound**: the rate if the "
+          f"{os.cpu_count()} cores did nothing but this client and its brokers at that CPU per record, "
+          "nproc x records / (client + broker CPU). Where **busy** is near 100%, the cores are the bound "
+          "and **of bound** says how near the client comes to it; a client that costs the brokers "
+          "less per record has a higher bound.\n")
+        w("| client | mode | records/s | client CPU s / M | broker CPU s / M | busy | CPU bound records/s | of bound |")
+        w("|---|---|--:|--:|--:|--:|--:|--:|")
+        for c in ORDER:
+            x = s.get(c)
+            if not x or x.get("broker_cpu_per_m") is None:
+                continue
+            label, mode, fam = CLIENTS[c]
+            name = f"**{label}**" if fam == "ours" else label
+            w(f"| {name} | {mode} | {fmt(x['rate'])} | {fmt(x['cpu_per_m'], '{:.2f}')} | "
+              f"{fmt(x['broker_cpu_per_m'], '{:.2f}')} | {fmt(x.get('machine_busy') and 100 * x['machine_busy'], '{:.0f}%')} | "
+              f"{fmt(x.get('cpu_bound'))} | {ratio(x['rate'], x.get('cpu_bound'))} |")
+        w("")
     errs = [(c, e) for c in ORDER if c in s for e in s[c]["errors"] if s[c]["rate"] is not None and e]
     if errs:
         w("Failed runs of clients that did run otherwise:\n")
@@ -395,12 +417,12 @@ def main():
         w(f"- {k}: {v}")
     w("")
     w("<details><summary>Every run</summary>\n")
-    w("| client | round | records/s | elapsed (s) | first (s) | CPU (s) | RSS (MB) | load | result |")
-    w("|---|--:|--:|--:|--:|--:|--:|--:|---|")
+    w("| client | round | records/s | elapsed (s) | first (s) | CPU (s) | broker CPU (s) | RSS (MB) | load | result |")
+    w("|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     for r in sorted(rows, key=lambda r: (ORDER.index(r["client"]), r.get("round", 0))):
         w(
             f"| {r['client']} | {r.get('round', '')} | {fmt(r.get('rate'))} | {fmt(r.get('elapsed_s'), '{:.2f}')} | "
-            f"{fmt(r.get('first_s'), '{:.2f}')} | {fmt(r.get('cpu_s'), '{:.2f}')} | "
+            f"{fmt(r.get('first_s'), '{:.2f}')} | {fmt(r.get('cpu_s'), '{:.2f}')} | {fmt(r.get('broker_cpu_s'), '{:.2f}')} | "
             f"{fmt(r.get('rss_kb') and r['rss_kb'] / 1024, '{:.1f}')} | {fmt(r.get('load1'), '{:.1f}')} | "
             f"{'ok' if r.get('ok') else md_escape(r.get('error', ''))} |"
         )
