@@ -1066,13 +1066,14 @@ fn record_limit_acks_wait_briefly_for_the_next_polls_fetch() {
 }
 
 #[test]
-fn a_no_wait_fetch_that_carries_the_engines_acks_waits_a_little_for_them_to_free_records() {
+fn a_no_wait_fetch_that_carries_acks_waits_a_little_for_them_to_free_records() {
     // Answered at once, such a fetch often comes back empty: the broker looks for records
     // before the acks beside them free any, and the next fetch gets them a round trip later
-    // (39% of the sink's fetches were empty). A short wait lets the broker answer once they do.
-    // The public poll's acks mostly cover whole batches: its fetches keep not waiting.
+    // (39% of the sink's fetches were empty; 71% of the public consumer's fetches carrying
+    // acks on a 3-node cluster). A short wait lets the broker answer once they do: the
+    // engine's acks and the public poll's alike.
     let wait = super::sessions::ACK_CARRYING_WAIT.as_millis() as i32;
-    for (engine, expected) in [(false, 0), (true, wait)] {
+    for (engine, expected) in [(false, wait), (true, wait)] {
         let t0 = Instant::now();
         let (mut c, (node, sent, sent_at)) = long_polling(t0);
         c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);

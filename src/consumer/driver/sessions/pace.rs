@@ -20,12 +20,14 @@
 //!   empty the session is *parked*: nothing more is sent until new acks arrive, a poll
 //!   waits on an empty buffer, or `fetch.max.wait.ms` passes (then one long poll), so a
 //!   member never spins.
-//! - Such a fetch that carries the processing engine's acks waits a little all the same
-//!   ([`ACK_CARRYING_WAIT`]): the broker looks for records before the acks beside them have
-//!   freed any (it applies them once their state is written), so an answer at once is often empty and the freed
-//!   records show only to the next fetch, a round trip later. With a short wait the broker
-//!   answers as soon as the acks free records. Measured with the sink (6M records, 3
-//!   partitions, Kafka 4.4): 39% of its fetches came back empty without the wait, 10% with it.
+//! - Such a fetch that carries acks waits a little all the same ([`ACK_CARRYING_WAIT`]): the
+//!   broker looks for records before the acks beside them have freed any (it applies them
+//!   once their state is written), so an answer at once is often empty and the freed records
+//!   show only to the next fetch, a round trip later. With a short wait the broker answers as
+//!   soon as the acks free records. Measured with the sink (6M records, 3 partitions, Kafka
+//!   4.4): 39% of its fetches came back empty without the wait, 10% with it; the public
+//!   consumer on a 3-node cluster: 71% of its ack-carrying fetches, and 30% fewer fetches
+//!   with the wait.
 //! - Records are acquired only for an application that is taking them (see
 //!   `activity.rs`): a fetch that may acquire records leaves while a poll waits, or as the one
 //!   refill a poll allows per broker, and only while the buffer holds less than the
