@@ -20,9 +20,10 @@
 //! - `broker.rs`: what a fake lends the share RPC handlers (the `ShareBroker` trait: its
 //!   state, faults and bookkeeping) and the steps both RPCs take (the session check, one
 //!   partition's acknowledgements).
-//! - `share_fetch.rs`, `share_acknowledge.rs`: ShareFetch and ShareAcknowledge, handled once
-//!   for both fakes (one file per API key, as kfake's `78_share_fetch.go`): a new API key's
-//!   fake handling goes into a file of its own here, beside them, and both fakes call it.
+//! - `share_fetch.rs`, `share_acknowledge.rs`, `share_group_heartbeat.rs`: ShareFetch,
+//!   ShareAcknowledge and ShareGroupHeartbeat, handled once for both fakes (one file per API
+//!   key, as kfake's `78_share_fetch.go`): a new API key's fake handling goes into a file of
+//!   its own here, beside them, and both fakes call it.
 //!
 //! Nothing here reads a clock or does IO: every call that depends on time takes `now`, which
 //! the wrapper supplies (`Instant::now()` for the fake, base + virtual offset for the
@@ -35,5 +36,6 @@ pub(crate) mod record_state;
 pub(crate) mod sessions;
 pub(crate) mod share_acknowledge;
 pub(crate) mod share_fetch;
+pub(crate) mod share_group_heartbeat;
 #[cfg(test)]
 mod test_broker;

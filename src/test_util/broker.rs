@@ -1,19 +1,21 @@
-//! The fake cluster as the broker model's share RPC handlers see it
-//! (`crate::broker_model::share_fetch`, `share_acknowledge`, the ones the simulation calls
-//! too): its state under the lock, the scripted faults that fired for this request, and the
-//! violations it reports. Locks are held by member id, as Kafka holds them.
+//! The fake cluster as the broker model's handlers see it (`crate::broker_model::share_fetch`,
+//! `share_acknowledge`, `share_group_heartbeat`, the ones the simulation calls too): its state
+//! under the lock, the scripted faults that fired for this request, and the violations it
+//! reports. Locks are held by member id, as Kafka holds them.
 
 use bytes::Bytes;
 
 use crate::broker_model::acknowledge::AckRefusal;
-use crate::broker_model::broker::{AckEvent, AckSite, ShareBroker};
+use crate::broker_model::broker::{AckEvent, AckSite, Cx, ShareBroker};
 use crate::broker_model::partition::SharePartition;
 use crate::broker_model::sessions::{SessionRefusal, SessionRequest, ShareSessions};
+use crate::broker_model::share_group_heartbeat::ShareCoordinator;
+use crate::error::ErrorCode;
 use crate::protocol::share::{AcknowledgementBatch, AcquiredRecords, LeaderIdAndEpoch, NodeEndpoint};
 
 use super::script::{Action, Effects};
 use super::share::build_records;
-use super::state::State;
+use super::state::{Member, State};
 
 /// One request's view of the fake cluster: its state and the faults that fired for it.
 pub(super) struct FakeBroker<'a> {
@@ -130,3 +132,53 @@ impl ShareBroker for FakeBroker<'_> {
     }
 }
 
+/// One heartbeat's view of the fake coordinator: lenient, as the fake's users rely on. Every
+/// member gets the assignment the test set (`FakeCluster::set_assignment`); a member's epoch
+/// counts its joins (and assignment changes); any epoch is accepted and a member it does not
+/// know is taken in; no subscription is required; a member that leaves keeps its records
+/// until its sessions end or its locks lapse.
+pub(super) struct FakeCoordinator<'a> {
+    pub(super) st: &'a mut State,
+    pub(super) fx: &'a Effects,
+}
+
+impl ShareCoordinator for FakeCoordinator<'_> {
+    type Member = String;
+
+    fn topic_id(&self) -> uuid::Uuid {
+        self.st.topic_id
+    }
+
+    fn heartbeat_interval_ms(&self) -> i32 {
+        self.st.cfg.heartbeat_interval_ms
+    }
+
+    fn leave(&mut self, member: &String) {
+        self.st.members.remove(member);
+    }
+
+    fn join(&mut self, member: &String, _member_id: &str, _cx: &Cx) {
+        let m = self.st.members.entry(member.clone()).or_insert(Member { epoch: 0 });
+        m.epoch = m.epoch.saturating_add(1);
+    }
+
+    fn check_epoch(&self, _member: &String, _epoch: i32) -> Result<(), ErrorCode> {
+        Ok(())
+    }
+
+    fn settle(&mut self, member: &String, _cx: &Cx) -> Option<(i32, Vec<i32>)> {
+        let epoch = self.st.members.entry(member.clone()).or_insert(Member { epoch: 0 }).epoch;
+        Some((epoch, self.st.assignment.clone()))
+    }
+
+    fn forced_error(&mut self) -> Option<i16> {
+        match self.fx.terminal {
+            Some(Action::TopLevelError(code)) => Some(code),
+            _ => None,
+        }
+    }
+
+    fn requires_subscription(&self) -> bool {
+        false
+    }
+}
