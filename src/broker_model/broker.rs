@@ -23,6 +23,9 @@ use super::sessions::{SessionRefusal, SessionRequest, SessionUse, ShareSessions}
 /// The first ShareFetch/ShareAcknowledge version with `IsRenewAck` and ShareAcknowledge's
 /// `AcquisitionLockTimeoutMs` (KIP-1222; the codec speaks it as its `MAX_VERSION`).
 pub(crate) const RENEW_VERSION: i16 = 2;
+// The fakes cannot answer a version their codec does not speak.
+const _: () = assert!(crate::protocol::share::MIN_VERSION < RENEW_VERSION);
+const _: () = assert!(RENEW_VERSION <= crate::protocol::share::MAX_VERSION);
 
 /// Where and when a request is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
