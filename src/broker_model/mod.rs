@@ -17,15 +17,25 @@
 //!   the member holds every offset (INVALID_RECORD_STATE, with why: another member, a lapsed
 //!   lock, never delivered), applied all or nothing.
 //! - `sessions.rs`: share sessions per (node, member) and their epochs.
-//! - `share_fetch.rs`: ShareFetch's rules that need no broker state (how many records a
-//!   fetch acquires, record_limit's among them; the answer's blank entries and topics).
+//! - `broker.rs`: what a fake lends the share RPC handlers (the `ShareBroker` trait: its
+//!   state, faults and bookkeeping) and the steps both RPCs take (the session check, one
+//!   partition's acknowledgements).
+//! - `share_fetch.rs`, `share_acknowledge.rs`, `share_group_heartbeat.rs`: ShareFetch,
+//!   ShareAcknowledge and ShareGroupHeartbeat, handled once for both fakes (one file per API
+//!   key, as kfake's `78_share_fetch.go`): a new API key's fake handling goes into a file of
+//!   its own here, beside them, and both fakes call it.
 //!
 //! Nothing here reads a clock or does IO: every call that depends on time takes `now`, which
 //! the wrapper supplies (`Instant::now()` for the fake, base + virtual offset for the
 //! simulation). Nothing iterates a `HashMap`: the same calls give the same state.
 
 pub(crate) mod acknowledge;
+pub(crate) mod broker;
 pub(crate) mod partition;
 pub(crate) mod record_state;
 pub(crate) mod sessions;
+pub(crate) mod share_acknowledge;
 pub(crate) mod share_fetch;
+pub(crate) mod share_group_heartbeat;
+#[cfg(test)]
+mod test_broker;

@@ -215,23 +215,14 @@ impl SimCluster {
         c
     }
 
-    /// Acquires up to `max` available offsets of `p` for a client's session; returns the
-    /// acquired ranges (offset runs with one delivery count each).
-    pub(crate) fn acquire(
-        &mut self,
-        p: i32,
-        client: ClientId,
-        node: i32,
-        session: u64,
-        max: usize,
-        now: Instant,
-    ) -> Vec<AcquiredRecords> {
+    /// Notes the runs `got` just acquired on partition `p` for a client's session (maybe
+    /// none): every offset's delivery, for the routing checks and the ledger.
+    pub(crate) fn delivered(&mut self, p: i32, client: ClientId, node: i32, session: u64, got: &[AcquiredRecords]) {
         self.version += 1;
         let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) else {
-            return Vec::new();
+            return;
         };
-        let got = part.share.acquire(&Holder { client, node, session }, max, now);
-        for r in &got {
+        for r in got {
             for off in r.first_offset..=r.last_offset {
                 let delivery = Delivery { node, session, count: r.delivery_count, acked: false };
                 if let Some(log) = part.log.get_mut(off as usize) {
@@ -240,7 +231,6 @@ impl SimCluster {
                 self.ledger.delivered(client, node, session, p, off, r.delivery_count);
             }
         }
-        got
     }
 
     /// Releases what `client` holds through broker `node` (its session there ended: closed,

@@ -1,13 +1,16 @@
-//! The simulated group coordinator: ShareGroupHeartbeat, member epochs, a round-robin
-//! assignment of the topic's partitions to the members in the order they joined.
+//! The simulated group coordinator: member epochs (a group epoch; a stale member epoch is
+//! fenced), a round-robin assignment of the topic's partitions to the members in the order
+//! they joined, members that time out. ShareGroupHeartbeat is answered by the broker model's
+//! handler (`broker_model::share_group_heartbeat`, the public fake's too) over [`Coordinator`].
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::{ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse};
 
 use super::state::ClientId;
+use crate::broker_model::broker::Cx;
+use crate::broker_model::share_group_heartbeat::{self, ShareCoordinator};
 use crate::error::ErrorCode;
 
 /// A member as the coordinator knows it.
@@ -75,8 +78,9 @@ impl Group {
         self.epoch += 1;
     }
 
-    /// Answers a heartbeat that reached broker `node`. Returns the answer and, for a member
-    /// that left (epoch -1), the client whose records go back.
+    /// Answers a heartbeat that reached broker `node` (by the broker model's handler,
+    /// `broker_model::share_group_heartbeat`). Returns the answer and, for a member that
+    /// left (epoch -1), the client whose records go back.
     pub(crate) fn heartbeat(
         &mut self,
         node: i32,
@@ -86,68 +90,77 @@ impl Group {
         partitions: i32,
         now: Instant,
     ) -> (ShareGroupHeartbeatResponse, Option<ClientId>) {
-        let mut resp = ShareGroupHeartbeatResponse::default();
-        let error = |resp: &mut ShareGroupHeartbeatResponse, code: ErrorCode| {
-            resp.error_code = code.0;
-            resp.member_epoch = 0;
-        };
-        if node != self.coordinator {
-            error(&mut resp, ErrorCode::NOT_COORDINATOR);
-            return (resp, None);
+        let cx = Cx { node, conn: 0, version: HEARTBEAT_VERSION, now };
+        let mut at = Coordinator { group: self, topic_id, partitions, left: None };
+        let resp = share_group_heartbeat::handle(&mut at, &cx, &client, r);
+        (resp, at.left)
+    }
+}
+
+/// The ShareGroupHeartbeat version of the simulated requests (the answer is not encoded).
+const HEARTBEAT_VERSION: i16 = 1;
+
+/// The group as the heartbeat handler sees it, with the topic it assigns.
+struct Coordinator<'a> {
+    group: &'a mut Group,
+    topic_id: uuid::Uuid,
+    partitions: i32,
+    /// The client that left with this heartbeat, if any.
+    left: Option<ClientId>,
+}
+
+impl ShareCoordinator for Coordinator<'_> {
+    type Member = ClientId;
+
+    fn topic_id(&self) -> uuid::Uuid {
+        self.topic_id
+    }
+
+    fn heartbeat_interval_ms(&self) -> i32 {
+        i32::try_from(self.group.interval.as_millis()).unwrap_or(i32::MAX)
+    }
+
+    fn leave(&mut self, client: &ClientId) {
+        if self.group.members.remove(client).is_some() {
+            self.group.bump();
+            self.left = Some(*client);
         }
-        if self.loading_until.is_some_and(|t| now < t) {
-            error(&mut resp, ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
-            return (resp, None);
+    }
+
+    fn join(&mut self, client: &ClientId, member_id: &str, cx: &Cx) {
+        let known = self.group.members.get(client).is_some_and(|m| m.member_id == member_id);
+        if !known {
+            let member = Member { member_id: member_id.to_string(), epoch: 0, last_seen: cx.now };
+            self.group.members.insert(*client, member);
         }
-        resp.member_id = Some(r.member_id.clone());
-        match r.member_epoch {
-            -1 => {
-                let left = self.members.remove(&client).map(|_| client);
-                if left.is_some() {
-                    self.bump();
-                }
-                resp.member_epoch = -1;
-                return (resp, left);
-            }
-            0 => {
-                if r.subscribed_topic_names.as_ref().is_none_or(|t| t.is_empty()) {
-                    error(&mut resp, ErrorCode::INVALID_REQUEST);
-                    return (resp, None);
-                }
-                let known = self.members.get(&client).is_some_and(|m| m.member_id == r.member_id.as_str());
-                if !known {
-                    self.members
-                        .insert(client, Member { member_id: r.member_id.to_string(), epoch: 0, last_seen: now });
-                }
-                self.bump();
-            }
-            e => match self.members.get(&client) {
-                None => {
-                    error(&mut resp, ErrorCode::UNKNOWN_MEMBER_ID);
-                    return (resp, None);
-                }
-                // The epoch of the member's last answer, exactly (the group coordinator's
-                // check for share groups); a lost answer fences the member.
-                Some(m) if e != m.epoch => {
-                    error(&mut resp, ErrorCode::FENCED_MEMBER_EPOCH);
-                    return (resp, None);
-                }
-                Some(_) => {}
-            },
+        self.group.bump();
+    }
+
+    /// The epoch of the member's last answer, exactly (the group coordinator's check for
+    /// share groups); a lost answer fences the member.
+    fn check_epoch(&self, client: &ClientId, epoch: i32) -> Result<(), ErrorCode> {
+        match self.group.members.get(client) {
+            None => Err(ErrorCode::UNKNOWN_MEMBER_ID),
+            Some(m) if m.epoch != epoch => Err(ErrorCode::FENCED_MEMBER_EPOCH),
+            Some(_) => Ok(()),
         }
-        let interval = self.interval.as_millis() as i32;
-        let assignment = self.assignment(client, partitions);
-        let Some(m) = self.members.get_mut(&client) else {
-            error(&mut resp, ErrorCode::UNKNOWN_MEMBER_ID);
-            return (resp, None);
-        };
-        m.last_seen = now;
-        m.epoch = self.epoch;
-        resp.member_epoch = m.epoch;
-        resp.heartbeat_interval_ms = interval;
-        resp.assignment = Some(Assignment::default().with_topic_partitions(vec![
-            TopicPartitions::default().with_topic_id(topic_id).with_partitions(assignment),
-        ]));
-        (resp, None)
+    }
+
+    /// The member moves to the group's epoch at once (share groups have no revocation phase).
+    fn settle(&mut self, client: &ClientId, cx: &Cx) -> Option<(i32, Vec<i32>)> {
+        let assignment = self.group.assignment(*client, self.partitions);
+        let epoch = self.group.epoch;
+        let m = self.group.members.get_mut(client)?;
+        m.last_seen = cx.now;
+        m.epoch = epoch;
+        Some((epoch, assignment))
+    }
+
+    fn coordinates(&self, node: i32) -> bool {
+        node == self.group.coordinator
+    }
+
+    fn loading(&self, cx: &Cx) -> bool {
+        self.group.loading_until.is_some_and(|t| cx.now < t)
     }
 }

@@ -1,22 +1,27 @@
 //! The share RPCs on the simulated brokers: ShareFetch (acquire, with piggybacked acks) and
-//! ShareAcknowledge (RENEW at v2), as a 4.2+ broker answers them. Sessions, epochs and the
-//! acknowledgement checks are the broker model's (`crate::broker_model`); here they meet the
-//! seeded faults and the ledger.
+//! ShareAcknowledge (RENEW at v2), answered by the broker model's handlers
+//! (`crate::broker_model::share_fetch`, `share_acknowledge`), the ones the public fake calls
+//! too. Here the simulation lends them its state ([`ShareBroker`]): virtual time, the seeded
+//! faults (forced errors, a session limit, failed acks, corrupt batches), its membership, and
+//! the ledger and violations the invariants read.
 //!
-//! A fetch that finds nothing to hand out waits (long poll): the broker keeps it as
-//! [`Parked`] and answers when records become available or its `MaxWaitMs` passes.
+//! A fetch that finds nothing to hand out waits (long poll): the runner keeps it as
+//! [`Parked`] and asks again ([`SimCluster::retry_parked`]) when the share state changed or
+//! its `MaxWaitMs` passed.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::collections::BTreeSet;
+use std::time::Instant;
 
-use crate::broker_model::acknowledge::{validate_batches, AckRefusal};
-use crate::broker_model::sessions::{SessionRefusal, SessionRequest, SessionUse};
-use crate::broker_model::share_fetch::{blank, fetch_budget, no_leader, topic_responses};
-use crate::error::ErrorCode;
+use bytes::Bytes;
+
+use crate::broker_model::acknowledge::AckRefusal;
+use crate::broker_model::broker::{AckEvent, AckSite, Cx, ShareBroker};
+use crate::broker_model::partition::SharePartition;
+use crate::broker_model::sessions::{SessionRefusal, SessionRequest, ShareSessions};
+use crate::broker_model::{share_acknowledge, share_fetch};
 use crate::protocol::share::{
-    AcknowledgePartitionResponse, AcknowledgeTopicResponse, AcknowledgementBatch, FetchPartitionResponse,
-    FetchTopicResponse, LeaderIdAndEpoch, NodeEndpoint, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
-    ShareFetchRequest, ShareFetchResponse,
+    AcknowledgementBatch, AcquiredRecords, LeaderIdAndEpoch, NodeEndpoint, ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse, MAX_VERSION, MIN_VERSION,
 };
 use crate::share::acks::AckKind;
 
@@ -24,70 +29,16 @@ use super::cluster::SimCluster;
 use super::state::{ClientId, Holder};
 
 /// A fetch waiting for records.
-#[derive(Debug, Clone)]
-pub(crate) struct Parked {
-    pub node: i32,
-    pub client: ClientId,
-    pub session: u64,
-    pub request: ShareFetchRequest,
-    pub deadline: Instant,
-}
+pub(crate) type Parked = share_fetch::Pending<ClientId>;
 
 /// What a ShareFetch gets: an answer now, or a wait.
-#[derive(Debug)]
-pub(crate) enum FetchOutcome {
-    Answer(ShareFetchResponse),
-    Wait(Parked),
-}
-
-fn endpoint(node: i32) -> NodeEndpoint {
-    NodeEndpoint { node_id: node, host: format!("sim-broker-{node}"), port: 9092, rack: None }
-}
+pub(crate) type FetchOutcome = share_fetch::FetchOutcome<ClientId>;
 
 impl SimCluster {
-    /// Checks a share request's session and epoch by the broker model's rules; opens or
-    /// advances the session. Returns the top-level error code and the session id (0 when
-    /// none). The faults come first (a forced error, a session limit); then Kafka's rules: a
-    /// wrong epoch is refused and the session kept, epoch 0 replaces the session and leaves
-    /// what the old one held to its locks (nothing can acknowledge those records meanwhile:
-    /// the sim's holder is the session).
-    fn check_session(&mut self, node: i32, client: ClientId, epoch: i32, request: SessionRequest) -> (i16, u64) {
-        let key = (node, client);
-        if let Some(code) = self.forced_errors.remove(&key) {
-            let forgets =
-                code == ErrorCode::SHARE_SESSION_NOT_FOUND.0 || code == ErrorCode::INVALID_SHARE_SESSION_EPOCH.0;
-            if forgets && self.sessions.end(&key).is_some() {
-                self.release_member(node, client);
-            }
-            return (code, 0);
-        }
-        let opens = matches!(request, SessionRequest::Fetch { has_acks: false, .. });
-        if epoch == 0 && opens && self.session_limit.contains(&node) {
-            return (ErrorCode::SHARE_SESSION_LIMIT_REACHED.0, 0);
-        }
-        match self.sessions.take(&key, epoch, request) {
-            // A replaced session's records stay acquired, as on Kafka: they go back when their
-            // locks lapse, or with the member's others when its session here ends.
-            Ok(SessionUse::Opened { id, .. } | SessionUse::Next { id } | SessionUse::Final { id }) => (0, id),
-            Err(refusal) => {
-                match refusal {
-                    SessionRefusal::AcksOnInitialFetch => {
-                        self.violation(format!("client {client}: an epoch-0 ShareFetch to broker {node} carried acks"));
-                    }
-                    SessionRefusal::InvalidEpoch { .. }
-                    | SessionRefusal::NotFound
-                    | SessionRefusal::InitialAcknowledge => {}
-                }
-                (refusal.code().0, 0)
-            }
-        }
-    }
-
-    /// Ends a session closed by epoch -1: what it still holds goes back.
-    fn close_session(&mut self, node: i32, client: ClientId) {
-        if self.sessions.end(&(node, client)).is_some() {
-            self.release_member(node, client);
-        }
+    /// Where and when broker `node` handles a request on connection `conn`: at v2 when the
+    /// cluster speaks it.
+    fn cx(&self, node: i32, conn: u64, now: Instant) -> Cx {
+        Cx { node, conn, version: if self.cfg.v2 { MAX_VERSION } else { MIN_VERSION }, now }
     }
 
     /// A connection closed: the sessions it opened end.
@@ -95,111 +46,6 @@ impl SimCluster {
         for ((n, c), _) in self.sessions.end_where(|(n, _), s| *n == node && s.conn == conn) {
             self.release_member(n, c);
         }
-    }
-
-    /// Applies one partition's acknowledgement batches from a client's session; returns the
-    /// partition's error code. Acks that break the protocol or land on the wrong broker,
-    /// session or delivery are violations (a correct client never sends them).
-    #[allow(clippy::too_many_arguments)]
-    fn apply_acks(
-        &mut self,
-        node: i32,
-        client: ClientId,
-        session: u64,
-        p: i32,
-        batches: &[AcknowledgementBatch],
-        renew_allowed: bool,
-        now: Instant,
-        what: &str,
-    ) -> i16 {
-        if self.partition(p).is_some() {
-            if let Some(code) = self.forced_ack_errors.remove(&(node, client)) {
-                // Refused unapplied: the records stay acquired until their locks lapse.
-                return code;
-            }
-        }
-        let Some(part) = self.partition(p) else {
-            self.violation(format!("{what}: client {client} acked unknown partition {p}"));
-            return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
-        };
-        // The shape first (KafkaApis does, before it looks for the leader). Offsets outside
-        // the log are refused here already, before the routing check reads their deliveries
-        // (with the model's code; a correct client never sends them).
-        let end = part.share.log_end();
-        let outside = batches.iter().find(|b| b.first_offset < 0 || b.last_offset >= end);
-        if let Err(e) = validate_batches(batches, renew_allowed) {
-            match e {
-                AckRefusal::TypeNotAllowed { offset, ty } => {
-                    self.violation(format!("{what}: client {client} sent type {ty} for partition {p} offset {offset}"))
-                }
-                _ => self
-                    .violation(format!("{what}: client {client} sent invalid batches for partition {p}: {batches:?}")),
-            }
-            return e.code().0;
-        }
-        if let Some(b) = outside {
-            let refusal = AckRefusal::OutsideLog { first: b.first_offset, last: b.last_offset, log_end: end };
-            self.violation(format!("{what}: client {client} acked outside the log of partition {p}: {refusal:?}"));
-            return refusal.code().0;
-        }
-        let acks: Vec<(i64, i8)> = batches
-            .iter()
-            .flat_map(|b| {
-                (b.first_offset..=b.last_offset).enumerate().map(move |(i, o)| {
-                    (o, if b.acknowledge_types.len() == 1 { b.acknowledge_types[0] } else { b.acknowledge_types[i] })
-                })
-            })
-            .collect();
-        // Routing: each ack must go to the broker and session that delivered the record, once.
-        for &(o, t) in &acks {
-            let hist = &self.parts[p as usize].log[o as usize].history;
-            let mine = hist.iter().rev().find(|(c, d)| *c == client && d.node == node && d.session == session);
-            let problem = match mine {
-                Some((_, d)) if d.acked => Some(format!("twice (delivery {})", d.count)),
-                Some(_) => None,
-                None => Some(match hist.iter().rev().find(|(c, _)| *c == client) {
-                    None => "never delivered to it".to_string(),
-                    Some((_, d)) => format!(
-                        "on broker {node} session {session}; it was delivered by broker {} session {} (delivery {})",
-                        d.node, d.session, d.count
-                    ),
-                }),
-            };
-            if let Some(problem) = problem {
-                let kind = ack_kind(t);
-                self.violation(format!("{what}: client {client} acked {kind:?} p{p} offset {o} {problem}"));
-            }
-        }
-        if self.partition(p).is_some_and(|x| x.leader != Some(node)) {
-            return ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
-        }
-        // All or nothing per partition, as the broker does (the model's check).
-        let holder = Holder { client, node, session };
-        let applied = self.parts[p as usize].share.acknowledge(&holder, batches, renew_allowed, now);
-        let applied = match applied {
-            Ok(applied) => {
-                self.version += 1;
-                applied
-            }
-            Err(refusal) => {
-                for &(o, t) in &acks {
-                    self.ledger.refused(client, p, o, ack_kind(t));
-                }
-                return refusal.code().0;
-            }
-        };
-        for (o, kind, delivery) in applied {
-            if kind != AckKind::Renew {
-                let log = &mut self.parts[p as usize].log[o as usize];
-                let mine =
-                    log.history.iter_mut().rev().find(|(c, d)| *c == client && d.node == node && d.session == session);
-                if let Some((_, d)) = mine {
-                    d.acked = true;
-                }
-            }
-            self.ledger.applied(client, node, session, p, o, delivery, kind);
-        }
-        0
     }
 
     /// Answers a ShareFetch that reached broker `node` on connection `conn`.
@@ -211,61 +57,8 @@ impl SimCluster {
         r: &ShareFetchRequest,
         now: Instant,
     ) -> FetchOutcome {
-        let mut resp =
-            ShareFetchResponse { acquisition_lock_timeout_ms: self.cfg.lock.as_millis() as i32, ..Default::default() };
-        if !self.group.is_member(client) {
-            // A broker serves only members of the group (4.2+ checks the member id).
-            resp.error_code = ErrorCode::UNKNOWN_MEMBER_ID.0;
-            return FetchOutcome::Answer(resp);
-        }
-        let has_acks = r.topics.iter().flat_map(|t| &t.partitions).any(|p| !p.acknowledgement_batches.is_empty());
-        let request = SessionRequest::Fetch { conn, has_acks };
-        let (code, session) = self.check_session(node, client, r.share_session_epoch, request);
-        if code != 0 {
-            resp.error_code = code;
-            return FetchOutcome::Answer(resp);
-        }
-        if r.is_renew_ack && (r.max_records != 0 || r.max_wait_ms != 0 || r.min_bytes != 0 || r.max_bytes != 0) {
-            self.violation(format!("client {client}: a renewing ShareFetch asked for records"));
-        }
-        let mut parts: BTreeMap<i32, FetchPartitionResponse> = BTreeMap::new();
-        if let Some(s) = self.sessions.get_mut(&(node, client)) {
-            let added = r.topics.iter().flat_map(|t| &t.partitions).map(|p| p.partition_index);
-            s.update(added, r.forgotten_topics_data.iter().flat_map(|t| t.partitions.iter().copied()));
-        }
-        for p in r.topics.iter().flat_map(|t| &t.partitions) {
-            if p.acknowledgement_batches.is_empty() {
-                continue;
-            }
-            let i = p.partition_index;
-            let c = self.apply_acks(
-                node,
-                client,
-                session,
-                i,
-                &p.acknowledgement_batches,
-                r.is_renew_ack,
-                now,
-                "ShareFetch",
-            );
-            let e = parts.entry(i).or_insert_with(|| blank(i));
-            e.acknowledge_error_code = c;
-            if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 {
-                e.current_leader = self.leader_of(i);
-            }
-        }
-        if r.share_session_epoch == -1 {
-            self.close_session(node, client);
-            resp.responses = self.topic_responses(parts);
-            return FetchOutcome::Answer(resp);
-        }
-        let found = self.gather(node, client, session, r, now, &mut parts, &mut resp.node_endpoints);
-        if found || !parts.is_empty() || r.max_wait_ms <= 0 {
-            resp.responses = self.topic_responses(parts);
-            return FetchOutcome::Answer(resp);
-        }
-        let deadline = now + Duration::from_millis(r.max_wait_ms as u64);
-        FetchOutcome::Wait(Parked { node, client, session, request: r.clone(), deadline })
+        let cx = self.cx(node, conn, now);
+        share_fetch::handle(self, &cx, &client, r)
     }
 
     /// A ShareFetch leaves `client` for broker `node`: the partitions it lists, and those the
@@ -303,154 +96,201 @@ impl SimCluster {
 
     /// Looks again at a waiting fetch: its answer if records came or its time is up.
     pub(crate) fn retry_parked(&mut self, w: &Parked, now: Instant) -> Option<ShareFetchResponse> {
-        let mut resp =
-            ShareFetchResponse { acquisition_lock_timeout_ms: self.cfg.lock.as_millis() as i32, ..Default::default() };
-        let alive = self.sessions.get(&(w.node, w.client)).is_some_and(|s| s.id == w.session);
-        let mut parts = BTreeMap::new();
-        let found =
-            alive && self.gather(w.node, w.client, w.session, &w.request, now, &mut parts, &mut resp.node_endpoints);
-        if found || !alive || now >= w.deadline {
-            resp.responses = self.topic_responses(parts);
-            return Some(resp);
-        }
-        None
-    }
-
-    /// One pass over the session's partitions: errors and acquired records. True if anything
-    /// worth answering at once was found.
-    #[allow(clippy::too_many_arguments)]
-    fn gather(
-        &mut self,
-        node: i32,
-        client: ClientId,
-        session: u64,
-        r: &ShareFetchRequest,
-        now: Instant,
-        parts: &mut BTreeMap<i32, FetchPartitionResponse>,
-        endpoints: &mut Vec<NodeEndpoint>,
-    ) -> bool {
-        let Some(s) = self.sessions.get(&(node, client)) else {
-            return false;
-        };
-        let mut remaining = fetch_budget(r, 0);
-        let mut found = false;
-        for p in s.parts.clone() {
-            let Some(part) = self.partition(p) else {
-                parts.entry(p).or_insert_with(|| blank(p)).error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
-                found = true;
-                continue;
-            };
-            if part.leader != Some(node) {
-                let e = parts.entry(p).or_insert_with(|| blank(p));
-                e.error_code = ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
-                e.current_leader = self.leader_of(p);
-                if let Some(l) = part.leader {
-                    if !endpoints.iter().any(|x| x.node_id == l) {
-                        endpoints.push(endpoint(l));
-                    }
-                }
-                found = true;
-                continue;
-            }
-            if remaining == 0 {
-                continue;
-            }
-            let got = self.acquire(p, client, node, session, remaining, now);
-            if got.is_empty() {
-                continue;
-            }
-            remaining -= got.iter().map(|g| (g.last_offset - g.first_offset + 1) as usize).sum::<usize>();
-            found = true;
-            let corrupt = self.corrupt_next.remove(&p);
-            let (records, corrupted) = self.records(p, &got, corrupt);
-            if let Some((first, last)) = corrupted {
-                for r in &got {
-                    for o in r.first_offset.max(first)..=r.last_offset.min(last) {
-                        self.ledger.corrupted(client, p, o, r.delivery_count);
-                    }
-                }
-            }
-            let e = parts.entry(p).or_insert_with(|| blank(p));
-            e.records = records;
-            e.acquired_records = got;
-        }
-        found
-    }
-
-    fn leader_of(&self, p: i32) -> LeaderIdAndEpoch {
-        match self.partition(p) {
-            Some(part) => LeaderIdAndEpoch { leader_id: part.leader.unwrap_or(-1), leader_epoch: part.leader_epoch },
-            None => no_leader(),
-        }
-    }
-
-    fn topic_responses(&self, parts: BTreeMap<i32, FetchPartitionResponse>) -> Vec<FetchTopicResponse> {
-        topic_responses(self.topic_id, parts)
+        share_fetch::poll(self, w, now)
     }
 
     /// Answers a ShareAcknowledge that reached broker `node` (v2 when the cluster speaks it).
-    /// A ShareAcknowledge opens no session: its connection (`_conn`) is not read.
     pub(crate) fn share_acknowledge(
         &mut self,
         node: i32,
         client: ClientId,
-        _conn: u64,
+        conn: u64,
         r: &ShareAcknowledgeRequest,
         now: Instant,
     ) -> ShareAcknowledgeResponse {
-        let mut resp = ShareAcknowledgeResponse {
-            acquisition_lock_timeout_ms: self.cfg.v2.then_some(self.cfg.lock.as_millis() as i32),
-            ..Default::default()
-        };
-        if r.is_renew_ack && !self.cfg.v2 {
-            self.violation(format!("client {client}: RENEW sent to a v1 broker {node}"));
-            resp.error_code = ErrorCode::INVALID_REQUEST.0;
-            return resp;
-        }
-        let request = SessionRequest::Acknowledge;
-        let (code, session) = self.check_session(node, client, r.share_session_epoch, request);
-        if code != 0 {
-            resp.error_code = code;
-            return resp;
-        }
-        let mut partitions = Vec::new();
-        for p in r.topics.iter().flat_map(|t| &t.partitions) {
-            let i = p.partition_index;
-            let renew_ok = r.is_renew_ack && self.cfg.v2;
-            let c = self.apply_acks(
-                node,
-                client,
-                session,
-                i,
-                &p.acknowledgement_batches,
-                renew_ok,
-                now,
-                "ShareAcknowledge",
-            );
-            let mut leader = no_leader();
-            if c == ErrorCode::NOT_LEADER_OR_FOLLOWER.0 {
-                leader = self.leader_of(i);
-                if leader.leader_id >= 0 && !resp.node_endpoints.iter().any(|x| x.node_id == leader.leader_id) {
-                    resp.node_endpoints.push(endpoint(leader.leader_id));
-                }
-            }
-            partitions.push(AcknowledgePartitionResponse {
-                partition_index: i,
-                error_code: c,
-                error_message: None,
-                current_leader: leader,
-            });
-        }
-        if r.share_session_epoch == -1 {
-            self.close_session(node, client);
-        }
-        if !partitions.is_empty() {
-            resp.responses = vec![AcknowledgeTopicResponse { topic_id: self.topic_id, partitions }];
-        }
-        resp
+        let cx = self.cx(node, conn, now);
+        share_acknowledge::handle(self, &cx, &client, r)
     }
 }
 
+/// The simulated brokers as the share RPC handlers see them. Locks are held by (client,
+/// broker, session): stricter than Kafka, so that an ack on the wrong session is seen.
+impl ShareBroker for SimCluster {
+    type Member = ClientId;
+    type Holder = Holder;
+
+    fn holder(&self, node: i32, member: &ClientId, session: u64) -> Holder {
+        Holder { client: *member, node, session }
+    }
+
+    fn sessions(&self) -> &ShareSessions<(i32, ClientId)> {
+        &self.sessions
+    }
+
+    fn sessions_mut(&mut self) -> &mut ShareSessions<(i32, ClientId)> {
+        &mut self.sessions
+    }
+
+    fn topic_id(&self) -> uuid::Uuid {
+        self.topic_id
+    }
+
+    fn lock_timeout_ms(&self) -> i32 {
+        i32::try_from(self.cfg.lock.as_millis()).unwrap_or(i32::MAX)
+    }
+
+    fn leader(&self, p: i32) -> Option<LeaderIdAndEpoch> {
+        let part = self.partition(p)?;
+        Some(LeaderIdAndEpoch { leader_id: part.leader.unwrap_or(-1), leader_epoch: part.leader_epoch })
+    }
+
+    fn share_mut(&mut self, p: i32) -> Option<&mut SharePartition<Holder>> {
+        usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)).map(|part| &mut part.share)
+    }
+
+    fn endpoint(&self, node: i32) -> Option<NodeEndpoint> {
+        Some(NodeEndpoint { node_id: node, host: format!("sim-broker-{node}"), port: 9092, rack: None })
+    }
+
+    fn release_member(&mut self, node: i32, member: &ClientId) {
+        SimCluster::release_member(self, node, *member);
+    }
+
+    fn violation(&mut self, what: String) {
+        SimCluster::violation(self, what);
+    }
+
+    /// Serves the batches, corrupting the first if a fault asks (the ledger notes which).
+    fn record_batches(&mut self, member: &ClientId, p: i32, got: &[AcquiredRecords]) -> Result<Option<Bytes>, String> {
+        let corrupt = self.corrupt_next.remove(&p);
+        let (records, corrupted) = self.records(p, got, corrupt);
+        if let Some((first, last)) = corrupted {
+            for r in got {
+                for o in r.first_offset.max(first)..=r.last_offset.min(last) {
+                    self.ledger.corrupted(*member, p, o, r.delivery_count);
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    fn is_member(&self, member: &ClientId) -> bool {
+        self.group.is_member(*member)
+    }
+
+    fn forced_error(&mut self, node: i32, member: &ClientId) -> Option<i16> {
+        self.forced_errors.remove(&(node, *member))
+    }
+
+    fn session_limit_reached(&self, node: i32) -> bool {
+        self.session_limit.contains(&node)
+    }
+
+    /// Only on a partition that exists: the fault waits for one that does.
+    fn ack_fault(&mut self, node: i32, member: &ClientId, p: i32) -> Option<i16> {
+        self.partition(p)?;
+        self.forced_ack_errors.remove(&(node, *member))
+    }
+
+    /// The seeds were drawn with acknowledgement results answered at once.
+    fn answers_acks_at_once(&self) -> bool {
+        true
+    }
+
+    /// Only acks on an epoch-0 fetch are a client bug here: a wrong epoch or a lost session
+    /// follow from the faults (a lost answer, a forgotten session).
+    fn on_session_refused(&mut self, node: i32, member: &ClientId, _r: SessionRequest, why: &SessionRefusal) {
+        if *why == SessionRefusal::AcksOnInitialFetch {
+            self.violation(format!("client {member}: an epoch-0 ShareFetch to broker {node} carried acks"));
+        }
+    }
+
+    /// Offsets outside the log are refused before the routing check reads their deliveries
+    /// (a correct client never sends them). Then the routing: each ack must go to the broker
+    /// and session that delivered the record, once (violations only; the model decides).
+    fn check_acks(&mut self, at: &AckSite<'_, ClientId>, batches: &[AcknowledgementBatch]) -> Option<i16> {
+        let (node, client, session, p, what) = (at.node, *at.member, at.session, at.partition, at.api);
+        let end = self.partition(p)?.share.log_end();
+        if let Some(b) = batches.iter().find(|b| b.first_offset < 0 || b.last_offset >= end) {
+            let refusal = AckRefusal::OutsideLog { first: b.first_offset, last: b.last_offset, log_end: end };
+            self.violation(format!("{what}: client {client} acked outside the log of partition {p}: {refusal:?}"));
+            return Some(refusal.code().0);
+        }
+        for (o, kind) in expand(batches) {
+            let hist = &self.parts[p as usize].log[o as usize].history;
+            let mine = hist.iter().rev().find(|(c, d)| *c == client && d.node == node && d.session == session);
+            let problem = match mine {
+                Some((_, d)) if d.acked => Some(format!("twice (delivery {})", d.count)),
+                Some(_) => None,
+                None => Some(match hist.iter().rev().find(|(c, _)| *c == client) {
+                    None => "never delivered to it".to_string(),
+                    Some((_, d)) => format!(
+                        "on broker {node} session {session}; it was delivered by broker {} session {} (delivery {})",
+                        d.node, d.session, d.count
+                    ),
+                }),
+            };
+            if let Some(problem) = problem {
+                self.violation(format!("{what}: client {client} acked {kind:?} p{p} offset {o} {problem}"));
+            }
+        }
+        None
+    }
+
+    fn on_acks(&mut self, at: &AckSite<'_, ClientId>, batches: &[AcknowledgementBatch], e: AckEvent<'_>) {
+        let (node, client, session, p, what) = (at.node, *at.member, at.session, at.partition, at.api);
+        match e {
+            AckEvent::UnknownPartition => {
+                self.violation(format!("{what}: client {client} acked unknown partition {p}"));
+            }
+            AckEvent::Invalid(AckRefusal::TypeNotAllowed { offset, ty }) => {
+                self.violation(format!("{what}: client {client} sent type {ty} for partition {p} offset {offset}"));
+            }
+            AckEvent::Invalid(_) => {
+                self.violation(format!("{what}: client {client} sent invalid batches for partition {p}: {batches:?}"));
+            }
+            AckEvent::Refused(_) => {
+                for (o, kind) in expand(batches) {
+                    self.ledger.refused(client, p, o, kind);
+                }
+            }
+            AckEvent::Applied(applied) => {
+                self.version += 1;
+                for &(o, kind, delivery) in applied {
+                    if kind != AckKind::Renew {
+                        let log = &mut self.parts[p as usize].log[o as usize];
+                        let mine = log
+                            .history
+                            .iter_mut()
+                            .rev()
+                            .find(|(c, d)| *c == client && d.node == node && d.session == session);
+                        if let Some((_, d)) = mine {
+                            d.acked = true;
+                        }
+                    }
+                    self.ledger.applied(client, node, session, p, o, delivery, kind);
+                }
+            }
+        }
+    }
+
+    /// Notes every delivery (the share state changed, even when nothing was acquired: the
+    /// runner looks at waiting fetches again after a change).
+    fn on_acquired(&mut self, node: i32, member: &ClientId, session: u64, p: i32, got: &[AcquiredRecords]) {
+        self.delivered(p, *member, node, session, got);
+    }
+}
+
+/// The (offset, kind) of every ack in `batches`, which passed `validate_batches` and lie
+/// inside the log.
+fn expand(batches: &[AcknowledgementBatch]) -> impl Iterator<Item = (i64, AckKind)> + '_ {
+    batches.iter().flat_map(|b| {
+        (b.first_offset..=b.last_offset).enumerate().map(move |(i, o)| {
+            let t = if b.acknowledge_types.len() == 1 { b.acknowledge_types[0] } else { b.acknowledge_types[i] };
+            (o, ack_kind(t))
+        })
+    })
+}
 /// The kind of a wire type that passed `validate_batches` (types there are 0..=4).
 fn ack_kind(t: i8) -> AckKind {
     match t {

@@ -7,17 +7,21 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
-use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::{
     ApiVersionsResponse, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse, ListGroupsResponse,
-    MetadataRequest, MetadataResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
+    MetadataRequest, MetadataResponse, ShareGroupHeartbeatRequest, TopicName,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
+use std::time::Instant;
+
+use super::broker::FakeCoordinator;
 use super::script::{Action, Effects};
-use super::state::{Member, Shared};
+use super::state::Shared;
 use super::wire::{Decoded, Incoming, Out};
 use super::{share, FIND_COORDINATOR, HEARTBEAT, LIST_GROUPS, METADATA, SHARE_ACKNOWLEDGE, SHARE_FETCH};
+use crate::broker_model::broker::Cx;
+use crate::broker_model::share_group_heartbeat;
 use crate::error::ErrorCode;
 use crate::protocol::share::{MAX_VERSION as SHARE_MAX_VERSION, MIN_VERSION as SHARE_MIN_VERSION};
 
@@ -41,7 +45,7 @@ pub(super) async fn handle(shared: &Shared, node: i32, conn: u64, inc: &Incoming
         Decoded::Metadata(r) => metadata(shared, r, inc.version),
         Decoded::FindCoordinator(r) => find_coordinator(shared, r, inc.version),
         Decoded::ListGroups => list_groups(shared, inc.version),
-        Decoded::Heartbeat(r) => heartbeat(shared, r, inc.version, &fx),
+        Decoded::Heartbeat(r) => heartbeat(shared, node, r, inc.version, &fx),
         Decoded::Fetch(r) => share::fetch(shared, node, conn, inc.version, r, &fx).await,
         Decoded::Ack(r) => share::acknowledge(shared, node, inc.version, r, &fx),
     }
@@ -174,28 +178,11 @@ fn list_groups(shared: &Shared, version: i16) -> Out {
     encode(shared, &ListGroupsResponse::default(), version)
 }
 
-fn heartbeat(shared: &Shared, r: &ShareGroupHeartbeatRequest, version: i16, fx: &Effects) -> Out {
-    let mut st = shared.lock();
+/// By the broker model's handler (`broker_model::share_group_heartbeat`), over the fake's
+/// lenient coordinator ([`FakeCoordinator`]).
+fn heartbeat(shared: &Shared, node: i32, r: &ShareGroupHeartbeatRequest, version: i16, fx: &Effects) -> Out {
+    let cx = Cx { node, conn: 0, version, now: Instant::now() };
     let member = r.member_id.to_string();
-    let mut resp = ShareGroupHeartbeatResponse::default().with_member_id(Some(r.member_id.clone()));
-    if let Some(Action::TopLevelError(c)) = fx.terminal {
-        resp.error_code = c;
-        resp.member_id = None;
-    } else if r.member_epoch == -1 {
-        st.members.remove(&member);
-        resp.member_epoch = -1;
-    } else {
-        let interval = st.cfg.heartbeat_interval_ms;
-        let m = st.members.entry(member).or_insert(Member { epoch: 0 });
-        if r.member_epoch == 0 {
-            m.epoch = m.epoch.saturating_add(1);
-        }
-        resp.member_epoch = m.epoch;
-        resp.heartbeat_interval_ms = interval;
-        resp.assignment = Some(Assignment::default().with_topic_partitions(vec![
-            TopicPartitions::default().with_topic_id(st.topic_id).with_partitions(st.assignment.clone()),
-        ]));
-    }
-    drop(st);
+    let resp = share_group_heartbeat::handle(&mut FakeCoordinator { st: &mut shared.lock(), fx }, &cx, &member, r);
     encode(shared, &resp, version)
 }

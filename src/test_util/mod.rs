@@ -152,6 +152,7 @@
 //! delivery limit, share sessions: `src/broker_model/`); this module adds TCP, the wall
 //! clock, the request log and the scripted faults around it.
 
+mod broker;
 mod cluster;
 pub mod code;
 mod config;

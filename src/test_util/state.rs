@@ -7,16 +7,13 @@ use std::time::{Duration, Instant};
 
 use tokio::task::AbortHandle;
 
-use crate::broker_model::acknowledge::{validate_batches, AckRefusal};
 use crate::broker_model::partition::{ShareLimits, SharePartition};
 use crate::broker_model::sessions::ShareSessions;
 use crate::protocol::records::{Compression, RecordInput};
-use crate::protocol::share::{AcknowledgementBatch, AcquiredRecords};
 
 use super::log::{Logged, Req};
 use super::script::Rule;
 use super::FakeConfig;
-use crate::error::ErrorCode;
 
 /// The state every node of a fake cluster shares.
 #[derive(Debug)]
@@ -214,12 +211,6 @@ impl State {
         }
     }
 
-    /// Forgets a session and releases what its member holds on partitions this node leads.
-    pub(super) fn drop_session(&mut self, node: i32, member: &str) {
-        self.sessions.end(&(node, member.to_string()));
-        self.release_member(node, member);
-    }
-
     /// Releases what `member` holds on the partitions `node` leads (its session there ended):
     /// available again, or archived at the delivery limit.
     pub(super) fn release_member(&mut self, node: i32, member: &str) {
@@ -242,76 +233,6 @@ impl State {
             part.leader = node;
             part.leader_epoch += 1;
             part.share.release_where(|_| true);
-        }
-    }
-
-    /// Acquires up to `max` available offsets of partition `p` for `member` at `now`;
-    /// returns the acquired runs, ascending.
-    pub(super) fn acquire(&mut self, p: i32, member: &str, max: usize, now: Instant) -> Vec<AcquiredRecords> {
-        match usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) {
-            Some(part) => part.share.acquire(&member.to_string(), max, now),
-            None => Vec::new(),
-        }
-    }
-
-    /// Undoes [`acquire`](Self::acquire) of `got` on partition `p`: the offsets are available
-    /// again, their delivery not counted.
-    pub(super) fn release(&mut self, p: i32, got: &[AcquiredRecords]) {
-        if let Some(part) = usize::try_from(p).ok().and_then(|i| self.parts.get_mut(i)) {
-            part.share.unacquire(got);
-        }
-    }
-
-    /// Applies one partition's acknowledgement batches from `member` on `node`; returns the
-    /// partition error code (0: applied). Checked in Kafka's order: the batches' shape, then
-    /// the leader, then the records' state. Invalid batches and acks for records the member
-    /// does not hold are violations (a correct client never sends them); an ack that comes
-    /// after its lock lapsed is refused the same way, but is no violation (a late ack is a
-    /// race, not a client bug).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn apply_acks(
-        &mut self,
-        node: i32,
-        member: &str,
-        p: i32,
-        batches: &[AcknowledgementBatch],
-        renew_allowed: bool,
-        now: Instant,
-        what: &str,
-    ) -> i16 {
-        if self.partition(p).is_none() {
-            self.violation(format!("{what}: acks for unknown partition {p}"));
-            return ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0;
-        }
-        if let Err(e) = validate_batches(batches, renew_allowed) {
-            let why = match e {
-                AckRefusal::TypeNotAllowed { offset, ty } => {
-                    format!("acknowledge type {ty} not allowed here (partition {p} offset {offset})")
-                }
-                _ => format!("invalid acknowledgement batches for partition {p}: {batches:?}"),
-            };
-            self.violation(format!("{what}: {why}"));
-            return e.code().0;
-        }
-        let part = &mut self.parts[p as usize];
-        if part.leader != node {
-            return ErrorCode::NOT_LEADER_OR_FOLLOWER.0;
-        }
-        match part.share.acknowledge(&member.to_string(), batches, renew_allowed, now) {
-            Ok(_) => 0,
-            Err(e) => {
-                let why = match &e {
-                    AckRefusal::OutsideLog { first, last, log_end } => {
-                        Some(format!("partition {p} offsets {first}..={last}, outside its log (0..{log_end})"))
-                    }
-                    AckRefusal::NotHeld { offsets } => Some(format!("partition {p} offsets {offsets:?}")),
-                    _ => None,
-                };
-                if let Some(why) = why {
-                    self.violation(format!("{what}: acks from {member} for records it does not hold: {why}"));
-                }
-                e.code().0
-            }
         }
     }
 
