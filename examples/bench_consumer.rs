@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example bench_consumer -- produce --bootstrap B --topic T --records N
 //!       [--size 100] [--partitions 4] [--rate R] [--linger-ms 10] [--batch-size 262144]
+//!       [--values x|json]
 //! cargo run --release --example bench_consumer -- group --bootstrap B --group G [--group G2 ...]
 //! cargo run --release --example bench_consumer -- consume --bootstrap B --topic T --group G
 //!     [--command-config client.properties]   (security settings; needs --features tls for SSL)
@@ -26,7 +27,10 @@
 //! p50/p99/max of (wall clock at poll return - record timestamp), in milliseconds, over the
 //! records produced after the warm-up.
 //! `produce --rate R` sends at a fixed rate (records/s) with `linger.ms=0`; without it, as
-//! fast as it can with large batches. Every delivery is checked.
+//! fast as it can with large batches. Every delivery is checked. `--values json` writes JSON
+//! objects of about `--size` bytes instead of `x` repeated (record n:
+//! `{"id":n,"name":"customer-n","amount":m.25,"tag":"tk","note":"xx.."}`, the note padding it
+//! to the size): the content of `scripts/bench-sink`'s json-transforms case.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -99,6 +103,11 @@ async fn produce(a: &Args) -> Result<(), BoxError> {
         .linger(Duration::from_millis(a.num("linger-ms", if paced { 0 } else { 10 })?))
         .buffer_memory(64 << 20);
     let producer = Producer::connect(cfg).await?;
+    let json = match a.get("values").unwrap_or("x") {
+        "x" => false,
+        "json" => true,
+        other => return Err(format!("--values {other:?}: use x or json").into()),
+    };
     let value = Bytes::from(vec![b'x'; size]);
 
     let start = Instant::now();
@@ -119,7 +128,8 @@ async fn produce(a: &Args) -> Result<(), BoxError> {
                 tokio::time::sleep(due - now).await;
             }
         }
-        pending.push_back(producer.send(ProducerRecord::new(topic.clone(), value.clone())).await?);
+        let v = if json { json_value(i, size) } else { value.clone() };
+        pending.push_back(producer.send(ProducerRecord::new(topic.clone(), v)).await?);
         if pending.len() > CHECK_WINDOW {
             if let Some(f) = pending.pop_front() {
                 check(f.await);
@@ -141,6 +151,17 @@ async fn produce(a: &Args) -> Result<(), BoxError> {
         Some(e) => Err(format!("{failed} records failed; the first: {e}").into()),
         None => Ok(()),
     }
+}
+
+/// Record `i`'s JSON value, padded by its `note` to `size` bytes when it is shorter.
+fn json_value(i: u64, size: usize) -> Bytes {
+    let head = format!(r#"{{"id":{i},"name":"customer-{i}","amount":{}.25,"tag":"t{}","note":""#, i % 10_000, i % 7);
+    let pad = size.saturating_sub(head.len() + 2);
+    let mut v = Vec::with_capacity(head.len() + pad + 2);
+    v.extend_from_slice(head.as_bytes());
+    v.resize(head.len() + pad, b'x');
+    v.extend_from_slice(b"\"}");
+    Bytes::from(v)
 }
 
 async fn group(a: &Args) -> Result<(), BoxError> {

@@ -13,19 +13,30 @@
 //! reaches the value converter as `schemas.enable`). A failure is the record's, not the
 //! batch's: it takes the dead-letter path under `errors.tolerance` with the stage
 //! `KEY_CONVERTER` or `VALUE_CONVERTER`.
+//!
+//! A converter that reads a schema (JsonConverter with `schemas.enable`) hands it on
+//! ([`Converter::to_data_and_schema`]): it travels with the record to the sink
+//! ([`SinkTask::put_with_schemas`](super::SinkTask::put_with_schemas)), so that a schema-aware
+//! sink (postgres, `table.layout=fields`) types its columns by it.
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
-use super::data::{json_kind, Data};
+use super::data::{json_kind, Data, Schema};
 
 /// Turns a key's or value's bytes into data (Connect's `Converter.toConnectData`).
 pub trait Converter: Send + Sync + 'static {
     /// `bytes` of a record of `topic` as data (`None`: null). An error says why the bytes are
     /// not what this converter reads; it becomes the record's failure.
     fn to_data(&self, topic: &str, bytes: Option<&Bytes>) -> Result<Option<Data>, String>;
+
+    /// As [`to_data`](Converter::to_data), with the schema the bytes came with (Connect's
+    /// `SchemaAndValue`), for a converter that reads one. The default has none.
+    fn to_data_and_schema(&self, topic: &str, bytes: Option<&Bytes>) -> Result<(Option<Data>, Option<Schema>), String> {
+        Ok((self.to_data(topic, bytes)?, None))
+    }
 }
 
 /// A converter's own settings (the keys under `key.converter.` or `value.converter.`, prefix
@@ -97,16 +108,24 @@ impl JsonConverter {
 }
 
 impl Converter for JsonConverter {
-    fn to_data(&self, _topic: &str, bytes: Option<&Bytes>) -> Result<Option<Data>, String> {
-        let Some(bytes) = bytes else { return Ok(None) };
+    fn to_data(&self, topic: &str, bytes: Option<&Bytes>) -> Result<Option<Data>, String> {
+        Ok(self.to_data_and_schema(topic, bytes)?.0)
+    }
+
+    fn to_data_and_schema(
+        &self,
+        _topic: &str,
+        bytes: Option<&Bytes>,
+    ) -> Result<(Option<Data>, Option<Schema>), String> {
+        let Some(bytes) = bytes else { return Ok((None, None)) };
         let v: Value = serde_json::from_slice(bytes)
             .map_err(|e| format!("Converting byte[] to Kafka Connect data failed due to serialization error: {e}"))?;
         if !self.schemas_enable {
-            return Ok(Data::from_json(v));
+            return Ok((Data::from_json(v), None));
         }
         let envelope = match v {
             // Connect reads a null record as null with or without the envelope.
-            Value::Null => return Ok(None),
+            Value::Null => return Ok((None, None)),
             Value::Object(m) if m.len() == 2 && m.contains_key("schema") && m.contains_key("payload") => m,
             _ => {
                 return Err("JsonConverter with schemas.enable requires \"schema\" and \"payload\" fields and may not \
@@ -117,8 +136,11 @@ impl Converter for JsonConverter {
         let mut envelope = envelope;
         let schema = envelope.remove("schema").unwrap_or(Value::Null);
         let payload = envelope.remove("payload").unwrap_or(Value::Null);
-        let data = if schema.is_null() { payload } else { conform(&schema, payload, "")? };
-        Ok(Data::from_json(data))
+        if schema.is_null() {
+            return Ok((Data::from_json(payload), None));
+        }
+        let data = conform(&schema, payload, "")?;
+        Ok((Data::from_json(data), Some(Schema::from_json(schema))))
     }
 }
 
@@ -253,7 +275,12 @@ mod tests {
         assert!(e.contains("\"id\"") && e.contains("int64"), "{e}");
         let missing = json!({"schema": schema, "payload": {"name": "x"}});
         assert!(c.to_data("t", Some(&b(&missing.to_string()))).unwrap_err().contains("required"));
-        // A null schema: the payload as is.
+        // The schema comes with the data; a null schema: the payload as is, and no schema.
+        let (_, with) = c.to_data_and_schema("t", Some(&b(&v.to_string()))).unwrap();
+        assert_eq!(with.map(|s| s.json().clone()), Some(schema.clone()));
+        let plain = json!({"schema": null, "payload": [1, 2]});
+        assert_eq!(c.to_data_and_schema("t", Some(&b(&plain.to_string()))).unwrap().1, None);
+        assert_eq!(json_conv(false).to_data_and_schema("t", Some(&b(r#"{"a":1}"#))).unwrap().1, None);
         let plain = json!({"schema": null, "payload": [1, 2]});
         assert_eq!(c.to_data("t", Some(&b(&plain.to_string()))).unwrap(), Some(Data::Json(json!([1, 2]))));
     }

@@ -7,7 +7,12 @@
 //! Data is JSON-shaped (`serde_json::Value`), which is what Connect's schemaless data is
 //! (maps, lists, strings, numbers, booleans, null), plus raw bytes for ByteArrayConverter.
 //! A Connect `Struct` from an enveloped JSON value is an object holding its schema's fields
-//! (the schema checked by the converter, see `converter.rs`).
+//! (the schema checked by the converter, see `converter.rs`); the schema itself travels beside
+//! the data ([`Schema`], `ConnectRecord::value_schema`) to the sink, which gets it with the
+//! record ([`SinkTask::put_with_schemas`](super::SinkTask::put_with_schemas)): the converted
+//! bytes alone no longer say that a number was an `int32` or a string a `Timestamp`.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -62,6 +67,45 @@ impl Data {
     }
 }
 
+/// A Connect schema in its JSON form (what JsonConverter's envelope carries under `"schema"`:
+/// `{"type": "struct", "fields": [{"field": "id", "type": "int64"}, ...], "optional": ..}`,
+/// logical types by `"name"`). Cheap to clone: one schema is shared by every record that came
+/// with it in a batch's conversion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schema(Arc<Value>);
+
+impl Schema {
+    /// A schema from its JSON form (not checked here: the converter checked the payload
+    /// against it, and a sink reads what it understands of it).
+    pub fn from_json(schema: Value) -> Schema {
+        Schema(Arc::new(schema))
+    }
+
+    /// Its JSON form.
+    pub fn json(&self) -> &Value {
+        &self.0
+    }
+}
+
+/// The schemas a record's key and value came with from their converters (both `None` for a
+/// converter without schemas: ByteArrayConverter, StringConverter, JsonConverter with
+/// `schemas.enable=false`, or an envelope whose schema is null).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RecordSchemas {
+    /// The key's schema.
+    pub key: Option<Schema>,
+    /// The value's schema.
+    pub value: Option<Schema>,
+}
+
+impl RecordSchemas {
+    /// Schemas for a key and a value.
+    pub fn new(key: Option<Schema>, value: Option<Schema>) -> RecordSchemas {
+        RecordSchemas { key, value }
+    }
+}
+
 /// A short name of a JSON value's kind, for error messages.
 pub(crate) fn json_kind(v: &Value) -> &'static str {
     match v {
@@ -76,8 +120,11 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
 
 /// A record between the converters and the sink, as Connect's `ConnectRecord`: what a
 /// [`Transformation`](super::Transformation) and a [`Predicate`](super::Predicate) get.
-/// `#[non_exhaustive]` so that a value schema can join later: build one with
-/// [`ConnectRecord::new`] (e.g. to test a transform).
+/// `#[non_exhaustive]`: build one with [`ConnectRecord::new`] (e.g. to test a transform).
+///
+/// The built-in transforms are schemaless: they change the data and leave the schemas as the
+/// converters made them. A sink that reads a schema therefore types only the fields whose data
+/// still fits it (see the postgres sink's `fields` layout) and infers the rest.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ConnectRecord {
@@ -95,6 +142,10 @@ pub struct ConnectRecord {
     pub value: Option<Data>,
     /// Headers, in order, as bytes (as Connect's `SimpleHeaderConverter` would print them).
     pub headers: Vec<Header>,
+    /// The key's schema from its converter (JsonConverter with `schemas.enable`), if any.
+    pub key_schema: Option<Schema>,
+    /// The value's schema from its converter, if any.
+    pub value_schema: Option<Schema>,
 }
 
 impl ConnectRecord {
@@ -108,6 +159,8 @@ impl ConnectRecord {
             key: None,
             value: None,
             headers: Vec::new(),
+            key_schema: None,
+            value_schema: None,
         }
     }
 

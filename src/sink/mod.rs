@@ -147,7 +147,7 @@ pub use converter::{
     ByteArrayConverter, Converter, ConverterConfig, JsonConverter, StringConverter, CONNECT_BYTE_ARRAY_CONVERTER,
     CONNECT_JSON_CONVERTER, CONNECT_STRING_CONVERTER,
 };
-pub use data::{ConnectRecord, Data};
+pub use data::{ConnectRecord, Data, RecordSchemas, Schema};
 pub use dead_letter::ERROR_HEADER_PREFIX;
 pub use file::FileSink;
 #[cfg(feature = "sink-http")]

@@ -23,7 +23,7 @@ use crate::dead_letter::{STAGE_TASK_PUT, STAGE_VALUE_CONVERTER};
 use crate::error::{Error, Result};
 
 use super::converter::{Converter, ConverterConfig};
-use super::data::ConnectRecord;
+use super::data::{ConnectRecord, RecordSchemas};
 use super::metrics::SinkMetrics;
 use super::registry::Registry;
 use super::task::{RecordFailure, SinkError, SinkRecord, SinkTask, TaskConfig};
@@ -59,7 +59,7 @@ impl std::fmt::Debug for Pipeline {
 #[derive(Debug)]
 pub(crate) enum Passed {
     /// Goes to the sink as this.
-    Record(SinkRecord),
+    Record(SinkRecord, RecordSchemas),
     /// A transform dropped it.
     Dropped,
     /// Failed at `stage`, for `reason`.
@@ -157,11 +157,11 @@ impl Pipeline {
     /// One record through the converters and the transforms.
     pub(crate) fn run(&self, record: &SinkRecord) -> Passed {
         let topic: &str = &record.topic;
-        let key = match self.key.to_data(topic, record.key.as_ref()) {
+        let (key, key_schema) = match self.key.to_data_and_schema(topic, record.key.as_ref()) {
             Ok(k) => k,
             Err(reason) => return Passed::Failed { stage: STAGE_KEY_CONVERTER, reason },
         };
-        let value = match self.value.to_data(topic, record.value.as_ref()) {
+        let (value, value_schema) = match self.value.to_data_and_schema(topic, record.value.as_ref()) {
             Ok(v) => v,
             Err(reason) => return Passed::Failed { stage: STAGE_VALUE_CONVERTER, reason },
         };
@@ -173,6 +173,8 @@ impl Pipeline {
             key,
             value,
             headers: record.headers.clone(),
+            key_schema,
+            value_schema,
         };
         for step in &self.steps {
             if let Some((p, negate)) = &step.predicate {
@@ -199,7 +201,7 @@ impl Pipeline {
         out.value = r.value.as_ref().map(|d| d.to_bytes());
         out.headers = r.headers;
         out.timestamp = r.timestamp;
-        Passed::Record(out)
+        Passed::Record(out, RecordSchemas::new(r.key_schema, r.value_schema))
     }
 }
 
@@ -218,17 +220,19 @@ pub(crate) async fn put_through(
     m: &SinkMetrics,
 ) -> (std::result::Result<(), SinkError>, Vec<&'static str>) {
     let Some(p) = pipeline else {
-        return (put_and_flush(sink, batch, m).await, Vec::new());
+        return (put_and_flush(sink, batch, &[], m).await, Vec::new());
     };
     let mut stages = vec![STAGE_TASK_PUT; batch.len()];
     let mut failed = Vec::new();
     let mut passed = Vec::with_capacity(batch.len());
     // The batch index of each record the sink gets.
     let mut origin = Vec::with_capacity(batch.len());
+    let mut schemas = Vec::with_capacity(batch.len());
     for (i, r) in batch.iter().enumerate() {
         match p.run(r) {
-            Passed::Record(r) => {
+            Passed::Record(r, s) => {
                 passed.push(r);
+                schemas.push(s);
                 origin.push(i);
             }
             Passed::Dropped => {}
@@ -238,7 +242,7 @@ pub(crate) async fn put_through(
             }
         }
     }
-    let put = if passed.is_empty() { Ok(()) } else { put_and_flush(sink, &passed, m).await };
+    let put = if passed.is_empty() { Ok(()) } else { put_and_flush(sink, &passed, &schemas, m).await };
     let map = |fs: Vec<RecordFailure>| -> Vec<RecordFailure> {
         fs.into_iter()
             // An index outside the batch stays outside (decide ignores it, the log names it).
@@ -280,10 +284,16 @@ mod tests;
 pub(crate) async fn put_and_flush(
     sink: &mut dyn SinkTask,
     records: &[SinkRecord],
+    schemas: &[RecordSchemas],
     m: &SinkMetrics,
 ) -> Result<(), SinkError> {
     let started = Instant::now();
-    let put = sink.put(records).await;
+    // Only a converter with schemas made any: every other batch takes the plain `put`.
+    let put = if schemas.iter().any(|s| s.key.is_some() || s.value.is_some()) {
+        sink.put_with_schemas(records, schemas).await
+    } else {
+        sink.put(records).await
+    };
     m.put(records.len(), started.elapsed());
     match put {
         Ok(()) => sink.flush().await,

@@ -18,7 +18,7 @@ fn record(value: Option<&str>) -> SinkRecord {
 
 fn value_of(p: &Pipeline, v: Option<&str>) -> Option<String> {
     match p.run(&record(v)) {
-        Passed::Record(r) => r.value.map(|b| String::from_utf8_lossy(&b).into_owned()),
+        Passed::Record(r, _) => r.value.map(|b| String::from_utf8_lossy(&b).into_owned()),
         other => panic!("{other:?}"),
     }
 }
@@ -59,7 +59,7 @@ fn connect_class_names_chain_in_order_with_a_negated_predicate() {
     .unwrap()
     .unwrap();
     assert!(matches!(p.run(&record(Some("x"))), Passed::Dropped), "negated: drops what is not a tombstone");
-    assert!(matches!(p.run(&record(None)), Passed::Record(_)));
+    assert!(matches!(p.run(&record(None)), Passed::Record(..)));
 }
 
 #[test]
@@ -157,6 +157,64 @@ async fn put_through_folds_the_pipelines_failures_into_the_sinks_answer() {
     assert!(matches!(result, Err(SinkError::Retriable { .. })) && stages.is_empty());
 }
 
+/// A sink that records which `put` the runtime called and the value schemas it got.
+#[derive(Default)]
+struct SchemaSink {
+    plain_puts: usize,
+    schemas: Vec<Option<serde_json::Value>>,
+}
+
+impl SinkTask for SchemaSink {
+    fn start(&mut self, _: &TaskConfig) -> futures::future::BoxFuture<'_, std::result::Result<(), SinkError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn put<'a>(
+        &'a mut self,
+        _: &'a [SinkRecord],
+    ) -> futures::future::BoxFuture<'a, std::result::Result<(), SinkError>> {
+        self.plain_puts += 1;
+        Box::pin(async { Ok(()) })
+    }
+    fn put_with_schemas<'a>(
+        &'a mut self,
+        records: &'a [SinkRecord],
+        schemas: &'a [crate::sink::RecordSchemas],
+    ) -> futures::future::BoxFuture<'a, std::result::Result<(), SinkError>> {
+        assert_eq!(records.len(), schemas.len(), "one RecordSchemas per record");
+        self.schemas.extend(schemas.iter().map(|s| s.value.as_ref().map(|v| v.json().clone())));
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn the_converters_schema_reaches_the_sink_beside_the_records() {
+    let m = SinkMetrics::new("t");
+    let schema = serde_json::json!({"type": "struct", "fields": [{"field": "id", "type": "int32"}]});
+    let enveloped = serde_json::json!({"schema": schema, "payload": {"id": 1}}).to_string();
+    let with = pipeline(&[
+        ("value.converter", "json"),
+        ("transforms", "f"),
+        ("transforms.f.type", "InsertField$Value"),
+        ("transforms.f.static.field", "s"),
+        ("transforms.f.static.value", "v"),
+    ])
+    .unwrap()
+    .unwrap();
+    let mut sink = SchemaSink::default();
+    let batch = vec![record(Some(&enveloped)), record(Some(r#"{"schema":null,"payload":{"id":2}}"#))];
+    assert!(put_through(Some(&with), &mut sink, &batch, &m).await.0.is_ok());
+    // The transform changed the data, not the schema: the sink decides what still fits.
+    assert_eq!(sink.schemas, vec![Some(schema), None]);
+    assert_eq!(sink.plain_puts, 0);
+    // No schema in the batch (schemas.enable=false): the plain put.
+    let without = pipeline(&[("value.converter", "json"), ("value.converter.schemas.enable", "false")])
+        .unwrap()
+        .unwrap();
+    let mut sink = SchemaSink::default();
+    assert!(put_through(Some(&without), &mut sink, &[record(Some(r#"{"id":1}"#))], &m).await.0.is_ok());
+    assert_eq!((sink.plain_puts, sink.schemas.len()), (1, 0));
+}
+
 /// The pipeline's own cost, for the report (not a check): JsonConverter and two transforms
 /// (InsertField, ReplaceField, the issue's benchmark chain) over 200,000 records of ~100 bytes.
 /// `cargo test --release --lib --features sink pipeline_cost -- --ignored --nocapture`
@@ -184,7 +242,7 @@ fn pipeline_cost() {
     let started = std::time::Instant::now();
     let mut bytes = 0;
     for r in &records {
-        if let Passed::Record(r) = p.run(r) {
+        if let Passed::Record(r, _) = p.run(r) {
             bytes += r.value.map_or(0, |v| v.len());
         }
     }

@@ -126,6 +126,7 @@ use futures::future::BoxFuture;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Statement};
 
+use super::data::RecordSchemas;
 use super::postgres_fields::{self as fields, Failure};
 use super::postgres_fields_config::{fields_settings, FieldsSettings};
 use super::task::{RecordFailure, SinkError, SinkRecord, SinkTask, TaskConfig};
@@ -440,11 +441,12 @@ impl PostgresSink {
 
     /// The fields layout's `put` (postgres_fields.rs): plan, make the tables fit, write in one
     /// transaction; on a data error, one record at a time to find the ones that fail.
-    async fn put_fields(&mut self, records: &[SinkRecord]) -> Result<(), SinkError> {
+    /// `schemas[i]` (when there) is what `records[i]`'s converters read.
+    async fn put_fields(&mut self, records: &[SinkRecord], schemas: &[RecordSchemas]) -> Result<(), SinkError> {
         let Some(s) = self.settings.as_ref().and_then(|s| s.fields.clone()) else {
             return Err(SinkError::fatal("the postgres sink was used before start"));
         };
-        let (mut ops, mut failed) = fields::plan(&s, records);
+        let (mut ops, mut failed) = fields::plan(&s, records, schemas);
         let conn = self.connection().await?;
         let prepared = fields::prepare_tables(&s, &mut conn.fields, &conn.client, &mut ops, &mut failed).await;
         if let Err(f) = prepared {
@@ -606,7 +608,7 @@ impl SinkTask for PostgresSink {
                 return Ok(());
             }
             if self.settings.as_ref().is_some_and(|s| s.fields.is_some()) {
-                return self.put_fields(records).await;
+                return self.put_fields(records, &[]).await;
             }
             let conn = self.connection().await?;
             let all: Vec<&SinkRecord> = records.iter().collect();
@@ -640,6 +642,19 @@ impl SinkTask for PostgresSink {
                 verdict => Err(self.batch_error(verdict, &e, "insert into the table")),
             }
         })
+    }
+
+    fn put_with_schemas<'a>(
+        &'a mut self,
+        records: &'a [SinkRecord],
+        schemas: &'a [RecordSchemas],
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        // The fields layout types its columns by the converters' schemas; the records layout
+        // stores bytes and has no use for them.
+        if records.is_empty() || self.settings.as_ref().is_none_or(|s| s.fields.is_none()) {
+            return self.put(records);
+        }
+        Box::pin(self.put_fields(records, schemas))
     }
 
     fn stop(&mut self) -> BoxFuture<'_, ()> {

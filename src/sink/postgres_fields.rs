@@ -27,6 +27,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
+use super::data::RecordSchemas;
 use super::postgres_fields_config::{FieldsSettings, PkMode};
 use super::postgres_fields_row::{record_op, Field, Op};
 use super::postgres_fields_sql::{self as sql, Column};
@@ -56,11 +57,16 @@ impl From<tokio_postgres::Error> for Failure {
 }
 
 /// The operations of `records` (index, op), and the records that cannot be written.
-pub(super) fn plan(s: &FieldsSettings, records: &[SinkRecord]) -> (Vec<(usize, Op)>, Vec<RecordFailure>) {
+/// `schemas[i]`, when there, is what `records[i]`'s converters read.
+pub(super) fn plan(
+    s: &FieldsSettings,
+    records: &[SinkRecord],
+    schemas: &[RecordSchemas],
+) -> (Vec<(usize, Op)>, Vec<RecordFailure>) {
     let mut ops = Vec::with_capacity(records.len());
     let mut failed = Vec::new();
     for (index, r) in records.iter().enumerate() {
-        match record_op(s, r) {
+        match record_op(s, r, schemas.get(index)) {
             Ok(Op::Skip) => {}
             Ok(op) => ops.push((index, op)),
             Err(reason) => failed.push(RecordFailure { index, reason }),

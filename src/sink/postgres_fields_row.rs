@@ -7,14 +7,22 @@
 //! schema's type; any other JSON object is schemaless, and a field's type is inferred from
 //! its JSON value (`infer`). A key that is not a JSON object is one column, as its text.
 //!
+//! A value that went through a JsonConverter with `schemas.enable` comes as its payload's
+//! JSON with the envelope's schema beside it ([`RecordSchemas`], from the converter): each
+//! field whose data still fits its schema field (the transforms are schemaless and may have
+//! renamed, added or changed fields) gets the schema's type and nullability; any other field
+//! is inferred from its value, as a schemaless one.
+//!
 //! Pure functions: no IO, unit-tested here.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use super::data::json_kind;
+use super::converter::conform;
+use super::data::{json_kind, RecordSchemas};
 use super::postgres_fields_config::{FieldsSettings, PkMode, KAFKA_PK_DEFAULT, KEY_COLUMN_DEFAULT};
 use super::task::SinkRecord;
 
@@ -118,23 +126,30 @@ pub(super) enum Op {
 }
 
 /// JSON data and, for an envelope, its schema.
-struct Parsed {
+/// (A converter's schema is borrowed: one is shared by every record of a batch.)
+struct Parsed<'s> {
     value: Value,
-    schema: Option<Value>,
+    schema: Option<Cow<'s, Value>>,
+    /// The schema is a converter's (checked before the transforms), not the bytes' envelope.
+    converted: bool,
 }
 
-/// Connect's envelope, or plain JSON. `what` is "key" or "value", for the error.
-fn parse(bytes: &[u8], what: &str) -> Result<Parsed, String> {
+/// Connect's envelope, or plain JSON. `what` is "key" or "value", for the error. With a
+/// converter's schema the bytes are the converted payload: never an envelope.
+fn parse<'s>(bytes: &[u8], what: &str, converted: Option<&'s Value>) -> Result<Parsed<'s>, String> {
     let v: Value = serde_json::from_slice(bytes).map_err(|e| {
         format!(
             "the {what} is not JSON ({e}); the fields layout reads JSON objects (a JsonConverter's output, or \
              bytes that are JSON)"
         )
     })?;
-    Ok(unwrap_envelope(v))
+    Ok(match converted {
+        Some(schema) => Parsed { value: v, schema: Some(Cow::Borrowed(schema)), converted: true },
+        None => unwrap_envelope(v),
+    })
 }
 
-fn unwrap_envelope(v: Value) -> Parsed {
+fn unwrap_envelope(v: Value) -> Parsed<'static> {
     match v {
         Value::Object(mut m)
             if m.len() == 2
@@ -142,17 +157,25 @@ fn unwrap_envelope(v: Value) -> Parsed {
                 && m.contains_key("payload") =>
         {
             let schema = m.remove("schema").filter(|s| !s.is_null());
-            Parsed { value: m.remove("payload").unwrap_or(Value::Null), schema }
+            Parsed {
+                value: m.remove("payload").unwrap_or(Value::Null),
+                schema: schema.map(Cow::Owned),
+                converted: false,
+            }
         }
-        v => Parsed { value: v, schema: None },
+        v => Parsed { value: v, schema: None, converted: false },
     }
 }
 
 /// The fields of a JSON object, typed by its struct schema if it has one. `only` keeps the
 /// named ones.
-fn object_fields(obj: &Map<String, Value>, schema: Option<&Value>, only: Option<&dyn Fn(&str) -> bool>) -> Vec<Field> {
+fn object_fields(parsed: &Parsed, obj: &Map<String, Value>, only: Option<&dyn Fn(&str) -> bool>) -> Vec<Field> {
     let keep = |name: &str| only.is_none_or(|f| f(name));
-    match schema.and_then(|s| s.get("fields")).and_then(Value::as_array) {
+    let defs = parsed.schema.as_deref().and_then(|s| s.get("fields")).and_then(Value::as_array);
+    if parsed.converted {
+        return fitted_fields(obj, defs.map(Vec::as_slice).unwrap_or(&[]), &keep);
+    }
+    match defs {
         Some(defs) => defs
             .iter()
             .filter_map(|d| {
@@ -160,17 +183,7 @@ fn object_fields(obj: &Map<String, Value>, schema: Option<&Value>, only: Option<
                 if !keep(name) {
                     return None;
                 }
-                let ty = ColType::from_schema(d);
-                let mut value = obj.get(name).cloned().unwrap_or(Value::Null);
-                if ty == Some(ColType::Numeric) {
-                    value = decimal(d, value);
-                }
-                Some(Field {
-                    name: name.to_string(),
-                    ty,
-                    optional: d.get("optional").and_then(Value::as_bool).unwrap_or(false),
-                    value,
-                })
+                Some(typed_field(d, name, obj.get(name).cloned().unwrap_or(Value::Null)))
             })
             .collect(),
         None => obj
@@ -179,6 +192,42 @@ fn object_fields(obj: &Map<String, Value>, schema: Option<&Value>, only: Option<
             .map(|(name, v)| Field { name: name.clone(), ty: ColType::infer(v), optional: true, value: v.clone() })
             .collect(),
     }
+}
+
+/// A field typed by its schema field `def`.
+fn typed_field(def: &Value, name: &str, value: Value) -> Field {
+    let ty = ColType::from_schema(def);
+    let value = if ty == Some(ColType::Numeric) { decimal(def, value) } else { value };
+    Field { name: name.to_string(), ty, optional: def.get("optional").and_then(Value::as_bool).unwrap_or(false), value }
+}
+
+/// The fields of a converted object whose schema (`defs`) was read before the transforms: the
+/// schema's fields in its order, typed by it where the data still fits (`conform`), then the
+/// fields the schema does not name (added or renamed by a transform), inferred. A field a
+/// transform removed is not written.
+fn fitted_fields(obj: &Map<String, Value>, defs: &[Value], keep: &dyn Fn(&str) -> bool) -> Vec<Field> {
+    let mut out = Vec::with_capacity(obj.len());
+    let inferred = |name: &str, v: &Value| Field {
+        name: name.to_string(),
+        ty: ColType::infer(v),
+        optional: true,
+        value: v.clone(),
+    };
+    for d in defs {
+        let Some(name) = d.get("field").and_then(Value::as_str) else { continue };
+        let Some(v) = obj.get(name).filter(|_| keep(name)) else { continue };
+        out.push(match conform(d, v.clone(), name) {
+            Ok(_) => typed_field(d, name, v.clone()),
+            Err(_) => inferred(name, v),
+        });
+    }
+    for (name, v) in obj {
+        let named = defs.iter().any(|d| d.get("field").and_then(Value::as_str) == Some(name.as_str()));
+        if !named && keep(name) {
+            out.push(inferred(name, v));
+        }
+    }
+    out
 }
 
 /// A Connect `Decimal` (base64 of the unscaled value, big-endian two's complement; the scale
@@ -218,15 +267,23 @@ fn scaled_text(unscaled: i128, scale: u32) -> String {
 }
 
 /// The primary-key columns of a record's key (`pk.mode=record_key`).
-fn key_pk(s: &FieldsSettings, key: Option<&[u8]>) -> Result<Vec<Field>, String> {
+fn key_pk(s: &FieldsSettings, key: Option<&[u8]>, converted: Option<&Value>) -> Result<Vec<Field>, String> {
     let Some(bytes) = key else {
         return Err("the record has no key, and pk.mode=record_key takes the primary key from it".to_string());
     };
     // A key that is not JSON (a StringConverter's text, raw bytes) is one column as it is.
     let parsed = match serde_json::from_slice::<Value>(bytes) {
-        Ok(v) => unwrap_envelope(v),
+        Ok(v) => match converted {
+            Some(schema) => Parsed { value: v, schema: Some(Cow::Borrowed(schema)), converted: true },
+            None => unwrap_envelope(v),
+        },
+        // A converted string key is its text (the sink gets a string as text, not JSON).
         Err(_) => match std::str::from_utf8(bytes) {
-            Ok(t) => Parsed { value: Value::String(t.to_string()), schema: None },
+            Ok(t) => Parsed {
+                value: Value::String(t.to_string()),
+                schema: converted.map(Cow::Borrowed),
+                converted: converted.is_some(),
+            },
             Err(_) => {
                 let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
                 let name = s.pk_fields.first().map(String::as_str).unwrap_or(KEY_COLUMN_DEFAULT);
@@ -241,7 +298,7 @@ fn key_pk(s: &FieldsSettings, key: Option<&[u8]>) -> Result<Vec<Field>, String> 
     };
     match &parsed.value {
         Value::Object(obj) => {
-            let fields = object_fields(obj, parsed.schema.as_ref(), None);
+            let fields = object_fields(&parsed, obj, None);
             pick(fields, &s.pk_fields, "key")
         }
         Value::Null => {
@@ -258,7 +315,8 @@ fn key_pk(s: &FieldsSettings, key: Option<&[u8]>) -> Result<Vec<Field>, String> 
             let name = s.pk_fields.first().map(String::as_str).unwrap_or(KEY_COLUMN_DEFAULT);
             // A non-object key is its text (a JSON string without quotes), so "7" and 7 are
             // one key; an envelope's schema may type it.
-            let (ty, value) = match parsed.schema.as_ref().and_then(ColType::from_schema) {
+            let fits = |schema: &&Value| !parsed.converted || conform(schema, other.clone(), "").is_ok();
+            let (ty, value) = match parsed.schema.as_deref().filter(fits).and_then(ColType::from_schema) {
                 Some(ty) => (ty, other.clone()),
                 None => (ColType::Text, Value::String(text_of(other))),
             };
@@ -299,16 +357,22 @@ fn pick(fields: Vec<Field>, names: &[String], from: &str) -> Result<Vec<Field>, 
     Ok(picked.into_iter().map(|f| Field { optional: false, ..f }).collect())
 }
 
-/// What `record` does, or why it cannot be written (the record's failure).
-pub(super) fn record_op(s: &FieldsSettings, record: &SinkRecord) -> Result<Op, String> {
+/// What `record` does, or why it cannot be written (the record's failure). `schemas`: what
+/// its converters read (None: no converter with schemas).
+pub(super) fn record_op(
+    s: &FieldsSettings,
+    record: &SinkRecord,
+    schemas: Option<&RecordSchemas>,
+) -> Result<Op, String> {
     let table = s.table_for(&record.topic);
+    let key_schema = schemas.and_then(|x| x.key.as_ref()).map(|x| x.json());
     let Some(value) = record.value.as_deref() else {
         if !s.delete_enabled {
             return Ok(Op::Skip);
         }
-        return Ok(Op::Delete { table, pk: key_pk(s, record.key.as_deref())? });
+        return Ok(Op::Delete { table, pk: key_pk(s, record.key.as_deref(), key_schema)? });
     };
-    let parsed = parse(value, "value")?;
+    let parsed = parse(value, "value", schemas.and_then(|x| x.value.as_ref()).map(|x| x.json()))?;
     let Value::Object(obj) = &parsed.value else {
         return Err(format!(
             "the value is {}, not an object: the fields layout writes an object's fields to columns (wrap it in \
@@ -318,7 +382,7 @@ pub(super) fn record_op(s: &FieldsSettings, record: &SinkRecord) -> Result<Op, S
     };
     let include = |name: &str| s.include.as_ref().is_none_or(|i| i.contains(name));
     let (pk, fields) = match s.pk_mode {
-        PkMode::None => (Vec::new(), object_fields(obj, parsed.schema.as_ref(), Some(&include))),
+        PkMode::None => (Vec::new(), object_fields(&parsed, obj, Some(&include))),
         PkMode::Kafka => {
             let names: Vec<&str> = if s.pk_fields.len() == 3 {
                 s.pk_fields.iter().map(String::as_str).collect()
@@ -332,13 +396,13 @@ pub(super) fn record_op(s: &FieldsSettings, record: &SinkRecord) -> Result<Op, S
                 coord(1, ColType::Integer, Value::from(record.partition)),
                 coord(2, ColType::BigInt, Value::from(record.offset)),
             ];
-            (pk, object_fields(obj, parsed.schema.as_ref(), Some(&include)))
+            (pk, object_fields(&parsed, obj, Some(&include)))
         }
         PkMode::RecordKey => {
-            (key_pk(s, record.key.as_deref())?, object_fields(obj, parsed.schema.as_ref(), Some(&include)))
+            (key_pk(s, record.key.as_deref(), key_schema)?, object_fields(&parsed, obj, Some(&include)))
         }
         PkMode::RecordValue => {
-            let all = object_fields(obj, parsed.schema.as_ref(), None);
+            let all = object_fields(&parsed, obj, None);
             let pk = pick(all.clone(), &s.pk_fields, "value")?;
             let fields = all.into_iter().filter(|f| include(&f.name)).collect();
             (pk, fields)
@@ -357,6 +421,10 @@ mod tests {
     use super::*;
     use crate::sink::postgres_fields_config::fields_settings;
     use serde_json::json;
+
+    fn op(s: &FieldsSettings, r: &SinkRecord) -> Result<Op, String> {
+        record_op(s, r, None)
+    }
 
     fn settings(pairs: &[(&str, &str)]) -> FieldsSettings {
         fields_settings(&pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).unwrap()
@@ -436,7 +504,7 @@ mod tests {
             ]},
             "payload": {"id": 7, "note": null},
         });
-        let Op::Write { fields, pk, .. } = record_op(&s, &record(None, Some(&v.to_string()))).unwrap() else {
+        let Op::Write { fields, pk, .. } = op(&s, &record(None, Some(&v.to_string()))).unwrap() else {
             panic!("a write")
         };
         assert!(pk.is_empty());
@@ -454,7 +522,7 @@ mod tests {
     fn record_key_takes_an_objects_fields_or_a_keys_text() {
         let s = settings(&[("pk.mode", "record_key"), ("insert.mode", "upsert")]);
         let Op::Write { pk, fields, table } =
-            record_op(&s, &record(Some(r#"{"id": 5}"#), Some(r#"{"id": 9, "n": "a"}"#))).unwrap()
+            op(&s, &record(Some(r#"{"id": 5}"#), Some(r#"{"id": 9, "n": "a"}"#))).unwrap()
         else {
             panic!("a write")
         };
@@ -462,7 +530,7 @@ mod tests {
         assert_eq!(pk, vec![Field { name: "id".into(), ty: Some(ColType::BigInt), optional: false, value: json!(5) }]);
         assert_eq!(names(&fields), vec!["n"], "the key's id wins over the value's");
         // A plain text key: one text column, default name.
-        let Op::Write { pk, .. } = record_op(&s, &record(Some("k-1"), Some("{}"))).unwrap() else { panic!() };
+        let Op::Write { pk, .. } = op(&s, &record(Some("k-1"), Some("{}"))).unwrap() else { panic!() };
         assert_eq!(
             pk,
             vec![Field {
@@ -473,44 +541,46 @@ mod tests {
             }]
         );
         // A number key is its text too, so 7 and "7" are one row.
-        let Op::Write { pk, .. } = record_op(&s, &record(Some("7"), Some("{}"))).unwrap() else { panic!() };
+        let Op::Write { pk, .. } = op(&s, &record(Some("7"), Some("{}"))).unwrap() else { panic!() };
         assert_eq!(pk[0].value, json!("7"));
-        assert!(record_op(&s, &record(None, Some("{}"))).unwrap_err().contains("no key"));
+        assert!(op(&s, &record(None, Some("{}"))).unwrap_err().contains("no key"));
     }
 
     #[test]
     fn tombstones_delete_only_with_delete_enabled() {
         let s = settings(&[("pk.mode", "record_key")]);
-        assert_eq!(record_op(&s, &record(Some("k"), None)).unwrap(), Op::Skip);
+        assert_eq!(op(&s, &record(Some("k"), None)).unwrap(), Op::Skip);
         let s = settings(&[("pk.mode", "record_key"), ("delete.enabled", "true"), ("pk.fields", "sku")]);
-        let Op::Delete { pk, .. } = record_op(&s, &record(Some("k"), None)).unwrap() else { panic!("a delete") };
+        let Op::Delete { pk, .. } = op(&s, &record(Some("k"), None)).unwrap() else { panic!("a delete") };
         assert_eq!(names(&pk), vec!["sku"]);
     }
 
     #[test]
     fn kafka_and_value_keys_and_the_whitelist() {
         let s = settings(&[("pk.mode", "kafka"), ("fields.whitelist", "a")]);
-        let Op::Write { pk, fields, .. } = record_op(&s, &record(None, Some(r#"{"a":1,"b":2}"#))).unwrap() else {
-            panic!()
-        };
+        let Op::Write { pk, fields, .. } = op(&s, &record(None, Some(r#"{"a":1,"b":2}"#))).unwrap() else { panic!() };
         assert_eq!(names(&pk), KAFKA_PK_DEFAULT.to_vec());
         assert_eq!(pk[1].value, json!(2));
         assert_eq!(pk[2].value, json!(40));
         assert_eq!(names(&fields), vec!["a"]);
         let s = settings(&[("pk.mode", "record_value"), ("pk.fields", "b"), ("fields.include", "a")]);
-        let Op::Write { pk, fields, .. } = record_op(&s, &record(None, Some(r#"{"a":1,"b":2,"c":3}"#))).unwrap() else {
+        let Op::Write { pk, fields, .. } = op(&s, &record(None, Some(r#"{"a":1,"b":2,"c":3}"#))).unwrap() else {
             panic!()
         };
         assert_eq!((names(&pk), names(&fields)), (vec!["b"], vec!["a"]));
-        let e = record_op(&s, &record(None, Some(r#"{"a":1}"#))).unwrap_err();
+        let e = op(&s, &record(None, Some(r#"{"a":1}"#))).unwrap_err();
         assert!(e.contains("\"b\""), "{e}");
     }
 
     #[test]
     fn values_that_are_not_objects_fail_alone_saying_why() {
         let s = settings(&[]);
-        assert!(record_op(&s, &record(None, Some("not json"))).unwrap_err().contains("not JSON"));
-        assert!(record_op(&s, &record(None, Some("[1]"))).unwrap_err().contains("HoistField"));
-        assert!(record_op(&s, &record(None, Some(r#"{"":1}"#))).unwrap_err().contains("column name"));
+        assert!(op(&s, &record(None, Some("not json"))).unwrap_err().contains("not JSON"));
+        assert!(op(&s, &record(None, Some("[1]"))).unwrap_err().contains("HoistField"));
+        assert!(op(&s, &record(None, Some(r#"{"":1}"#))).unwrap_err().contains("column name"));
     }
 }
+
+#[cfg(test)]
+#[path = "postgres_fields_row_schema_tests.rs"]
+mod schema_tests;

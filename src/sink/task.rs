@@ -13,6 +13,8 @@ use futures::future::BoxFuture;
 
 use crate::consumer::ConsumerRecord;
 
+use super::data::RecordSchemas;
+
 /// The settings a task is started with: the connector's configuration, every key as given
 /// (`name`, `connector.class`, `topics`, the sink's own keys such as `file`).
 pub type TaskConfig = BTreeMap<String, String>;
@@ -41,6 +43,19 @@ pub trait SinkTask: Send + 'static {
     /// Writes a batch. `Ok` means every record is durably the sink's: the runtime ACCEPTs
     /// them. See [`SinkError`] for the other answers.
     fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>>;
+
+    /// As `put`, with the schemas each record's key and value came with from their converters
+    /// (`schemas[i]` is `records[i]`'s; JsonConverter with `schemas.enable` makes them): the
+    /// runtime calls this instead of `put` when a batch has any. A sink that types its output
+    /// by a schema (a database table's columns) overrides it; the default ignores them.
+    fn put_with_schemas<'a>(
+        &'a mut self,
+        records: &'a [SinkRecord],
+        schemas: &'a [RecordSchemas],
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        let _ = schemas;
+        self.put(records)
+    }
 
     /// Makes what `put` accepted durable (the runtime calls it before committing
     /// acknowledgements and at stop). The default does nothing, for sinks whose `put` is

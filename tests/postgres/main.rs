@@ -7,3 +7,4 @@ mod common;
 
 mod sink_postgres;
 mod sink_postgres_fields;
+mod sink_postgres_json_converter;

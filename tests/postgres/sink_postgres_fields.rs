@@ -18,7 +18,7 @@ use crate::sink_postgres::{pg, pg_url};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kafka-share-sink");
 
-fn table_name(prefix: &str) -> String {
+pub(crate) fn table_name(prefix: &str) -> String {
     common::unique(prefix).replace('-', "_")
 }
 
@@ -28,7 +28,7 @@ fn config(pairs: &[(&str, &str)]) -> TaskConfig {
 
 /// Waits until `cond` holds; fails the test after `deadline` (a bound on a hang, not a
 /// timing assumption).
-async fn wait_until<F, Fut>(what: &str, deadline: Duration, mut cond: F)
+pub(crate) async fn wait_until<F, Fut>(what: &str, deadline: Duration, mut cond: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -41,7 +41,7 @@ where
 }
 
 /// A scalar of `sql` on the table, 0 while the table does not exist yet.
-async fn count(db: &tokio_postgres::Client, sql: &str) -> i64 {
+pub(crate) async fn count(db: &tokio_postgres::Client, sql: &str) -> i64 {
     db.query_one(sql, &[]).await.map(|r| r.get::<_, i64>(0)).unwrap_or(0)
 }
 
@@ -58,7 +58,7 @@ fn envelope(name: &str, version: i32) -> String {
 }
 
 /// (key, Some(value)) or (key, None) for a tombstone.
-async fn produce(topic: &str, records: &[(String, Option<String>)]) {
+pub(crate) async fn produce(topic: &str, records: &[(String, Option<String>)]) {
     let p = Producer::connect(ProducerConfig::new(common::bootstrap())).await.expect("producer");
     let mut futs = Vec::with_capacity(records.len());
     for (k, v) in records {
@@ -75,10 +75,10 @@ async fn produce(topic: &str, records: &[(String, Option<String>)]) {
 }
 
 /// The binary on `worker` and `connector`; killed (SIGKILL) when dropped.
-struct Sink(Child);
+pub(crate) struct Sink(Child);
 
 impl Sink {
-    fn start(worker: &std::path::Path, connector: &std::path::Path) -> Sink {
+    pub(crate) fn start(worker: &std::path::Path, connector: &std::path::Path) -> Sink {
         let child = Command::new(BIN)
             .args(["--metrics-port", "0"])
             .arg(worker)
@@ -96,7 +96,7 @@ impl Sink {
         self.0.wait().expect("wait");
     }
 
-    fn terminate(mut self) -> std::process::ExitStatus {
+    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.0.id().to_string();
         assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
         self.0.wait().expect("wait")

@@ -314,6 +314,8 @@ mod tests {
             key: None,
             value: Data::from_json(value),
             headers: Vec::new(),
+            key_schema: None,
+            value_schema: None,
         }
     }
 

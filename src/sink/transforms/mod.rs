@@ -92,5 +92,7 @@ pub(crate) fn fields_tests_record(value: serde_json::Value) -> super::data::Conn
         key: None,
         value: super::data::Data::from_json(value),
         headers: Vec::new(),
+        key_schema: None,
+        value_schema: None,
     }
 }
