@@ -31,6 +31,8 @@
 //! connector configuration and share its records through the share group.
 
 mod bodies;
+mod config_records;
+mod config_topic;
 mod error;
 mod herder;
 mod listeners;
@@ -39,6 +41,7 @@ mod server;
 mod store;
 mod validate;
 
+pub use config_topic::ConfigTopic;
 pub use error::RestError;
 pub use herder::{ConnectorInfo, ConnectorState, ConnectorStatus, Herder, TaskStatus};
 pub use listeners::listener_address;

@@ -1,0 +1,172 @@
+//! Reading a partition's records from an offset on, for a reader that follows a small
+//! topic from its start (the sink runtime's config topic): a plain Fetch (key 1) to the
+//! partition's leader as a replica-less reader (`replica_id` -1), so nothing is acquired,
+//! committed or joined. The answer waits at the broker up to `max_wait` for a record, so a
+//! follower calls it in a loop without spinning.
+//!
+//! Topics are named (Fetch v4..=v12), as in [`peek`](super::peek).
+
+use std::time::Duration;
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::offsets::TopicPartition;
+use super::Admin;
+use crate::cluster::TrafficClass;
+use crate::error::{Context, Error, Result};
+use crate::protocol::records::{decode_batches, Record};
+
+/// Fetch v4 is the oldest a Kafka 4 broker has, v12 the newest that names topics.
+const FETCH_VERSIONS: (i16, i16) = (4, 12);
+
+/// Bytes asked per call; the broker returns a larger first batch whole (KIP-74).
+const MAX_BYTES: i32 = 1 << 20;
+
+/// Fetch's answer for an offset outside the log.
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+
+/// What one [`Admin::read_log`] call found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LogChunk {
+    /// The records at or after the offset asked for, in offset order.
+    pub(crate) records: Vec<Record>,
+    /// Where the next call starts: after the last record, at the log start when the offset
+    /// asked for was deleted, else the offset asked for.
+    pub(crate) next_offset: i64,
+    /// The partition's high watermark.
+    pub(crate) high_watermark: i64,
+}
+
+impl Admin {
+    /// The records of `tp` from `offset` on (as many as one answer carries), waiting up to
+    /// `max_wait` at the broker when there are none yet. An offset below the log start
+    /// (compaction or retention removed it) reads from the log start.
+    ///
+    /// The long poll goes on the Fetch connection, so it does not hold up this admin's
+    /// other requests.
+    ///
+    /// # Errors
+    /// The leader cannot be found or reached, or the partition answers an error (unknown
+    /// topic, not the leader any more: refresh and call again).
+    pub(crate) async fn read_log(&self, tp: &TopicPartition, offset: i64, max_wait: Duration) -> Result<LogChunk> {
+        let topic_errors = self.cluster.refresh_metadata(std::slice::from_ref(&tp.topic)).await?;
+        if let Some(e) = topic_errors.iter().find_map(|(t, c)| Error::for_topic(*c, "Fetch", t)) {
+            return Err(e);
+        }
+        let (by_leader, mut leaderless) = self.by_leader("Fetch", [(tp.clone(), ())]);
+        if let Some((_, e)) = leaderless.pop() {
+            return Err(e);
+        }
+        let Some(leader) = by_leader.keys().next().copied() else {
+            return Err(Error::IncompleteResponse { api: "Fetch", missing: format!("a leader for {tp}") });
+        };
+        let conn = self.cluster.broker(leader, TrafficClass::Fetch).await?;
+        let req = fetch_request(tp, offset, max_wait);
+        let resp = self.cluster.send(&conn, &req, FETCH_VERSIONS).await?;
+        if let Some(e) = Error::from_code(resp.error_code, None, Context::api("Fetch").broker(leader)) {
+            return Err(e);
+        }
+        read_answer(&resp, leader, tp, offset)
+    }
+}
+
+fn fetch_request(tp: &TopicPartition, offset: i64, max_wait: Duration) -> FetchRequest {
+    let wait_ms = i32::try_from(max_wait.as_millis()).unwrap_or(i32::MAX);
+    FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(MAX_BYTES)
+        .with_isolation_level(0)
+        .with_session_id(0)
+        // -1: a sessionless, full fetch (KIP-227's FINAL_EPOCH); no fetch session is made.
+        .with_session_epoch(-1)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_string(tp.topic.clone())))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(tp.partition)
+                .with_current_leader_epoch(-1)
+                .with_fetch_offset(offset)
+                .with_log_start_offset(-1)
+                .with_partition_max_bytes(MAX_BYTES)])])
+}
+
+fn read_answer(resp: &FetchResponse, leader: i32, tp: &TopicPartition, offset: i64) -> Result<LogChunk> {
+    let p = resp
+        .responses
+        .iter()
+        .filter(|t| t.topic.0.as_str() == tp.topic)
+        .flat_map(|t| t.partitions.iter())
+        .find(|p| p.partition_index == tp.partition)
+        .ok_or_else(|| Error::IncompleteResponse { api: "Fetch", missing: tp.to_string() })?;
+    let ctx = || Context::api("Fetch").broker(leader).partition(&tp.topic, tp.partition);
+    if p.error_code == OFFSET_OUT_OF_RANGE && p.log_start_offset > offset {
+        return Ok(LogChunk { records: Vec::new(), next_offset: p.log_start_offset, high_watermark: p.high_watermark });
+    }
+    if let Some(e) = Error::from_code(p.error_code, None, ctx()) {
+        return Err(e);
+    }
+    let mut records = match p.records.clone().map(decode_batches).transpose() {
+        Ok(r) => r.unwrap_or_default(),
+        Err(source) => return Err(Error::Malformed { context: ctx(), source }),
+    };
+    // A batch comes whole: the records before the offset asked for were read before.
+    records.retain(|r| r.offset >= offset);
+    records.sort_by_key(|r| r.offset);
+    let next_offset = records.last().map_or(offset, |r| r.offset + 1);
+    Ok(LogChunk { records, next_offset, high_watermark: p.high_watermark })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+    use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+
+    fn answer(p: PartitionData) -> FetchResponse {
+        FetchResponse::default().with_responses(vec![FetchableTopicResponse::default()
+            .with_topic(TopicName(StrBytes::from_static_str("t")))
+            .with_partitions(vec![p.with_partition_index(0)])])
+    }
+
+    #[test]
+    fn the_request_waits_at_the_broker_and_opens_no_session() {
+        let req = fetch_request(&TopicPartition::new("t", 0), 7, Duration::from_millis(500));
+        assert_eq!(req.replica_id, BrokerId(-1));
+        assert_eq!((req.session_id, req.session_epoch), (0, -1));
+        assert_eq!((req.max_wait_ms, req.min_bytes), (500, 1));
+        assert_eq!(req.topics[0].partitions[0].fetch_offset, 7);
+    }
+
+    #[test]
+    fn an_empty_answer_stays_put_and_a_deleted_offset_moves_to_the_log_start() {
+        let tp = TopicPartition::new("t", 0);
+        let empty = answer(PartitionData::default().with_high_watermark(3));
+        let c = read_answer(&empty, 1, &tp, 3).unwrap();
+        assert_eq!((c.records.len(), c.next_offset, c.high_watermark), (0, 3, 3));
+        let gone = answer(
+            PartitionData::default()
+                .with_error_code(OFFSET_OUT_OF_RANGE)
+                .with_log_start_offset(5)
+                .with_high_watermark(9),
+        );
+        assert_eq!(read_answer(&gone, 1, &tp, 0).unwrap().next_offset, 5);
+    }
+
+    #[test]
+    fn errors_and_garbage_are_values() {
+        let tp = TopicPartition::new("t", 0);
+        let unknown = answer(PartitionData::default().with_error_code(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0));
+        assert!(read_answer(&unknown, 1, &tp, 0).is_err());
+        let bad = answer(
+            PartitionData::default()
+                .with_high_watermark(10)
+                .with_records(Some(bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 40, 0xff]))),
+        );
+        assert!(read_answer(&bad, 1, &tp, 0).is_err());
+        let missing = FetchResponse::default();
+        assert!(read_answer(&missing, 1, &tp, 0).is_err());
+    }
+}
