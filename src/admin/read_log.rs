@@ -16,7 +16,7 @@ use super::offsets::TopicPartition;
 use super::Admin;
 use crate::cluster::TrafficClass;
 use crate::error::{Context, Error, Result};
-use crate::protocol::records::{decode_batches, Record};
+use crate::protocol::records::{decode_batches, Batches, Record};
 
 /// Fetch v4 is the oldest a Kafka 4 broker has, v12 the newest that names topics.
 const FETCH_VERSIONS: (i16, i16) = (4, 12);
@@ -108,15 +108,24 @@ fn read_answer(resp: &FetchResponse, leader: i32, tp: &TopicPartition, offset: i
     if let Some(e) = Error::from_code(p.error_code, None, ctx()) {
         return Err(e);
     }
-    let mut records = match p.records.clone().map(decode_batches).transpose() {
-        Ok(r) => r.unwrap_or_default(),
-        Err(source) => return Err(Error::Malformed { context: ctx(), source }),
-    };
+    let raw = p.records.clone().unwrap_or_default();
+    // Where the complete batches end: a compacted batch may hold no record at or after the
+    // offset asked for (compaction removed them, the batch keeps its last offset), so the
+    // next read starts after the batch, not after its last record.
+    let mut batches_end = offset;
+    for batch in Batches::new(raw.clone()) {
+        let last = batch.and_then(|b| b.last_offset()).map_err(|source| Error::Malformed { context: ctx(), source })?;
+        batches_end = batches_end.max(last.saturating_add(1));
+    }
+    if batches_end == offset && !raw.is_empty() && offset < p.high_watermark {
+        // Bytes, but not one whole batch: asking again at once would spin on the same answer.
+        return Err(Error::IncompleteResponse { api: "Fetch", missing: format!("a whole record batch at {offset} of {tp}") });
+    }
+    let mut records = decode_batches(raw).map_err(|source| Error::Malformed { context: ctx(), source })?;
     // A batch comes whole: the records before the offset asked for were read before.
     records.retain(|r| r.offset >= offset);
     records.sort_by_key(|r| r.offset);
-    let next_offset = records.last().map_or(offset, |r| r.offset + 1);
-    Ok(LogChunk { records, next_offset, high_watermark: p.high_watermark })
+    Ok(LogChunk { records, next_offset: batches_end, high_watermark: p.high_watermark })
 }
 
 #[cfg(test)]
@@ -156,6 +165,25 @@ mod tests {
     }
 
     #[test]
+    fn records_before_the_offset_are_dropped_and_the_next_read_starts_after_the_batch() {
+        use crate::protocol::records::{BatchBuilder, Compression, RecordInput};
+        let mut b = BatchBuilder::new();
+        for i in 0..3 {
+            let rec = RecordInput { key: Some(format!("k{i}").into()), value: None, headers: Vec::new(), timestamp: i };
+            b.push(&rec).unwrap();
+        }
+        let batch = b.finish(Compression::None).unwrap();
+        let tp = TopicPartition::new("t", 0);
+        let resp = answer(PartitionData::default().with_high_watermark(3).with_records(Some(batch.clone())));
+        let c = read_answer(&resp, 1, &tp, 1).unwrap();
+        let offsets: Vec<i64> = c.records.iter().map(|r| r.offset).collect();
+        assert_eq!((offsets, c.next_offset), (vec![1, 2], 3));
+        // Asked past every record of the batch (compaction removed them): after the batch.
+        let c = read_answer(&resp, 1, &tp, 3).unwrap();
+        assert_eq!((c.records.len(), c.next_offset), (0, 3));
+    }
+
+    #[test]
     fn errors_and_garbage_are_values() {
         let tp = TopicPartition::new("t", 0);
         let unknown = answer(PartitionData::default().with_error_code(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0));
@@ -167,6 +195,12 @@ mod tests {
         );
         assert!(read_answer(&bad, 1, &tp, 0).is_err());
         let missing = FetchResponse::default();
+        assert!(read_answer(&missing, 1, &tp, 0).is_err());
+        // A batch cut off below the high watermark: an error (the follower backs off), no spin.
+        let cut = answer(
+            PartitionData::default().with_high_watermark(10).with_records(Some(bytes::Bytes::from_static(&[0; 20]))),
+        );
+        assert!(read_answer(&cut, 1, &tp, 0).is_err());
         assert!(read_answer(&missing, 1, &tp, 0).is_err());
     }
 }

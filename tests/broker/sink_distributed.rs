@@ -157,6 +157,18 @@ async fn workers_on_one_config_topic_share_their_connectors() {
     assert_eq!(call(&b.rest, "PUT", &format!("/connectors/{name}/resume"), None).await.status, 202);
     wait_for(&a.rest, &status, "RUNNING again on A", |s| running_tasks(s, 2)).await;
 
+    // Created PAUSED through B (Connect writes the target state first): paused on A too.
+    let other = json!({"connector.class": "FileStreamSink", "file": "other.txt", "topics": topic, "share.group.id": common::unique("connect-dist-other")});
+    let paused = call(&b.rest, "POST", "/connectors", Some(&json!({"name": "dist-other", "config": other, "initial_state": "PAUSED"}))).await;
+    assert_eq!(paused.status, 201, "{paused:?}");
+    wait_for(&a.rest, "/connectors/dist-other/status", "PAUSED on A", |s| state(s) == Some("PAUSED")).await;
+    // Stopped through A: STOPPED, no tasks, on B.
+    assert_eq!(call(&a.rest, "PUT", "/connectors/dist-other/stop", None).await.status, 204);
+    let stopped = wait_for(&b.rest, "/connectors/dist-other/status", "STOPPED on B", |s| state(s) == Some("STOPPED")).await;
+    assert_eq!(stopped.body.as_ref().map(|b| b["tasks"].clone()), Some(json!([])), "{stopped:?}");
+    assert_eq!(call(&b.rest, "DELETE", "/connectors/dist-other", None).await.status, 204);
+    wait_for(&a.rest, "/connectors/dist-other/status", "dist-other gone on A", |s| s.status == 404).await;
+
     // A worker started later reads the connector from the topic before it serves.
     let c = Worker::start(&dir_c, &worker);
     assert_eq!(call(&c.rest, "GET", "/connectors", None).await.body, Some(json!([name])));
