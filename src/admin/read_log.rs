@@ -119,7 +119,10 @@ fn read_answer(resp: &FetchResponse, leader: i32, tp: &TopicPartition, offset: i
     }
     if batches_end == offset && !raw.is_empty() && offset < p.high_watermark {
         // Bytes, but not one whole batch: asking again at once would spin on the same answer.
-        return Err(Error::IncompleteResponse { api: "Fetch", missing: format!("a whole record batch at {offset} of {tp}") });
+        return Err(Error::IncompleteResponse {
+            api: "Fetch",
+            missing: format!("a whole record batch at {offset} of {tp}"),
+        });
     }
     let mut records = decode_batches(raw).map_err(|source| Error::Malformed { context: ctx(), source })?;
     // A batch comes whole: the records before the offset asked for were read before.
@@ -198,7 +201,9 @@ mod tests {
         assert!(read_answer(&missing, 1, &tp, 0).is_err());
         // A batch cut off below the high watermark: an error (the follower backs off), no spin.
         let cut = answer(
-            PartitionData::default().with_high_watermark(10).with_records(Some(bytes::Bytes::from_static(&[0; 20]))),
+            PartitionData::default()
+                .with_high_watermark(10)
+                .with_records(Some(bytes::Bytes::from_static(&[0; 20]))),
         );
         assert!(read_answer(&cut, 1, &tp, 0).is_err());
         assert!(read_answer(&missing, 1, &tp, 0).is_err());

@@ -130,7 +130,12 @@ async fn workers_on_one_config_topic_share_their_connectors() {
     let (out_a, out_b) = (dir_a.join("out.txt"), dir_b.join("out.txt"));
     let end = tokio::time::Instant::now() + Duration::from_secs(120);
     while read_lines(&out_a).len() + read_lines(&out_b).len() < n {
-        assert!(tokio::time::Instant::now() < end, "written: {} + {}", read_lines(&out_a).len(), read_lines(&out_b).len());
+        assert!(
+            tokio::time::Instant::now() < end,
+            "written: {} + {}",
+            read_lines(&out_a).len(),
+            read_lines(&out_b).len()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -159,12 +164,19 @@ async fn workers_on_one_config_topic_share_their_connectors() {
 
     // Created PAUSED through B (Connect writes the target state first): paused on A too.
     let other = json!({"connector.class": "FileStreamSink", "file": "other.txt", "topics": topic, "share.group.id": common::unique("connect-dist-other")});
-    let paused = call(&b.rest, "POST", "/connectors", Some(&json!({"name": "dist-other", "config": other, "initial_state": "PAUSED"}))).await;
+    let paused = call(
+        &b.rest,
+        "POST",
+        "/connectors",
+        Some(&json!({"name": "dist-other", "config": other, "initial_state": "PAUSED"})),
+    )
+    .await;
     assert_eq!(paused.status, 201, "{paused:?}");
     wait_for(&a.rest, "/connectors/dist-other/status", "PAUSED on A", |s| state(s) == Some("PAUSED")).await;
     // Stopped through A: STOPPED, no tasks, on B.
     assert_eq!(call(&a.rest, "PUT", "/connectors/dist-other/stop", None).await.status, 204);
-    let stopped = wait_for(&b.rest, "/connectors/dist-other/status", "STOPPED on B", |s| state(s) == Some("STOPPED")).await;
+    let stopped =
+        wait_for(&b.rest, "/connectors/dist-other/status", "STOPPED on B", |s| state(s) == Some("STOPPED")).await;
     assert_eq!(stopped.body.as_ref().map(|b| b["tasks"].clone()), Some(json!([])), "{stopped:?}");
     assert_eq!(call(&b.rest, "DELETE", "/connectors/dist-other", None).await.status, 204);
     wait_for(&a.rest, "/connectors/dist-other/status", "dist-other gone on A", |s| s.status == 404).await;

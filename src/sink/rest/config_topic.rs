@@ -180,7 +180,9 @@ impl Distributed {
             let task = tokio::spawn(follow(self.admin.clone(), self.topic.clone(), herder, feed));
             *self.follower.lock().map_err(|_| poisoned())? = Some(task);
         }
-        self.wait_applied(end, CATCH_UP_WAIT).await.map_err(|e| Error::config("config.storage.topic", e.to_string()))
+        self.wait_applied(end, CATCH_UP_WAIT)
+            .await
+            .map_err(|e| Error::config("config.storage.topic", e.to_string()))
     }
 
     pub(crate) fn stop_following(&self) {

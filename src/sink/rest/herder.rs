@@ -8,6 +8,11 @@
 //! status reports. Resuming, restarting and a new configuration start it again.
 //!
 //! Calls are serialized: one change at a time, as Connect's standalone herder does.
+//!
+//! In distributed mode ([`Herder::distributed`]) a change is not made here directly: it is
+//! written to the config topic, and made when the topic's follower reads it back
+//! (`Herder::apply`), on this worker as on every other, in the topic's order; the call
+//! answers after this worker's follower has applied it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
