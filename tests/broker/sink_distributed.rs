@@ -206,12 +206,25 @@ async fn workers_on_one_config_topic_share_their_connectors() {
 }
 
 #[test]
-fn a_config_topic_without_a_broker_list_is_refused_with_what_to_do() {
+fn a_config_topic_the_worker_file_cannot_use_is_refused_with_what_to_do() {
     let dir = crate::sink_rest::temp_dir("sinkdist-bad");
     let worker = dir.join("worker.properties");
-    std::fs::write(&worker, "config.storage.topic=c\nlisteners=http://127.0.0.1:0\n").unwrap();
-    let out = Command::new(BIN).arg(&worker).output().expect("run kafka-share-sink");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("bootstrap.servers"), "{err}");
+    for (file, says) in [
+        ("config.storage.topic=c\nlisteners=http://127.0.0.1:0\n", "bootstrap.servers"),
+        ("bootstrap.servers=127.0.0.1:1\nconfig.storage.topic=c\n", "listeners"),
+        (
+            "bootstrap.servers=127.0.0.1:1\nconfig.storage.topic=c\nconfig.storage.file.filename=/tmp/x.json\nlisteners=http://127.0.0.1:0\n",
+            "remove one",
+        ),
+        (
+            "bootstrap.servers=127.0.0.1:1\nconfig.storage.topic=c\nconfig.storage.replication.factor=0\nlisteners=http://127.0.0.1:0\n",
+            "config.storage.replication.factor",
+        ),
+    ] {
+        std::fs::write(&worker, file).unwrap();
+        let out = Command::new(BIN).arg(&worker).output().expect("run kafka-share-sink");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(says), "{file}: {err}");
+    }
 }
