@@ -124,6 +124,22 @@ async fn workers_on_one_config_topic_share_their_connectors() {
     assert_eq!(dup.status, 409, "{dup:?}");
     common::wait_for_members(&admin, &group, 2, Duration::from_secs(90)).await;
 
+    // Records in the shared topic that are not this runtime's, or not readable, are skipped:
+    // a task record as Connect writes it, a value that is not JSON, a key that is not UTF-8.
+    {
+        use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
+        let p = Producer::connect(ProducerConfig::new(common::bootstrap())).await.expect("producer");
+        for r in [
+            ProducerRecord::new(&config_topic, r#"{"properties":{}}"#).key("task-dist-file-0"),
+            ProducerRecord::new(&config_topic, "not json").key("connector-garbage"),
+            // (A compacted topic refuses a record without a key.)
+            ProducerRecord::new(&config_topic, "{}").key(bytes::Bytes::from_static(&[0xff, 0xfe])),
+        ] {
+            p.send_and_wait(r.partition(0)).await.expect("written");
+        }
+        p.close(Duration::from_secs(10)).await.expect("producer close");
+    }
+
     // Every record written once, by the two workers together.
     let n = 200;
     common::produce(&common::bootstrap(), &topic, 2, n, "rec").await;
@@ -203,6 +219,32 @@ async fn workers_on_one_config_topic_share_their_connectors() {
     for w in [a, b, c] {
         assert!(w.terminate().success());
     }
+
+    // The topic reads as Connect's: `connector-<name>` with `{"properties"}`, target states
+    // with `state.v2`, tombstones for the deleted.
+    let readers = common::new_group(&admin, "dist-config-reader", None).await;
+    let reader = kafka_share::ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &readers))
+        .await
+        .expect("consumer");
+    reader.subscribe([config_topic.clone()]).expect("subscribe");
+    // 2 + 3 (creates, stop, delete of dist-other) + 3 skipped + 1 update + 2 pause/resume + 2 delete.
+    let got = common::poll_until(&reader, 13, Duration::from_secs(60), |_| {}).await;
+    let by_key = |k: &str| -> Vec<Option<String>> {
+        got.iter().filter(|r| r.key_str() == Some(k)).map(|r| r.value_str().map(str::to_string)).collect()
+    };
+    let file = by_key("connector-dist-file");
+    assert_eq!(file.len(), 3, "create, update, delete: {file:?}");
+    let first: serde_json::Value = serde_json::from_str(file[0].as_deref().unwrap_or("")).expect("JSON");
+    assert_eq!(first["properties"]["file"], "out.txt", "{first}");
+    assert_eq!(file[2], None, "a delete is a tombstone");
+    let other = by_key("target-state-dist-other");
+    assert!(
+        other
+            .iter()
+            .flatten()
+            .any(|v| v.contains(r#""state.v2":"STOPPED""#) && v.contains(r#""state":"PAUSED""#)),
+        "{other:?}"
+    );
 }
 
 #[test]
