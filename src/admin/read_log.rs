@@ -41,16 +41,34 @@ pub(crate) struct LogChunk {
 
 impl Admin {
     /// The records of `tp` from `offset` on (as many as one answer carries), waiting up to
-    /// `max_wait` at the broker when there are none yet. An offset below the log start
-    /// (compaction or retention removed it) reads from the log start.
+    /// `max_wait` at the broker when there are none yet (at most half `request.timeout.ms`).
+    /// An offset below the log start (compaction or retention removed it) reads from the
+    /// log start.
     ///
     /// The long poll goes on the Fetch connection, so it does not hold up this admin's
     /// other requests.
     ///
     /// # Errors
     /// The leader cannot be found or reached, or the partition answers an error (unknown
-    /// topic, not the leader any more: refresh and call again).
+    /// topic, not the leader any more); the metadata is then asked for again, so calling
+    /// again (after a backoff) reads from the new leader.
     pub(crate) async fn read_log(&self, tp: &TopicPartition, offset: i64, max_wait: Duration) -> Result<LogChunk> {
+        // The metadata is asked for on the first read and after a failed one only: a
+        // follower calls this twice a second or more, and the leader rarely moves.
+        let cached = self.cluster.with_metadata(|m| m.leader(&tp.topic, tp.partition));
+        let leader = match cached {
+            Some(l) => l,
+            None => self.refresh_leader(tp).await?,
+        };
+        let read = self.read_at(leader, tp, offset, max_wait).await;
+        if read.is_err() {
+            // Not the leader any more, a broker gone: the next call asks for the leader anew.
+            let _ = self.cluster.refresh_metadata(std::slice::from_ref(&tp.topic)).await;
+        }
+        read
+    }
+
+    async fn refresh_leader(&self, tp: &TopicPartition) -> Result<i32> {
         let topic_errors = self.cluster.refresh_metadata(std::slice::from_ref(&tp.topic)).await?;
         if let Some(e) = topic_errors.iter().find_map(|(t, c)| Error::for_topic(*c, "Fetch", t)) {
             return Err(e);
@@ -59,12 +77,18 @@ impl Admin {
         if let Some((_, e)) = leaderless.pop() {
             return Err(e);
         }
-        let Some(leader) = by_leader.keys().next().copied() else {
-            return Err(Error::IncompleteResponse { api: "Fetch", missing: format!("a leader for {tp}") });
-        };
+        by_leader
+            .keys()
+            .next()
+            .copied()
+            .ok_or_else(|| Error::IncompleteResponse { api: "Fetch", missing: format!("a leader for {tp}") })
+    }
+
+    async fn read_at(&self, leader: i32, tp: &TopicPartition, offset: i64, max_wait: Duration) -> Result<LogChunk> {
+        // The wait at the broker must end well before the request times out here.
+        let max_wait = max_wait.min(self.cluster.config().request_timeout / 2);
         let conn = self.cluster.broker(leader, TrafficClass::Fetch).await?;
-        let req = fetch_request(tp, offset, max_wait);
-        let resp = self.cluster.send(&conn, &req, FETCH_VERSIONS).await?;
+        let resp = self.cluster.send(&conn, &fetch_request(tp, offset, max_wait), FETCH_VERSIONS).await?;
         if let Some(e) = Error::from_code(resp.error_code, None, Context::api("Fetch").broker(leader)) {
             return Err(e);
         }

@@ -29,8 +29,9 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::producer::{Producer, ProducerRecord};
 use crate::sink::Worker;
 
-/// How long a follower's Fetch waits at the broker for a new record.
-const POLL_WAIT: Duration = Duration::from_millis(500);
+/// How long a follower's Fetch waits at the broker for a new record. A record ends the
+/// wait at once, so this bounds only the idle polling (a Fetch per worker every 5 s).
+const POLL_WAIT: Duration = Duration::from_secs(5);
 
 /// How long a REST call waits for this worker to read back what it wrote.
 const PUBLISH_WAIT: Duration = Duration::from_secs(30);
