@@ -111,13 +111,17 @@ async fn workers_on_one_config_topic_share_their_connectors() {
         "share.group.id": group, "share.auto.offset.reset": "earliest",
         "consumer.override.fetch.max.wait.ms": "200"
     });
+    // Timings are printed, not asserted: how long a change takes to reach the other worker.
+    let t0 = std::time::Instant::now();
     let created = call(&a.rest, "POST", "/connectors", Some(&json!({"name": name, "config": config}))).await;
+    let answered = t0.elapsed();
     assert_eq!(created.status, 201, "{created:?}");
     // The answer comes after A applied it: A lists it at once.
     assert_eq!(call(&a.rest, "GET", "/connectors", None).await.body, Some(json!([name])));
     let status = format!("/connectors/{name}/status");
     wait_for(&a.rest, &status, "RUNNING on A", |s| running_tasks(s, 1)).await;
     let on_b = wait_for(&b.rest, &status, "RUNNING on B", |s| running_tasks(s, 1)).await;
+    eprintln!("distributed: create answered by A in {answered:?}, RUNNING on B after {:?}", t0.elapsed());
     assert_eq!(on_b.body.as_ref().unwrap()["connector"]["worker_id"], json!(b.rest));
     // A second create of the name, through either worker, is 409.
     let dup = call(&b.rest, "POST", "/connectors", Some(&json!({"name": name, "config": config}))).await;
@@ -165,9 +169,12 @@ async fn workers_on_one_config_topic_share_their_connectors() {
     // Changed through B: both follow (two tasks each).
     let mut two = config.clone();
     two["tasks.max"] = json!("2");
+    let t0 = std::time::Instant::now();
     let put = call(&b.rest, "PUT", &format!("/connectors/{name}/config"), Some(&two)).await;
+    let answered = t0.elapsed();
     assert_eq!(put.status, 200, "{put:?}");
     wait_for(&a.rest, &status, "two tasks on A", |s| running_tasks(s, 2)).await;
+    eprintln!("distributed: update answered by B in {answered:?}, two tasks on A after {:?}", t0.elapsed());
     wait_for(&b.rest, &status, "two tasks on B", |s| running_tasks(s, 2)).await;
     let on_a = call(&a.rest, "GET", &format!("/connectors/{name}/config"), None).await;
     assert_eq!(on_a.body.as_ref().map(|c| c["tasks.max"].clone()), Some(json!("2")), "{on_a:?}");
