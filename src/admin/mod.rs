@@ -16,6 +16,7 @@ mod groups;
 mod list_offsets;
 mod offsets;
 mod peek;
+mod read_log;
 mod reset;
 mod share_settings;
 mod to_leaders;

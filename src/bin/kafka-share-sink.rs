@@ -27,6 +27,11 @@
 //! only for a connector file the runtime refuses). The address is printed on stdout. Connect serves `http://:8083` by default; here the API is off unless asked for,
 //! so two processes on one host do not fight over the port.
 //!
+//! Distributed mode: with the worker setting `config.storage.topic` (instead of
+//! `config.storage.file.filename`) the configurations are kept in that compacted topic
+//! (created when missing; `config.storage.replication.factor`) and every worker on it runs
+//! them: a REST call on any worker changes the connector on all of them.
+//!
 //! `kafka-share-sink --validate worker.properties connector.properties ...` starts nothing: it
 //! prints, for each connector file, what Connect's validate endpoint
 //! (`PUT /connector-plugins/{class}/config/validate`) answers for it, as JSON, and exits 0
@@ -43,7 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_share::config::Properties;
-use kafka_share::sink::rest::{self, Herder, RestServer};
+use kafka_share::sink::rest::{self, ConfigTopic, Herder, RestServer};
 use kafka_share::sink::{Connector, ConnectorConfig, MetricsSource, PrometheusServer, Registry, Worker, WorkerConfig};
 use stop_signal::stop_signal;
 
@@ -222,6 +227,21 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let config_topic = match ConfigTopic::from_worker_properties(&worker_props) {
+        Ok(Some(_)) if rest.is_none() => {
+            fail(&format!(
+                "kafka-share-sink: {}: config.storage.topic is distributed mode, managed through the REST API: \
+                 add listeners=http://:8083 to the worker file (or give --rest HOST:PORT)",
+                args.worker
+            ));
+            return ExitCode::from(2);
+        }
+        Ok(t) => t,
+        Err(e) => {
+            fail(&format!("kafka-share-sink: {}: {e}", args.worker));
+            return ExitCode::from(2);
+        }
+    };
     if rest.is_none() && args.connectors.is_empty() {
         fail(&format!(
             "kafka-share-sink: give at least one connector file, or serve the REST API (--rest HOST:PORT or listeners=)\n{USAGE}"
@@ -251,7 +271,7 @@ async fn main() -> ExitCode {
 
     let worker = Worker::new(worker_config, Registry::with_builtins());
     if let Some((at, store)) = rest {
-        return run_rest(worker, configs, &at, store, args.metrics, stop).await;
+        return run_rest(worker, configs, &at, Storage { file: store, topic: config_topic }, args.metrics, stop).await;
     }
     let mut connectors: Vec<Connector> = Vec::new();
     for c in configs {
@@ -342,6 +362,13 @@ async fn serve_metrics(at: Option<MetricsAt>, source: MetricsSource) -> kafka_sh
     Ok(Some(s))
 }
 
+/// Where the REST API keeps connector configurations: a file (standalone) or a topic
+/// (distributed), or neither.
+struct Storage {
+    file: Option<PathBuf>,
+    topic: Option<ConfigTopic>,
+}
+
 /// The REST API's run: the stored connectors started again, the files' connectors put
 /// (a file wins over the store for its name, as Connect's standalone files do), the API
 /// served until SIGINT or SIGTERM.
@@ -349,14 +376,32 @@ async fn run_rest(
     worker: Worker,
     configs: Vec<ConnectorConfig>,
     at: &str,
-    store: Option<PathBuf>,
+    storage: Storage,
     metrics: Option<MetricsAt>,
     stop: impl std::future::Future<Output = ()>,
 ) -> ExitCode {
-    if store.is_none() {
-        tracing::warn!("no config.storage.file.filename in the worker file: connectors created through the REST API are lost when the process stops");
-    }
-    let herder = Arc::new(Herder::new(worker, store));
+    let herder = match storage.topic {
+        Some(topic) => {
+            let name = topic.topic().to_string();
+            match Herder::distributed(worker, topic).await {
+                Ok(h) => {
+                    let n = h.names().await.len();
+                    say(&format!("kafka-share-sink: distributed: {n} connector(s) read from the config topic {name}"));
+                    h
+                }
+                Err(e) => {
+                    fail(&format!("kafka-share-sink: {e}"));
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        None => {
+            if storage.file.is_none() {
+                tracing::warn!("no config.storage.file.filename in the worker file: connectors created through the REST API are lost when the process stops");
+            }
+            Arc::new(Herder::new(worker, storage.file))
+        }
+    };
     let code = async {
         match herder.restore().await {
             Ok(n) if n > 0 => say(&format!("kafka-share-sink: {n} stored connector(s) restored")),

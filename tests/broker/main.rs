@@ -56,6 +56,8 @@ mod sink_binary;
 #[cfg(feature = "sink")]
 mod sink_connect_oracle;
 #[cfg(feature = "sink")]
+mod sink_distributed;
+#[cfg(feature = "sink")]
 mod sink_file;
 #[cfg(feature = "sink-http")]
 mod sink_http;

@@ -50,6 +50,15 @@ pub enum RestError {
         /// The IO error.
         reason: String,
     },
+    /// Distributed mode: the change could not be written to the config topic, or this worker
+    /// did not read it back in time (500). The change may still reach the workers.
+    #[error("the config topic {topic}: {reason}; check that the cluster is reachable and the worker's config.storage.topic, then GET the connector to see whether the change arrived")]
+    ConfigTopic {
+        /// The topic.
+        topic: String,
+        /// What failed.
+        reason: String,
+    },
 }
 
 impl RestError {
@@ -60,7 +69,7 @@ impl RestError {
             RestError::Conflict { .. } => 409,
             RestError::BadRequest { .. } => 400,
             RestError::NoRoute { status, .. } => *status,
-            RestError::Store { .. } => 500,
+            RestError::Store { .. } | RestError::ConfigTopic { .. } => 500,
         }
     }
 

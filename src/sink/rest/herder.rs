@@ -8,12 +8,20 @@
 //! status reports. Resuming, restarting and a new configuration start it again.
 //!
 //! Calls are serialized: one change at a time, as Connect's standalone herder does.
+//!
+//! In distributed mode ([`Herder::distributed`]) a change is not made here directly: it is
+//! written to the config topic, and made when the topic's follower reads it back
+//! (`Herder::apply`), on this worker as on every other, in the topic's order; the call
+//! answers after this worker's follower has applied it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Mutex;
 
+use super::config_records::{connector_record, connector_tombstone, target_record, target_tombstone, ConfigRecord};
+use super::config_topic::{ConfigTopic, Distributed};
 use super::error::RestError;
 use super::store::{Store, Stored, TargetState};
 use crate::sink::{Connector, ConnectorConfig, Worker};
@@ -103,6 +111,8 @@ pub struct Herder {
     worker: Worker,
     store: Store,
     entries: Mutex<BTreeMap<String, Entry>>,
+    /// Distributed mode: changes go through the config topic (see `config_topic`).
+    distributed: Option<Distributed>,
 }
 
 impl std::fmt::Debug for Herder {
@@ -126,7 +136,59 @@ impl Herder {
     /// Manages connectors on `worker`, keeping their configurations in `store_file` (the
     /// worker setting `config.storage.file.filename`; `None`: kept in memory only).
     pub fn new(worker: Worker, store_file: Option<std::path::PathBuf>) -> Herder {
-        Herder { worker, store: Store::new(store_file), entries: Mutex::new(BTreeMap::new()) }
+        Herder { worker, store: Store::new(store_file), entries: Mutex::new(BTreeMap::new()), distributed: None }
+    }
+
+    /// Distributed mode: the connectors are kept in the compacted topic `topic` (created when
+    /// missing) and shared by every worker on it. The herder reads the topic to its end
+    /// (starting the connectors there) before it returns, then follows it: a change made
+    /// through any worker's REST API reaches this one's connectors too.
+    ///
+    /// # Errors
+    /// The cluster cannot be reached, the topic cannot be created, or it cannot be read to
+    /// its end within a minute.
+    pub async fn distributed(worker: Worker, topic: ConfigTopic) -> crate::Result<Arc<Herder>> {
+        let link = Distributed::connect(&worker, &topic).await?;
+        let herder = Arc::new(Herder {
+            worker,
+            store: Store::new(None),
+            entries: Mutex::new(BTreeMap::new()),
+            distributed: Some(link),
+        });
+        if let Some(d) = &herder.distributed {
+            if let Err(e) = d.follow(Arc::downgrade(&herder)).await {
+                herder.shutdown().await;
+                return Err(e);
+            }
+        }
+        Ok(herder)
+    }
+
+    /// Applies one record of the config topic to this worker's connectors.
+    pub(super) async fn apply(&self, record: ConfigRecord) {
+        let Some(d) = &self.distributed else { return };
+        match record {
+            ConfigRecord::Connector { name, config: Some(config) } => {
+                let target = d.take_target(&name);
+                if let Err(e) = self.put(&name, config, target, false).await {
+                    tracing::warn!(connector = %name, "configuration from the config topic refused: {e}");
+                }
+            }
+            ConfigRecord::Connector { name, config: None } => {
+                d.hold_target(&name, None);
+                let _ = self.remove(&name).await;
+            }
+            ConfigRecord::Target { name, state } => {
+                let known = self.entries.lock().await.contains_key(&name);
+                match (known, state) {
+                    (true, Some(s)) => {
+                        let _ = self.change_target(&name, s).await;
+                    }
+                    (_, state) => d.hold_target(&name, state),
+                }
+            }
+            ConfigRecord::Other(_) => {}
+        }
     }
 
     /// The worker it runs connectors on.
@@ -216,6 +278,17 @@ impl Herder {
             }
         }
         let checked = parse(&self.worker, &config);
+        if let (true, Some(d)) = (persist, &self.distributed) {
+            checked?;
+            let created = !self.entries.lock().await.contains_key(name);
+            let mut records = Vec::new();
+            if let Some(t) = target {
+                records.push(target_record(name, t));
+            }
+            records.push(connector_record(name, &config));
+            d.publish(records).await?;
+            return Ok((self.info(name).await?, created));
+        }
         let mut entries = self.entries.lock().await;
         let created = !entries.contains_key(name);
         if let Err(e) = checked {
@@ -292,6 +365,16 @@ impl Herder {
     }
 
     async fn set_target(&self, name: &str, target: TargetState) -> Result<(), RestError> {
+        if let Some(d) = &self.distributed {
+            if !self.entries.lock().await.contains_key(name) {
+                return Err(not_found(name));
+            }
+            return d.publish(vec![target_record(name, target)]).await;
+        }
+        self.change_target(name, target).await
+    }
+
+    async fn change_target(&self, name: &str, target: TargetState) -> Result<(), RestError> {
         let mut entries = self.entries.lock().await;
         let e = entries.get_mut(name).ok_or_else(|| not_found(name))?;
         if e.target == target && (target != TargetState::Running || e.running.is_some()) {
@@ -333,6 +416,16 @@ impl Herder {
 
     /// `DELETE /connectors/{name}`: stopped and forgotten.
     pub async fn delete(&self, name: &str) -> Result<(), RestError> {
+        if let Some(d) = &self.distributed {
+            if !self.entries.lock().await.contains_key(name) {
+                return Err(not_found(name));
+            }
+            return d.publish(vec![connector_tombstone(name), target_tombstone(name)]).await;
+        }
+        self.remove(name).await
+    }
+
+    async fn remove(&self, name: &str) -> Result<(), RestError> {
         let mut entries = self.entries.lock().await;
         let mut e = entries.remove(name).ok_or_else(|| not_found(name))?;
         halt(&self.worker, &mut e).await;
@@ -341,6 +434,9 @@ impl Herder {
 
     /// Stops every connector (the process is ending; the store keeps them for the next start).
     pub async fn shutdown(&self) {
+        if let Some(d) = &self.distributed {
+            d.stop_following();
+        }
         let mut entries = self.entries.lock().await;
         for e in entries.values_mut() {
             halt(&self.worker, e).await;

@@ -26,11 +26,26 @@
 //! to the group's other members), resuming starts them again. Configurations set through
 //! the API are written to the file named by the worker setting
 //! `config.storage.file.filename` and started again, in their last state, when the process
-//! restarts ([`Herder::restore`]). One process only: Connect's distributed mode (a config
-//! topic shared by several workers) is not here; several processes may still run the same
-//! connector configuration and share its records through the share group.
+//! restarts ([`Herder::restore`]).
+//!
+//! Distributed mode ([`Herder::distributed`], the worker setting `config.storage.topic`):
+//! the configurations live in a compacted topic, in Connect's record format, and every
+//! worker on the topic follows it and runs every connector; a change through any worker's
+//! API reaches all of them. What differs from Connect's distributed workers:
+//! - No task assignment: each worker runs `tasks.max` tasks of each connector, all on the
+//!   connector's share group, which spreads the records over every task of every worker
+//!   (Connect spreads `tasks.max` tasks over the workers; for T tasks on N workers here,
+//!   set `tasks.max` to T/N). So no leader, no rebalance, and no `task-*` records.
+//! - A status answer is the answering worker's: its own tasks, its address as `worker_id`.
+//!   The connector's state (RUNNING, PAUSED, STOPPED) is the same on every worker.
+//! - `restart` restarts the connector on the worker asked only.
+//! - Two workers creating one name at the same moment may both answer 201: the topic
+//!   orders the two writes and the later configuration wins everywhere.
+//! - No offset or status topics: share groups keep the progress on the broker.
 
 mod bodies;
+mod config_records;
+mod config_topic;
 mod error;
 mod herder;
 mod listeners;
@@ -39,6 +54,7 @@ mod server;
 mod store;
 mod validate;
 
+pub use config_topic::ConfigTopic;
 pub use error::RestError;
 pub use herder::{ConnectorInfo, ConnectorState, ConnectorStatus, Herder, TaskStatus};
 pub use listeners::listener_address;
