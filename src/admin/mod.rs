@@ -16,6 +16,8 @@ mod groups;
 mod list_offsets;
 mod offsets;
 mod peek;
+// Only the sink runtime's distributed mode reads a topic from its start (its config topic).
+#[cfg(feature = "sink")]
 mod read_log;
 mod reset;
 mod share_settings;

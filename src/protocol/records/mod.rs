@@ -27,6 +27,7 @@ mod tests_acquired;
 pub use compression::Compression;
 pub use decode::{decode_acquired, decode_acquired_with, decode_batches, DecodeOptions, DEFAULT_MAX_DECOMPRESSED};
 pub use encode::{restamp, BatchBuilder, ProducerStamp, RecordInput};
+#[cfg(feature = "sink")]
 pub(crate) use batch::Batches;
 #[cfg(any(test, feature = "test-util"))]
 pub(crate) use encode::empty_batch;
