@@ -43,6 +43,14 @@ impl SinkHandler {
         let started = Instant::now();
         let (result, stages) =
             put_through(self.shared.pipeline.as_ref(), &mut **self.sink.lock().await, &records, &m).await;
+        if result.is_ok() {
+            // The common case, kept off the per-record path below (a decision, an `act` and a
+            // match per record): every record is accepted. At a million records a second the
+            // per-record steps cost as much as the file write.
+            m.accepted(batch.len());
+            m.acknowledge_time(started.elapsed());
+            return Ok(vec![Outcome::Accept; batch.len()]);
+        }
         for i in stray_indexes(&result, batch.len()) {
             tracing::warn!(connector = %self.shared.config.name, task = self.id, "the sink reported a failure for record {i} of a batch of {}; ignored", batch.len());
         }
