@@ -176,13 +176,20 @@ impl Herder {
             }
             ConfigRecord::Connector { name, config: None } => {
                 d.hold_target(&name, None);
-                let _ = self.remove(&name).await;
+                // A tombstone of a connector this worker never ran (deleted before it
+                // started) is the usual NotFound: nothing to do.
+                match self.remove(&name).await {
+                    Ok(()) | Err(RestError::NotFound { .. }) => {}
+                    Err(e) => tracing::warn!(connector = %name, "deletion from the config topic failed: {e}"),
+                }
             }
             ConfigRecord::Target { name, state } => {
                 let known = self.entries.lock().await.contains_key(&name);
                 match (known, state) {
                     (true, Some(s)) => {
-                        let _ = self.change_target(&name, s).await;
+                        if let Err(e) = self.change_target(&name, s).await {
+                            tracing::warn!(connector = %name, "target state from the config topic not applied: {e}");
+                        }
                     }
                     (_, state) => d.hold_target(&name, state),
                 }
