@@ -7,65 +7,17 @@
 //! Every wait is for a condition with a generous deadline.
 
 use crate::common;
+use crate::sink_rest::Proc;
 use crate::sink_rest_client::{call, state, wait_for, Answer};
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kafka-share-sink");
-
-/// One worker process, started in its own directory, and its REST address.
-struct Worker {
-    child: Child,
-    rest: String,
-}
-
-impl Worker {
-    fn start(dir: &Path, worker: &Path) -> Worker {
-        std::fs::create_dir_all(dir).expect("worker dir");
-        let mut child = Command::new(BIN)
-            .args(["--rest", "127.0.0.1:0"])
-            .arg(worker)
-            .current_dir(dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start kafka-share-sink");
-        let out = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut rest = None;
-        while rest.is_none() {
-            let line = rx.recv_timeout(Duration::from_secs(90)).expect("the worker printed its REST address");
-            rest = line.strip_prefix("kafka-share-sink: REST API on http://").map(str::to_string);
-        }
-        Worker { child, rest: rest.unwrap_or_default() }
-    }
-
-    fn terminate(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
-        self.child.wait().expect("wait")
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
 
 fn read_lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default()
@@ -95,8 +47,8 @@ async fn workers_on_one_config_topic_share_their_connectors() {
     )
     .unwrap();
     let (dir_a, dir_b, dir_c) = (dir.join("a"), dir.join("b"), dir.join("c"));
-    let a = Worker::start(&dir_a, &worker);
-    let b = Worker::start(&dir_b, &worker);
+    let a = Proc::start_in(&dir_a, &worker);
+    let b = Proc::start_in(&dir_b, &worker);
 
     // The worker created the topic, compacted, one partition.
     let configs = admin.describe_topic_configs(&config_topic).await.expect("the config topic exists");
@@ -205,7 +157,7 @@ async fn workers_on_one_config_topic_share_their_connectors() {
     wait_for(&a.rest, "/connectors/dist-other/status", "dist-other gone on A", |s| s.status == 404).await;
 
     // A worker started later reads the connector from the topic before it serves.
-    let c = Worker::start(&dir_c, &worker);
+    let c = Proc::start_in(&dir_c, &worker);
     assert_eq!(call(&c.rest, "GET", "/connectors", None).await.body, Some(json!([name])));
     let on_c = call(&c.rest, "GET", &format!("/connectors/{name}/config"), None).await;
     assert_eq!(on_c.body.as_ref().map(|c| c["tasks.max"].clone()), Some(json!("2")), "{on_c:?}");

@@ -26,9 +26,17 @@ pub(crate) struct Proc {
 
 impl Proc {
     pub(crate) fn start(worker: &Path) -> Proc {
+        Proc::start_in(Path::new("."), worker)
+    }
+
+    /// As `start`, in directory `dir` (created if missing): a connector's relative `file`
+    /// lands there, one directory per worker process.
+    pub(crate) fn start_in(dir: &Path, worker: &Path) -> Proc {
+        std::fs::create_dir_all(dir).expect("worker dir");
         let mut child = Command::new(BIN)
             .args(["--rest", "127.0.0.1:0"])
             .arg(worker)
+            .current_dir(dir)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -45,7 +53,8 @@ impl Proc {
         });
         let mut rest = None;
         while rest.is_none() {
-            let line = rx.recv_timeout(Duration::from_secs(60)).expect("the binary printed its REST address");
+            // 90 s: a distributed worker serves only once it has read its config topic.
+            let line = rx.recv_timeout(Duration::from_secs(90)).expect("the binary printed its REST address");
             rest = line.strip_prefix("kafka-share-sink: REST API on http://").map(str::to_string);
         }
         Proc { child, rest: rest.unwrap_or_default() }
