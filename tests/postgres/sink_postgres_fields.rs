@@ -57,6 +57,21 @@ fn envelope(name: &str, version: i32) -> String {
     .to_string()
 }
 
+/// The table's columns in order, each "name type nullable" as information_schema says them.
+pub(crate) async fn columns(db: &tokio_postgres::Client, table: &str) -> Vec<String> {
+    let rows = db
+        .query(
+            "SELECT column_name::text, data_type::text, is_nullable::text FROM information_schema.columns \
+             WHERE table_name = $1 ORDER BY ordinal_position",
+            &[&table],
+        )
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|r| format!("{} {} {}", r.get::<_, String>(0), r.get::<_, String>(1), r.get::<_, String>(2)))
+        .collect()
+}
+
 /// (key, Some(value)) or (key, None) for a tombstone.
 pub(crate) async fn produce(topic: &str, records: &[(String, Option<String>)]) {
     let p = Producer::connect(ProducerConfig::new(common::bootstrap())).await.expect("producer");
@@ -217,17 +232,7 @@ async fn upsert_and_delete_by_key_end_with_the_last_values_across_a_kill_9() {
     assert_eq!(have.len(), want.len());
     assert!(have == want, "the table differs from the keys' last values");
     // auto.create took the types and NOT NULL from the schema, and the key as primary key.
-    let cols = db
-        .query(
-            "SELECT column_name::text, data_type::text, is_nullable::text FROM information_schema.columns \
-             WHERE table_name = $1 ORDER BY ordinal_position",
-            &[&table],
-        )
-        .await
-        .unwrap();
-    let cols: Vec<(String, String, String)> = cols.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
-    let expect = [("id", "text", "NO"), ("name", "text", "NO"), ("version", "integer", "NO")];
-    assert_eq!(cols, expect.iter().map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string())).collect::<Vec<_>>());
+    assert_eq!(columns(&db, &table).await, ["id text NO", "name text NO", "version integer NO"]);
     db.batch_execute(&q("DROP TABLE {t}")).await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -413,18 +418,7 @@ async fn connect_schema_types_land_as_postgres_types() {
     task.put(&polled).await.unwrap();
     task.stop().await;
 
-    let cols = db
-        .query(
-            "SELECT column_name::text, data_type::text, is_nullable::text FROM information_schema.columns \
-             WHERE table_name = $1 ORDER BY ordinal_position",
-            &[&table],
-        )
-        .await
-        .unwrap();
-    let cols: Vec<String> = cols
-        .iter()
-        .map(|r| format!("{} {} {}", r.get::<_, String>(0), r.get::<_, String>(1), r.get::<_, String>(2)))
-        .collect();
+    let cols = columns(&db, &table).await;
     assert_eq!(
         cols,
         [

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::sink_postgres::{pg, pg_url};
-use crate::sink_postgres_fields::{count, produce, table_name, wait_until, Sink};
+use crate::sink_postgres_fields::{columns, count, produce, table_name, wait_until, Sink};
 
 fn field(name: &str, ty: &str, logical: Option<&str>, optional: bool) -> Value {
     let mut f = json!({"field": name, "type": ty, "optional": optional});
@@ -93,18 +93,7 @@ async fn json_converter_schemas_type_the_columns_auto_create_makes() {
     wait_until("the 3 rows in the table", Duration::from_secs(120), || async { count(&db, &rows).await == 3 }).await;
     assert!(sink.terminate().success(), "a clean exit on SIGTERM");
 
-    let cols = db
-        .query(
-            "SELECT column_name::text, data_type::text, is_nullable::text FROM information_schema.columns \
-             WHERE table_name = $1 ORDER BY ordinal_position",
-            &[&table],
-        )
-        .await
-        .unwrap();
-    let cols: Vec<String> = cols
-        .iter()
-        .map(|r| format!("{} {} {}", r.get::<_, String>(0), r.get::<_, String>(1), r.get::<_, String>(2)))
-        .collect();
+    let cols = columns(&db, &table).await;
     assert_eq!(
         cols,
         [
