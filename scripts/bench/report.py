@@ -147,6 +147,12 @@ def summarize(rows, records=None):
     return out
 
 
+def row_name(c):
+    """A client's name in a table row (ours in bold), its mode and its family."""
+    label, mode, fam = CLIENTS[c]
+    return (f"**{label}**" if fam == "ours" else label), mode, fam
+
+
 def fmt(x, spec="{:,.0f}", none="–"):
     return none if x is None else spec.format(x)
 
@@ -333,8 +339,7 @@ def main():
         if c not in s:
             continue
         x = s[c]
-        label, mode, fam = CLIENTS[c]
-        name = f"**{label}**" if fam == "ours" else label
+        name, mode, fam = row_name(c)
         if x["rate"] is None:
             err = (x["errors"] or ["?"])[0]
             w(f"| {name} | {mode} | did not run: {md_escape(err)} | | | | | | | | | 0/{x['runs']} |")
@@ -363,8 +368,7 @@ def main():
             x = s.get(c)
             if not x or x.get("broker_cpu_per_m") is None:
                 continue
-            label, mode, fam = CLIENTS[c]
-            name = f"**{label}**" if fam == "ours" else label
+            name, mode, _ = row_name(c)
             w(f"| {name} | {mode} | {fmt(x['rate'])} | {fmt(x['cpu_per_m'], '{:.2f}')} | "
               f"{fmt(x['broker_cpu_per_m'], '{:.2f}')} | {fmt(x.get('machine_busy') and 100 * x['machine_busy'], '{:.0f}%')} | "
               f"{fmt(x.get('cpu_bound'))} | {ratio(x['rate'], x.get('cpu_bound'))} |")
