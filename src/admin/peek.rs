@@ -7,8 +7,10 @@
 //! topic ids first, for no gain here.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
@@ -20,7 +22,7 @@ use crate::protocol::records::decode_batches;
 
 /// The oldest and newest Fetch versions asked for: v4 is the oldest a Kafka 4 broker has,
 /// v12 the newest that names topics.
-const FETCH_VERSIONS: (i16, i16) = (4, 12);
+pub(super) const FETCH_VERSIONS: (i16, i16) = (4, 12);
 
 /// Bytes asked per partition. Most first batches fit; a larger one comes whole when its
 /// partition is asked alone (the broker returns at least one batch for the first partition
@@ -31,7 +33,7 @@ const PARTITION_MAX_BYTES: i32 = 64 * 1024;
 const PARTITIONS_PER_FETCH: usize = 128;
 
 /// Fetch's answer for an offset outside the log.
-const OFFSET_OUT_OF_RANGE: i16 = 1;
+pub(super) const OFFSET_OUT_OF_RANGE: i16 = 1;
 
 /// What [`Admin::peek`] found in one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +139,18 @@ enum Peek {
 }
 
 fn fetch_request(parts: &[(TopicPartition, i64)]) -> FetchRequest {
+    plain_fetch(parts, Duration::ZERO, 0, PARTITION_MAX_BYTES)
+}
+
+/// A replica-less, sessionless Fetch of `parts`, each from its offset, `partition_max_bytes`
+/// each, waiting at the broker up to `max_wait` for `min_bytes` (the module docs say why
+/// replica-less; `read_log` asks the same way).
+pub(super) fn plain_fetch(
+    parts: &[(TopicPartition, i64)],
+    max_wait: Duration,
+    min_bytes: i32,
+    partition_max_bytes: i32,
+) -> FetchRequest {
     let mut topics: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
     for (tp, offset) in parts {
         topics.entry(&tp.topic).or_default().push(
@@ -145,15 +159,15 @@ fn fetch_request(parts: &[(TopicPartition, i64)]) -> FetchRequest {
                 .with_current_leader_epoch(-1)
                 .with_fetch_offset(*offset)
                 .with_log_start_offset(-1)
-                .with_partition_max_bytes(PARTITION_MAX_BYTES),
+                .with_partition_max_bytes(partition_max_bytes),
         );
     }
     let n = i32::try_from(parts.len()).unwrap_or(i32::MAX);
     FetchRequest::default()
         .with_replica_id(BrokerId(-1))
-        .with_max_wait_ms(0)
-        .with_min_bytes(0)
-        .with_max_bytes(PARTITION_MAX_BYTES.saturating_mul(n))
+        .with_max_wait_ms(i32::try_from(max_wait.as_millis()).unwrap_or(i32::MAX))
+        .with_min_bytes(min_bytes)
+        .with_max_bytes(partition_max_bytes.saturating_mul(n))
         .with_isolation_level(0)
         .with_session_id(0)
         // -1: a sessionless, full fetch (KIP-227's FINAL_EPOCH); no fetch session is made.
@@ -170,15 +184,20 @@ fn fetch_request(parts: &[(TopicPartition, i64)]) -> FetchRequest {
         )
 }
 
-fn read_partition(resp: &FetchResponse, leader: i32, tp: &TopicPartition, offset: i64) -> Peek {
-    let p = resp
-        .responses
+/// The answer's entry for `tp`; an answer without it is incomplete.
+pub(super) fn partition_of<'a>(resp: &'a FetchResponse, tp: &TopicPartition) -> Result<&'a PartitionData> {
+    resp.responses
         .iter()
         .filter(|t| t.topic.0.as_str() == tp.topic)
         .flat_map(|t| t.partitions.iter())
-        .find(|p| p.partition_index == tp.partition);
-    let Some(p) = p else {
-        return Peek::Done(Err(Error::IncompleteResponse { api: "Fetch", missing: tp.to_string() }));
+        .find(|p| p.partition_index == tp.partition)
+        .ok_or_else(|| Error::IncompleteResponse { api: "Fetch", missing: tp.to_string() })
+}
+
+fn read_partition(resp: &FetchResponse, leader: i32, tp: &TopicPartition, offset: i64) -> Peek {
+    let p = match partition_of(resp, tp) {
+        Ok(p) => p,
+        Err(e) => return Peek::Done(Err(e)),
     };
     let ctx = || Context::api("Fetch").broker(leader).partition(&tp.topic, tp.partition);
     if p.error_code == OFFSET_OUT_OF_RANGE && p.log_start_offset > offset {

@@ -8,24 +8,17 @@
 
 use std::time::Duration;
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
 
 use super::offsets::TopicPartition;
+use super::peek::{partition_of, plain_fetch, FETCH_VERSIONS, OFFSET_OUT_OF_RANGE};
 use super::Admin;
 use crate::cluster::TrafficClass;
 use crate::error::{Context, Error, Result};
 use crate::protocol::records::{decode_batches, Batches, Record};
 
-/// Fetch v4 is the oldest a Kafka 4 broker has, v12 the newest that names topics.
-const FETCH_VERSIONS: (i16, i16) = (4, 12);
-
 /// Bytes asked per call; the broker returns a larger first batch whole (KIP-74).
 const MAX_BYTES: i32 = 1 << 20;
-
-/// Fetch's answer for an offset outside the log.
-const OFFSET_OUT_OF_RANGE: i16 = 1;
 
 /// What one [`Admin::read_log`] call found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,34 +90,11 @@ impl Admin {
 }
 
 fn fetch_request(tp: &TopicPartition, offset: i64, max_wait: Duration) -> FetchRequest {
-    let wait_ms = i32::try_from(max_wait.as_millis()).unwrap_or(i32::MAX);
-    FetchRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_max_wait_ms(wait_ms)
-        .with_min_bytes(1)
-        .with_max_bytes(MAX_BYTES)
-        .with_isolation_level(0)
-        .with_session_id(0)
-        // -1: a sessionless, full fetch (KIP-227's FINAL_EPOCH); no fetch session is made.
-        .with_session_epoch(-1)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic(TopicName(StrBytes::from_string(tp.topic.clone())))
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(tp.partition)
-                .with_current_leader_epoch(-1)
-                .with_fetch_offset(offset)
-                .with_log_start_offset(-1)
-                .with_partition_max_bytes(MAX_BYTES)])])
+    plain_fetch(&[(tp.clone(), offset)], max_wait, 1, MAX_BYTES)
 }
 
 fn read_answer(resp: &FetchResponse, leader: i32, tp: &TopicPartition, offset: i64) -> Result<LogChunk> {
-    let p = resp
-        .responses
-        .iter()
-        .filter(|t| t.topic.0.as_str() == tp.topic)
-        .flat_map(|t| t.partitions.iter())
-        .find(|p| p.partition_index == tp.partition)
-        .ok_or_else(|| Error::IncompleteResponse { api: "Fetch", missing: tp.to_string() })?;
+    let p = partition_of(resp, tp)?;
     let ctx = || Context::api("Fetch").broker(leader).partition(&tp.topic, tp.partition);
     if p.error_code == OFFSET_OUT_OF_RANGE && p.log_start_offset > offset {
         return Ok(LogChunk { records: Vec::new(), next_offset: p.log_start_offset, high_watermark: p.high_watermark });
@@ -157,6 +127,9 @@ fn read_answer(resp: &FetchResponse, leader: i32, tp: &TopicPartition, offset: i
 
 #[cfg(test)]
 mod tests {
+    use kafka_protocol::messages::{BrokerId, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+
     use super::*;
     use crate::error::ErrorCode;
     use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
