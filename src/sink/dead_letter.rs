@@ -13,8 +13,6 @@ use crate::producer::{Producer, ProducerRecord};
 
 use super::task::SinkRecord;
 
-pub use crate::dead_letter::ERROR_HEADER_PREFIX;
-
 /// A connector's dead-letter writer (one producer, shared by its tasks).
 pub(crate) struct DeadLetter {
     pub(crate) topic: String,

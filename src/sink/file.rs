@@ -1,32 +1,5 @@
-//! The `file` sink: one record per line, as Kafka Connect's `FileStreamSinkTask` writes it
-//! (`connector.class=file`, or Connect's own class name
-//! `org.apache.kafka.connect.file.FileStreamSinkConnector`, so a Connect user's file works).
-//!
-//! # Settings
-//!
-//! | key | default | meaning |
-//! |---|---|---|
-//! | `file` | (none: standard output) | the file to append to, created if missing; absent or empty writes to standard output, as FileStreamSink does |
-//! | `file.fsync.on.put` | `false` | `true`: every `put` also syncs the file's data to disk before it returns |
-//!
-//! # What a line is
-//! FileStreamSink prints `record.value()` with `PrintStream.println`: the value's `toString`
-//! and a newline. A value that is UTF-8 text is written as is; other bytes are written as
-//! UTF-8 with invalid sequences replaced by U+FFFD (Connect would print `[B@1b6d3586` for a
-//! byte array, which helps nobody); a null value is the line `null`. Keys, headers and
-//! offsets are not written, as in FileStreamSink.
-//!
-//! # Durability, and why ACCEPT after `put` is honest
-//! A batch is formatted into one buffer and handed to the kernel with a single `write_all`
-//! before `put` returns, so once the runtime ACCEPTs it the lines survive a crash (even
-//! `kill -9`) of this process: that is what Connect's FileStreamSink gives too (its `flush`
-//! only flushes the `PrintStream`), and `flush` here adds nothing for a file (the runtime
-//! flushes before every acknowledgement: a disk sync there would be one per batch). With
-//! `file.fsync.on.put=true` every `put` syncs before returning: the lines also survive a
-//! crash of the machine at ACCEPT time, at the cost of one disk sync per batch.
-//!
-//! The file is opened in append mode, and one batch is one `write` call, so several tasks
-//! appending to the same file interleave whole batches, not parts of lines.
+//! The `file` sink task; its settings and behaviour are documented on [`FileSink`], the one
+//! public path (`kafka_share::sink::FileSink`).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -38,9 +11,9 @@ use futures::future::BoxFuture;
 use super::task::{SinkError, SinkRecord, SinkTask, TaskConfig};
 
 /// The path setting.
-pub const FILE_CONFIG: &str = "file";
+pub(crate) const FILE_CONFIG: &str = "file";
 /// Sync after every `put` (`true`/`false`).
-pub const FSYNC_ON_PUT_CONFIG: &str = "file.fsync.on.put";
+pub(crate) const FSYNC_ON_PUT_CONFIG: &str = "file.fsync.on.put";
 
 /// Where the lines go.
 enum Output {
@@ -57,6 +30,36 @@ impl Output {
     }
 }
 
+/// The `file` sink: one record per line, as Kafka Connect's `FileStreamSinkTask` writes it
+/// (`connector.class=file`, or Connect's own class name
+/// `org.apache.kafka.connect.file.FileStreamSinkConnector`, so a Connect user's file works).
+///
+/// # Settings
+///
+/// | key | default | meaning |
+/// |---|---|---|
+/// | `file` | (none: standard output) | the file to append to, created if missing; absent or empty writes to standard output, as FileStreamSink does |
+/// | `file.fsync.on.put` | `false` | `true`: every `put` also syncs the file's data to disk before it returns |
+///
+/// # What a line is
+/// FileStreamSink prints `record.value()` with `PrintStream.println`: the value's `toString`
+/// and a newline. A value that is UTF-8 text is written as is; other bytes are written as
+/// UTF-8 with invalid sequences replaced by U+FFFD (Connect would print `[B@1b6d3586` for a
+/// byte array, which helps nobody); a null value is the line `null`. Keys, headers and
+/// offsets are not written, as in FileStreamSink.
+///
+/// # Durability, and why ACCEPT after `put` is honest
+/// A batch is formatted into one buffer and handed to the kernel with a single `write_all`
+/// before `put` returns, so once the runtime ACCEPTs it the lines survive a crash (even
+/// `kill -9`) of this process: that is what Connect's FileStreamSink gives too (its `flush`
+/// only flushes the `PrintStream`), and `flush` here adds nothing for a file (the runtime
+/// flushes before every acknowledgement: a disk sync there would be one per batch). With
+/// `file.fsync.on.put=true` every `put` syncs before returning: the lines also survive a
+/// crash of the machine at ACCEPT time, at the cost of one disk sync per batch.
+///
+/// The file is opened in append mode, and one batch is one `write` call, so several tasks
+/// appending to the same file interleave whole batches, not parts of lines.
+///
 /// The `file` sink task. Build it with [`FileSink::new`] (the registry's `file` class does).
 pub struct FileSink {
     /// Shared with the blocking thread that writes, so that file IO never blocks the
@@ -88,6 +91,11 @@ fn lock(o: &Mutex<Output>) -> std::sync::MutexGuard<'_, Output> {
 }
 
 impl FileSink {
+    /// The path setting.
+    pub const FILE_CONFIG: &'static str = FILE_CONFIG;
+    /// Sync after every `put` (`true`/`false`).
+    pub const FSYNC_ON_PUT_CONFIG: &'static str = FSYNC_ON_PUT_CONFIG;
+
     /// A task that opens its file in `start`.
     pub fn new() -> FileSink {
         FileSink { output: None, fsync_on_put: false }

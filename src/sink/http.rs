@@ -1,31 +1,5 @@
-//! The `http` sink (feature `sink-http`): POSTs records as JSON to a URL.
-//!
-//! # Settings
-//!
-//! | key | default | meaning |
-//! |---|---|---|
-//! | `http.url` | (required) | where to POST: `http://...`, or `https://...` when the crate is built with the `tls` feature (bundled web PKI roots) |
-//! | `http.batch` | `true` | `true`: one POST per batch, a JSON array; `false`: one POST per record, a JSON object |
-//! | `http.headers` | (none) | extra request headers, `Name:value` pairs separated by `\|`, e.g. `Authorization:Bearer abc\|X-Source:kafka` |
-//! | `http.timeout.ms` | `30000` | how long one request may take, connecting included |
-//! | `http.encoding` | `utf8` | how keys, values and header values are written: `utf8` (JSON strings; a record whose bytes are not UTF-8 fails alone) or `base64` (standard alphabet, padded) |
-//!
-//! # The body
-//! Each record is a JSON object:
-//! `{"topic":"t","partition":0,"offset":42,"timestamp":1700000000000,"key":"k1","value":"v1","headers":[{"key":"h","value":"x"}]}`;
-//! a null key, value or header value is JSON `null`. `Content-Type: application/json`.
-//!
-//! # Answers
-//! | answer | batch mode | per-record mode |
-//! |---|---|---|
-//! | 2xx | the batch is taken | the record is taken |
-//! | 408, 429, 5xx | retriable: the batch is tried again, split in halves, until the records that fail alone are found | that record is tried again alone; the others go on |
-//! | timeout, connection error | retriable, as above | the record and the rest of the batch are tried again |
-//! | 401, 403, 407 | fatal: the task stops (fix the credentials in `http.headers`) | the same |
-//! | other 4xx (and 3xx left after redirects) | every record of the batch fails (dead-letter path) | that record fails, the others go on |
-//!
-//! Delivery into the endpoint is at-least-once: a retried batch is POSTed again whole, so the
-//! receiver should key on (topic, partition, offset) to drop repeats.
+//! The `http` sink task; its settings and behaviour are documented on [`HttpSink`], the one
+//! public path (`kafka_share::sink::HttpSink`).
 
 use std::time::Duration;
 
@@ -37,15 +11,15 @@ use serde_json::{json, Value};
 use super::task::{RecordFailure, SinkError, SinkRecord, SinkTask, TaskConfig};
 
 /// The URL setting.
-pub const URL_CONFIG: &str = "http.url";
+pub(crate) const URL_CONFIG: &str = "http.url";
 /// Batch (`true`) or per-record (`false`) requests.
-pub const BATCH_CONFIG: &str = "http.batch";
+pub(crate) const BATCH_CONFIG: &str = "http.batch";
 /// Extra request headers.
-pub const HEADERS_CONFIG: &str = "http.headers";
+pub(crate) const HEADERS_CONFIG: &str = "http.headers";
 /// Request timeout in milliseconds.
-pub const TIMEOUT_CONFIG: &str = "http.timeout.ms";
+pub(crate) const TIMEOUT_CONFIG: &str = "http.timeout.ms";
 /// `utf8` or `base64`.
-pub const ENCODING_CONFIG: &str = "http.encoding";
+pub(crate) const ENCODING_CONFIG: &str = "http.encoding";
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -142,6 +116,35 @@ fn tls_config() -> Result<rustls::ClientConfig, SinkError> {
     }
 }
 
+/// The `http` sink (feature `sink-http`): POSTs records as JSON to a URL.
+///
+/// # Settings
+///
+/// | key | default | meaning |
+/// |---|---|---|
+/// | `http.url` | (required) | where to POST: `http://...`, or `https://...` when the crate is built with the `tls` feature (bundled web PKI roots) |
+/// | `http.batch` | `true` | `true`: one POST per batch, a JSON array; `false`: one POST per record, a JSON object |
+/// | `http.headers` | (none) | extra request headers, `Name:value` pairs separated by `\|`, e.g. `Authorization:Bearer abc\|X-Source:kafka` |
+/// | `http.timeout.ms` | `30000` | how long one request may take, connecting included |
+/// | `http.encoding` | `utf8` | how keys, values and header values are written: `utf8` (JSON strings; a record whose bytes are not UTF-8 fails alone) or `base64` (standard alphabet, padded) |
+///
+/// # The body
+/// Each record is a JSON object:
+/// `{"topic":"t","partition":0,"offset":42,"timestamp":1700000000000,"key":"k1","value":"v1","headers":[{"key":"h","value":"x"}]}`;
+/// a null key, value or header value is JSON `null`. `Content-Type: application/json`.
+///
+/// # Answers
+/// | answer | batch mode | per-record mode |
+/// |---|---|---|
+/// | 2xx | the batch is taken | the record is taken |
+/// | 408, 429, 5xx | retriable: the batch is tried again, split in halves, until the records that fail alone are found | that record is tried again alone; the others go on |
+/// | timeout, connection error | retriable, as above | the record and the rest of the batch are tried again |
+/// | 401, 403, 407 | fatal: the task stops (fix the credentials in `http.headers`) | the same |
+/// | other 4xx (and 3xx left after redirects) | every record of the batch fails (dead-letter path) | that record fails, the others go on |
+///
+/// Delivery into the endpoint is at-least-once: a retried batch is POSTed again whole, so the
+/// receiver should key on (topic, partition, offset) to drop repeats.
+///
 /// The `http` sink task.
 #[derive(Debug, Default)]
 pub struct HttpSink {
@@ -149,6 +152,17 @@ pub struct HttpSink {
 }
 
 impl HttpSink {
+    /// The URL setting.
+    pub const URL_CONFIG: &'static str = URL_CONFIG;
+    /// Batch (`true`) or per-record (`false`) requests.
+    pub const BATCH_CONFIG: &'static str = BATCH_CONFIG;
+    /// Extra request headers.
+    pub const HEADERS_CONFIG: &'static str = HEADERS_CONFIG;
+    /// Request timeout in milliseconds.
+    pub const TIMEOUT_CONFIG: &'static str = TIMEOUT_CONFIG;
+    /// `utf8` or `base64`.
+    pub const ENCODING_CONFIG: &'static str = ENCODING_CONFIG;
+
     /// A task that reads its settings in `start`.
     pub fn new() -> HttpSink {
         HttpSink::default()

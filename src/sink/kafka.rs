@@ -1,35 +1,5 @@
-//! The `kafka` sink: copies records to another topic with the crate's
-//! [`Producer`] (Kafka-to-Kafka pipelines, KIP-1302's first use
-//! case), optionally through a transform function (library API only).
-//!
-//! # Settings
-//!
-//! | key | default | meaning |
-//! |---|---|---|
-//! | `target.topic` | (none) | the topic to write to |
-//! | `target.topic.format` | (none) | instead of `target.topic`: a name in which `${topic}` stands for the source topic, e.g. `${topic}.copy` |
-//! | `target.partition.preserve` | `false` | `true`: write each record to the partition number it came from (the target needs at least as many partitions); `false`: the producer's partitioner (key hash, or sticky for null keys) |
-//! | `bootstrap.servers` | (required) | the cluster to write to |
-//! | `security.protocol`, `sasl.*`, `ssl.*`, `client.id` | | passed to the producer as given |
-//! | `producer.<key>` | | any producer setting (`producer.acks`, `producer.linger.ms`, `producer.bootstrap.servers`, ...); overrides the same key without the prefix |
-//!
-//! Exactly one of `target.topic` and `target.topic.format` is needed, unless the sink was
-//! built with [`KafkaSink::with_transform`], which decides the target itself. The runtime
-//! hands the worker's client settings (`bootstrap.servers`, security) to the task through its
-//! configuration, so a connector writing to the cluster it reads from needs no settings of
-//! its own beyond the target. Producer settings are checked as the producer checks them
-//! (an unknown key is refused, naming it).
-//!
-//! Each copy keeps the key, value, headers and timestamp of its source record.
-//!
-//! # Delivery
-//! `put` sends the whole batch, then waits for every record's acknowledgement (with the
-//! producer's `acks`, `all` by default) before it returns `Ok`, so the runtime ACCEPTs a
-//! source record only once its copy is written. A retriable failure (timeout, lost leader,
-//! unknown topic while metadata catches up) releases the whole batch: the records already
-//! written are written again on redelivery (at-least-once into the target). A record the
-//! broker refuses for itself (too large, corrupt) fails alone; an authorization or
-//! configuration failure stops the task.
+//! The `kafka` sink task; its settings and behaviour are documented on [`KafkaSink`], the one
+//! public path (`kafka_share::sink::KafkaSink`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,13 +12,13 @@ use crate::error::Error;
 use crate::producer::{Producer, ProducerConfig, ProducerRecord};
 
 /// The fixed target topic.
-pub const TARGET_TOPIC_CONFIG: &str = "target.topic";
+pub(crate) const TARGET_TOPIC_CONFIG: &str = "target.topic";
 /// A target topic name with `${topic}` for the source topic.
-pub const TARGET_TOPIC_FORMAT_CONFIG: &str = "target.topic.format";
+pub(crate) const TARGET_TOPIC_FORMAT_CONFIG: &str = "target.topic.format";
 /// Keep the source partition number.
-pub const PRESERVE_PARTITION_CONFIG: &str = "target.partition.preserve";
+pub(crate) const PRESERVE_PARTITION_CONFIG: &str = "target.partition.preserve";
 /// The prefix of producer overrides.
-pub const PRODUCER_PREFIX: &str = "producer.";
+pub(crate) const PRODUCER_PREFIX: &str = "producer.";
 
 /// How long `stop` waits for records still in flight.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -64,6 +34,39 @@ enum Target {
     Format(String),
 }
 
+/// The `kafka` sink: copies records to another topic with the crate's
+/// [`Producer`] (Kafka-to-Kafka pipelines, KIP-1302's first use
+/// case), optionally through a transform function (library API only).
+///
+/// # Settings
+///
+/// | key | default | meaning |
+/// |---|---|---|
+/// | `target.topic` | (none) | the topic to write to |
+/// | `target.topic.format` | (none) | instead of `target.topic`: a name in which `${topic}` stands for the source topic, e.g. `${topic}.copy` |
+/// | `target.partition.preserve` | `false` | `true`: write each record to the partition number it came from (the target needs at least as many partitions); `false`: the producer's partitioner (key hash, or sticky for null keys) |
+/// | `bootstrap.servers` | (required) | the cluster to write to |
+/// | `security.protocol`, `sasl.*`, `ssl.*`, `client.id` | | passed to the producer as given |
+/// | `producer.<key>` | | any producer setting (`producer.acks`, `producer.linger.ms`, `producer.bootstrap.servers`, ...); overrides the same key without the prefix |
+///
+/// Exactly one of `target.topic` and `target.topic.format` is needed, unless the sink was
+/// built with [`KafkaSink::with_transform`], which decides the target itself. The runtime
+/// hands the worker's client settings (`bootstrap.servers`, security) to the task through its
+/// configuration, so a connector writing to the cluster it reads from needs no settings of
+/// its own beyond the target. Producer settings are checked as the producer checks them
+/// (an unknown key is refused, naming it).
+///
+/// Each copy keeps the key, value, headers and timestamp of its source record.
+///
+/// # Delivery
+/// `put` sends the whole batch, then waits for every record's acknowledgement (with the
+/// producer's `acks`, `all` by default) before it returns `Ok`, so the runtime ACCEPTs a
+/// source record only once its copy is written. A retriable failure (timeout, lost leader,
+/// unknown topic while metadata catches up) releases the whole batch: the records already
+/// written are written again on redelivery (at-least-once into the target). A record the
+/// broker refuses for itself (too large, corrupt) fails alone; an authorization or
+/// configuration failure stops the task.
+///
 /// The `kafka` sink task.
 pub struct KafkaSink {
     transform: Option<Transform>,
@@ -90,6 +93,15 @@ impl Default for KafkaSink {
 }
 
 impl KafkaSink {
+    /// The fixed target topic.
+    pub const TARGET_TOPIC_CONFIG: &'static str = TARGET_TOPIC_CONFIG;
+    /// A target topic name with `${topic}` for the source topic.
+    pub const TARGET_TOPIC_FORMAT_CONFIG: &'static str = TARGET_TOPIC_FORMAT_CONFIG;
+    /// Keep the source partition number.
+    pub const PRESERVE_PARTITION_CONFIG: &'static str = PRESERVE_PARTITION_CONFIG;
+    /// The prefix of producer overrides.
+    pub const PRODUCER_PREFIX: &'static str = PRODUCER_PREFIX;
+
     /// A task that writes to `target.topic` (or `target.topic.format`) from its settings.
     pub fn new() -> KafkaSink {
         KafkaSink { transform: None, target: None, preserve_partition: false, producer: None }

@@ -111,14 +111,14 @@ mod converter;
 mod data;
 mod dead_letter;
 mod decide;
-pub mod file;
+mod file;
 #[cfg(feature = "sink-http")]
-pub mod http;
-pub mod kafka;
+mod http;
+mod kafka;
 mod metrics;
 mod pipeline;
 #[cfg(feature = "sink-postgres")]
-pub mod postgres;
+mod postgres;
 #[cfg(feature = "sink-postgres")]
 mod postgres_fields;
 #[cfg(feature = "sink-postgres")]
@@ -148,14 +148,13 @@ pub use converter::{
     CONNECT_JSON_CONVERTER, CONNECT_STRING_CONVERTER,
 };
 pub use data::{ConnectRecord, Data, RecordSchemas, Schema};
-pub use dead_letter::ERROR_HEADER_PREFIX;
 pub use file::FileSink;
 #[cfg(feature = "sink-http")]
 pub use http::HttpSink;
 pub use kafka::{KafkaSink, Transform};
 pub use metrics::{SinkMetricsSnapshot, METRIC_NAMES};
 #[cfg(feature = "sink-postgres")]
-pub use postgres::PostgresSink;
+pub use postgres::{PostgresSink, CONNECT_JDBC_SINK_CLASS};
 pub use prometheus::{render as render_prometheus, MetricsSource, PrometheusServer, SinkCollector, PROMETHEUS_PREFIX};
 pub use registry::Registry;
 pub use task::{RecordFailure, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig};

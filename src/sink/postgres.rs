@@ -1,123 +1,5 @@
-//! The `postgres` sink (feature `sink-postgres`): inserts records into a PostgreSQL table,
-//! keyed by (topic, partition, offset) so that redeliveries never duplicate a row.
-//!
-//! # Settings
-//!
-//! | key | default | meaning |
-//! |---|---|---|
-//! | `connection.url` | (required) | `postgres://user[:password]@host:port/database`, or libpq key-values `host=127.0.0.1 port=5432 user=u dbname=d` |
-//! | `connection.user`, `connection.password` | | override the URL's user and password (Connect's JDBC sink names) |
-//! | `table` | (required) | the table, optionally schema-qualified (`schema.table`); quoted, so its case is kept |
-//! | `auto.create` | `false` | `true`: create the table (below) if it does not exist |
-//! | `table.layout` | `records` | `records`: the table below; `fields`: the value's fields as columns (next section) |
-//!
-//! A `connection.url` of Connect's JDBC form (`jdbc:postgresql://host:5432/db?user=u`) is
-//! read without its `jdbc:` prefix.
-//!
-//! # The fields layout (Connect's JDBC sink)
-//! `table.layout=fields`, the default of the class `io.confluent.connect.jdbc.JdbcSinkConnector`
-//! (so a JDBC sink connector file runs as it is): each record's value is a JSON object whose
-//! fields are columns, with Confluent's JDBC sink settings:
-//!
-//! | key | default | meaning |
-//! |---|---|---|
-//! | `table.name.format` | `${topic}` | the table of a record; `${topic}` is its topic (after transforms); `schema.table` allowed, a topic's dots stay in the name |
-//! | `insert.mode` | `insert` | `insert`; `upsert` (`INSERT .. ON CONFLICT (key) DO UPDATE`); `update` (`UPDATE .. WHERE key = ..`) |
-//! | `pk.mode` | `none` | `none`; `kafka` (columns `__connect_topic`, `__connect_partition`, `__connect_offset`); `record_key`; `record_value` |
-//! | `pk.fields` | | the key's columns: for `kafka` three names; for `record_key` fields of an object key (default all), or the one column of any other key (default `__connect_key`); for `record_value` fields of the value (default all) |
-//! | `fields.whitelist` (or `fields.include`) | all | the value's fields written (the key's columns always are) |
-//! | `auto.create` | `false` | create a missing table from the batch's fields, key columns as its primary key |
-//! | `auto.evolve` | `false` | add a column (nullable) when a record has a field the table lacks; without it such a record fails, saying which field |
-//! | `delete.enabled` | `false` | a tombstone deletes its key's row (needs `pk.mode=record_key`, as in Connect); without it a tombstone is skipped |
-//!
-//! Refused at start, with the fix in the message: `upsert` or `update` without a primary key,
-//! `delete.enabled` without `pk.mode=record_key`, `pk.mode=kafka` with other than three
-//! `pk.fields`, `pk.fields` with `pk.mode=none`, `table` in this layout (it names tables by
-//! `table.name.format`); and in the records layout, any of these settings (set
-//! `table.layout=fields`).
-//!
-//! **Column types.** A value in Connect's JSON envelope (`{"schema": .., "payload": ..}`, as
-//! JsonConverter writes with `schemas.enable=true`, seen by the sink when the connector's
-//! value converter is the default ByteArrayConverter) types each field by its schema:
-//! int8/int16 `smallint`, int32 `integer`, int64 `bigint`, float32 `real`, float64
-//! `double precision`, boolean, string `text`, bytes `bytea` (base64 in JSON), struct, map and
-//! array `jsonb`, Connect's logical `Timestamp` `timestamptz`, `Date` `date`, `Time` `time` and
-//! `Decimal` `numeric` (its scale kept exactly); a field that is not
-//! `optional` is `NOT NULL`. Any other JSON object (plain JSON, or the payload a JsonConverter
-//! in the connector already unwrapped) is typed from its values: `true`/`false` `boolean`, an
-//! integer `bigint`, any other number `double precision`, a string `text`, an object or array
-//! `jsonb`, and a null says nothing (the field is left out until a record gives it a value).
-//! A key that is not a JSON object is one `text` column (its text, so `7` and `"7"` are one
-//! key). Values are cast by the column's type in the table, so a table of your own may use
-//! other types PostgreSQL can read the text as (`numeric`, `varchar(n)`, `uuid`, ...).
-//!
-//! **A batch** is one transaction: the deletes, then one `INSERT .. SELECT FROM unnest(..)`
-//! (or `UPDATE`) per table and set of columns. Several records of one key in a batch act as
-//! they would one after another (the last write's fields win; a tombstone forgets what came
-//! before it). With `pk.mode=kafka` and `insert.mode=insert` a redelivered record is skipped
-//! (`ON CONFLICT DO NOTHING`), so the table is effectively-once as in the records layout; with
-//! another key, `insert` fails on a row that is there (as Connect's does), a redelivered record
-//! included: use `upsert` when records may come twice (at least once, they may). A
-//! value a column cannot take fails the transaction; then the records are written one at a
-//! time to find the ones that fail (they take the dead-letter path), the others stay.
-//!
-//! **Order.** A share group delivers the records of one key in no set order across batches
-//! and tasks (two batches run at once; a batch released by a failure comes back after later
-//! ones). Upserts and deletes of one key in flight at the same time may be applied in either
-//! order; the last value wins only for versions that are not in flight together.
-//!
-//! The table (what `auto.create` makes; a table of your own needs these columns and a
-//! unique constraint on the first three):
-//!
-//! ```sql
-//! CREATE TABLE "records" (
-//!     "topic"       text        NOT NULL,
-//!     "partition"   integer     NOT NULL,
-//!     "offset"      bigint      NOT NULL,
-//!     "key"         bytea,
-//!     "value"       bytea,
-//!     "headers"     jsonb       NOT NULL,  -- [{"key":"h","value":"text"} or {"key":"h","value_base64":"..."}]
-//!     "timestamp"   timestamptz,           -- null when the record has none
-//!     PRIMARY KEY ("topic", "partition", "offset")
-//! );
-//! ```
-//!
-//! A header value is a JSON string when it is UTF-8 without NUL characters (which `jsonb`
-//! cannot hold), else base64 under `value_base64`; a null header value is JSON `null`.
-//!
-//! # Effectively once
-//! A batch is one `INSERT ... SELECT FROM unnest(...) ON CONFLICT DO NOTHING`: one statement,
-//! so one transaction, and a row that a previous delivery inserted is skipped. The share
-//! group delivers at least once (a batch is redelivered when the task fails after the insert
-//! but before the ACCEPT reached the broker); the table still holds each record once.
-//!
-//! # Errors
-//! - connection lost or refused, serialization failures, deadlocks, the server shutting down
-//!   or out of resources: retriable (the batch is released; the next `put` reconnects);
-//! - a data or constraint error (class 22 or 23, e.g. a CHECK constraint of your table): the
-//!   batch is retried one record at a time, and only the records that fail go the
-//!   dead-letter path;
-//! - a missing table or column, missing privileges, bad credentials, an unknown database
-//!   (classes 42, 28, 3D): fatal, the message says what to fix.
-//!
-//! # TLS
-//! libpq's keys in the connection string: `sslmode` (`disable`, `prefer` the default,
-//! `require`, `verify-ca`, `verify-full`), `sslrootcert`, `sslcert`, `sslkey`, with libpq's
-//! meanings: e.g.
-//! `postgres://u@db.example.com/d?sslmode=verify-full&sslrootcert=/etc/ssl/rds-ca.pem`.
-//!
-//! | `sslmode` | TLS | the server's certificate |
-//! |---|---|---|
-//! | `disable` | never | - |
-//! | `prefer` (default) | if the server offers it | not checked (checked as `verify-ca` when `sslrootcert` is given) |
-//! | `require` | always | not checked (checked as `verify-ca` when `sslrootcert` is given) |
-//! | `verify-ca` | always | signed by a trusted CA |
-//! | `verify-full` | always | signed by a trusted CA and naming the host dialled |
-//!
-//! `sslrootcert` is a PEM file of trusted CAs (`system`: the operating system's store, with
-//! the `tls-native-roots` feature; default: the bundled Mozilla roots); `sslcert` and
-//! `sslkey` a client certificate and key (PEM). A managed database's usual `sslmode=require`
-//! URL works as with `psql`; `verify-full` with the provider's CA bundle is the safe choice.
+//! The `postgres` sink task; its settings and behaviour are documented on [`PostgresSink`], the one
+//! public path (`kafka_share::sink::PostgresSink`).
 
 use std::str::FromStr;
 
@@ -132,21 +14,21 @@ use super::postgres_fields_config::{fields_settings, FieldsSettings};
 use super::task::{RecordFailure, SinkError, SinkRecord, SinkTask, TaskConfig};
 
 /// The connection setting.
-pub const URL_CONFIG: &str = "connection.url";
+pub(crate) const URL_CONFIG: &str = "connection.url";
 /// Overrides the connection's user.
-pub const USER_CONFIG: &str = "connection.user";
+pub(crate) const USER_CONFIG: &str = "connection.user";
 /// Overrides the connection's password.
-pub const PASSWORD_CONFIG: &str = "connection.password";
+pub(crate) const PASSWORD_CONFIG: &str = "connection.password";
 /// The table.
-pub const TABLE_CONFIG: &str = "table";
-pub use super::postgres_fields_config::AUTO_CREATE_CONFIG;
+pub(crate) const TABLE_CONFIG: &str = "table";
+pub(crate) use super::postgres_fields_config::AUTO_CREATE_CONFIG;
 /// `records` (the default: one row per record, bytes) or `fields` (a record's fields are
 /// columns, as Connect's JDBC sink; `postgres_fields.rs`).
-pub const TABLE_LAYOUT_CONFIG: &str = "table.layout";
+pub(crate) const TABLE_LAYOUT_CONFIG: &str = "table.layout";
 /// Confluent's JDBC sink class: the `fields` layout, so a JDBC sink connector file works.
 pub const CONNECT_JDBC_SINK_CLASS: &str = "io.confluent.connect.jdbc.JdbcSinkConnector";
 
-pub use super::postgres_fields_config::{
+pub(crate) use super::postgres_fields_config::{
     AUTO_EVOLVE_CONFIG, DELETE_ENABLED_CONFIG, FIELDS_INCLUDE_CONFIG, FIELDS_WHITELIST_CONFIG, INSERT_MODE_CONFIG,
     PK_FIELDS_CONFIG, PK_MODE_CONFIG, TABLE_NAME_FORMAT_CONFIG,
 };
@@ -382,6 +264,127 @@ struct Conn {
     fields: fields::Cache,
 }
 
+/// The `postgres` sink (feature `sink-postgres`): inserts records into a PostgreSQL table,
+/// keyed by (topic, partition, offset) so that redeliveries never duplicate a row.
+///
+/// # Settings
+///
+/// | key | default | meaning |
+/// |---|---|---|
+/// | `connection.url` | (required) | `postgres://user[:password]@host:port/database`, or libpq key-values `host=127.0.0.1 port=5432 user=u dbname=d` |
+/// | `connection.user`, `connection.password` | | override the URL's user and password (Connect's JDBC sink names) |
+/// | `table` | (required) | the table, optionally schema-qualified (`schema.table`); quoted, so its case is kept |
+/// | `auto.create` | `false` | `true`: create the table (below) if it does not exist |
+/// | `table.layout` | `records` | `records`: the table below; `fields`: the value's fields as columns (next section) |
+///
+/// A `connection.url` of Connect's JDBC form (`jdbc:postgresql://host:5432/db?user=u`) is
+/// read without its `jdbc:` prefix.
+///
+/// # The fields layout (Connect's JDBC sink)
+/// `table.layout=fields`, the default of the class `io.confluent.connect.jdbc.JdbcSinkConnector`
+/// (so a JDBC sink connector file runs as it is): each record's value is a JSON object whose
+/// fields are columns, with Confluent's JDBC sink settings:
+///
+/// | key | default | meaning |
+/// |---|---|---|
+/// | `table.name.format` | `${topic}` | the table of a record; `${topic}` is its topic (after transforms); `schema.table` allowed, a topic's dots stay in the name |
+/// | `insert.mode` | `insert` | `insert`; `upsert` (`INSERT .. ON CONFLICT (key) DO UPDATE`); `update` (`UPDATE .. WHERE key = ..`) |
+/// | `pk.mode` | `none` | `none`; `kafka` (columns `__connect_topic`, `__connect_partition`, `__connect_offset`); `record_key`; `record_value` |
+/// | `pk.fields` | | the key's columns: for `kafka` three names; for `record_key` fields of an object key (default all), or the one column of any other key (default `__connect_key`); for `record_value` fields of the value (default all) |
+/// | `fields.whitelist` (or `fields.include`) | all | the value's fields written (the key's columns always are) |
+/// | `auto.create` | `false` | create a missing table from the batch's fields, key columns as its primary key |
+/// | `auto.evolve` | `false` | add a column (nullable) when a record has a field the table lacks; without it such a record fails, saying which field |
+/// | `delete.enabled` | `false` | a tombstone deletes its key's row (needs `pk.mode=record_key`, as in Connect); without it a tombstone is skipped |
+///
+/// Refused at start, with the fix in the message: `upsert` or `update` without a primary key,
+/// `delete.enabled` without `pk.mode=record_key`, `pk.mode=kafka` with other than three
+/// `pk.fields`, `pk.fields` with `pk.mode=none`, `table` in this layout (it names tables by
+/// `table.name.format`); and in the records layout, any of these settings (set
+/// `table.layout=fields`).
+///
+/// **Column types.** A value in Connect's JSON envelope (`{"schema": .., "payload": ..}`, as
+/// JsonConverter writes with `schemas.enable=true`, seen by the sink when the connector's
+/// value converter is the default ByteArrayConverter) types each field by its schema:
+/// int8/int16 `smallint`, int32 `integer`, int64 `bigint`, float32 `real`, float64
+/// `double precision`, boolean, string `text`, bytes `bytea` (base64 in JSON), struct, map and
+/// array `jsonb`, Connect's logical `Timestamp` `timestamptz`, `Date` `date`, `Time` `time` and
+/// `Decimal` `numeric` (its scale kept exactly); a field that is not
+/// `optional` is `NOT NULL`. Any other JSON object (plain JSON, or the payload a JsonConverter
+/// in the connector already unwrapped) is typed from its values: `true`/`false` `boolean`, an
+/// integer `bigint`, any other number `double precision`, a string `text`, an object or array
+/// `jsonb`, and a null says nothing (the field is left out until a record gives it a value).
+/// A key that is not a JSON object is one `text` column (its text, so `7` and `"7"` are one
+/// key). Values are cast by the column's type in the table, so a table of your own may use
+/// other types PostgreSQL can read the text as (`numeric`, `varchar(n)`, `uuid`, ...).
+///
+/// **A batch** is one transaction: the deletes, then one `INSERT .. SELECT FROM unnest(..)`
+/// (or `UPDATE`) per table and set of columns. Several records of one key in a batch act as
+/// they would one after another (the last write's fields win; a tombstone forgets what came
+/// before it). With `pk.mode=kafka` and `insert.mode=insert` a redelivered record is skipped
+/// (`ON CONFLICT DO NOTHING`), so the table is effectively-once as in the records layout; with
+/// another key, `insert` fails on a row that is there (as Connect's does), a redelivered record
+/// included: use `upsert` when records may come twice (at least once, they may). A
+/// value a column cannot take fails the transaction; then the records are written one at a
+/// time to find the ones that fail (they take the dead-letter path), the others stay.
+///
+/// **Order.** A share group delivers the records of one key in no set order across batches
+/// and tasks (two batches run at once; a batch released by a failure comes back after later
+/// ones). Upserts and deletes of one key in flight at the same time may be applied in either
+/// order; the last value wins only for versions that are not in flight together.
+///
+/// The table (what `auto.create` makes; a table of your own needs these columns and a
+/// unique constraint on the first three):
+///
+/// ```sql
+/// CREATE TABLE "records" (
+///     "topic"       text        NOT NULL,
+///     "partition"   integer     NOT NULL,
+///     "offset"      bigint      NOT NULL,
+///     "key"         bytea,
+///     "value"       bytea,
+///     "headers"     jsonb       NOT NULL,  -- [{"key":"h","value":"text"} or {"key":"h","value_base64":"..."}]
+///     "timestamp"   timestamptz,           -- null when the record has none
+///     PRIMARY KEY ("topic", "partition", "offset")
+/// );
+/// ```
+///
+/// A header value is a JSON string when it is UTF-8 without NUL characters (which `jsonb`
+/// cannot hold), else base64 under `value_base64`; a null header value is JSON `null`.
+///
+/// # Effectively once
+/// A batch is one `INSERT ... SELECT FROM unnest(...) ON CONFLICT DO NOTHING`: one statement,
+/// so one transaction, and a row that a previous delivery inserted is skipped. The share
+/// group delivers at least once (a batch is redelivered when the task fails after the insert
+/// but before the ACCEPT reached the broker); the table still holds each record once.
+///
+/// # Errors
+/// - connection lost or refused, serialization failures, deadlocks, the server shutting down
+///   or out of resources: retriable (the batch is released; the next `put` reconnects);
+/// - a data or constraint error (class 22 or 23, e.g. a CHECK constraint of your table): the
+///   batch is retried one record at a time, and only the records that fail go the
+///   dead-letter path;
+/// - a missing table or column, missing privileges, bad credentials, an unknown database
+///   (classes 42, 28, 3D): fatal, the message says what to fix.
+///
+/// # TLS
+/// libpq's keys in the connection string: `sslmode` (`disable`, `prefer` the default,
+/// `require`, `verify-ca`, `verify-full`), `sslrootcert`, `sslcert`, `sslkey`, with libpq's
+/// meanings: e.g.
+/// `postgres://u@db.example.com/d?sslmode=verify-full&sslrootcert=/etc/ssl/rds-ca.pem`.
+///
+/// | `sslmode` | TLS | the server's certificate |
+/// |---|---|---|
+/// | `disable` | never | - |
+/// | `prefer` (default) | if the server offers it | not checked (checked as `verify-ca` when `sslrootcert` is given) |
+/// | `require` | always | not checked (checked as `verify-ca` when `sslrootcert` is given) |
+/// | `verify-ca` | always | signed by a trusted CA |
+/// | `verify-full` | always | signed by a trusted CA and naming the host dialled |
+///
+/// `sslrootcert` is a PEM file of trusted CAs (`system`: the operating system's store, with
+/// the `tls-native-roots` feature; default: the bundled Mozilla roots); `sslcert` and
+/// `sslkey` a client certificate and key (PEM). A managed database's usual `sslmode=require`
+/// URL works as with `psql`; `verify-full` with the provider's CA bundle is the safe choice.
+///
 /// The `postgres` sink task.
 #[derive(Default)]
 pub struct PostgresSink {
@@ -402,6 +405,37 @@ impl std::fmt::Debug for PostgresSink {
 }
 
 impl PostgresSink {
+    /// The connection setting.
+    pub const URL_CONFIG: &'static str = URL_CONFIG;
+    /// Overrides the connection's user.
+    pub const USER_CONFIG: &'static str = USER_CONFIG;
+    /// Overrides the connection's password.
+    pub const PASSWORD_CONFIG: &'static str = PASSWORD_CONFIG;
+    /// The table.
+    pub const TABLE_CONFIG: &'static str = TABLE_CONFIG;
+    /// `records` (the default: one row per record, bytes) or `fields` (a record's fields are
+    /// columns, as Connect's JDBC sink; `postgres_fields.rs`).
+    pub const TABLE_LAYOUT_CONFIG: &'static str = TABLE_LAYOUT_CONFIG;
+    /// `insert`, `upsert` or `update`.
+    pub const INSERT_MODE_CONFIG: &'static str = INSERT_MODE_CONFIG;
+    /// Create the table when missing (both layouts; defined here, where the fields layout reads
+    /// it, so this file needs nothing of `postgres.rs`).
+    pub const AUTO_CREATE_CONFIG: &'static str = AUTO_CREATE_CONFIG;
+    /// Add a column when a record has a field the table lacks.
+    pub const AUTO_EVOLVE_CONFIG: &'static str = AUTO_EVOLVE_CONFIG;
+    /// `none`, `kafka`, `record_key` or `record_value`.
+    pub const PK_MODE_CONFIG: &'static str = PK_MODE_CONFIG;
+    /// The primary key's columns (their meaning depends on `pk.mode`).
+    pub const PK_FIELDS_CONFIG: &'static str = PK_FIELDS_CONFIG;
+    /// The value fields written (empty: all).
+    pub const FIELDS_WHITELIST_CONFIG: &'static str = FIELDS_WHITELIST_CONFIG;
+    /// Another name of `fields.whitelist`, accepted the same.
+    pub const FIELDS_INCLUDE_CONFIG: &'static str = FIELDS_INCLUDE_CONFIG;
+    /// The table of a record: `${topic}` is replaced by its topic.
+    pub const TABLE_NAME_FORMAT_CONFIG: &'static str = TABLE_NAME_FORMAT_CONFIG;
+    /// Delete the row of a tombstone's key.
+    pub const DELETE_ENABLED_CONFIG: &'static str = DELETE_ENABLED_CONFIG;
+
     /// A task that reads its settings in `start`.
     pub fn new() -> PostgresSink {
         PostgresSink::default()

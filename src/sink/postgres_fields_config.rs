@@ -7,24 +7,24 @@ use std::collections::BTreeSet;
 use super::task::{SinkError, TaskConfig};
 
 /// `insert`, `upsert` or `update`.
-pub const INSERT_MODE_CONFIG: &str = "insert.mode";
+pub(crate) const INSERT_MODE_CONFIG: &str = "insert.mode";
 /// Create the table when missing (both layouts; defined here, where the fields layout reads
 /// it, so this file needs nothing of `postgres.rs`).
-pub const AUTO_CREATE_CONFIG: &str = "auto.create";
+pub(crate) const AUTO_CREATE_CONFIG: &str = "auto.create";
 /// `none`, `kafka`, `record_key` or `record_value`.
-pub const PK_MODE_CONFIG: &str = "pk.mode";
+pub(crate) const PK_MODE_CONFIG: &str = "pk.mode";
 /// The primary key's columns (their meaning depends on `pk.mode`).
-pub const PK_FIELDS_CONFIG: &str = "pk.fields";
+pub(crate) const PK_FIELDS_CONFIG: &str = "pk.fields";
 /// The value fields written (empty: all).
-pub const FIELDS_WHITELIST_CONFIG: &str = "fields.whitelist";
+pub(crate) const FIELDS_WHITELIST_CONFIG: &str = "fields.whitelist";
 /// Another name of `fields.whitelist`, accepted the same.
-pub const FIELDS_INCLUDE_CONFIG: &str = "fields.include";
+pub(crate) const FIELDS_INCLUDE_CONFIG: &str = "fields.include";
 /// The table of a record: `${topic}` is replaced by its topic.
-pub const TABLE_NAME_FORMAT_CONFIG: &str = "table.name.format";
+pub(crate) const TABLE_NAME_FORMAT_CONFIG: &str = "table.name.format";
 /// Add a column when a record has a field the table lacks.
-pub const AUTO_EVOLVE_CONFIG: &str = "auto.evolve";
+pub(crate) const AUTO_EVOLVE_CONFIG: &str = "auto.evolve";
 /// Delete the row of a tombstone's key.
-pub const DELETE_ENABLED_CONFIG: &str = "delete.enabled";
+pub(crate) const DELETE_ENABLED_CONFIG: &str = "delete.enabled";
 
 /// The column names of `pk.mode=kafka` when `pk.fields` is empty (Connect's).
 pub(super) const KAFKA_PK_DEFAULT: [&str; 3] = ["__connect_topic", "__connect_partition", "__connect_offset"];
