@@ -86,7 +86,7 @@ async fn run() -> Result<(), BoxError> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let metrics = running.metrics();
-    let report = running.shutdown(Duration::from_secs(10)).await?;
+    let report = running.close(Duration::from_secs(10)).await?;
     let outcomes = outcomes.lock().unwrap();
     let mut by_outcome: BTreeMap<String, usize> = BTreeMap::new();
     for o in outcomes.values() {

@@ -119,7 +119,7 @@ async fn run() -> Result<(), BoxError> {
     while sent.keys().any(|k| !seen.lock().unwrap().contains_key(k)) && start.elapsed() < DEADLINE {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    running.shutdown(Duration::from_secs(10)).await?;
+    running.close(Duration::from_secs(10)).await?;
 
     let seen = seen.lock().unwrap();
     let mut linked = 0;

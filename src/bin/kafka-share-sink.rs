@@ -280,7 +280,7 @@ async fn main() -> ExitCode {
             Ok(conn) => connectors.push(conn),
             Err(e) => {
                 fail(&format!("kafka-share-sink: connector {name}: {e}"));
-                let _ = worker.shutdown(SHUTDOWN_TIMEOUT).await;
+                let _ = worker.close(SHUTDOWN_TIMEOUT).await;
                 return ExitCode::from(1);
             }
         }
@@ -291,7 +291,7 @@ async fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             fail(&format!("kafka-share-sink: {e}"));
-            let _ = worker.shutdown(SHUTDOWN_TIMEOUT).await;
+            let _ = worker.close(SHUTDOWN_TIMEOUT).await;
             return ExitCode::from(1);
         }
     };
@@ -299,7 +299,7 @@ async fn main() -> ExitCode {
 
     stop.await;
     tracing::info!("stopping");
-    match worker.shutdown(SHUTDOWN_TIMEOUT).await {
+    match worker.close(SHUTDOWN_TIMEOUT).await {
         Ok(()) => {
             say("kafka-share-sink: stopped");
             ExitCode::SUCCESS
@@ -421,7 +421,7 @@ async fn run_rest(
     }
     .await;
     if let Some(code) = code {
-        herder.shutdown().await;
+        herder.close().await;
         return code;
     }
     let source_herder = herder.clone();
@@ -437,14 +437,14 @@ async fn run_rest(
         Ok(s) => s,
         Err(e) => {
             fail(&format!("kafka-share-sink: {e}"));
-            herder.shutdown().await;
+            herder.close().await;
             return ExitCode::from(1);
         }
     };
     say(&format!("kafka-share-sink: running {} connector(s); stop with SIGINT or SIGTERM", herder.names().await.len()));
     stop.await;
     tracing::info!("stopping");
-    herder.shutdown().await;
+    herder.close().await;
     say("kafka-share-sink: stopped");
     ExitCode::SUCCESS
 }

@@ -24,7 +24,7 @@ fn durations_are_clamped_to_the_documented_maximum() {
     let c = ProcessorConfig::new()
         .max_unstarted(Duration::MAX)
         .retry_backoff(Duration::MAX, Duration::MAX)
-        .shutdown_timeout(Duration::MAX);
+        .close_timeout(Duration::MAX);
     assert_eq!((c.max_unstarted, c.retry_backoff, c.retry_backoff_max, c.shutdown_timeout), (Some(max), max, max, max));
     let c = ProcessorConfig::new().retry_backoff(Duration::from_secs(5), Duration::from_secs(1));
     assert_eq!(
@@ -55,11 +55,11 @@ fn handle() -> (ProcessorHandle, watch::Receiver<Signal>) {
 fn a_handle_shutdown_with_duration_max_is_a_far_deadline_then_an_abort() {
     let (h, rx) = handle();
     let before = Instant::now();
-    h.shutdown(Duration::MAX);
+    h.close(Duration::MAX);
     match *rx.borrow() {
         Signal::Shutdown(deadline) => assert!(deadline > before + ProcessorConfig::MAX_DURATION),
         other => panic!("{other:?}"),
     }
-    h.shutdown(Duration::MAX);
+    h.close(Duration::MAX);
     assert_eq!(*rx.borrow(), Signal::Abort, "the second call aborts");
 }

@@ -18,7 +18,7 @@
 //!     }
 //! });
 //! tokio::signal::ctrl_c().await.ok();
-//! let report = running.shutdown(Duration::from_secs(30)).await?;
+//! let report = running.close(Duration::from_secs(30)).await?;
 //! println!("{report:?}");
 //! # Ok(()) }
 //! ```
@@ -63,12 +63,14 @@
 //!   (`lock-lapses-total`). An outcome after a lost lock is reported through the consumer's
 //!   acknowledgement commit callback as [`Error::LockExpired`],
 //!   never applied to a newer delivery of the record.
-//! - **Graceful shutdown** ([`Running::shutdown`]): stop acquiring, give back every record
-//!   not started, let running handlers finish within the deadline, send their outcomes, close
-//!   the consumer. A second [`ProcessorHandle::shutdown`] (or the deadline) aborts the
-//!   handlers still running; the close then releases their records
-//!   ([`ProcessorHandle::shutdown_on`] does both on a first and a second signal). Cancel-safe:
-//!   dropping the `shutdown` future leaves the shutdown running in the background.
+//! - **Graceful close** ([`Running::close`], the crate's one stop verb, as
+//!   [`ShareConsumer::close`](crate::ShareConsumer::close)): stop acquiring, give back every
+//!   record not started, let running handlers finish within the deadline, send their
+//!   outcomes, close the consumer. A second [`ProcessorHandle::close`] (or the deadline)
+//!   aborts the handlers still running ([`ProcessorHandle::abort`] at once); the close then
+//!   releases their records ([`ProcessorHandle::close_on`] does both on a first and a second
+//!   signal). Cancel-safe: dropping the `close` future leaves the close running in the
+//!   background.
 //! - **Batches** ([`Processor::run_batches`], for sinks): one [`BatchHandler`] call at a time
 //!   per engine, with the next batch already acquired while it runs;
 //!   [`Processor::run_batch_pool`]: a call per idle handler, the records spread over them. A batch whose records
@@ -455,12 +457,18 @@ impl ProcessorConfig {
         self
     }
 
-    /// How long [`Running::shutdown`] with no time of its own, or a dropped [`Running`],
-    /// lets the running handlers finish (default 30 s). Clamped to at most
-    /// [`MAX_DURATION`](Self::MAX_DURATION).
-    pub fn shutdown_timeout(mut self, d: Duration) -> Self {
+    /// How long [`Running::close`] with no time of its own, or a dropped [`Running`],
+    /// lets the running handlers finish (default 30 s; property `shutdown.timeout.ms`).
+    /// Clamped to at most [`MAX_DURATION`](Self::MAX_DURATION).
+    pub fn close_timeout(mut self, d: Duration) -> Self {
         self.shutdown_timeout = d.min(Self::MAX_DURATION);
         self
+    }
+
+    /// The former name of [`close_timeout`](Self::close_timeout).
+    #[deprecated(note = "use close_timeout (the crate's stop verb is close)")]
+    pub fn shutdown_timeout(self, d: Duration) -> Self {
+        self.close_timeout(d)
     }
 
     /// How the engine acquires records. By default (`None`) the per-record form
@@ -743,8 +751,8 @@ type MetricsSource = Arc<dyn Fn() -> MetricsSnapshot + Send + Sync>;
 /// let for_metrics = handle.clone(); // e.g. moved into a scrape endpoint's collector
 /// let _snapshot = for_metrics.metrics();
 /// tokio::spawn(async move {
-///     // The first Ctrl-C shuts down gracefully, a second one aborts.
-///     handle.shutdown_on(tokio::signal::ctrl_c, Duration::from_secs(30)).await
+///     // The first Ctrl-C closes gracefully, a second one aborts.
+///     handle.close_on(tokio::signal::ctrl_c, Duration::from_secs(30)).await
 /// });
 /// let report = running.join().await?; // a fatal engine error comes here too
 /// # Ok(()) }
@@ -775,10 +783,11 @@ impl ProcessorHandle {
         self.signal.is_closed()
     }
 
-    /// The first call starts a graceful shutdown with `timeout` for the running handlers; a
-    /// second call aborts them. Any `timeout` is taken: one past what the clock can count
-    /// to (`Duration::MAX`) means the handlers are waited for without a deadline.
-    pub fn shutdown(&self, timeout: Duration) {
+    /// The first call starts a graceful close with `timeout` for the running handlers (as
+    /// [`Running::close`], without waiting: [`Running::join`] waits); a second call aborts
+    /// them. Any `timeout` is taken: one past what the clock can count to (`Duration::MAX`)
+    /// means the handlers are waited for without a deadline.
+    pub fn close(&self, timeout: Duration) {
         self.signal.send_modify(|s| {
             *s = match *s {
                 Signal::Run => Signal::Shutdown(later(Instant::now(), timeout)),
@@ -787,13 +796,19 @@ impl ProcessorHandle {
         });
     }
 
+    /// The former name of [`close`](Self::close).
+    #[deprecated(note = "use close (the crate's stop verb)")]
+    pub fn shutdown(&self, timeout: Duration) {
+        self.close(timeout)
+    }
+
     /// Aborts the running handlers and closes at once.
     pub fn abort(&self) {
         self.signal.send_replace(Signal::Abort);
     }
 
     /// Stops the engine on a signal, as a service does on SIGTERM or Ctrl-C: the first
-    /// signal starts a graceful [`shutdown`](Self::shutdown) with `timeout` for the running
+    /// signal starts a graceful [`close`](Self::close) with `timeout` for the running
     /// handlers, a second one [`abort`](Self::abort)s them. `signal` makes the future of the
     /// next signal (called at most twice); e.g. `tokio::signal::ctrl_c`, or for SIGTERM a
     /// closure over a `tokio::signal::unix::Signal`'s `recv`. Returns once the engine has
@@ -805,11 +820,11 @@ impl ProcessorHandle {
     /// # use kafka_share::processor::Running;
     /// # async fn f(running: Running) -> kafka_share::Result<()> {
     /// let handle = running.handle();
-    /// tokio::spawn(async move { handle.shutdown_on(tokio::signal::ctrl_c, Duration::from_secs(30)).await });
+    /// tokio::spawn(async move { handle.close_on(tokio::signal::ctrl_c, Duration::from_secs(30)).await });
     /// let report = running.join().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn shutdown_on<S, F>(&self, mut signal: S, timeout: Duration)
+    pub async fn close_on<S, F>(&self, mut signal: S, timeout: Duration)
     where
         S: FnMut() -> F,
         F: Future,
@@ -821,13 +836,23 @@ impl ProcessorHandle {
             _ = signal() => {}
         }
         tracing::info!(?timeout, "processor: shutdown signal; a second one aborts the running handlers");
-        self.shutdown(timeout);
+        self.close(timeout);
         tokio::select! {
             _ = &mut stopped => return,
             _ = signal() => {}
         }
         tracing::warn!("processor: second shutdown signal; aborting the running handlers");
         self.abort();
+    }
+
+    /// The former name of [`close_on`](Self::close_on).
+    #[deprecated(note = "use close_on (the crate's stop verb is close)")]
+    pub async fn shutdown_on<S, F>(&self, signal: S, timeout: Duration)
+    where
+        S: FnMut() -> F,
+        F: Future,
+    {
+        self.close_on(signal, timeout).await
     }
 }
 
@@ -878,7 +903,7 @@ impl Running {
     }
 
     /// The consumer's metrics plus the engine's (group [`PROCESSOR`]); the same as
-    /// [`ProcessorHandle::metrics`], which stays readable while `shutdown` or `join` wait.
+    /// [`ProcessorHandle::metrics`], which stays readable while `close` or `join` wait.
     pub fn metrics(&self) -> MetricsSnapshot {
         self.handle.metrics()
     }
@@ -888,15 +913,21 @@ impl Running {
         &self.consumer
     }
 
-    /// Shuts down gracefully, giving the running handlers `timeout` (`None`: the config's
-    /// `shutdown_timeout`), and waits for the end.
+    /// Closes gracefully, giving the running handlers `timeout` (`None`: the config's
+    /// [`close_timeout`](ProcessorConfig::close_timeout)), and waits for the end.
     ///
     /// # Cancel safety
-    /// Cancel-safe: the shutdown was signalled before the first await and goes on in the
+    /// Cancel-safe: the close was signalled before the first await and goes on in the
     /// background.
-    pub async fn shutdown(mut self, timeout: impl Into<Option<Duration>>) -> Result<Report> {
-        self.handle.shutdown(timeout.into().unwrap_or(self.shutdown_timeout));
+    pub async fn close(mut self, timeout: impl Into<Option<Duration>>) -> Result<Report> {
+        self.handle.close(timeout.into().unwrap_or(self.shutdown_timeout));
         self.wait().await
+    }
+
+    /// The former name of [`close`](Self::close).
+    #[deprecated(note = "use close (the crate's stop verb)")]
+    pub async fn shutdown(self, timeout: impl Into<Option<Duration>>) -> Result<Report> {
+        self.close(timeout).await
     }
 
     /// Waits until the engine stops (a shutdown from a [`ProcessorHandle`], or a fatal

@@ -23,7 +23,7 @@ impl ProcessorConfig {
     /// | `retry.backoff.ms`, `retry.backoff.max.ms` | [`retry_backoff`](Self::retry_backoff) | 100, 10000 |
     /// | `on.exhausted` (`release`, `reject`, `dead_letter`) | [`on_exhausted`](Self::on_exhausted) | `release` |
     /// | `dead.letter.topic` | [`dead_letter`](Self::dead_letter) (`DeadLetter::topic`) | none |
-    /// | `shutdown.timeout.ms` | [`shutdown_timeout`](Self::shutdown_timeout) | 30000 |
+    /// | `shutdown.timeout.ms` | [`close_timeout`](Self::close_timeout) | 30000 |
     /// | `acquire.mode` (`auto`, `record_limit`, `batch_optimized`) | [`acquire_mode`](Self::acquire_mode) | `auto` (None) |
     ///
     /// A count or time that is not a number, or is negative, is refused naming the key;
@@ -71,7 +71,7 @@ impl ProcessorConfig {
         if let Some(topic) = p.get("dead.letter.topic").map(str::trim).filter(|t| !t.is_empty()) {
             c = c.dead_letter(DeadLetter::topic(topic));
         }
-        c = c.shutdown_timeout(millis("shutdown.timeout.ms", d.shutdown_timeout)?);
+        c = c.close_timeout(millis("shutdown.timeout.ms", d.shutdown_timeout)?);
         c = c.acquire_mode(
             match p.choice("acquire.mode", "auto", &["auto", "record_limit", "batch_optimized"])?.as_str() {
                 "record_limit" => Some(AcquireMode::RecordLimit),

@@ -51,7 +51,7 @@
 //!     .await?;
 //! connector.set_tasks(16).await?; // four more, while the twelve keep going
 //! println!("{:?}", connector.metrics().get("sink-record-acknowledge-total"));
-//! worker.shutdown(std::time::Duration::from_secs(30)).await
+//! worker.close(std::time::Duration::from_secs(30)).await
 //! # }
 //! ```
 //!
@@ -78,7 +78,7 @@
 //! - A `put` that runs past half the acquisition lock has its records RENEWed (Kafka 4.2+)
 //!   while it runs, so a slow sink does not get its records redelivered elsewhere meanwhile.
 //! - [`Connector::set_tasks`] adds or removes tasks while the others run; a removed task
-//!   finishes its batch, commits and closes. [`Connector::stop`] and [`Worker::shutdown`] do
+//!   finishes its batch, commits and closes. [`Connector::close`] and [`Worker::close`] do
 //!   that for every task.
 //! - Metrics under KIP-1302's names ([`SinkMetricsSnapshot`], [`METRIC_NAMES`]); the
 //!   [`PrometheusServer`] serves them as Prometheus (OpenMetrics) text, and a

@@ -57,7 +57,7 @@ impl TaskPool {
             // count (share.max.delivery.count attempts alone), before the engine's own limit.
             .max_retries(max)
             .retry_backoff(Duration::from_millis(100), Duration::from_secs(5))
-            .shutdown_timeout(CLOSE_TIMEOUT);
+            .close_timeout(CLOSE_TIMEOUT);
         // record_limit asks for no prefetch: acquire only what the free tasks take.
         let config =
             if consumer.config().acquire_mode == AcquireMode::RecordLimit { config.prefetch(0) } else { config };
@@ -122,7 +122,7 @@ impl TaskPool {
     /// started goes back, the outcomes are sent, the consumer closes; then each task flushes
     /// and stops.
     pub(crate) async fn stop(&self) {
-        self.handle.shutdown(CLOSE_TIMEOUT);
+        self.handle.close(CLOSE_TIMEOUT);
         let ended = self.ended.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(j) = ended {
             if let Err(e) = j.await {

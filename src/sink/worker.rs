@@ -33,7 +33,7 @@ use super::task_runner::run_task;
 /// The group setting `share.acquisition.lock.timeout.ms` stands for.
 const GROUP_LOCK_KEY: &str = "share.record.lock.duration.ms";
 
-/// Runs connectors. Cheap to share by reference; [`shutdown`](Self::shutdown) stops them all.
+/// Runs connectors. Cheap to share by reference; [`close`](Self::close) stops them all.
 #[derive(Debug)]
 pub struct Worker {
     config: WorkerConfig,
@@ -273,11 +273,17 @@ impl Worker {
             .collect()
     }
 
-    /// Stops every connector (see [`Connector::stop`]), all within `timeout`.
-    pub async fn shutdown(self, timeout: Duration) -> Result<()> {
+    /// Closes every connector (see [`Connector::close`]), all within `timeout`.
+    pub async fn close(self, timeout: Duration) -> Result<()> {
         let connectors = self.list().clone();
-        let results = futures::future::join_all(connectors.iter().map(|c| c.stop(timeout))).await;
+        let results = futures::future::join_all(connectors.iter().map(|c| c.close(timeout))).await;
         results.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
+    }
+
+    /// The former name of [`close`](Self::close).
+    #[deprecated(note = "use close (the crate's stop verb, as ShareConsumer::close)")]
+    pub async fn shutdown(self, timeout: Duration) -> Result<()> {
+        self.close(timeout).await
     }
 }
 
@@ -415,11 +421,12 @@ impl Connector {
         self.inner.shared.metrics.snapshot()
     }
 
-    /// Stops every task gracefully within `timeout`: each stops taking records, finishes
+    /// Closes every task gracefully within `timeout`: each stops taking records, finishes
     /// its batch (acknowledging it), flushes, commits and closes. Tasks still running at the
     /// deadline are aborted (their consumer's drop gives their records back after the lock)
-    /// and the answer is [`Error::Timeout`].
-    pub async fn stop(&self, timeout: Duration) -> Result<()> {
+    /// and the answer is [`Error::Timeout`]. (Connect's `stop`, the STOPPED state that keeps
+    /// the configuration, is the REST layer's [`Herder::stop`](super::rest::Herder::stop).)
+    pub async fn close(&self, timeout: Duration) -> Result<()> {
         let _serial = self.inner.changes.lock().await;
         if self.inner.stopped.swap(true, Ordering::AcqRel) {
             return Ok(());
@@ -457,5 +464,10 @@ impl Connector {
                 Err(Error::Timeout { what: format!("stopping connector {}", self.name()), after: timeout })
             }
         }
+    }
+    /// The former name of [`close`](Self::close).
+    #[deprecated(note = "use close (the crate's stop verb, as ShareConsumer::close)")]
+    pub async fn stop(&self, timeout: Duration) -> Result<()> {
+        self.close(timeout).await
     }
 }

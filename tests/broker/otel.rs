@@ -174,7 +174,7 @@ async fn the_processor_runs_each_handler_in_a_child_of_the_records_producer_span
             _ => panic!("only {} of 6 records handled: {seen:?}", seen.len()),
         }
     }
-    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(10)).await.expect("shutdown");
     assert_eq!(report.accepted, 6, "{report:?}");
 
     let spans = process_spans(&topic, 6).await;

@@ -104,7 +104,7 @@ async fn long_handlers_keep_their_records_by_renewal_and_every_record_is_accepte
         .metrics()
         .get(kafka_share::consumer::FETCH_MANAGER, "records-released-unseen-total")
         .unwrap_or(-1.0);
-    let report = running.shutdown(Duration::from_secs(20)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(20)).await.expect("shutdown");
     let seen = seen.lock().unwrap();
     let redelivered = seen.values().filter(|v| v.iter().any(|&c| c > 1)).count();
     let most = seen.values().flat_map(|v| v.iter().copied()).max().unwrap_or(0);
@@ -201,7 +201,7 @@ async fn a_stuck_handler_holds_only_its_own_record() {
     wait_for("the stuck one processed", Duration::from_secs(30), || done.load(Ordering::Relaxed) >= N).await;
     let renewals = metric(&running, "lock-renewals-total");
     let kept = metric(&running, "records-kept-unstarted-total");
-    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(10)).await.expect("shutdown");
     let first_wait_ms = first_wait.load(Ordering::Relaxed) as f64 / 1000.0;
     println!(
         "{while_stuck} processed while one was stuck for {stuck_for:?}; wait max {wait_max} ms (first deliveries {first_wait_ms} ms); renewals {renewals}; kept {kept}; {report:?}"
@@ -259,7 +259,7 @@ async fn retry_later_keeps_the_record_and_its_delivery_count() {
         }
     });
     wait_for("three handler calls", Duration::from_secs(60), || calls.lock().unwrap().len() >= 3).await;
-    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(10)).await.expect("shutdown");
     assert_eq!(*calls.lock().unwrap(), vec![(1, 1), (2, 1), (3, 1)], "three calls on one delivery");
     assert_eq!((report.accepted, report.released), (1, 0), "{report:?}");
 
@@ -311,7 +311,7 @@ async fn shutdown_hands_unstarted_records_to_another_member_and_finishes_the_run
     })
     .await;
     let handle = running.handle();
-    let shutdown = tokio::spawn(running.shutdown(Duration::from_secs(20)));
+    let shutdown = tokio::spawn(running.close(Duration::from_secs(20)));
     let signalled = Instant::now();
     other.resume([TopicPartition::new(topic.clone(), 0)]).expect("resume");
     let mut first_redelivery = None;
@@ -381,7 +381,7 @@ async fn acquisition_follows_free_slots_at_default_settings() {
         .metrics()
         .get(kafka_share::consumer::FETCH_MANAGER, "records-released-unseen-total")
         .unwrap_or(-1.0);
-    let report = running.shutdown(Duration::from_secs(20)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(20)).await.expect("shutdown");
     let seen = seen.lock().unwrap();
     let first_counts: Vec<i16> = seen.values().map(|v| v[0]).collect();
     let late = first_counts.iter().filter(|&&c| c > 1).count();
@@ -437,7 +437,7 @@ async fn a_report_counts_every_release_of_an_engine_closed_mid_stream() {
         }
     });
     wait_for("some records handled", Duration::from_secs(60), || done.load(Ordering::Relaxed) >= 200).await;
-    let report = running.shutdown(Duration::from_secs(20)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(20)).await.expect("shutdown");
 
     // Another member takes what is left: the released records come with delivery count 2.
     let other = kafka_share::ShareConsumer::connect(common::consumer_config(&common::bootstrap(), &group))
@@ -476,5 +476,5 @@ async fn a_missing_input_topic_is_said_at_warn_naming_it() {
         waited_for(Duration::from_secs(30), || text().lines().any(|l| l.contains("WARN") && l.contains(&missing)))
             .await;
     assert!(said, "no warning naming {missing}:\n{}", text());
-    running.shutdown(Duration::from_secs(10)).await.expect("a clean shutdown");
+    running.close(Duration::from_secs(10)).await.expect("a clean shutdown");
 }

@@ -144,7 +144,7 @@ async fn given_up_records_reach_the_dead_letter_topic_with_their_headers_and_are
     wait_for("six outcomes", Duration::from_secs(30), || metric(&running, "records-accepted-total") >= 6.0).await;
     assert_eq!(metric(&running, "dead-letter-failures-total"), 0.0);
     assert_eq!(metric(&running, "records-retries-exhausted-total"), 1.0);
-    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(10)).await.expect("shutdown");
     assert_eq!((report.accepted, report.released, report.rejected), (6, 0, 0), "{report:?}");
     // One delivery each: the dead-lettered were not redelivered; offset 5 got max_retries + 1 calls.
     let mut calls = calls.lock().unwrap().clone();
@@ -195,7 +195,7 @@ async fn a_failed_copy_releases_the_record_and_its_next_delivery_is_copied() {
     common::create_kept_topic(&admin, &dlq, 1).await;
     created_tx.send_replace(true);
     wait_for("the copy", Duration::from_secs(60), || metric(&running, "records-dead-lettered-total") >= 1.0).await;
-    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(10)).await.expect("shutdown");
     assert_eq!((report.accepted, report.released, report.rejected), (1, 1, 0), "{report:?}");
     assert_eq!(*counts.lock().unwrap(), [1, 2], "released once, delivered again");
     let copy = &read_all(&dlq, 1).await[0];
@@ -282,7 +282,7 @@ async fn a_batch_handlers_dead_letters_reach_the_topic_with_their_headers_and_ar
     wait_for("six outcomes", Duration::from_secs(30), || metric(&running, "records-accepted-total") >= 6.0).await;
     assert_eq!(metric(&running, "dead-letter-failures-total"), 0.0);
     assert_eq!(metric(&running, "records-retries-exhausted-total"), 1.0);
-    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(10)).await.expect("shutdown");
     assert_eq!((report.accepted, report.released, report.rejected), (6, 0, 0), "{report:?}");
     let calls = calls.lock().unwrap().clone();
     assert!(calls.iter().all(|c| c.delivery_count == 1), "nothing was delivered twice: {calls:?}");
@@ -342,7 +342,7 @@ async fn a_batch_handlers_failed_copy_releases_the_record_and_its_batch_mate_is_
     common::create_kept_topic(&admin, &dlq, 1).await;
     created_tx.send_replace(true);
     wait_for("the copy", Duration::from_secs(60), || metric(&running, "records-dead-lettered-total") >= 1.0).await;
-    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(10)).await.expect("shutdown");
     assert_eq!((report.accepted, report.released, report.rejected), (2, 1, 0), "{report:?}");
     let calls = calls.lock().unwrap().clone();
     let counts = |offset| calls.iter().filter(|c| c.offset == offset).map(|c| c.delivery_count).collect::<Vec<i16>>();
@@ -379,7 +379,7 @@ async fn a_record_that_fails_to_decode_is_dead_lettered_with_its_coordinates_and
         }
     });
     wait_for("three outcomes", Duration::from_secs(60), || metric(&running, "records-accepted-total") >= 3.0).await;
-    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(10)).await.expect("shutdown");
     assert_eq!((report.accepted, report.released, report.rejected), (3, 0, 0), "{report:?}");
     let mut seen = seen.lock().unwrap().clone();
     seen.sort();
@@ -427,7 +427,7 @@ async fn malformed_json_is_rejected_without_a_destination_and_orders_arrive_type
         metric(&running, "records-accepted-total") + metric(&running, "records-rejected-total") >= 4.0
     })
     .await;
-    let report = running.shutdown(Duration::from_secs(10)).await.expect("shutdown");
+    let report = running.close(Duration::from_secs(10)).await.expect("shutdown");
     assert_eq!((report.accepted, report.rejected), (2, 2), "{report:?}");
     let mut seen = seen.lock().unwrap().clone();
     seen.sort();

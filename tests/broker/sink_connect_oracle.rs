@@ -454,7 +454,7 @@ async fn ours_through_converters_and_transforms() {
             assert_eq!(dead[0].value_str(), original.and_then(|(v, _)| v.as_deref()), "the record as consumed");
         }
     }
-    worker.shutdown(Duration::from_secs(30)).await.unwrap();
+    worker.close(Duration::from_secs(30)).await.unwrap();
     for p in &prepared {
         let _ = std::fs::remove_file(&p.file_ours);
     }
@@ -584,7 +584,7 @@ async fn connect_agrees_on_converters_transforms_and_dead_letters() {
             }
         }
     }
-    worker.shutdown(Duration::from_secs(30)).await.unwrap();
+    worker.close(Duration::from_secs(30)).await.unwrap();
     drop(connect);
     for p in &prepared {
         let _ = std::fs::remove_file(&p.file_ours);

@@ -283,7 +283,7 @@ async fn poison_case_with(batch: bool, broker_dlq: bool) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(c.failures().is_empty(), "{:?}", c.failures());
-    w.shutdown(Duration::from_secs(30)).await.expect("shutdown");
+    w.close(Duration::from_secs(30)).await.expect("shutdown");
     // The DLQ holds exactly the poison record.
     let read = common::new_group(&admin, "g-read-dlq", None).await;
     let cons = ShareConsumer::connect(common::consumer_config(&bs, &read)).await.expect("consumer");

@@ -208,7 +208,7 @@ async fn twelve_tasks_on_three_partitions_all_work_and_accept_each_record_once()
     assert_eq!(metric(&c, "sink-record-release-total"), 0.0);
     assert_eq!(metric(&c, "sink-record-active-count"), 0.0);
     assert!(c.failures().is_empty(), "{:?}", c.failures());
-    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    w.close(Duration::from_secs(30)).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,7 +288,7 @@ async fn a_slow_put_blocks_nobody_and_its_records_are_renewed_not_redelivered() 
             .collect();
         assert!(again.is_empty(), "slow records redelivered: {again:?}");
     }
-    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    w.close(Duration::from_secs(30)).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -319,7 +319,7 @@ async fn tasks_come_and_go_while_records_flow() {
     wait_until("every record accepted", Duration::from_secs(60), || acked(&c) >= produced).await;
     assert_each_taken_once(&probe, produced);
     assert!(c.failures().is_empty(), "{:?}", c.failures());
-    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    w.close(Duration::from_secs(30)).await.unwrap();
 }
 
 /// A behaviour that fails every batch holding a record it has not seen before (retriably),
@@ -359,7 +359,7 @@ async fn a_retriable_batch_is_tried_again_here_and_keeps_its_delivery_count() {
     }
     assert_eq!(metric(&c, "sink-record-release-total"), 0.0);
     assert_eq!(metric(&c, "sink-record-redelivery-total"), 0.0);
-    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    w.close(Duration::from_secs(30)).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -397,7 +397,7 @@ async fn a_fatal_error_stops_the_task_and_others_take_its_records() {
     // set_tasks brings the count back.
     c.set_tasks(3).await.unwrap();
     assert_eq!(c.tasks(), 3);
-    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    w.close(Duration::from_secs(30)).await.unwrap();
 }
 
 /// Reads `n` records of `topic` from the start, with a fresh group.
@@ -475,7 +475,7 @@ async fn a_poison_record_goes_to_the_dead_letter_topic_after_the_delivery_limit(
     assert_eq!(header(r, "__connect.errors.connector.name"), Some("poison"));
     assert!(header(r, "__connect.errors.exception.message").is_some_and(|m| m.contains("cannot be written")), "{r:?}");
     assert_eq!(header(r, "__connect.errors.delivery.count"), Some("1"));
-    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    w.close(Duration::from_secs(30)).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -508,7 +508,7 @@ async fn without_a_dead_letter_topic_a_failed_record_is_rejected_and_counted() {
     // REJECTed: never delivered again.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(probe.all().iter().filter(|s| s.offset == 3).count(), 1);
-    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    w.close(Duration::from_secs(30)).await.unwrap();
 }
 
 #[tokio::test]
@@ -623,7 +623,7 @@ async fn every_metric_moves_as_expected_through_the_prometheus_endpoint() {
     assert!(get(&s, "sink-record-reject-rate") > 0.0 && get(&s, "sink-record-acquire-rate") > 0.0);
     assert!(get(&s, "sink-record-read-rate") > 0.0);
     assert_eq!(get(&s, "task-count"), 1.0);
-    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    w.close(Duration::from_secs(30)).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -640,7 +640,7 @@ async fn implicit_mode_accepts_on_the_next_poll() {
         .unwrap();
     wait_until("60 taken", Duration::from_secs(60), || probe.taken().len() == 60).await;
     // The last batch is accepted by the next poll or by the commit at stop.
-    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    w.close(Duration::from_secs(30)).await.unwrap();
     assert_each_taken_once(&probe, 60);
     assert_eq!(metric(&c, "sink-record-acknowledge-total"), 60.0);
     // Nothing comes back: a second run of the connector gets no record.
@@ -651,7 +651,7 @@ async fn implicit_mode_accepts_on_the_next_poll() {
     wait_until("the 3 new records", Duration::from_secs(60), || probe2.taken().len() >= 3).await;
     assert_eq!(probe2.taken().len(), 3, "only the new records: {:?}", probe2.all());
     assert_eq!(metric(&c2, "sink-record-redelivery-total"), 0.0);
-    w2.shutdown(Duration::from_secs(30)).await.unwrap();
+    w2.close(Duration::from_secs(30)).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -671,7 +671,7 @@ async fn the_lock_timeout_is_set_on_the_group_when_allowed() {
         .unwrap();
     let before = lock_of(admin.describe_group_configs(&group).await.unwrap());
     assert_ne!(before.as_deref(), Some("20000"));
-    c.stop(Duration::from_secs(30)).await.unwrap();
+    c.close(Duration::from_secs(30)).await.unwrap();
     // Allowed: set.
     w.start_connector(connector(
         "lock2",
@@ -684,5 +684,5 @@ async fn the_lock_timeout_is_set_on_the_group_when_allowed() {
     .unwrap();
     let after = lock_of(admin.describe_group_configs(&group).await.unwrap());
     assert_eq!(after.as_deref(), Some("20000"));
-    w.shutdown(Duration::from_secs(30)).await.unwrap();
+    w.close(Duration::from_secs(30)).await.unwrap();
 }

@@ -56,7 +56,7 @@ async fn runs_to_the_end(config: ProcessorConfig) {
     let fake = fake().await;
     let (running, _) = accept_all(&fake, config).await;
     wait_all_accepted(&fake).await;
-    let report = running.shutdown(T).await.expect("a clean shutdown");
+    let report = running.close(T).await.expect("a clean shutdown");
     assert_eq!(report.accepted, RECORDS as u64, "{report:?}");
 }
 
@@ -90,7 +90,7 @@ async fn batch_size_usize_max_with_a_pool_runs() {
     let config = ProcessorConfig::new().batch_size(usize::MAX);
     let running = Processor::new(consumer(&fake).await, config).run_batch_pool(vec![AcceptBatches, AcceptBatches]);
     wait_all_accepted(&fake).await;
-    let report = running.shutdown(T).await.expect("a clean shutdown");
+    let report = running.close(T).await.expect("a clean shutdown");
     assert_eq!(report.accepted, RECORDS as u64, "{report:?}");
 }
 
@@ -108,7 +108,7 @@ async fn retry_backoff_duration_max_holds_the_record_until_shutdown() {
     });
     let tried = eventually(T, || calls.load(Ordering::Relaxed) >= RECORDS as usize).await;
     assert!(tried, "handler calls {} of {RECORDS}:\n{}", calls.load(Ordering::Relaxed), fake.dump());
-    let report = running.shutdown(T).await.expect("a clean shutdown");
+    let report = running.close(T).await.expect("a clean shutdown");
     assert_eq!(calls.load(Ordering::Relaxed), RECORDS as usize, "no record tried twice");
     assert_eq!((report.accepted, report.released), (0, RECORDS as u64), "{report:?}");
 }
@@ -118,7 +118,7 @@ async fn a_handle_shutdown_with_duration_max_stops_the_engine() {
     let fake = fake().await;
     let (running, _) = accept_all(&fake, ProcessorConfig::new()).await;
     wait_all_accepted(&fake).await;
-    running.handle().shutdown(Duration::MAX);
+    running.handle().close(Duration::MAX);
     let report = running.join().await.expect("a clean stop");
     assert_eq!(report.accepted, RECORDS as u64, "{report:?}");
 }
@@ -132,7 +132,7 @@ async fn max_unstarted_zero_releases_nothing_a_free_slot_can_start() {
     let config = ProcessorConfig::new().concurrency(64).prefetch(0).max_unstarted(Duration::ZERO);
     let (running, calls) = accept_all(&fake, config).await;
     wait_all_accepted(&fake).await;
-    let report = running.shutdown(T).await.expect("a clean shutdown");
+    let report = running.close(T).await.expect("a clean shutdown");
     assert_eq!(report.released_unstarted, 0, "{report:?}");
     assert_eq!(calls.load(Ordering::Relaxed), RECORDS as usize);
 }
@@ -143,13 +143,13 @@ async fn max_unstarted_zero_releases_nothing_a_free_slot_can_start() {
 async fn child_case() {
     let Ok(case) = std::env::var(CHILD) else { return };
     let fake = fake().await;
-    let config = ProcessorConfig::new().shutdown_timeout(Duration::MAX);
+    let config = ProcessorConfig::new().close_timeout(Duration::MAX);
     let (running, _) = accept_all(&fake, config).await;
     wait_all_accepted(&fake).await;
     match case.as_str() {
         // Used to panic in `shutdown`, then again in `Drop` while unwinding: an abort.
         "shutdown-none" => {
-            let report = running.shutdown(None).await.expect("a clean shutdown");
+            let report = running.close(None).await.expect("a clean shutdown");
             assert_eq!(report.accepted, RECORDS as u64, "{report:?}");
         }
         // Used to panic in `Drop`.
@@ -217,7 +217,7 @@ async fn one_handle_serves_metrics_and_shutdown_while_running_is_joined() {
 
     let joiner = tokio::spawn(running.join());
     let signal = handle.clone();
-    tokio::spawn(async move { signal.shutdown(T) }).await.expect("the signal task");
+    tokio::spawn(async move { signal.close(T) }).await.expect("the signal task");
     // Shutting down, one handler still running: the endpoint still reads the engine.
     let held = eventually(T, || in_flight(&endpoint) == Some(1.0)).await;
     assert!(held, "in flight {:?} during the shutdown", in_flight(&endpoint));
@@ -256,7 +256,7 @@ async fn a_handler_type_with_state_runs_beside_closures() {
     let half = (RECORDS / 2) as usize;
     let done = eventually(T, || fake.accepted(0).len() == half && fake.rejected(0).len() == half).await;
     assert!(done, "accepted {:?}, rejected {:?}:\n{}", fake.accepted(0), fake.rejected(0), fake.dump());
-    let report = running.shutdown(T).await.expect("a clean shutdown");
+    let report = running.close(T).await.expect("a clean shutdown");
     assert_eq!((report.accepted, report.rejected), ((RECORDS / 2) as u64, (RECORDS / 2) as u64), "{report:?}");
 }
 
@@ -302,7 +302,7 @@ async fn shutdown_on_a_first_signal_waits_and_a_second_aborts() {
     let notify = Arc::new(tokio::sync::Notify::new());
     let helper = tokio::spawn({
         let (handle, signal) = (handle.clone(), signal_from(&notify));
-        async move { handle.shutdown_on(signal, Duration::MAX).await }
+        async move { handle.close_on(signal, Duration::MAX).await }
     });
     let joiner = tokio::spawn(running.join());
 
@@ -338,9 +338,9 @@ async fn shutdown_on_returns_when_the_engine_stops_otherwise() {
     let notify = Arc::new(tokio::sync::Notify::new());
     let helper = tokio::spawn({
         let (handle, signal) = (handle.clone(), signal_from(&notify));
-        async move { handle.shutdown_on(signal, T).await }
+        async move { handle.close_on(signal, T).await }
     });
-    running.shutdown(T).await.expect("a clean shutdown");
+    running.close(T).await.expect("a clean shutdown");
     tokio::time::timeout(T, helper)
         .await
         .expect("the helper ends with the engine")
@@ -359,7 +359,7 @@ async fn a_missing_input_topic_is_said_at_warn_naming_it() {
     let running = Processor::new(c, ProcessorConfig::new()).run(|_d: Delivery| async { Outcome::Accept });
     let said = eventually(T, || logs.text().lines().any(|l| l.contains("WARN") && l.contains("no-such-topic"))).await;
     assert!(said, "no warning naming the topic:\n{}", logs.text());
-    running.shutdown(T).await.expect("a clean shutdown");
+    running.close(T).await.expect("a clean shutdown");
 }
 
 /// `Outcome::DeadLetter` without a destination is a REJECT: the broker archives the record.
@@ -375,7 +375,7 @@ async fn a_dead_letter_without_a_destination_is_rejected() {
     });
     let done = eventually(T, || fake.done(0).len() == RECORDS as usize).await;
     assert!(done, "settled {:?} of {RECORDS}:\n{}", fake.done(0), fake.dump());
-    let report = running.shutdown(T).await.expect("a clean shutdown");
+    let report = running.close(T).await.expect("a clean shutdown");
     assert_eq!((report.accepted, report.rejected), (RECORDS as u64 / 2, RECORDS as u64 / 2), "{report:?}");
     assert_eq!(fake.state(0, 0), fake_broker::RecordState::Rejected);
 }
@@ -403,7 +403,7 @@ async fn a_batch_handlers_dead_letter_without_a_destination_is_rejected() {
     let running = Processor::new(consumer(&fake).await, ProcessorConfig::new()).run_batches(DeadLetterEvenFirst);
     let done = eventually(T, || fake.done(0).len() == RECORDS as usize).await;
     assert!(done, "settled {:?} of {RECORDS}:\n{}", fake.done(0), fake.dump());
-    let report = running.shutdown(T).await.expect("a clean shutdown");
+    let report = running.close(T).await.expect("a clean shutdown");
     assert_eq!((report.accepted, report.rejected), (RECORDS as u64 / 2, RECORDS as u64 / 2), "{report:?}");
     assert_eq!(fake.state(0, 0), fake_broker::RecordState::Rejected);
 }
@@ -428,7 +428,7 @@ async fn a_batch_handlers_dead_letter_copy_that_fails_releases_the_record() {
     let running = Processor::new(consumer(&fake).await, config).run_batches(DeadLetterEvenFirst);
     wait_all_accepted(&fake).await;
     let failures = running.metrics().get(PROCESSOR, "dead-letter-failures-total");
-    let report = running.shutdown(T).await.expect("a clean shutdown");
+    let report = running.close(T).await.expect("a clean shutdown");
     let half = RECORDS as u64 / 2;
     assert_eq!((report.accepted, report.released, report.rejected), (RECORDS as u64, half, 0), "{report:?}");
     assert_eq!(failures, Some(half as f64));
@@ -449,7 +449,7 @@ async fn a_dead_letter_copy_that_fails_releases_the_record() {
     });
     wait_all_accepted(&fake).await;
     let failures = running.metrics().get(PROCESSOR, "dead-letter-failures-total");
-    let report = running.shutdown(T).await.expect("a clean shutdown");
+    let report = running.close(T).await.expect("a clean shutdown");
     assert_eq!((report.accepted, report.released), (RECORDS as u64, RECORDS as u64), "{report:?}");
     assert_eq!(failures, Some(RECORDS as f64));
 }

@@ -50,7 +50,7 @@ async fn on_a_v1_cluster_a_task_falls_back_from_record_limit_to_batch_optimized(
     let all = eventually(T, || seen.lock().unwrap().len() >= 10).await;
     assert!(all, "records put: {:?}; failures: {:?}\n{}", seen.lock().unwrap(), connector.failures(), fake.dump());
     assert!(connector.failures().is_empty(), "{:?}", connector.failures());
-    connector.stop(T).await.unwrap();
+    connector.close(T).await.unwrap();
     let mut offsets = seen.lock().unwrap().clone();
     offsets.sort_unstable();
     assert_eq!(offsets, (0..10).collect::<Vec<i64>>());
@@ -149,7 +149,7 @@ async fn a_retriable_failure_of_one_record_reaches_only_that_record_in_both_mode
             }
         }
         assert!(connector.failures().is_empty(), "{mode}: {:?}", connector.failures());
-        connector.stop(T).await.unwrap();
+        connector.close(T).await.unwrap();
     }
 }
 
@@ -174,6 +174,6 @@ async fn a_fatal_error_releases_the_batch_in_both_modes() {
         .await;
         assert!(back, "{mode}: batch {first:?}, accepted {:?}\n{}", fake.accepted(0), fake.dump());
         assert!(first.iter().all(|o| !fake.accepted(0).contains(o)), "{mode}: accepted {:?}", fake.accepted(0));
-        connector.stop(T).await.unwrap();
+        connector.close(T).await.unwrap();
     }
 }

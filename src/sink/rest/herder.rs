@@ -157,7 +157,7 @@ impl Herder {
         });
         if let Some(d) = &herder.distributed {
             if let Err(e) = d.follow(Arc::downgrade(&herder)).await {
-                herder.shutdown().await;
+                herder.close().await;
                 return Err(e);
             }
         }
@@ -439,8 +439,9 @@ impl Herder {
         self.save(&entries)
     }
 
-    /// Stops every connector (the process is ending; the store keeps them for the next start).
-    pub async fn shutdown(&self) {
+    /// Closes every connector (the process is ending; the store keeps them for the next
+    /// start).
+    pub async fn close(&self) {
         if let Some(d) = &self.distributed {
             d.stop_following();
         }
@@ -448,6 +449,12 @@ impl Herder {
         for e in entries.values_mut() {
             halt(&self.worker, e).await;
         }
+    }
+
+    /// The former name of [`close`](Self::close).
+    #[deprecated(note = "use close (the crate's stop verb; `stop` is Connect's PUT /connectors/{name}/stop)")]
+    pub async fn shutdown(&self) {
+        self.close().await
     }
 
     fn save(&self, entries: &BTreeMap<String, Entry>) -> Result<(), RestError> {
@@ -482,7 +489,7 @@ async fn start(worker: &Worker, e: &mut Entry) {
 /// Stops the entry's connector, if it runs.
 async fn halt(worker: &Worker, e: &mut Entry) {
     if let Some(c) = e.running.take() {
-        if let Err(err) = c.stop(STOP_TIMEOUT).await {
+        if let Err(err) = c.close(STOP_TIMEOUT).await {
             tracing::warn!(connector = %c.name(), "stopping: {err}");
         }
         worker.forget_stopped();
