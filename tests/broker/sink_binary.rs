@@ -3,11 +3,11 @@
 //! Prometheus endpoint, SIGTERM stops cleanly. Waits are for conditions, never for time.
 
 use crate::common;
+use crate::common::sink_bin::{SinkBin, SinkProc};
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
@@ -15,98 +15,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kafka-share-sink");
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(common::unique(name));
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// The binary on a worker and a connector file, its metrics on a free port.
+fn start(worker: &Path, connector: &Path) -> SinkProc {
+    SinkBin::new().metrics().args([worker, connector]).start()
 }
 
-/// A running binary and the metrics address it printed.
-struct Proc {
-    child: Child,
-    metrics: String,
-    stdout: std::sync::mpsc::Receiver<String>,
-    /// Its stderr, when captured (`start_logging`).
-    stderr: Option<std::thread::JoinHandle<String>>,
-}
-
-impl Proc {
-    fn start(worker: &Path, connector: &Path) -> Proc {
-        Proc::spawn(worker, connector, &[], "warn", false)
-    }
-
-    /// Started with `args` and `RUST_LOG=info`, its stderr (a pipe) kept for `terminate`.
-    fn start_logging(worker: &Path, connector: &Path, args: &[&str]) -> Proc {
-        Proc::spawn(worker, connector, args, "info", true)
-    }
-
-    fn spawn(worker: &Path, connector: &Path, args: &[&str], log: &str, capture: bool) -> Proc {
-        // A free port on 127.0.0.1 unless the test gives the address.
-        let port: &[&str] = if args.contains(&"--metrics-address") { &[] } else { &["--metrics-port", "0"] };
-        let mut child = Command::new(BIN)
-            .args(port)
-            .args(args)
-            .arg(worker)
-            .arg(connector)
-            .env("RUST_LOG", log)
-            .stdout(Stdio::piped())
-            .stderr(if capture { Stdio::piped() } else { Stdio::inherit() })
-            .spawn()
-            .expect("start kafka-share-sink");
-        let stderr = child.stderr.take().map(|mut err| {
-            std::thread::spawn(move || {
-                let mut text = String::new();
-                let _ = std::io::Read::read_to_string(&mut err, &mut text);
-                text
-            })
-        });
-        let out = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut metrics = None;
-        while metrics.is_none() {
-            let line = rx.recv_timeout(Duration::from_secs(60)).expect("the binary printed its metrics address");
-            if let Some(rest) = line.strip_prefix("kafka-share-sink: metrics on http://") {
-                metrics = rest.strip_suffix("/metrics").map(str::to_string);
-            }
-        }
-        Proc { child, metrics: metrics.unwrap_or_default(), stdout: rx, stderr }
-    }
-
-    /// SIGTERM, then the exit status and what it printed meanwhile.
-    fn terminate(self) -> (std::process::ExitStatus, Vec<String>) {
-        let (status, lines, _) = self.terminate_with_stderr();
-        (status, lines)
-    }
-
-    /// As `terminate`, with the captured stderr (empty when not captured).
-    fn terminate_with_stderr(mut self) -> (std::process::ExitStatus, Vec<String>, String) {
-        let pid = self.child.id().to_string();
-        let killed = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
-        assert!(killed.success());
-        let status = self.child.wait().expect("wait");
-        // The reader thread may still hold the last lines: read until it ends (at EOF).
-        let mut lines = Vec::new();
-        while let Ok(l) = self.stdout.recv_timeout(Duration::from_secs(10)) {
-            lines.push(l);
-        }
-        // The process is gone: its stderr is at EOF.
-        let stderr = self.stderr.take().map(|t| t.join().unwrap_or_default()).unwrap_or_default();
-        (status, lines, stderr)
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        // A failed test must not leave the process running.
-        let _ = self.child.kill();
-    }
+/// Started with `args` and `RUST_LOG=info`, its stderr (a pipe) kept for `terminate`.
+fn start_logging(worker: &Path, connector: &Path, args: &[&str]) -> SinkProc {
+    // A free port on 127.0.0.1 unless the test gives the address.
+    let bin = if args.contains(&"--metrics-address") { SinkBin::new() } else { SinkBin::new().metrics() };
+    bin.args(args).args([worker, connector]).log("info").capture_stderr().start()
 }
 
 /// Scrapes `/metrics` and returns name -> value (summed over connectors).
@@ -157,7 +75,7 @@ async fn two_processes_on_one_connector_share_the_work_and_stop_cleanly() {
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "sinkbin", 3).await;
     let group = common::unique("connect-bin");
-    let dir = temp_dir("sinkbin");
+    let dir = common::temp_dir("sinkbin");
     let out = dir.join("out.txt");
     let worker = dir.join("worker.properties");
     std::fs::write(
@@ -179,8 +97,8 @@ async fn two_processes_on_one_connector_share_the_work_and_stop_cleanly() {
         ),
     )
     .unwrap();
-    let a = Proc::start(&worker, &connector);
-    let b = Proc::start(&worker, &connector);
+    let a = start(&worker, &connector);
+    let b = start(&worker, &connector);
     let before = scrape(&a.metrics).await;
     assert_eq!(m(&before, "sink-record-acquire-total"), 0.0);
 
@@ -229,16 +147,16 @@ async fn two_processes_on_one_connector_share_the_work_and_stop_cleanly() {
     assert_eq!((lines.len(), distinct.len()), (produced, produced), "each record written once");
 
     for p in [a, b] {
-        let (status, printed) = p.terminate();
-        assert!(status.success(), "exit {status:?}: {printed:?}");
-        assert!(printed.iter().any(|l| l.contains("stopped")), "{printed:?}");
+        let ended = p.terminate();
+        assert!(ended.status.success(), "exit {:?}: {:?}", ended.status, ended.stdout);
+        assert!(ended.stdout.iter().any(|l| l.contains("stopped")), "{:?}", ended.stdout);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn bad_files_exit_2_saying_why() {
-    let dir = temp_dir("sinkbad");
+    let dir = common::temp_dir("sinkbad");
     let worker = dir.join("worker.properties");
     std::fs::write(&worker, "bootstrap.servers=127.0.0.1:1\n").unwrap();
     let eos = dir.join("eos.json");
@@ -262,7 +180,7 @@ fn bad_files_exit_2_saying_why() {
 async fn the_metrics_address_is_the_one_given() {
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "sinkaddr", 1).await;
-    let dir = temp_dir("sinkaddr");
+    let dir = common::temp_dir("sinkaddr");
     let worker = dir.join("worker.properties");
     std::fs::write(&worker, format!("bootstrap.servers={}\n", common::bootstrap())).unwrap();
     let connector = dir.join("addr.properties");
@@ -276,14 +194,14 @@ async fn the_metrics_address_is_the_one_given() {
         ),
     )
     .unwrap();
-    let p = Proc::start_logging(&worker, &connector, &["--metrics-address", "0.0.0.0:0"]);
+    let p = start_logging(&worker, &connector, &["--metrics-address", "0.0.0.0:0"]);
     let (ip, port) = p.metrics.rsplit_once(':').expect("HOST:PORT printed");
     assert_eq!(ip, "0.0.0.0", "printed {}", p.metrics);
     let metrics = scrape(&format!("127.0.0.1:{port}")).await;
     assert_eq!(m(&metrics, "task-count"), 1.0, "{metrics:?}");
     // The times are in seconds, with the unit in the name (NaN: no batch yet).
     assert!(metrics.contains_key("kafka_connect_sink_task_put_batch_time_avg_seconds"), "{metrics:?}");
-    let (status, _) = p.terminate();
+    let status = p.terminate().status;
     assert!(status.success());
     // A bad address is a usage error that says what to give.
     let bad = Command::new(BIN).args(["--metrics-address", "0.0.0.0", "w", "c"]).output().unwrap();
@@ -298,7 +216,7 @@ async fn a_killed_worker_loses_nothing_a_second_worker_takes_the_rest() {
     let topic = common::new_topic(&admin, "sinkkill", 1).await;
     // A 6 s lock: what the killed process held comes back to the group soon.
     let group = common::new_group(&admin, "connect-kill", Some(6000)).await;
-    let dir = temp_dir("sinkkill");
+    let dir = common::temp_dir("sinkkill");
     let out = dir.join("out.txt");
     let worker = dir.join("worker.properties");
     std::fs::write(&worker, format!("bootstrap.servers={}\n", common::bootstrap())).unwrap();
@@ -313,16 +231,15 @@ async fn a_killed_worker_loses_nothing_a_second_worker_takes_the_rest() {
         ),
     )
     .unwrap();
-    let mut a = Proc::start(&worker, &connector);
+    let a = start(&worker, &connector);
     common::produce(&common::bootstrap(), &topic, 1, 200, "k").await;
     wait_until_async("the first worker to take records", Duration::from_secs(60), || async {
         m(&scrape(&a.metrics).await, "sink-record-acquire-total") > 0.0
     })
     .await;
-    a.child.kill().expect("kill -9");
-    a.child.wait().expect("wait");
+    a.kill_9();
     common::produce(&common::bootstrap(), &topic, 1, 200, "l").await;
-    let b = Proc::start(&worker, &connector);
+    let b = start(&worker, &connector);
     let want: BTreeSet<String> = (0..200).flat_map(|i| [format!("k-{i}"), format!("l-{i}")]).collect();
     wait_until_async("every record in the file", Duration::from_secs(90), || async {
         let text = std::fs::read_to_string(&out).unwrap_or_default();
@@ -330,7 +247,7 @@ async fn a_killed_worker_loses_nothing_a_second_worker_takes_the_rest() {
         want.is_subset(&have)
     })
     .await;
-    let (status, _) = b.terminate();
+    let status = b.terminate().status;
     assert!(status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -341,7 +258,7 @@ async fn a_killed_worker_loses_nothing_a_second_worker_takes_the_rest() {
 async fn logs_to_a_pipe_are_plain_text_or_json_lines() {
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "sinklog", 1).await;
-    let dir = temp_dir("sinklog");
+    let dir = common::temp_dir("sinklog");
     let worker = dir.join("worker.properties");
     std::fs::write(&worker, format!("bootstrap.servers={}\n", common::bootstrap())).unwrap();
     let connector = dir.join("file-sink.properties");
@@ -354,12 +271,14 @@ async fn logs_to_a_pipe_are_plain_text_or_json_lines() {
         ),
     )
     .unwrap();
-    let (status, _, text) = Proc::start_logging(&worker, &connector, &[]).terminate_with_stderr();
+    let ended = start_logging(&worker, &connector, &[]).terminate();
+    let (status, text) = (ended.status, ended.stderr);
     assert!(status.success(), "{status:?}");
     assert!(text.contains("INFO"), "the info lines are there: {text}");
     assert!(!text.contains('\u{1b}'), "no ANSI escape codes in a pipe: {text:?}");
 
-    let (status, _, text) = Proc::start_logging(&worker, &connector, &["--log-format", "json"]).terminate_with_stderr();
+    let ended = start_logging(&worker, &connector, &["--log-format", "json"]).terminate();
+    let (status, text) = (ended.status, ended.stderr);
     assert!(status.success(), "{status:?}");
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     assert!(!lines.is_empty(), "json lines were written");

@@ -7,7 +7,7 @@
 //! Every wait is for a condition with a generous deadline.
 
 use crate::common;
-use crate::sink_rest::Proc;
+use crate::common::sink_bin::{SinkBin, SinkProc};
 use crate::sink_rest_client::{call, state, wait_for, Answer};
 
 use std::collections::BTreeMap;
@@ -18,6 +18,12 @@ use std::time::Duration;
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kafka-share-sink");
+
+/// A worker with `--rest 127.0.0.1:0` in a directory of its own (a connector's relative
+/// `file` lands there).
+fn start_in(dir: &Path, worker: &Path) -> SinkProc {
+    SinkBin::new().rest().in_dir(dir).args([worker]).start()
+}
 
 fn read_lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default()
@@ -36,7 +42,7 @@ async fn workers_on_one_config_topic_share_their_connectors() {
     let topic = common::new_topic(&admin, "sinkdist", 2).await;
     let config_topic = common::unique("connect-configs");
     let group = common::unique("connect-dist");
-    let dir = crate::sink_rest::temp_dir("sinkdist");
+    let dir = common::temp_dir("sinkdist");
     let worker = dir.join("worker.properties");
     std::fs::write(
         &worker,
@@ -47,8 +53,8 @@ async fn workers_on_one_config_topic_share_their_connectors() {
     )
     .unwrap();
     let (dir_a, dir_b, dir_c) = (dir.join("a"), dir.join("b"), dir.join("c"));
-    let a = Proc::start_in(&dir_a, &worker);
-    let b = Proc::start_in(&dir_b, &worker);
+    let a = start_in(&dir_a, &worker);
+    let b = start_in(&dir_b, &worker);
 
     // The worker created the topic, compacted, one partition.
     let configs = admin.describe_topic_configs(&config_topic).await.expect("the config topic exists");
@@ -157,7 +163,7 @@ async fn workers_on_one_config_topic_share_their_connectors() {
     wait_for(&a.rest, "/connectors/dist-other/status", "dist-other gone on A", |s| s.status == 404).await;
 
     // A worker started later reads the connector from the topic before it serves.
-    let c = Proc::start_in(&dir_c, &worker);
+    let c = start_in(&dir_c, &worker);
     assert_eq!(call(&c.rest, "GET", "/connectors", None).await.body, Some(json!([name])));
     let on_c = call(&c.rest, "GET", &format!("/connectors/{name}/config"), None).await;
     assert_eq!(on_c.body.as_ref().map(|c| c["tasks.max"].clone()), Some(json!("2")), "{on_c:?}");
@@ -176,7 +182,7 @@ async fn workers_on_one_config_topic_share_their_connectors() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     for w in [a, b, c] {
-        assert!(w.terminate().success());
+        assert!(w.terminate().status.success());
     }
 
     // The topic reads as Connect's: `connector-<name>` with `{"properties"}`, target states
@@ -208,7 +214,7 @@ async fn workers_on_one_config_topic_share_their_connectors() {
 
 #[test]
 fn a_config_topic_the_worker_file_cannot_use_is_refused_with_what_to_do() {
-    let dir = crate::sink_rest::temp_dir("sinkdist-bad");
+    let dir = common::temp_dir("sinkdist-bad");
     let worker = dir.join("worker.properties");
     for (file, says) in [
         ("config.storage.topic=c\nlisteners=http://127.0.0.1:0\n", "bootstrap.servers"),

@@ -7,71 +7,17 @@
 //! Every wait is for a condition with a generous deadline.
 
 use crate::common;
+use crate::common::sink_bin::{SinkBin, SinkProc};
 use crate::sink_rest_client::{call, state, wait_for, Answer};
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kafka-share-sink");
-
-/// The binary with `--rest 127.0.0.1:0`, and the address it printed.
-pub(crate) struct Proc {
-    child: Child,
-    pub(crate) rest: String,
-}
-
-impl Proc {
-    pub(crate) fn start(worker: &Path) -> Proc {
-        Proc::start_in(Path::new("."), worker)
-    }
-
-    /// As `start`, in directory `dir` (created if missing): a connector's relative `file`
-    /// lands there, one directory per worker process.
-    pub(crate) fn start_in(dir: &Path, worker: &Path) -> Proc {
-        std::fs::create_dir_all(dir).expect("worker dir");
-        let mut child = Command::new(BIN)
-            .args(["--rest", "127.0.0.1:0"])
-            .arg(worker)
-            .current_dir(dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start kafka-share-sink");
-        let out = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut rest = None;
-        while rest.is_none() {
-            // 90 s: a distributed worker serves only once it has read its config topic.
-            let line = rx.recv_timeout(Duration::from_secs(90)).expect("the binary printed its REST address");
-            rest = line.strip_prefix("kafka-share-sink: REST API on http://").map(str::to_string);
-        }
-        Proc { child, rest: rest.unwrap_or_default() }
-    }
-
-    /// SIGTERM and the exit status.
-    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
-        self.child.wait().expect("wait")
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
+/// The binary with `--rest 127.0.0.1:0` on `worker`, in the test's directory.
+fn start(worker: &Path) -> SinkProc {
+    SinkBin::new().rest().args([worker]).start()
 }
 
 fn lines(path: &Path) -> usize {
@@ -90,18 +36,12 @@ fn expect(a: &Answer, status: u16, what: &str) {
     assert_eq!(a.status, status, "{what}: {a:?}");
 }
 
-pub(crate) fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(common::unique(name));
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rest_api_drives_a_file_sink_and_survives_a_restart() {
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "sinkrest", 2).await;
     let group = common::unique("connect-rest");
-    let dir = temp_dir("sinkrest");
+    let dir = common::temp_dir("sinkrest");
     let out = dir.join("out.txt");
     let worker = dir.join("worker.properties");
     std::fs::write(
@@ -113,7 +53,7 @@ async fn rest_api_drives_a_file_sink_and_survives_a_restart() {
         ),
     )
     .unwrap();
-    let p = Proc::start(&worker);
+    let p = start(&worker);
     let rest = p.rest.clone();
     let name = "rest-file";
     let config = json!({
@@ -225,8 +165,8 @@ async fn rest_api_drives_a_file_sink_and_survives_a_restart() {
     assert!(a.body.as_ref().unwrap()["message"].as_str().unwrap().contains("tasks.max"), "{a:?}");
 
     // The configuration outlives the process: started again, writing again.
-    assert!(p.terminate().success());
-    let p = Proc::start(&worker);
+    assert!(p.terminate().status.success());
+    let p = start(&worker);
     let rest = p.rest.clone();
     assert_eq!(call(&rest, "GET", "/connectors", None).await.body, Some(json!([name])));
     assert_eq!(
@@ -260,7 +200,7 @@ async fn rest_api_drives_a_file_sink_and_survives_a_restart() {
         assert!(a.body.as_ref().unwrap()["message"].as_str().unwrap().contains(name), "{a:?}");
     }
     assert_eq!(call(&rest, "GET", "/connectors", None).await.body, Some(json!([])));
-    assert!(p.terminate().success());
+    assert!(p.terminate().status.success());
     let stored = std::fs::read_to_string(dir.join("connectors.json")).unwrap();
     assert_eq!(serde_json::from_str::<Value>(&stored).unwrap(), json!({"connectors": {}}));
 }

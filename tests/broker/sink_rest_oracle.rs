@@ -12,8 +12,9 @@
 //! listed; the test fails if there is one.
 
 use crate::common;
+use crate::common::sink_bin::SinkBin;
+use crate::common::temp_dir;
 use crate::sink_connect_oracle::{connect_classpath, KillOnDrop};
-use crate::sink_rest::{temp_dir, Proc};
 use crate::sink_rest_client::{call, state, try_call, wait_for, Answer};
 
 use std::path::Path;
@@ -292,7 +293,7 @@ async fn connect_and_ours_answer_the_same_rest_calls_alike() {
     }
     let worker = dir.join("worker.properties");
     std::fs::write(&worker, format!("bootstrap.servers={}\n", common::bootstrap())).unwrap();
-    let ours = Proc::start(&worker);
+    let ours = SinkBin::new().rest().args([&worker]).start();
 
     let config = |class: &str, file: &str| json!({"connector.class": class, "topics": topic, "tasks.max": "1", "file": dir.join(file).display().to_string()});
     let connect_class = "bench.connect.BenchFileSinkConnector";
@@ -320,5 +321,5 @@ async fn connect_and_ours_answer_the_same_rest_calls_alike() {
     }
     assert_eq!(want.len(), got.len());
     assert!(disagreements.is_empty(), "{} disagreement(s):\n{}", disagreements.len(), disagreements.join("\n"));
-    assert!(ours.terminate().success());
+    assert!(ours.terminate().status.success());
 }

@@ -11,6 +11,8 @@ use kafka_share::cluster::{Cluster, ClusterConfig};
 
 pub mod proxy;
 pub mod secured;
+#[cfg(feature = "sink")]
+pub mod sink_bin;
 
 /// The single-node broker (env `KAFKA_BOOTSTRAP`, default 127.0.0.1:19092).
 pub fn bootstrap() -> String {
@@ -73,6 +75,13 @@ pub async fn cluster_admin() -> Admin {
 pub fn unique(prefix: &str) -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     format!("{prefix}-{nanos:x}-{:x}", rand_u32())
+}
+
+/// A fresh directory under the system's temporary one, named by [`unique`].
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(unique(name));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
 }
 
 fn rand_u32() -> u32 {

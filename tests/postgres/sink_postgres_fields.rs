@@ -5,9 +5,9 @@
 //! Waits are for conditions in the table, never for time.
 
 use crate::common;
+use crate::common::sink_bin::{SinkBin, SinkProc};
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
@@ -15,8 +15,6 @@ use kafka_share::sink::{PostgresSink, SinkError, SinkTask, TaskConfig};
 use kafka_share::ShareConsumer;
 
 use crate::sink_postgres::{pg, pg_url};
-
-const BIN: &str = env!("CARGO_BIN_EXE_kafka-share-sink");
 
 pub(crate) fn table_name(prefix: &str) -> String {
     common::unique(prefix).replace('-', "_")
@@ -89,40 +87,9 @@ pub(crate) async fn produce(topic: &str, records: &[(String, Option<String>)]) {
     p.close(Duration::from_secs(10)).await.expect("producer close");
 }
 
-/// The binary on `worker` and `connector`; killed (SIGKILL) when dropped.
-pub(crate) struct Sink(Child);
-
-impl Sink {
-    pub(crate) fn start(worker: &std::path::Path, connector: &std::path::Path) -> Sink {
-        let child = Command::new(BIN)
-            .args(["--metrics-port", "0"])
-            .arg(worker)
-            .arg(connector)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start kafka-share-sink");
-        Sink(child)
-    }
-
-    fn kill_9(mut self) {
-        self.0.kill().expect("kill -9");
-        self.0.wait().expect("wait");
-    }
-
-    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
-        let pid = self.0.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
-        self.0.wait().expect("wait")
-    }
-}
-
-impl Drop for Sink {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// The binary on `worker` and `connector` (its metrics on a free port); killed when dropped.
+pub(crate) fn start_sink(worker: &std::path::Path, connector: &std::path::Path) -> SinkProc {
+    SinkBin::new().metrics().args([worker, connector]).start()
 }
 
 /// 10,000 records (8,000 keys, then 2,000 updates of earlier keys), then 2,000 tombstones,
@@ -173,7 +140,7 @@ async fn upsert_and_delete_by_key_end_with_the_last_values_across_a_kill_9() {
     // Half the keys, then the table locked, then the other half: the sink's next write waits
     // on the lock, and the process is killed there, with records acquired and not written.
     produce(&topic, &first[..KEYS / 2]).await;
-    let a = Sink::start(&worker, &connector);
+    let a = start_sink(&worker, &connector);
     wait_until("the first half in the table", Duration::from_secs(120), || async {
         count(&db, &q("SELECT count(*) FROM {t}")).await == (KEYS / 2) as i64
     })
@@ -193,7 +160,7 @@ async fn upsert_and_delete_by_key_end_with_the_last_values_across_a_kill_9() {
     assert!(rows_at_kill < KEYS as i64, "the kill came in the middle ({rows_at_kill} rows)");
 
     // A new process finishes the first pass; then 2,000 updates; then the tombstones.
-    let b = Sink::start(&worker, &connector);
+    let b = start_sink(&worker, &connector);
     wait_until("every key in the table", Duration::from_secs(120), || async {
         count(&db, &q("SELECT count(*) FROM {t}")).await == KEYS as i64
     })
@@ -215,7 +182,7 @@ async fn upsert_and_delete_by_key_end_with_the_last_values_across_a_kill_9() {
         count(&db, &q("SELECT count(*) FROM {t}")).await == surviving
     })
     .await;
-    let status = b.terminate();
+    let status = b.terminate().status;
     assert!(status.success(), "{status:?}");
 
     // Exactly the surviving keys, with their last values.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::sink_postgres::{pg, pg_url};
-use crate::sink_postgres_fields::{columns, count, produce, table_name, wait_until, Sink};
+use crate::sink_postgres_fields::{columns, count, produce, start_sink, table_name, wait_until};
 
 fn field(name: &str, ty: &str, logical: Option<&str>, optional: bool) -> Value {
     let mut f = json!({"field": name, "type": ty, "optional": optional});
@@ -88,10 +88,10 @@ async fn json_converter_schemas_type_the_columns_auto_create_makes() {
         (1..=3).map(|i| (format!("k{i}"), Some(envelope(i, (i == 2).then_some("second"))))).collect();
     produce(&topic, &records).await;
 
-    let sink = Sink::start(&worker, &connector);
+    let sink = start_sink(&worker, &connector);
     let rows = format!("SELECT count(*) FROM \"{table}\"");
     wait_until("the 3 rows in the table", Duration::from_secs(120), || async { count(&db, &rows).await == 3 }).await;
-    assert!(sink.terminate().success(), "a clean exit on SIGTERM");
+    assert!(sink.terminate().status.success(), "a clean exit on SIGTERM");
 
     let cols = columns(&db, &table).await;
     assert_eq!(
