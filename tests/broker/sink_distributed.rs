@@ -3,7 +3,8 @@
 //! A connector created through worker A's REST API runs on B too, and the records are
 //! written once, by the two together, into each worker's own file (a relative `file` path,
 //! each worker in its own directory); a configuration changed through B reaches A; a worker
-//! started later reads the connectors from the topic; a delete through A stops it on all.
+//! started later reads the connectors from the topic; a delete through A stops it on all; a
+//! restart through A restarts B's failed task.
 //! Every wait is for a condition with a generous deadline.
 
 use crate::common;
@@ -234,4 +235,58 @@ fn a_config_topic_the_worker_file_cannot_use_is_refused_with_what_to_do() {
         assert_eq!(out.status.code(), Some(2), "{file}: {err}");
         assert!(err.contains(says), "{file}: {err}");
     }
+}
+
+/// A restart through worker A reaches worker B (Connect's `restart-connector-<name>` record
+/// in the config topic): the connector's task fails on B alone (its `out.txt` is a
+/// directory there), the cause is removed, and `restart?onlyFailed=true` sent to A brings
+/// B's task back to RUNNING. Before, a restart acted on the worker asked only, and B's task
+/// stayed FAILED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_through_one_worker_restarts_the_failed_tasks_of_another() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sinkdist-restart", 1).await;
+    let config_topic = common::unique("connect-configs-restart");
+    let dir = common::temp_dir("sinkdist-restart");
+    let worker = dir.join("worker.properties");
+    std::fs::write(
+        &worker,
+        format!(
+            "bootstrap.servers={}\ngroup.id=dist-restart\nconfig.storage.topic={config_topic}\nconfig.storage.replication.factor=1\n",
+            common::bootstrap()
+        ),
+    )
+    .unwrap();
+    let (dir_a, dir_b) = (dir.join("a"), dir.join("b"));
+    // On B the file sink cannot open `out.txt`: it is a directory.
+    let blocked = dir_b.join("out.txt");
+    std::fs::create_dir_all(&blocked).unwrap();
+    let a = start_in(&dir_a, &worker);
+    let b = start_in(&dir_b, &worker);
+
+    let name = "dist-restart";
+    let config = json!({
+        "connector.class": "FileStreamSink", "file": "out.txt", "topics": topic, "tasks.max": "1",
+        "share.group.id": common::unique("connect-dist-restart"), "share.auto.offset.reset": "earliest"
+    });
+    let created = call(&a.rest, "POST", "/connectors", Some(&json!({"name": name, "config": config}))).await;
+    assert_eq!(created.status, 201, "{created:?}");
+    let status = format!("/connectors/{name}/status");
+    wait_for(&a.rest, &status, "RUNNING on A", |s| running_tasks(s, 1)).await;
+    let task_failed = |s: &Answer| s.body.as_ref().is_some_and(|b| b["tasks"][0]["state"] == "FAILED");
+    wait_for(&b.rest, &status, "the task FAILED on B", task_failed).await;
+
+    std::fs::remove_dir(&blocked).unwrap();
+    let restart = format!("/connectors/{name}/restart?includeTasks=true&onlyFailed=true");
+    let answer = call(&a.rest, "POST", &restart, None).await;
+    // A's own plan: nothing failed there, so nothing restarts there.
+    assert_eq!(answer.status, 202, "{answer:?}");
+    assert_eq!(answer.body.as_ref().map(|b| b["connector"]["state"].clone()), Some(json!("RUNNING")), "{answer:?}");
+    wait_for(&b.rest, &status, "B's task RUNNING again after a restart sent to A", |s| running_tasks(s, 1)).await;
+    assert!(dir_b.join("out.txt").is_file(), "B's restarted task created its file");
+
+    for w in [a, b] {
+        assert!(w.terminate().status.success());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,9 +5,10 @@
 //! |---|---|
 //! | `connector-<name>` | `{"properties": {...}}`: the connector's configuration; a tombstone deletes it |
 //! | `target-state-<name>` | `{"state": "PAUSED", "state.v2": "STOPPED"}`: what the user asked (`state` is the value older Connect workers read: `STOPPED` is written there as `PAUSED`, as Connect does) |
+//! | `restart-connector-<name>` | `{"include-tasks": true, "only-failed": false}`: a restart, applied by every worker that reads it live (not by one catching up at its start, as Connect) |
 //!
-//! Connect's other keys (`task-*`, `commit-*`, `restart-connector-*`, `session-key`) are
-//! read as [`ConfigRecord::Other`] and ignored: tasks here are not assigned by a leader.
+//! Connect's other keys (`task-*`, `commit-*`, `session-key`, ...) are read as
+//! [`ConfigRecord::Other`] and ignored: tasks here are not assigned by a leader.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +18,7 @@ use super::store::TargetState;
 
 const CONNECTOR: &str = "connector-";
 const TARGET_STATE: &str = "target-state-";
+const RESTART: &str = "restart-connector-";
 
 /// One record of the config topic, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +27,8 @@ pub(crate) enum ConfigRecord {
     Connector { name: String, config: Option<BTreeMap<String, String>> },
     /// `target-state-<name>`: its target state, or `None` (a tombstone, written after a delete).
     Target { name: String, state: Option<TargetState> },
+    /// `restart-connector-<name>`: restart it (Connect's `includeTasks` and `onlyFailed`).
+    Restart { name: String, include_tasks: bool, only_failed: bool },
     /// A key this runtime does not use (Connect's task and commit records), with the key.
     Other(String),
 }
@@ -54,6 +58,12 @@ pub(crate) fn target_tombstone(name: &str) -> (String, Option<Vec<u8>>) {
     (format!("{TARGET_STATE}{name}"), None)
 }
 
+/// The record that asks every worker to restart `name`.
+pub(crate) fn restart_record(name: &str, include_tasks: bool, only_failed: bool) -> (String, Option<Vec<u8>>) {
+    let value = json!({"include-tasks": include_tasks, "only-failed": only_failed});
+    (format!("{RESTART}{name}"), Some(value.to_string().into_bytes()))
+}
+
 /// Reads one record. A record that is not what its key says (not JSON, no `properties`, a
 /// setting that is not a string) is an error naming the key, never a panic: the topic is
 /// shared and anyone with write access may have written it.
@@ -63,7 +73,19 @@ pub(crate) fn decode(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<ConfigR
         Some(Err(_)) => return Err("a record whose key is not UTF-8".to_string()),
         None => return Err("a record without a key".to_string()),
     };
-    // `target-state-` does not start with `connector-`, so the order of these tests is free.
+    // `target-state-` and `restart-connector-` do not start with `connector-`, so the order
+    // of these tests is free.
+    if let Some(name) = key.strip_prefix(RESTART) {
+        let v = value.ok_or_else(|| format!("{key}: a tombstone, not a restart request"))?;
+        let o = json_object(v).map_err(|why| format!("{key}: {why}"))?;
+        // As Connect: a flag that is missing or not a boolean is false.
+        let flag = |k: &str| o.get(k).and_then(Value::as_bool).unwrap_or(false);
+        return Ok(ConfigRecord::Restart {
+            name: name.to_string(),
+            include_tasks: flag("include-tasks"),
+            only_failed: flag("only-failed"),
+        });
+    }
     if let Some(name) = key.strip_prefix(TARGET_STATE) {
         let state = match value {
             None => None,
@@ -132,6 +154,12 @@ mod tests {
             assert_eq!(read(target_record("a", s)), Ok(ConfigRecord::Target { name: "a".into(), state: Some(s) }));
         }
         assert_eq!(read(target_tombstone("a")), Ok(ConfigRecord::Target { name: "a".into(), state: None }));
+        for (include_tasks, only_failed) in [(false, false), (true, false), (false, true), (true, true)] {
+            assert_eq!(
+                read(restart_record("a-b", include_tasks, only_failed)),
+                Ok(ConfigRecord::Restart { name: "a-b".into(), include_tasks, only_failed })
+            );
+        }
     }
 
     #[test]
@@ -145,6 +173,12 @@ mod tests {
         assert_eq!(r, ConfigRecord::Target { name: "f".into(), state: Some(TargetState::Stopped) });
         let r = decode(Some(b"target-state-f"), Some(br#"{"state":"PAUSED"}"#)).unwrap();
         assert_eq!(r, ConfigRecord::Target { name: "f".into(), state: Some(TargetState::Paused) });
+        let v = br#"{"include-tasks":true,"only-failed":true}"#;
+        let r = decode(Some(b"restart-connector-f"), Some(v)).unwrap();
+        assert_eq!(r, ConfigRecord::Restart { name: "f".into(), include_tasks: true, only_failed: true });
+        // A flag that is missing or not a boolean is false, as Connect reads it.
+        let r = decode(Some(b"restart-connector-f"), Some(br#"{"only-failed":"yes"}"#)).unwrap();
+        assert_eq!(r, ConfigRecord::Restart { name: "f".into(), include_tasks: false, only_failed: false });
         let task = decode(Some(b"task-f-0"), Some(br#"{"properties":{}}"#)).unwrap();
         assert_eq!(task, ConfigRecord::Other("task-f-0".into()));
     }
@@ -157,10 +191,12 @@ mod tests {
             (b"connector-a", br#"{"props":{}}"#),
             (b"connector-a", br#"{"properties":{"x":1}}"#),
             (b"target-state-a", br#"{"state":"SLEEPING"}"#),
+            (b"restart-connector-a", b"true"),
         ] {
             let e = decode(Some(k), Some(v)).unwrap_err();
             assert!(e.starts_with(std::str::from_utf8(k).unwrap()), "{e}");
         }
+        assert!(decode(Some(b"restart-connector-a"), None).unwrap_err().contains("tombstone"));
         assert!(decode(None, Some(b"{}")).is_err());
         assert!(decode(Some(&[0xff, 0xfe]), None).is_err());
     }

@@ -178,7 +178,7 @@ impl Distributed {
         let end = end.get(&tp(&self.topic)).and_then(|l| l.offset).unwrap_or(0);
         let feed = self.feed.lock().map_err(|_| poisoned())?.take();
         if let Some(feed) = feed {
-            let task = tokio::spawn(follow(self.admin.clone(), self.topic.clone(), herder, feed));
+            let task = tokio::spawn(follow(self.admin.clone(), self.topic.clone(), herder, feed, end));
             *self.follower.lock().map_err(|_| poisoned())? = Some(task);
         }
         self.wait_applied(end, CATCH_UP_WAIT)
@@ -246,8 +246,11 @@ fn poisoned() -> Error {
 }
 
 /// Reads the topic from its start, applying each record to the herder, until the herder is
-/// gone. A broker error is logged and the read asked again after a backoff.
-async fn follow(admin: Admin, topic: String, herder: Weak<Herder>, applied: watch::Sender<i64>) {
+/// gone. A broker error is logged and the read asked again after a backoff. A restart
+/// request before `history_end` (the topic's end when this worker started) is history, not
+/// applied (as Connect): the restart it asked for happened, before this worker ran anything,
+/// and the compacted topic keeps the last one of each connector for ever.
+async fn follow(admin: Admin, topic: String, herder: Weak<Herder>, applied: watch::Sender<i64>, history_end: i64) {
     let tp = tp(&topic);
     let mut offset = 0;
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
@@ -259,6 +262,9 @@ async fn follow(admin: Admin, topic: String, herder: Weak<Herder>, applied: watc
                     let Some(h) = herder.upgrade() else { return };
                     match decode(r.key.as_deref(), r.value.as_deref()) {
                         Ok(ConfigRecord::Other(key)) => tracing::debug!(%topic, %key, "config record not used here"),
+                        Ok(ConfigRecord::Restart { name, .. }) if r.offset < history_end => {
+                            tracing::debug!(%topic, connector = %name, "a restart from before this worker started: history")
+                        }
                         Ok(record) => h.apply(record).await,
                         Err(why) => tracing::warn!(%topic, offset = r.offset, "config record skipped: {why}"),
                     }

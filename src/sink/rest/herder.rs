@@ -20,7 +20,9 @@ use std::time::Duration;
 
 use tokio::sync::Mutex;
 
-use super::config_records::{connector_record, connector_tombstone, target_record, target_tombstone, ConfigRecord};
+use super::config_records::{
+    connector_record, connector_tombstone, restart_record, target_record, target_tombstone, ConfigRecord,
+};
 use super::config_topic::{ConfigTopic, Distributed};
 use super::error::RestError;
 use super::store::{Store, Stored, TargetState};
@@ -192,6 +194,13 @@ impl Herder {
                         }
                     }
                     (_, state) => d.hold_target(&name, state),
+                }
+            }
+            ConfigRecord::Restart { name, only_failed, .. } => {
+                // Each worker restarts its own tasks, judged failed or not by its own status.
+                match self.restart_here(&name, only_failed).await {
+                    Ok(_) | Err(RestError::NotFound { .. }) => {}
+                    Err(e) => tracing::warn!(connector = %name, "restart from the config topic failed: {e}"),
                 }
             }
             ConfigRecord::Other(_) => {}
@@ -397,27 +406,43 @@ impl Herder {
 
     /// `POST /connectors/{name}/restart`: a running (or failed) connector stopped and
     /// started again, with its tasks (they are one engine here: Connect's restart of the
-    /// connector alone restarts them too); a paused or stopped one is left so. With
-    /// `only_failed` (Connect's `onlyFailed=true`) only a connector with a failure is
-    /// restarted. Answers the status as it was, what restarts marked `RESTARTING`, as
-    /// Connect's `includeTasks=true` answer shows it.
-    pub async fn restart(&self, name: &str, only_failed: bool) -> Result<ConnectorStatus, RestError> {
-        let mut entries = self.entries.lock().await;
-        let e = entries.get_mut(name).ok_or_else(|| not_found(name))?;
-        let mut plan = status_of(name, e);
-        let failed =
-            plan.state == ConnectorState::Failed || plan.tasks.iter().any(|t| t.state == ConnectorState::Failed);
-        if e.target != TargetState::Running || (only_failed && !failed) {
+    /// connector alone restarts them too, so `include_tasks` changes nothing here but is
+    /// kept in the config topic's record for Connect's readers); a paused or stopped one is
+    /// left so. With `only_failed` (Connect's `onlyFailed=true`) only a connector with a
+    /// failure is restarted. Answers the status as it was, what restarts marked
+    /// `RESTARTING`, as Connect's `includeTasks=true` answer shows it.
+    ///
+    /// In distributed mode the restart is a `restart-connector-<name>` record in the config
+    /// topic, as Connect writes it: every worker restarts its own tasks of the connector
+    /// (with `only_failed`, the workers where it failed), and the answer (this worker's
+    /// plan) comes once this worker has applied it.
+    pub async fn restart(
+        &self,
+        name: &str,
+        include_tasks: bool,
+        only_failed: bool,
+    ) -> Result<ConnectorStatus, RestError> {
+        if let Some(d) = &self.distributed {
+            let plan = {
+                let entries = self.entries.lock().await;
+                restart_plan(name, entries.get(name).ok_or_else(|| not_found(name))?, only_failed).0
+            };
+            d.publish(vec![restart_record(name, include_tasks, only_failed)]).await?;
             return Ok(plan);
         }
-        plan.state = ConnectorState::Restarting;
-        plan.trace = None;
-        for t in &mut plan.tasks {
-            t.state = ConnectorState::Restarting;
-            t.trace = None;
+        self.restart_here(name, only_failed).await
+    }
+
+    /// The restart on this worker alone (a task restart, or a restart record read from the
+    /// config topic).
+    pub(super) async fn restart_here(&self, name: &str, only_failed: bool) -> Result<ConnectorStatus, RestError> {
+        let mut entries = self.entries.lock().await;
+        let e = entries.get_mut(name).ok_or_else(|| not_found(name))?;
+        let (plan, restarts) = restart_plan(name, e, only_failed);
+        if restarts {
+            halt(&self.worker, e).await;
+            start(&self.worker, e).await;
         }
-        halt(&self.worker, e).await;
-        start(&self.worker, e).await;
         Ok(plan)
     }
 
@@ -496,6 +521,24 @@ async fn halt(worker: &Worker, e: &mut Entry) {
     }
 }
 
+/// What a restart of `e` does: its status with what restarts marked `RESTARTING`, and
+/// whether anything restarts (a paused or stopped connector, or with `only_failed` one
+/// without a failure, is left so).
+fn restart_plan(name: &str, e: &Entry, only_failed: bool) -> (ConnectorStatus, bool) {
+    let mut plan = status_of(name, e);
+    let failed = plan.state == ConnectorState::Failed || plan.tasks.iter().any(|t| t.state == ConnectorState::Failed);
+    if e.target != TargetState::Running || (only_failed && !failed) {
+        return (plan, false);
+    }
+    plan.state = ConnectorState::Restarting;
+    plan.trace = None;
+    for t in &mut plan.tasks {
+        t.state = ConnectorState::Restarting;
+        t.trace = None;
+    }
+    (plan, true)
+}
+
 fn tasks_max(e: &Entry) -> usize {
     e.config.get("tasks.max").and_then(|v| v.trim().parse().ok()).unwrap_or(1)
 }
@@ -560,7 +603,7 @@ mod tests {
         assert_eq!(h.pause("x").await.unwrap_err().status(), 404);
         assert_eq!(h.resume("x").await.unwrap_err().status(), 404);
         assert_eq!(h.stop("x").await.unwrap_err().status(), 404);
-        assert_eq!(h.restart("x", false).await.unwrap_err().status(), 404);
+        assert_eq!(h.restart("x", false, false).await.unwrap_err().status(), 404);
         assert_eq!(h.delete("x").await.unwrap_err().status(), 404);
         assert_eq!(h.patch_config("x", BTreeMap::new()).await.unwrap_err().status(), 404);
         assert!(h.names().await.is_empty());
@@ -601,7 +644,7 @@ mod tests {
         assert_eq!(s.state, ConnectorState::Paused);
         assert!(s.tasks.iter().all(|t| t.state == ConnectorState::Paused) && s.tasks.len() == 3);
         // A restart leaves a paused connector paused.
-        assert_eq!(h.restart("a", false).await.unwrap().state, ConnectorState::Paused);
+        assert_eq!(h.restart("a", true, false).await.unwrap().state, ConnectorState::Paused);
         let patched = h.patch_config("a", BTreeMap::from([("tasks.max".to_string(), None)])).await.unwrap();
         assert_eq!(patched.config.get("tasks.max"), None);
         // What a restart of the process finds.

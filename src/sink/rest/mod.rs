@@ -12,7 +12,7 @@
 //! | `PATCH /connectors/{name}/config` | 200: the settings given replace theirs (`null` removes one), then as PUT |
 //! | `GET /connectors/{name}/status` | `{"name", "connector": {"state", "worker_id"}, "tasks": [{"id", "state", "worker_id"}], "type"}` |
 //! | `GET /connectors/{name}/tasks` | `[{"id": {"connector", "task"}, "config"}]` (each task runs on the connector's settings) |
-//! | `GET .../tasks/{id}/status`, `POST .../tasks/{id}/restart` | the task's state; 204 (the tasks are one engine: the connector restarts) |
+//! | `GET .../tasks/{id}/status`, `POST .../tasks/{id}/restart` | the task's state; 204 (the tasks are one engine: the connector restarts, on this worker) |
 //! | `PUT .../pause`, `PUT .../resume` | 202 |
 //! | `PUT .../stop`, `POST .../restart`, `DELETE /connectors/{name}` | 204 (`restart?includeTasks=true` or `onlyFailed=true`: 202 and the status, what restarts marked `RESTARTING`) |
 //! | `GET /connector-plugins` | `[{"class", "type": "sink", "version"}]` |
@@ -38,7 +38,10 @@
 //!   set `tasks.max` to T/N). So no leader, no rebalance, and no `task-*` records.
 //! - A status answer is the answering worker's: its own tasks, its address as `worker_id`.
 //!   The connector's state (RUNNING, PAUSED, STOPPED) is the same on every worker.
-//! - `restart` restarts the connector on the worker asked only.
+//! - `POST /connectors/{name}/restart` restarts the connector on every worker: it is a
+//!   `restart-connector-<name>` record in the topic, as Connect writes it, and each worker
+//!   restarts its own tasks of it (with `onlyFailed=true`, the workers where it failed). A
+//!   task restart (`.../tasks/{id}/restart`) restarts the asked worker's tasks only.
 //! - Two workers creating one name at the same moment may both answer 201: the topic
 //!   orders the two writes and the later configuration wins everywhere.
 //! - No offset or status topics: share groups keep the progress on the broker.

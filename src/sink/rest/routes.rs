@@ -273,8 +273,9 @@ pub(crate) async fn handle(cx: &Context<'_>, route: Route, body: &[u8]) -> Resul
             if !h.status(&n).await?.tasks.iter().any(|t| t.id == id) {
                 return Err(RestError::NoTask { name: n, id });
             }
-            // The tasks are one engine: restarting one restarts the connector.
-            h.restart(&n, false).await?;
+            // The tasks are one engine: restarting one restarts the connector, on this worker
+            // alone (each worker runs tasks 0 .. tasks.max of its own).
+            h.restart_here(&n, false).await?;
             Reply::empty(204)
         }
         Route::Pause(n) => {
@@ -290,7 +291,7 @@ pub(crate) async fn handle(cx: &Context<'_>, route: Route, body: &[u8]) -> Resul
             Reply::empty(204)
         }
         Route::Restart { name, include_tasks, only_failed } => {
-            let plan = h.restart(&name, only_failed).await?;
+            let plan = h.restart(&name, include_tasks, only_failed).await?;
             match include_tasks || only_failed {
                 true => Reply::json(202, bodies::status(&plan, cx.worker_id)),
                 false => Reply::empty(204),
