@@ -69,7 +69,8 @@ mod tests {
             .collect()
     }
 
-    #[tokio::test]
+    // Paused time: the 10 ms timeout below fires once every task waits, not after real time.
+    #[tokio::test(start_paused = true)]
     async fn commit_sync_is_busy_while_it_waits_and_leaves_however_it_ends() {
         let (c, mut rx) = consumer();
         // Answered: busy from after the commit was handed over until the answer came.

@@ -174,7 +174,9 @@ async fn close_gives_up_at_its_timeout_when_the_broker_does_not_answer() {
     assert!(fake_broker::eventually(T, || fake.held().is_empty()).await, "{:?}", fake.held());
 }
 
-#[tokio::test]
+// Paused time: the fake holds the heartbeat on a tokio timer, so its 5 s pass as soon as
+// every task waits (the fake reads no wall clock on this path: no lock lapses here).
+#[tokio::test(start_paused = true)]
 async fn close_sends_the_leave_even_when_a_heartbeat_is_in_flight() {
     // Found by running these tests on a loaded machine: a regular heartbeat in flight when
     // close reached its leave step had its answer taken for the leave's, so no leave was sent.

@@ -9,7 +9,9 @@ use std::time::Duration;
 use fake_broker::{Action, FakeCluster, FakeConfig, Rule};
 use kafka_share::cluster::{Cluster, ClusterConfig};
 
-#[tokio::test]
+// Paused time: the hung node's 500 ms request timeout is a tokio timer (the connection's),
+// so it fires as soon as every task waits, not after real time.
+#[tokio::test(start_paused = true)]
 async fn metadata_refreshes_skip_a_broker_that_just_failed() {
     let fake = FakeCluster::start(FakeConfig::cluster(&[1, 2], &[1, 2])).await;
     let mut cfg = ClusterConfig::new(fake.addr(2));
