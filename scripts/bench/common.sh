@@ -39,8 +39,22 @@ bench_broker_up() { # LOG [NODES]
     info "broker $KAFKA_VER at $BOOTSTRAP"
 }
 
+# Builds the harnesses (bench/: the `kafka-share-bench` binary, every subcommand) with cargo's
+# PROFILE (release or debug) and sets KSB to the binary. The same build in every script (the
+# crate's features are fixed in bench/Cargo.toml), so the scripts of one run, and the smoke
+# runs after .ci/run's build step, find it built. Further arguments go to cargo (--features
+# tls). Returns non-zero with cargo's output in LOG when it does not build.
+bench_build() { # PROFILE LOG [cargo args...]
+    local profile=$1 log=$2 flag=()
+    shift 2
+    [[ $profile == release ]] && flag=(--release)
+    KSB=${CARGO_TARGET_DIR:-$SCRIPT_DIR/../target}/$profile/kafka-share-bench
+    info "building kafka-share-bench ($profile${*:+, $*})"
+    (cd "$SCRIPT_DIR/.." && cargo build "${flag[@]}" -p kafka-share-bench "$@") >"$log" 2>&1
+}
+
 # Creates TOPIC with PARTITIONS partitions and writes RECORDS values of SIZE bytes with our
-# producer (KS: examples/bench_consumer); sets PRODUCE_LINE (its summary). Dies on failure.
+# producer (KS: kafka-share-bench); sets PRODUCE_LINE (its summary). Dies on failure.
 bench_produce() { # KS TOPIC RECORDS SIZE PARTITIONS LOG
     info "producing $3 records to $2"
     "$1" produce --bootstrap "$BOOTSTRAP" --topic "$2" --records "$3" --size "$4" --partitions "$5" >"$6" 2>&1 ||

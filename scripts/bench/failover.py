@@ -7,7 +7,7 @@
 
 RUN_JSON (written by the script): client, run, records, plan (leaders, coordinator), victim,
 kill_ms, restart_ms, served_ms, rc, error. EVENTS: the consumer's events file (see
-examples/failover_bench.rs). LOG_DIR: the cluster's broker-N.log files, where the controller
+kafka-share-bench failover, bench/src/failover.rs). LOG_DIR: the cluster's broker-N.log files, where the controller
 writes when it fences the dead broker.
 """
 import json

@@ -81,7 +81,7 @@ def run(client, rnd, log, timefile, rc, records, size, load):
         if row.get("elapsed_s"):
             row["rate"] = row["records"] / row["elapsed_s"]
             row["mb_s"] = row["records"] * int(size) / row["elapsed_s"] / 1e6
-    # Our consumer's own account of its fetches (examples/bench_consumer.rs, from the
+    # Our consumer's own account of its fetches (kafka-share-bench consume, bench/src/peers.rs, from the
     # consumer's metrics): how many ShareFetch requests, records per answer, and the round
     # trip (send to answer, the broker's wait included). The evidence bench-grid reads.
     f = re.findall(r"bench_consumer: ([0-9.]+) ShareFetch requests \(([0-9.]+) records each\), "

@@ -123,9 +123,9 @@ def report(run_dir, out):
     m["mean_sleep"] = mean_sleep
     m["slow_rule"] = ("the record at offset *o* with (*o* + 1) %% %d = 0 sleeps %d ms instead" % (se, sm)) if se > 0 else "no record is slow"
     names = {
-        "ceiling": "ceiling: the same handlers on records from memory, no Kafka (examples/ceiling_bench.rs)",
+        "ceiling": "ceiling: the same handlers on records from memory, no Kafka (bench/src/ceiling.rs)",
         "ours": "**kafka-share processor engine** (`kafka_share::processor`)",
-        "barrier": "kafka-share `ShareConsumer`, batch barrier (examples/barrier_bench.rs)",
+        "barrier": "kafka-share `ShareConsumer`, batch barrier (bench/src/barrier.rs)",
         "java": "Java `KafkaShareConsumer` %s + %d-thread pool (peers/java ProcessBench)" % (m["java_clients"], c),
     }
     args = "--records %d --peer-records %d --partitions %d --rounds %d --concurrency %d --work-ms %d --slow-every %d --slow-ms %d" % (
@@ -143,11 +143,11 @@ def report(run_dir, out):
         "same on every side: a record's handler sleeps %(work_ms)d ms, except that %(slow_rule)s. The processor engine processes "
         "%(records)d records; the two peers, which wait at every poll for the batch's slowest record, %(peer_records)d (compare "
         "records/s, not seconds)." % m), ""]
-    md.append("- **ceiling**: `examples/ceiling_bench.rs`: the engine's handler (`examples/support/work.rs`, the same "
+    md.append("- **ceiling**: `bench/src/ceiling.rs`: the engine's handler (`bench/src/work.rs`, the same "
               "sleeps on the same tokio timer) with %d slots, on the topic's records fed from memory as fast as a slot "
               "frees: no fetch, no acknowledgement. What the handlers allow on this machine in this run; its "
               "acquisition is the moment a slot takes the record." % c)
-    md.append("- **processor engine**: `examples/processor_bench.rs` on `kafka_share::processor` (command: `%s`)." % esc(m["process_cmd"]))
+    md.append("- **processor engine**: `bench/src/process.rs` on `kafka_share::processor` (command: `%s`)." % esc(m["process_cmd"]))
     md.append("- **batch barrier**: the pattern of `examples/concurrent_workers.rs`: poll, one tokio task per record (a semaphore "
               "lets %d run), each acknowledges its record, wait for the whole batch, poll again." % c)
     md.append("- **Java**: `KafkaShareConsumer` (`org.apache.kafka:kafka-clients` %s, `share.acknowledgement.mode=explicit`, "

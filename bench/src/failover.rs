@@ -2,11 +2,11 @@
 //! consumer, and the consumer writes down everything it saw, for the script to measure.
 //!
 //! ```text
-//! cargo run --release --example failover_bench -- setup --bootstrap B --topic T --group G
+//! cargo run --release -p kafka-share-bench -- failover setup --bootstrap B --topic T --group G
 //!       --records N [--partitions 6] [--size 100]
-//! cargo run --release --example failover_bench -- consume --bootstrap B --topic T --group G
+//! cargo run --release -p kafka-share-bench -- failover consume --bootstrap B --topic T --group G
 //!       --records N --events FILE [--signal-at 20000 --signal-file FILE] [--timeout-s 180]
-//! cargo run --release --example failover_bench -- cleanup --bootstrap B [--topic T ...] [--group G ...]
+//! cargo run --release -p kafka-share-bench -- failover cleanup --bootstrap B [--topic T ...] [--group G ...]
 //! ```
 //!
 //! `setup` creates the topic (replication factor 3, `min.insync.replicas=2`), writes N records
@@ -41,12 +41,10 @@ use kafka_share::consumer::AcknowledgementMode;
 use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
 use kafka_share::{Error, ShareConsumer, ShareConsumerConfig};
 
-#[path = "support/args.rs"]
-mod args;
-use args::{Args, BoxError};
+use crate::args::{Args, BoxError};
 
 #[tokio::main]
-async fn main() {
+pub async fn entry(raw: Vec<String>) {
     // RUST_LOG=kafka_share=debug: what the client did around the kill.
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
@@ -54,20 +52,19 @@ async fn main() {
             .with_writer(std::io::stderr)
             .init();
     }
-    if let Err(e) = run().await {
+    if let Err(e) = run(raw).await {
         eprintln!("failover_bench: error: {e}");
         std::process::exit(1);
     }
 }
 
-async fn run() -> Result<(), BoxError> {
-    let raw: Vec<String> = std::env::args().skip(1).collect();
+async fn run(raw: Vec<String>) -> Result<(), BoxError> {
     let args = Args::parse(raw.iter().skip(1).cloned())?;
     match raw.first().map(String::as_str) {
         Some("setup") => setup(&args).await,
         Some("consume") => consume(&args).await,
         Some("cleanup") => cleanup(&args).await,
-        _ => Err("usage: failover_bench setup|consume|cleanup --bootstrap B ...".into()),
+        _ => Err("usage: kafka-share-bench failover setup|consume|cleanup --bootstrap B ...".into()),
     }
 }
 

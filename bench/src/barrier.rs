@@ -3,7 +3,7 @@
 //! tokio task, wait for the whole batch, poll again), with simulated work, timed.
 //!
 //! ```text
-//! cargo run --release --example barrier_bench -- --bootstrap B --topic T --group G --records N
+//! cargo run --release -p kafka-share-bench -- barrier --bootstrap B --topic T --group G --records N
 //!       [--concurrency 64] [--work-ms 1] [--slow-every 1000] [--slow-ms 500] [--timeout-s 600]
 //! ```
 //!
@@ -31,13 +31,11 @@ use kafka_share::{AcknowledgeType, ShareConsumer, ShareConsumerConfig};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-#[path = "support/args.rs"]
-mod args;
-use args::{Args, BoxError};
+use crate::args::{Args, BoxError};
 
 #[tokio::main]
-async fn main() {
-    if let Err(e) = run().await {
+pub async fn entry(raw: Vec<String>) {
+    if let Err(e) = run(raw).await {
         eprintln!("barrier_bench: error: {e}");
         std::process::exit(1);
     }
@@ -52,8 +50,8 @@ fn pct(sorted: &[u64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)] as f64 / 1e6
 }
 
-async fn run() -> Result<(), BoxError> {
-    let a = Args::from_env()?;
+async fn run(raw: Vec<String>) -> Result<(), BoxError> {
+    let a = Args::parse(raw)?;
     let topic = a.req("topic")?.to_string();
     let n: u64 = a.num("records", 0)?;
     if n == 0 {

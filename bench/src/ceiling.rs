@@ -1,10 +1,10 @@
-//! The ceiling of `scripts/bench-process`: the processor engine's handlers (`support/work.rs`,
+//! The ceiling of `scripts/bench-process`: the processor engine's handlers (`work.rs`,
 //! the same sleeps on the same tokio timer) at the same concurrency, on records fed from
 //! memory: no Kafka, no fetch, no acknowledgement. What the handlers alone allow on this
 //! machine in this run, so the engine's figure can be read as a ratio to it.
 //!
 //! ```text
-//! cargo run --release --example ceiling_bench -- --records N [--partitions 4]
+//! cargo run --release -p kafka-share-bench -- ceiling --records N [--partitions 4]
 //!       [--concurrency 64] [--work-ms 1] [--slow-every 1000] [--slow-ms 500]
 //!       [--rate R (records/s; default 0: every record available at once)] [--timeout-s 600]
 //! ```
@@ -18,7 +18,7 @@
 //! no record waits in a queue it could have skipped, and at a fixed rate a record waiting for
 //! a slot counts that wait, as a record waiting in the engine's prefetch does.
 //!
-//! Prints `RESULT {json}` with the fields of `processor_bench.rs`: `records`, `seconds` (the
+//! Prints `RESULT {json}` with the fields of `process.rs`: `records`, `seconds` (the
 //! whole run), `records_per_sec` (`(records - 1) / (seconds - first_record_s)`),
 //! `first_record_s`, and exact `p50_ms` / `p99_ms` / `max_ms` from acquisition to the end of
 //! the handler; `handler_p50_ms` is the handler's own time (the sleep as tokio's timer ran it).
@@ -28,16 +28,12 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
-#[path = "support/args.rs"]
-mod args;
-#[path = "support/work.rs"]
-mod work;
-use args::{Args, BoxError};
-use work::Work;
+use crate::args::{Args, BoxError};
+use crate::work::Work;
 
 #[tokio::main]
-async fn main() {
-    if let Err(e) = run().await {
+pub async fn entry(raw: Vec<String>) {
+    if let Err(e) = run(raw).await {
         eprintln!("ceiling_bench: error: {e}");
         std::process::exit(1);
     }
@@ -50,8 +46,8 @@ struct Times {
     handler_us: Vec<u64>,
 }
 
-async fn run() -> Result<(), BoxError> {
-    let a = Args::from_env()?;
+async fn run(raw: Vec<String>) -> Result<(), BoxError> {
+    let a = Args::parse(raw)?;
     let n: u64 = a.num("records", 0)?;
     if n == 0 {
         return Err("--records N (at least 1) is required".into());

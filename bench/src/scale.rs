@@ -2,9 +2,9 @@
 //! with consumers per process.
 //!
 //! ```text
-//! cargo run --release --example scale_bench -- drain --bootstrap B --topic T --group G
+//! cargo run --release -p kafka-share-bench -- scale drain --bootstrap B --topic T --group G
 //!       --records N [--idle-s 10] [--timeout-s 300]
-//! cargo run --release --example scale_bench -- idle --bootstrap B --topic T --group G
+//! cargo run --release -p kafka-share-bench -- scale idle --bootstrap B --topic T --group G
 //!       [--consumers 1] [--idle-s 10] [--settle-s 2] [--timeout-s 120]
 //! ```
 //!
@@ -32,27 +32,24 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
-#[path = "support/args.rs"]
-mod args;
-use args::{Args, BoxError};
+use crate::args::{Args, BoxError};
 
 #[tokio::main]
-async fn main() {
+pub async fn entry(raw: Vec<String>) {
     let requests = Requests::default();
     // Only the connection module's trace events reach the layer: the rest of the client stays
     // as quiet (and as cheap) as in an application without a subscriber.
     let filter = Targets::new().with_target("kafka_share::connection", tracing::Level::TRACE);
     tracing_subscriber::registry().with(requests.clone().with_filter(filter)).init();
-    if let Err(e) = run(requests).await {
+    if let Err(e) = run(raw, requests).await {
         eprintln!("scale_bench: error: {e}");
         std::process::exit(1);
     }
 }
 
-async fn run(requests: Requests) -> Result<(), BoxError> {
-    let raw: Vec<String> = std::env::args().skip(1).collect();
+async fn run(raw: Vec<String>, requests: Requests) -> Result<(), BoxError> {
     let Some(cmd) = raw.first() else {
-        return Err("usage: scale_bench drain|idle --bootstrap B --topic T --group G ...".into());
+        return Err("usage: kafka-share-bench scale drain|idle --bootstrap B --topic T --group G ...".into());
     };
     let args = Args::parse(raw[1..].iter().cloned())?;
     match cmd.as_str() {

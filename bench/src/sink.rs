@@ -2,7 +2,7 @@
 //! library API, with a file sink of which one record in N is slow.
 //!
 //! ```text
-//! cargo run --release --features sink --example sink_bench -- --bootstrap B --topic T \
+//! cargo run --release -p kafka-share-bench -- sink --bootstrap B --topic T \
 //!     --group G --file PATH [--tasks 12] [--slow-every 1000] [--slow-ms 200] [--set k=v,k=v]
 //! ```
 //!
@@ -22,9 +22,7 @@ use kafka_share::sink::{
     ConnectorConfig, Registry, SinkError, SinkRecord, SinkTask, SinkTaskFactory, TaskConfig, Worker, WorkerConfig,
 };
 
-#[path = "support/args.rs"]
-mod args;
-use args::{Args, BoxError};
+use crate::args::{Args, BoxError};
 
 /// The built-in file task with slow records.
 struct SlowSink {
@@ -65,7 +63,7 @@ impl SinkTask for SlowSink {
 }
 
 #[tokio::main]
-async fn main() {
+pub async fn entry(raw: Vec<String>) {
     // RUST_LOG=kafka_share::connection=trace shows every request on the wire, timed.
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
@@ -73,14 +71,14 @@ async fn main() {
             .with_writer(std::io::stderr)
             .init();
     }
-    if let Err(e) = run().await {
+    if let Err(e) = run(raw).await {
         eprintln!("sink_bench: {e}");
         std::process::exit(1);
     }
 }
 
-async fn run() -> Result<(), BoxError> {
-    let a = Args::from_env()?;
+async fn run(raw: Vec<String>) -> Result<(), BoxError> {
+    let a = Args::parse(raw)?;
     let bootstrap = a.req("bootstrap")?;
     let topic = a.req("topic")?;
     let group = a.req("group")?;

@@ -1,7 +1,5 @@
-//! `--key value` arguments of the benchmark examples (`bench_consumer`, `barrier_bench`,
-//! `processor_bench`, `sink_bench`), each of which includes this file with `#[path]`; not an
-//! example of its own (cargo builds `examples/*.rs` and `examples/*/main.rs` only).
-#![allow(dead_code)] // each example uses a part
+//! The one argument parser of every subcommand: `--key value` pairs after the subcommand's
+//! name (and its mode, for those that have modes: `scale drain`, `failover setup`).
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -11,11 +9,6 @@ pub struct Args {
 }
 
 impl Args {
-    /// The program's own arguments.
-    pub fn from_env() -> Result<Args, BoxError> {
-        Args::parse(std::env::args().skip(1))
-    }
-
     pub fn parse(raw: impl IntoIterator<Item = String>) -> Result<Args, BoxError> {
         let mut pairs = Vec::new();
         let mut it = raw.into_iter();

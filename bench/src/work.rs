@@ -1,7 +1,5 @@
 //! The simulated work of `scripts/bench-process`, one definition for every side that runs in
-//! Rust (`processor_bench`, `ceiling_bench`), so the ceiling runs exactly the engine's handler.
-//! Included with `#[path]`; not an example of its own.
-#![allow(dead_code)] // each example uses a part
+//! Rust (`process`, `ceiling`), so the ceiling runs exactly the engine's handler.
 
 use std::time::Duration;
 

@@ -2,17 +2,17 @@
 //! consume until every record is acknowledged, and measure end-to-end latency.
 //!
 //! ```text
-//! cargo run --release --example bench_consumer -- produce --bootstrap B --topic T --records N
+//! cargo run --release -p kafka-share-bench -- produce --bootstrap B --topic T --records N
 //!       [--size 100] [--partitions 4] [--rate R] [--linger-ms 10] [--batch-size 262144]
 //!       [--values x|json]
-//! cargo run --release --example bench_consumer -- group --bootstrap B --group G [--group G2 ...]
-//! cargo run --release --example bench_consumer -- consume --bootstrap B --topic T --group G
+//! cargo run --release -p kafka-share-bench -- group --bootstrap B --group G [--group G2 ...]
+//! cargo run --release -p kafka-share-bench -- consume --bootstrap B --topic T --group G
 //!     [--command-config client.properties]   (security settings; needs --features tls for SSL)
 //!       --records N [--mode implicit|explicit] [--consumers 1] [--max-poll-records 500]
 //!       [--timeout-s 300] [--shared-count DIR --process I]
-//! cargo run --release --example bench_consumer -- latency --bootstrap B --topic T --group G
+//! cargo run --release -p kafka-share-bench -- latency --bootstrap B --topic T --group G
 //!       --records N [--warmup-ms 5000] [--timeout-s 120]
-//! cargo run --release --example bench_consumer -- cleanup --bootstrap B --topic T [--topic T2 ...]
+//! cargo run --release -p kafka-share-bench -- cleanup --bootstrap B --topic T [--topic T2 ...]
 //!       [--group G ...]
 //! ```
 //!
@@ -43,12 +43,10 @@ use kafka_share::consumer::{AcknowledgementMode, CONSUMER, FETCH_MANAGER};
 use kafka_share::producer::{DeliveryFuture, Producer, ProducerConfig, ProducerRecord};
 use kafka_share::{ShareConsumer, ShareConsumerConfig};
 
-#[path = "support/args.rs"]
-mod args;
-use args::{Args, BoxError};
+use crate::args::{Args, BoxError};
 
 #[tokio::main]
-async fn main() {
+pub async fn entry(raw: Vec<String>) {
     // RUST_LOG=kafka_share::connection=trace shows every request on the wire, timed.
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
@@ -56,14 +54,13 @@ async fn main() {
             .with_writer(std::io::stderr)
             .init();
     }
-    if let Err(e) = run().await {
+    if let Err(e) = run(raw).await {
         eprintln!("bench_consumer: error: {e}");
         std::process::exit(1);
     }
 }
 
-async fn run() -> Result<(), BoxError> {
-    let raw: Vec<String> = std::env::args().skip(1).collect();
+async fn run(raw: Vec<String>) -> Result<(), BoxError> {
     let Some(cmd) = raw.first() else {
         return Err("usage: bench_consumer produce|group|consume|latency|cleanup --bootstrap B ...".into());
     };

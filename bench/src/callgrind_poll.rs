@@ -4,9 +4,9 @@
 //! figure compared across changes (the fake's own work is in it too):
 //!
 //! ```text
-//! cargo build --release --features test-util --example callgrind_poll
+//! cargo build --release -p kafka-share-bench
 //! valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.implicit \
-//!     target/release/examples/callgrind_poll implicit
+//!     target/release/kafka-share-bench callgrind-poll implicit
 //! ```
 
 use std::time::Duration;
@@ -17,8 +17,8 @@ use kafka_share::test_util::FakeCluster;
 const PARTITIONS: i32 = 4;
 const PER_PARTITION: i64 = 75_000;
 
-fn main() {
-    let mode = match std::env::args().nth(1).as_deref() {
+pub fn entry(raw: Vec<String>) {
+    let mode = match raw.first().map(String::as_str) {
         Some("explicit") => AcknowledgementMode::Explicit,
         Some("implicit") | None => AcknowledgementMode::Implicit,
         Some(other) => {

@@ -1,8 +1,8 @@
 //! The processing engine's side of `scripts/bench-process`: `kafka_share::processor` with
-//! `--concurrency` handlers, each record's handler sleeping as in `barrier_bench.rs`, timed.
+//! `--concurrency` handlers, each record's handler sleeping as in `barrier.rs`, timed.
 //!
 //! ```text
-//! cargo run --release --example processor_bench -- --bootstrap B --topic T --group G --records N
+//! cargo run --release -p kafka-share-bench -- process --bootstrap B --topic T --group G --records N
 //!       [--concurrency 64] [--work-ms 1] [--slow-every 1000] [--slow-ms 500] [--timeout-s 600]
 //!       [--prefetch N (default: the engine's, one record per handler)]
 //! ```
@@ -13,7 +13,7 @@
 //! engine sends it at once. The run ends once N records were handled, with a graceful
 //! shutdown (the last outcomes go with the close, which waits for them).
 //!
-//! Prints `RESULT {json}` with the fields of `barrier_bench.rs`: `seconds` (from just before
+//! Prints `RESULT {json}` with the fields of `barrier.rs`: `seconds` (from just before
 //! `subscribe` to the end of the shutdown), `records_per_sec` (`(records - 1) / (seconds -
 //! first_record_s)`), `first_record_s` (to the first handler call), and `p50_ms` / `p99_ms`
 //! / `max_ms` from acquisition (the fetch that took the record) to its outcome, from the
@@ -26,23 +26,19 @@ use std::time::{Duration, Instant};
 use kafka_share::processor::{Delivery, Outcome, Processor, ProcessorConfig, PROCESSOR};
 use kafka_share::ShareConsumerConfig;
 
-#[path = "support/args.rs"]
-mod args;
-#[path = "support/work.rs"]
-mod work;
-use args::{Args, BoxError};
-use work::Work;
+use crate::args::{Args, BoxError};
+use crate::work::Work;
 
 #[tokio::main]
-async fn main() {
-    if let Err(e) = run().await {
+pub async fn entry(raw: Vec<String>) {
+    if let Err(e) = run(raw).await {
         eprintln!("processor_bench: error: {e}");
         std::process::exit(1);
     }
 }
 
-async fn run() -> Result<(), BoxError> {
-    let a = Args::from_env()?;
+async fn run(raw: Vec<String>) -> Result<(), BoxError> {
+    let a = Args::parse(raw)?;
     let topic = a.req("topic")?.to_string();
     let n: u64 = a.num("records", 0)?;
     if n == 0 {
@@ -54,7 +50,7 @@ async fn run() -> Result<(), BoxError> {
     let slow = Duration::from_millis(a.num("slow-ms", 500)?);
     let timeout = Duration::from_secs(a.num("timeout-s", 600)?);
     let prefetch: usize = a.num("prefetch", 0)?;
-    // The handler of every Rust side (support/work.rs): examples/ceiling_bench.rs runs it too.
+    // The handler of every Rust side (work.rs): ceiling.rs runs it too.
     let handler_work = Work { work, slow_every, slow };
 
     let config = ShareConsumerConfig::new(a.req("bootstrap")?, a.req("group")?).client_id("processor-bench");
