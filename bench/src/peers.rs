@@ -22,7 +22,7 @@
 //! With `--shared-count DIR --process I`, several processes share the topic's count: each
 //! writes its own to `DIR/count-I` and stops when the counts in `DIR` add up to N (then
 //! `records` is its own part, and `start_ms` says when its clock started, for the harness
-//! that adds the processes up: `scripts/bench/multi.sh`).
+//! that adds the processes up: `bench/lib/multi.sh`).
 //! `latency` acknowledges every record explicitly (ACCEPT) and prints `LATENCY {json}` with
 //! p50/p99/max of (wall clock at poll return - record timestamp), in milliseconds, over the
 //! records produced after the warm-up.

@@ -1,4 +1,4 @@
-"""The rows and the report of scripts/bench-scale.
+"""The rows and the report of scripts/bench scale.
 
     scale.py run PART SIDE PARAM ROUND LOG RC LOAD   one JSON row (stdout) for a run
     scale.py fail PART SIDE PARAM ROUND REASON       a row for a run that could not start
@@ -262,7 +262,7 @@ def report(run_dir, out):
     parts = meta["parts"].split(",")
     smoke = " (smoke run: the figures mean nothing)" if meta["smoke"] else ""
     b = ["## How cost grows%s" % smoke, "",
-         "Written by `scripts/bench-scale` (`--records %d --partitions %s --consumers %s --idle-s %d --produce-records %d "
+         "Written by `scripts/bench scale` (`--records %d --partitions %s --consumers %s --idle-s %d --produce-records %d "
          "--rounds %d`), run `%s`, %d s, %s builds of commit %s%s. Do not edit by hand: run the script again (the reading "
          "at the end comes from `scripts/bench/scale-analysis.md`). Figures are medians over the rounds." % (
              meta["records"], meta["partitions"], meta["consumers"], meta["idle_s"], meta["produce_records"],

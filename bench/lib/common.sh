@@ -1,13 +1,12 @@
-# Helpers shared by scripts/bench-peers, scripts/bench-sink and scripts/bench-process.
-# Sourced, not run:
+# Helpers shared by the cases of scripts/bench (bench/cases/*). Sourced, not run:
 #
-#   source "$SCRIPT_DIR/bench/common.sh" bench-NAME
+#   source "$SCRIPT_DIR/../bench/lib/common.sh" bench-NAME
 #
-# with SCRIPT_DIR the scripts/ directory; the name prefixes the script's messages and names
-# the file whose header comment `usage` prints.
+# with SCRIPT_DIR the scripts/ directory (scripts/kafka); the name prefixes the case's messages
+# and names the file (bench/cases/NAME without bench-) whose header comment `usage` prints.
 
 BENCH_NAME=$1
-BENCH_SCRIPT=$SCRIPT_DIR/$1
+BENCH_SCRIPT=$SCRIPT_DIR/../bench/cases/${1#bench-}
 
 # The header comment of the script, from its second line to `set -euo`.
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$BENCH_SCRIPT"; }

@@ -1,4 +1,4 @@
-"""Writes the report of one scripts/bench-peers run: a Markdown file and an SVG chart.
+"""Writes the report of one scripts/bench peers run: a Markdown file and an SVG chart.
 
     report.py --run target/bench-peers/run-<id> --out BENCHMARKS.md [--chart FILE]
 
@@ -292,17 +292,17 @@ def main():
     smoke = " (smoke run)" if meta.get("smoke") else ""
     w(f"# Benchmarks: kafka-share against the other share-group clients{smoke}\n")
     w(
-        "Written by `scripts/bench-peers` "
+        "Written by `scripts/bench peers` "
         f"(`--records {meta['records']} --size {meta['size']} --partitions {meta['partitions']} --rounds {meta['rounds']}`), "
         f"run `{meta['run_id']}`, {meta['duration_s']} s. Do not edit by hand: run the script again "
         "(the findings at the end come from `scripts/bench/analysis.md`).\n"
     )
     w("Three more scripts own sections at the end of this file, each rewritten only by its own run "
-      "(bench-peers keeps them): `scripts/bench-sink` (*Sink runtime vs Kafka Connect*: the sink runtime "
-      "against Kafka Connect standalone, a plain and a head-of-line case), `scripts/bench-process` "
+      "(bench-peers keeps them): `scripts/bench sink` (*Sink runtime vs Kafka Connect*: the sink runtime "
+      "against Kafka Connect standalone, a plain and a head-of-line case), `scripts/bench process` "
       "(*Processing with concurrent handlers*: the processor engine against a batch-barrier loop on "
       "`ShareConsumer` and Java's `KafkaShareConsumer` with a 64-thread pool, the same simulated work on "
-      "every side: 1 ms per record, 500 ms for one in 1000) and `scripts/bench-scale` (*How cost grows*: "
+      "every side: 1 ms per record, 500 ms for one in 1000) and `scripts/bench scale` (*How cost grows*: "
       "one consumer on 10 to 1,000 partitions, ours and Java's, join, CPU, memory and idle requests; "
       "1 to 100 consumers in one process; the idempotent producer against Java's).\n")
     w("One broker, one topic, every client in its own fresh share group "
@@ -394,7 +394,7 @@ def main():
           "producer at `send`; same machine, so same clock), over the records produced after the first 5 s "
           "(join and JIT warm-up). One consumer at a time, each on its own fresh topic and stream.\n")
         if meta.get("latency_run"):
-            w(f"Measured by `scripts/bench-peers --latency-only`, run `{meta['latency_run']}`, right after "
+            w(f"Measured by `scripts/bench peers --latency-only`, run `{meta['latency_run']}`, right after "
               "the throughput rounds (its latency.jsonl copied into this run's results).\n")
         names = {"kafka-share": "**kafka-share**", "java": "Java KafkaShareConsumer", "franz-go": "franz-go"}
         w("| records/s | consumer | records | measured | p50 (ms) | p99 (ms) | max (ms) | load |")
@@ -437,7 +437,7 @@ def main():
     analysis = os.path.join(HERE, "analysis.md")
     if not meta.get("smoke") and os.path.exists(analysis):
         w(open(analysis).read().rstrip() + "\n")
-    # scripts/bench-sink and scripts/bench-process own sections of the same file between
+    # scripts/bench sink and scripts/bench process own sections of the same file between
     # their markers: keep them.
     if os.path.exists(out_abs):
         old = open(out_abs).read()

@@ -1,4 +1,4 @@
-"""Turns one client run of scripts/bench-peers into one JSON line (stdout).
+"""Turns one client run of scripts/bench peers into one JSON line (stdout).
 
     parse.py run CLIENT ROUND LOG TIMEFILE RC RECORDS SIZE LOAD
     parse.py skip CLIENT ROUND REASON
@@ -49,7 +49,7 @@ def parse_tool_csv(text):
 
 def cpu_window(row, path):
     """The brokers' CPU seconds over the client's run and the machine's busy share of that
-    time, from the two lines of bench_cpu_snapshot (scripts/bench/common.sh) around it."""
+    time, from the two lines of bench_cpu_snapshot (bench/lib/common.sh) around it."""
     try:
         before, after = (list(map(int, l.split())) for l in open(path).read().splitlines()[:2])
     except (OSError, ValueError):

@@ -110,10 +110,10 @@ def main():
     ).stdout.strip()
     w = []
     w.append("## The share-fetch ceiling: partitions x lock budget\n")
-    w.append(f"Written by `scripts/bench-grid` (`--records {args.records} --rounds {args.rounds}`), run "
+    w.append(f"Written by `scripts/bench grid` (`--records {args.records} --rounds {args.rounds}`), run "
              f"`{args.run_id}`, commit `{commit}`, {args.seconds} s. Do not edit by hand between the markers: "
              "run the script again.\n")
-    w.append("One `scripts/bench-peers` run per cell, one broker (Kafka 4.4.0, this 2-core machine), 100-byte "
+    w.append("One `scripts/bench peers` run per cell, one broker (Kafka 4.4.0, this 2-core machine), 100-byte "
              "records; every share client's group gets `share.partition.max.record.locks` = the cell's value "
              "(the classic consumer has no such budget). **Steady records/s**: records after the first over "
              "the time after it (the stream, without the join). Medians over the rounds.\n")

@@ -1,4 +1,4 @@
-"""Measures and reports the runs of scripts/bench-failover.
+"""Measures and reports the runs of scripts/bench failover.
 
     failover.py run RUN_JSON EVENTS LOG_DIR     one run's figures, a JSON line on stdout
     failover.py line                            a JSON line (stdin) as one short line
@@ -203,7 +203,7 @@ def report(run_dir, out):
     rows = [json.loads(l) for l in open(os.path.join(run_dir, "results.jsonl")) if l.strip()]
     smoke = " (smoke run: the figures mean little)" if meta["smoke"] else ""
     b = ["## Failover: a broker killed under one consumer, side by side%s" % smoke, "",
-         "Written by `scripts/bench-failover` (`--runs %d --records %d --kill-at %d --restart-after %d`), run `%s`, "
+         "Written by `scripts/bench failover` (`--runs %d --records %d --kill-at %d --restart-after %d`), run `%s`, "
          "%d s, %s builds of commit %s%s, Kafka %s, kafka-clients %s. Do not edit by hand: run the script again (the "
          "reading at the end comes from `scripts/bench/failover-analysis.md`)." % (
              meta["runs"], meta["records"], meta["kill_at"], meta["restart_after"], meta["run"], meta["duration"],

@@ -1,4 +1,4 @@
-"""The rows and the report of scripts/bench-process.
+"""The rows and the report of scripts/bench process.
 
     process.py run SIDE ROUND WANT LOG TIMEFILE RC LOAD   one JSON row (stdout) for a run
     process.py skip SIDE ROUND WANT REASON               a row for a side that was skipped
@@ -24,7 +24,7 @@ import section  # noqa: E402
 
 FIELDS = ("records", "seconds", "records_per_sec", "first_record_s", "p50_ms", "p99_ms")
 SIDES = ("ceiling", "ours", "barrier", "java")
-# The fixed-rate runs at half the ceiling's rate (scripts/bench-process --half-load-seconds).
+# The fixed-rate runs at half the ceiling's rate (scripts/bench process --half-load-seconds).
 HALF_SIDES = ("ceiling-half", "ours-half")
 
 
@@ -131,7 +131,7 @@ def report(run_dir, out):
     args = "--records %d --peer-records %d --partitions %d --rounds %d --concurrency %d --work-ms %d --slow-every %d --slow-ms %d" % (
         m["records"], m["peer_records"], m["partitions"], m["rounds"], c, wm, se, sm)
     md = ["## Processing with concurrent handlers", ""]
-    md.append("Written by `scripts/bench-process` (`%s`, sides %s), run `%s`, commit `%s`%s, %d s. "
+    md.append("Written by `scripts/bench process` (`%s`, sides %s), run `%s`, commit `%s`%s, %d s. "
               "Do not edit by hand between the markers: run the script again." % (
                   args, m["sides"], m["run"], m["commit"], " (uncommitted changes)" if m.get("dirty") else "", m["duration"]))
     if m["smoke"]:

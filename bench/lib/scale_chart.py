@@ -1,4 +1,4 @@
-"""The chart of scripts/bench-scale: small panels of grouped bars, drawn as plain SVG (no
+"""The chart of scripts/bench scale: small panels of grouped bars, drawn as plain SVG (no
 plotting dependency, as report.py's chart).
 
     panels = [(title, categories, {series: [value or None per category]}), ...]

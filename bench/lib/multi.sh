@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # K processes of one bench command sharing the topic's count, as one client of
-# scripts/bench-peers (client ks-4p): each runs `CMD... --shared-count DIR --process I`
+# scripts/bench peers (client ks-4p): each runs `CMD... --shared-count DIR --process I`
 # (kafka-share-bench consume) and stops when the processes' counts add up to the
 # topic. Prints one RESULT line for the whole: records and bytes summed, elapsed from the
 # first process's start to the last one's end, first record from that start too. Each
 # process's own output follows on stderr (its fetch figures among them).
 #
-#   scripts/bench/multi.sh K DIR CMD...
+#   bench/lib/multi.sh K DIR CMD...
 #
 # Run under GNU time by bench-peers, which then counts the CPU of all K processes (they are
 # its waited-for children) and the largest one's peak RSS.

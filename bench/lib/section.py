@@ -4,8 +4,8 @@
     ...
     <!-- NAME:end -->
 
-scripts/bench-sink, scripts/bench-process and scripts/bench-scale each replace their own section of the report
-(appended when the file has none); scripts/bench-peers rewrites the whole file but keeps
+scripts/bench sink, scripts/bench process and scripts/bench scale each replace their own section of the report
+(appended when the file has none); scripts/bench peers rewrites the whole file but keeps
 these sections (SECTIONS).
 """
 import os
