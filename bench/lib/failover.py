@@ -205,7 +205,7 @@ def report(run_dir, out):
     b = ["## Failover: a broker killed under one consumer, side by side%s" % smoke, "",
          "Written by `scripts/bench failover` (`--runs %d --records %d --kill-at %d --restart-after %d`), run `%s`, "
          "%d s, %s builds of commit %s%s, Kafka %s, kafka-clients %s. Do not edit by hand: run the script again (the "
-         "reading at the end comes from `scripts/bench/failover-analysis.md`)." % (
+         "reading at the end comes from `bench/findings/failover.md`)." % (
              meta["runs"], meta["records"], meta["kill_at"], meta["restart_after"], meta["run"], meta["duration"],
              meta["profile"], meta["commit"], " with local changes" if meta["dirty"] else "", meta["kafka"],
              meta["java_clients"]), "",
@@ -259,7 +259,7 @@ def report(run_dir, out):
     if failed:
         b += ["", "Failed runs: " + "; ".join("%s run %s: %s" % (r["client"], r["run"], r.get("error")) for r in failed) + "."]
     b.append("")
-    analysis = os.path.join(HERE, "failover-analysis.md")
+    analysis = os.path.join(os.path.dirname(HERE), "findings", "failover.md")
     if not meta["smoke"] and os.path.exists(analysis):
         b += [open(analysis).read().strip(), ""]
     section.write(out, NAME, "\n".join(b))

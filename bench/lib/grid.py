@@ -163,11 +163,8 @@ def main():
         bad = [f"{r['client']}: {r.get('error')}" for r in c["rows"] if not r.get("ok")]
         rel = os.path.relpath(c["run"], REPO)
         w.append(f"- {c['p']} partitions, {c['l']} locks: `{rel}`" + (f"; failed: {'; '.join(bad)}" if bad else ""))
-    # The findings, written by hand for the run they name (scripts/bench/grid-analysis.md).
-    analysis = os.path.join(os.path.dirname(__file__), "grid-analysis.md")
-    if os.path.exists(analysis) and not args.out.startswith("target/"):
-        w.append("")
-        w.append(open(analysis).read().strip())
+    # The findings, written by hand for the run they name, follow in BENCHMARKS.md
+    # (bench/findings/grid.md, bench/lib/render.py).
     section.write(args.out, "bench-grid", "\n".join(w))
 
 

@@ -4,8 +4,9 @@
 
 Reads meta.json, results.jsonl and latency.jsonl of the run. Medians over the rounds, per
 client and per figure. The chart (records/s per client) is drawn here as plain SVG: no
-plotting dependency. scripts/bench/analysis.md, when present, is appended to a full run's
-report (the findings, written by hand: a run cannot write them itself).
+plotting dependency. Into BENCHMARKS.md through bench/lib/render.py: the report is the results
+of its top part, the findings (written by hand: a run cannot write them) follow from
+bench/findings/peers.md.
 """
 import argparse
 import html
@@ -19,6 +20,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import render  # noqa: E402
 import section  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(HERE))
 
@@ -295,7 +297,7 @@ def main():
         "Written by `scripts/bench peers` "
         f"(`--records {meta['records']} --size {meta['size']} --partitions {meta['partitions']} --rounds {meta['rounds']}`), "
         f"run `{meta['run_id']}`, {meta['duration_s']} s. Do not edit by hand: run the script again "
-        "(the findings at the end come from `scripts/bench/analysis.md`).\n"
+        "(the findings at the end come from `bench/findings/peers.md`).\n"
     )
     w("Three more scripts own sections at the end of this file, each rewritten only by its own run "
       "(bench-peers keeps them): `scripts/bench sink` (*Sink runtime vs Kafka Connect*: the sink runtime "
@@ -434,14 +436,16 @@ def main():
     if a.section:
         write_section(a.section, md, out_abs, meta)
         return 0
-    analysis = os.path.join(HERE, "analysis.md")
-    if not meta.get("smoke") and os.path.exists(analysis):
-        w(open(analysis).read().rstrip() + "\n")
-    # scripts/bench sink and scripts/bench process own sections of the same file between
-    # their markers: keep them.
+    # BENCHMARKS.md is rendered whole from its parts (bench/lib/render.py): this run's report
+    # is the results of its top part; the findings (bench/findings/peers.md) and the other
+    # sections follow.
+    if out_abs == render.TARGET:
+        render.store(None, "\n".join(md))
+        return 0
+    # Another file: the other sections it holds between their markers are kept.
     if os.path.exists(out_abs):
         old = open(out_abs).read()
-        for name in section.SECTIONS:
+        for name in render.MARKERS:
             kept = section.extract(old, name)
             if kept:
                 w("")
@@ -452,20 +456,18 @@ def main():
 
 def write_section(name, md, out_abs, meta):
     """The report as section NAME of out_abs: headings one level down, without the paragraph
-    about the other scripts' sections, and the hand-written NAME-analysis.md after it."""
+    about the other scripts' sections (the hand-written findings follow in BENCHMARKS.md:
+    bench/findings/NAME.md)."""
     body = []
     for line in md:
         if line.startswith("Three more scripts own sections"):
             continue
         if line.startswith("#"):
             line = "#" + line
-        body.append(line.replace("`scripts/bench/analysis.md`", f"`scripts/bench/{name}-analysis.md`"))
+        body.append(line.replace("`bench/findings/peers.md`", f"`bench/findings/{name}.md`"))
     body[0] = "## Share clients, a run of `--clients` %s (run `%s`)%s\n" % (
         ",".join(meta.get("clients", [])) or "?", meta["run_id"],
         " (smoke run)" if meta.get("smoke") else "")
-    analysis = os.path.join(HERE, f"{name}-analysis.md")
-    if not meta.get("smoke") and os.path.exists(analysis):
-        body.append(open(analysis).read().rstrip() + "\n")
     section.write(out_abs, name, "\n".join(body))
 
 

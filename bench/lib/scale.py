@@ -264,7 +264,7 @@ def report(run_dir, out):
     b = ["## How cost grows%s" % smoke, "",
          "Written by `scripts/bench scale` (`--records %d --partitions %s --consumers %s --idle-s %d --produce-records %d "
          "--rounds %d`), run `%s`, %d s, %s builds of commit %s%s. Do not edit by hand: run the script again (the reading "
-         "at the end comes from `scripts/bench/scale-analysis.md`). Figures are medians over the rounds." % (
+         "at the end comes from `bench/findings/scale.md`). Figures are medians over the rounds." % (
              meta["records"], meta["partitions"], meta["consumers"], meta["idle_s"], meta["produce_records"],
              meta["rounds"], meta["run"], meta["duration"], meta["profile"], meta["commit"],
              " with local changes" if meta["dirty"] else ""), ""]
@@ -310,9 +310,7 @@ def report(run_dir, out):
     b += ["Machine: %d CPUs, %s; load %s before, %s after; broker Kafka %s at %s; %s; %s." % (
         meta["nproc"], platform.platform(terse=True), meta["load_before"], meta["load_after"], meta["kafka"],
         meta["bootstrap"] or "scripts/kafka up", version(["rustc", "--version"]), version(["java", "-version"])), ""]
-    analysis = os.path.join(HERE, "scale-analysis.md")
-    if not meta["smoke"] and os.path.exists(analysis):
-        b += [open(analysis).read().strip(), ""]
+    # The findings (by hand) follow in BENCHMARKS.md: bench/findings/scale.md (bench/lib/render.py).
     section.write(out, NAME, "\n".join(b))
 
 

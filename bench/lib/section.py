@@ -1,18 +1,19 @@
-"""The sections of BENCHMARKS.md that a benchmark script owns, between its markers.
+"""A case's section of a report, between its markers.
 
     <!-- NAME:begin -->
     ...
     <!-- NAME:end -->
 
-scripts/bench sink, scripts/bench process and scripts/bench scale each replace their own section of the report
-(appended when the file has none); scripts/bench peers rewrites the whole file but keeps
-these sections (SECTIONS).
+BENCHMARKS.md is rendered whole from its parts (bench/lib/render.py): a section written to it
+becomes the case's results (bench/results/<file>.md) and the file is rendered again. Any other
+file (a smoke run's target/bench-<case>/smoke.md, RELIABILITY.md for failover) gets the section
+replaced in place, or appended.
 """
 import os
+import sys
 
-# The sections other scripts own in the file bench-peers writes.
-SECTIONS = ("bench-sink", "bench-process", "bench-peers-steady", "rust-peers", "join", "latency-rates", "bench-grid",
-            "bench-scale", "brokers", "bench-exporter")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import render  # noqa: E402
 
 
 def markers(name):
@@ -28,7 +29,11 @@ def extract(text, name):
 
 def write(path, name, body):
     """Replaces section NAME of the file at path with body (the text between the markers),
-    or appends it; creates the file (and its directory) if need be."""
+    or appends it; creates the file (and its directory) if need be. BENCHMARKS.md: through
+    render.store."""
+    if os.path.abspath(path) == render.TARGET:
+        render.store(name, body)
+        return
     begin, end = markers(name)
     section = begin + "\n" + body.strip("\n") + "\n\n" + end
     text = open(path).read() if os.path.exists(path) else ""
