@@ -270,8 +270,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--chart")
     # A run of a few clients kept beside the main table (e.g. the Rust peers' short run): its
-    # report becomes section NAME of --out (section.py), the rest of the file untouched, with
-    # scripts/bench/NAME-analysis.md (hand-written findings) when it exists.
+    # report becomes section NAME of --out (section.py), the rest of the file untouched; in
+    # BENCHMARKS.md its hand-written findings (bench/findings) follow it.
     ap.add_argument("--section")
     a = ap.parse_args()
     meta = json.load(open(os.path.join(a.run, "meta.json")))

@@ -9,8 +9,8 @@
 PART is drain, idle or produce; PARAM the partitions (drain, produce) or the consumers
 (idle). A run's log holds `RESULT {json}` (kafka-share-bench scale, ScaleBench, ProduceBench) or, for
 our producer, its line "produced N records ... in S s: R records/s". GNU time wrote
-"%e %U %S %M" (wall, user, sys, max RSS KB) into LOG.time. scripts/bench/scale-analysis.md,
-when present, is appended to a full run's report (the reading, written by hand).
+"%e %U %S %M" (wall, user, sys, max RSS KB) into LOG.time. In BENCHMARKS.md the reading,
+written by hand (bench/findings/scale.md), follows the report (bench/lib/render.py).
 """
 import json
 import os

@@ -32,7 +32,10 @@ def write(path, name, body):
     or appends it; creates the file (and its directory) if need be. BENCHMARKS.md: through
     render.store."""
     if os.path.abspath(path) == render.TARGET:
-        render.store(name, body)
+        try:
+            render.store(name, body)
+        except render.RenderError as e:
+            sys.exit("section %s: %s" % (name, e))
         return
     begin, end = markers(name)
     section = begin + "\n" + body.strip("\n") + "\n\n" + end
