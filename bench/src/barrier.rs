@@ -1,4 +1,4 @@
-//! The batch-barrier side of `scripts/bench-process`: the pattern of
+//! The batch-barrier side of `scripts/bench process`: the pattern of
 //! `examples/concurrent_workers.rs` (poll, hand every record of the batch to a concurrent
 //! tokio task, wait for the whole batch, poll again), with simulated work, timed.
 //!

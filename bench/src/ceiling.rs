@@ -1,4 +1,4 @@
-//! The ceiling of `scripts/bench-process`: the processor engine's handlers (`work.rs`,
+//! The ceiling of `scripts/bench process`: the processor engine's handlers (`work.rs`,
 //! the same sleeps on the same tokio timer) at the same concurrency, on records fed from
 //! memory: no Kafka, no fetch, no acknowledgement. What the handlers alone allow on this
 //! machine in this run, so the engine's figure can be read as a ratio to it.

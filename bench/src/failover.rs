@@ -1,4 +1,4 @@
-//! Our side of `scripts/bench-failover`: a broker is killed under one explicit-mode share
+//! Our side of `scripts/bench failover`: a broker is killed under one explicit-mode share
 //! consumer, and the consumer writes down everything it saw, for the script to measure.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Our side of `scripts/bench-peers`: produce the benchmark topic, prepare share groups,
+//! Our side of `scripts/bench peers`: produce the benchmark topic, prepare share groups,
 //! consume until every record is acknowledged, and measure end-to-end latency.
 //!
 //! ```text
@@ -30,7 +30,7 @@
 //! fast as it can with large batches. Every delivery is checked. `--values json` writes JSON
 //! objects of about `--size` bytes instead of `x` repeated (record n:
 //! `{"id":n,"name":"customer-n","amount":m.25,"tag":"tk","note":"xx.."}`, the note padding it
-//! to the size): the content of `scripts/bench-sink`'s json-transforms case.
+//! to the size): the content of `scripts/bench sink`'s json-transforms case.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -170,7 +170,7 @@ async fn group(a: &Args) -> Result<(), BoxError> {
     for g in groups {
         admin.set_share_auto_offset_reset(g, "earliest").await?;
         // `--config key=value` (repeatable): more group settings for the run, e.g.
-        // share.partition.max.record.locks for the lock-budget grid (scripts/bench-grid).
+        // share.partition.max.record.locks for the lock-budget grid (scripts/bench grid).
         for kv in a.all("config") {
             let (k, v) = kv.split_once('=').ok_or_else(|| format!("--config {kv}: use key=value"))?;
             admin.set_group_config(g, k, v).await?;

@@ -1,4 +1,4 @@
-//! The processing engine's side of `scripts/bench-process`: `kafka_share::processor` with
+//! The processing engine's side of `scripts/bench process`: `kafka_share::processor` with
 //! `--concurrency` handlers, each record's handler sleeping as in `barrier.rs`, timed.
 //!
 //! ```text

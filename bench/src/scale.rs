@@ -1,4 +1,4 @@
-//! Our side of `scripts/bench-scale`: how the cost of share consumers grows with partitions and
+//! Our side of `scripts/bench scale`: how the cost of share consumers grows with partitions and
 //! with consumers per process.
 //!
 //! ```text

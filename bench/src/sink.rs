@@ -1,4 +1,4 @@
-//! Our side of the head-of-line case of `scripts/bench-sink`: the sink runtime through its
+//! Our side of the head-of-line case of `scripts/bench sink`: the sink runtime through its
 //! library API, with a file sink of which one record in N is slow.
 //!
 //! ```text

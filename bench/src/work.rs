@@ -1,4 +1,4 @@
-//! The simulated work of `scripts/bench-process`, one definition for every side that runs in
+//! The simulated work of `scripts/bench process`, one definition for every side that runs in
 //! Rust (`process`, `ceiling`), so the ceiling runs exactly the engine's handler.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-"""The confluent-kafka-python peer of scripts/bench-peers: confluent_kafka.ShareConsumer
+"""The confluent-kafka-python peer of scripts/bench peers: confluent_kafka.ShareConsumer
 (librdkafka), measured as bench/src/peers.rs is.
 
     target/bench-peers/venv/bin/python peers/python/share_bench.py consume --bootstrap B --topic T --group G --records N

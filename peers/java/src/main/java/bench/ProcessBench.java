@@ -24,7 +24,7 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * The Java side of scripts/bench-process: KafkaShareConsumer with concurrent handlers, the
+ * The Java side of scripts/bench process: KafkaShareConsumer with concurrent handlers, the
  * idiomatic way.
  *
  * <pre>

@@ -16,7 +16,7 @@ import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * The Java side of scripts/bench-scale, part 1: the same drain-then-idle run as our
+ * The Java side of scripts/bench scale, part 1: the same drain-then-idle run as our
  * bench/src/scale.rs drain, on the official KafkaShareConsumer (implicit mode).
  *
  * <pre>

@@ -18,7 +18,7 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * The Java peer of scripts/bench-peers, on the official KafkaShareConsumer.
+ * The Java peer of scripts/bench peers, on the official KafkaShareConsumer.
  *
  * <pre>
  * ShareBench consume --bootstrap B --topic T --group G --records N [--mode implicit|explicit]
