@@ -97,9 +97,13 @@ def store(marker, body):
     """A case's new section MARKER (marker None: the top part): its results replace the last
     ones (a copy of the findings in body is dropped: bench/findings holds them) and
     BENCHMARKS.md is rendered again."""
+    name = file_of(marker)
+    if any(m == marker and by_hand for m, _, by_hand in PARTS):
+        raise RenderError("part %r is written by hand (bench/findings/%s.md), not by a case: give the "
+                          "case a section of its own (a line in PARTS)" % (marker, name))
     results, _ = split(body)
     os.makedirs(RESULTS, exist_ok=True)
-    open(os.path.join(RESULTS, file_of(marker) + ".md"), "w").write(results + "\n")
+    open(os.path.join(RESULTS, name + ".md"), "w").write(results + "\n")
     write_target()
 
 

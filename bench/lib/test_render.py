@@ -59,6 +59,13 @@ class RenderTest(unittest.TestCase):
         self.assertNotIn("stale", text)
         self.assertEqual(render.main(["--check"]), 0)
 
+    def test_a_case_cannot_write_a_part_kept_by_hand(self):
+        self.write(self.benchmarks())
+        render.import_file(render.TARGET)
+        with self.assertRaisesRegex(render.RenderError, "written by hand"):
+            render.store("bench-peers-steady", "## Steady\n\nfrom a run")
+        self.assertEqual(open(render.TARGET).read(), self.benchmarks())
+
     def test_check_fails_on_a_hand_edit(self):
         self.write(self.benchmarks())
         render.import_file(render.TARGET)
