@@ -1,7 +1,7 @@
 //! Decoding a whole ShareFetch response body into records, as the consumer does on every
 //! fetch: `ShareFetchResponse::decode` (v2), then `decode_acquired` for each partition.
 //!
-//! The response is shaped like those of `scripts/bench-peers`: 4 partitions, each with one
+//! The response is shaped like those of `scripts/bench peers`: 4 partitions, each with one
 //! 256 KiB batch of 100-byte records (our producer with `batch.size=262144`), every record
 //! acquired by this member. A second case has 16 KiB batches (the Java producer's default),
 //! and a third acquires only every other 100-offset slice (a partition shared with another

@@ -1,7 +1,7 @@
-// The franz-go side of scripts/bench-failover: the loop of examples/failover_bench.rs consume
+// The franz-go side of scripts/bench failover: the loop of bench/src/failover.rs consume
 // on kgo.ShareGroup. Poll (100 ms), Ack(AckAccept) every record, FlushAcks after every poll
 // (franz-go's commit), until N distinct records were accepted; the events file has the lines
-// ours writes (see examples/failover_bench.rs), wall-clock milliseconds since the epoch. The
+// ours writes (see bench/src/failover.rs), wall-clock milliseconds since the epoch. The
 // ack callback reports partitions, not offsets: its F lines carry -1 offsets.
 package main
 

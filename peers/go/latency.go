@@ -1,4 +1,4 @@
-// The franz-go side of scripts/bench-peers' latency test: the loop of examples/bench_consumer.rs
+// The franz-go side of scripts/bench peers' latency test: the loop of bench/src/peers.rs
 // latency on kgo.ShareGroup. Print READY once the client is created (it joins on creation),
 // then poll (500 ms), Ack(AckAccept) every record, and take each record's latency as the wall
 // clock when its poll returned minus its timestamp (set by the producer at send, same

@@ -1,7 +1,7 @@
-// The franz-go peer of scripts/bench-peers: a share consumer on github.com/twmb/franz-go/pkg/kgo
-// (kgo.ShareGroup), measured as examples/bench_consumer.rs is.
+// The franz-go peer of scripts/bench peers: a share consumer on github.com/twmb/franz-go/pkg/kgo
+// (kgo.ShareGroup), measured as bench/src/peers.rs is.
 //
-//	go build -o ../../target/bench-peers/bin/franz-go-bench .   (scripts/bench-peers does it)
+//	go build -o ../../target/bench-peers/bin/franz-go-bench .   (scripts/bench peers does it)
 //	franz-go-bench consume --bootstrap B --topic T --group G --records N
 //	    [--mode implicit|explicit] [--timeout-s 300]
 //	franz-go-bench failover --bootstrap B --topic T --group G --records N --events FILE

@@ -1,5 +1,5 @@
-"""The confluent-kafka-python peer of scripts/bench-peers: confluent_kafka.ShareConsumer
-(librdkafka), measured as examples/bench_consumer.rs is.
+"""The confluent-kafka-python peer of scripts/bench peers: confluent_kafka.ShareConsumer
+(librdkafka), measured as bench/src/peers.rs is.
 
     target/bench-peers/venv/bin/python peers/python/share_bench.py consume --bootstrap B --topic T --group G --records N
         [--mode implicit|explicit] [--timeout-s 300]

@@ -1,4 +1,4 @@
-//! The kafkit peer of scripts/bench-peers, measured as examples/bench_consumer.rs is.
+//! The kafkit peer of scripts/bench peers, measured as bench/src/peers.rs is.
 //!
 //! ```text
 //! kafkit-share-bench consume --bootstrap B --topic T --group G --records N

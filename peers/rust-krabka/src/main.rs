@@ -1,4 +1,4 @@
-//! The krabka peer of scripts/bench-peers, measured as examples/bench_consumer.rs is.
+//! The krabka peer of scripts/bench peers, measured as bench/src/peers.rs is.
 //!
 //! ```text
 //! krabka-share-bench consume --bootstrap B --topic T --group G --records N

@@ -1,4 +1,4 @@
-//! The krafka peer of scripts/bench-peers, measured as examples/bench_consumer.rs is.
+//! The krafka peer of scripts/bench peers, measured as bench/src/peers.rs is.
 //!
 //! ```text
 //! krafka-share-bench consume --bootstrap B --topic T --group G --records N

@@ -24,7 +24,7 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * The Java side of scripts/bench-failover: the loop of examples/failover_bench.rs consume, on
+ * The Java side of scripts/bench failover: the loop of bench/src/failover.rs consume, on
  * KafkaShareConsumer.
  *
  * <pre>

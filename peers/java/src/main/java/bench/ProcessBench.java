@@ -24,7 +24,7 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * The Java side of scripts/bench-process: KafkaShareConsumer with concurrent handlers, the
+ * The Java side of scripts/bench process: KafkaShareConsumer with concurrent handlers, the
  * idiomatic way.
  *
  * <pre>
@@ -38,7 +38,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * commitSync; poll again. The handler sleeps {@code work-ms}, or {@code slow-ms} instead for
  * the record at offset o with (o + 1) % slow-every == 0 (0: none is slow).
  *
- * <p>Prints one line {@code RESULT {json}}, the same fields as examples/barrier_bench.rs:
+ * <p>Prints one line {@code RESULT {json}}, the same fields as bench/src/barrier.rs:
  * records (acknowledged), seconds (from just before subscribe until the commitSync of the last
  * batch returns), records_per_sec ((records - 1) / (seconds - first_record_s): the steady
  * rate after the first record), first_record_s (to the first non-empty poll), p50_ms, p99_ms,

@@ -11,9 +11,9 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
- * The Java side of scripts/bench-scale, part 3: KafkaProducer with its defaults (idempotence
+ * The Java side of scripts/bench scale, part 3: KafkaProducer with its defaults (idempotence
  * on, acks=all, 5 requests in flight per connection) and the batching our
- * examples/bench_consumer.rs produce uses, so the two sides differ in the client only.
+ * bench/src/peers.rs produce uses, so the two sides differ in the client only.
  *
  * <pre>
  * ProduceBench --bootstrap B --topic T --records N [--size 100] [--batch-size 262144] [--linger-ms 10]

@@ -16,8 +16,8 @@ import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * The Java side of scripts/bench-scale, part 1: the same drain-then-idle run as our
- * examples/scale_bench.rs drain, on the official KafkaShareConsumer (implicit mode).
+ * The Java side of scripts/bench scale, part 1: the same drain-then-idle run as our
+ * bench/src/scale.rs drain, on the official KafkaShareConsumer (implicit mode).
  *
  * <pre>
  * ScaleBench drain --bootstrap B --topic T --group G --records N [--idle-s 10] [--timeout-s 300]

@@ -18,7 +18,7 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * The Java peer of scripts/bench-peers, on the official KafkaShareConsumer.
+ * The Java peer of scripts/bench peers, on the official KafkaShareConsumer.
  *
  * <pre>
  * ShareBench consume --bootstrap B --topic T --group G --records N [--mode implicit|explicit]
@@ -27,7 +27,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *                    [--timeout-s 120]
  * </pre>
  *
- * Same measurement as our examples/bench_consumer.rs: consume times from just before
+ * Same measurement as our bench/src/peers.rs: consume times from just before
  * subscribe (the consumer is already created) until commitSync confirms the last
  * acknowledgement and prints RESULT {json}; latency acknowledges every record (ACCEPT) and
  * prints LATENCY {json} with p50/p99/max of (wall clock at poll return - record timestamp).

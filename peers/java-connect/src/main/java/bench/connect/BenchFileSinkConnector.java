@@ -10,7 +10,7 @@ import org.apache.kafka.connect.sink.SinkConnector;
 
 /**
  * A file sink connector that writes what Connect's FileStreamSinkConnector writes (one record
- * value per line, {@code value.toString()}, "null" for a null value), for scripts/bench-sink:
+ * value per line, {@code value.toString()}, "null" for a null value), for scripts/bench sink:
  * the registry here does not serve connect-file 4.4.0, so this stands in for it.
  *
  * <p>Settings: {@code file} (the path, appended to); {@code slow.every} and {@code slow.ms}:

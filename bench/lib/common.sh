@@ -1,0 +1,111 @@
+# Helpers shared by the cases of scripts/bench (bench/cases/*). Sourced, not run:
+#
+#   source "$SCRIPT_DIR/../bench/lib/common.sh" bench-NAME
+#
+# with SCRIPT_DIR the scripts/ directory (scripts/kafka); the name prefixes the case's messages
+# and names the file (bench/cases/NAME without bench-) whose header comment `usage` prints.
+
+BENCH_NAME=$1
+BENCH_SCRIPT=$SCRIPT_DIR/../bench/cases/${1#bench-}
+
+# The header comment of the script, from its second line to `set -euo`.
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$BENCH_SCRIPT"; }
+die() { echo "$BENCH_NAME: error: $*" >&2; exit 1; }
+info() { echo "$BENCH_NAME: $*" >&2; }
+
+# The last N (default 3) non-empty lines of FILE on one line, colours stripped, at most 400
+# characters (for a row's error). An empty or missing file gives an empty string, not a
+# failure (the scripts run with pipefail).
+# The last lines of a log, on one line. A command line in backquotes (cargo quotes the whole
+# rustc command when it fails) is cut to its first word: what the reader needs is the cause
+# after it (a signal, "No space left on device"), which the cut to 400 characters would drop.
+last_lines() { { sed 's/\x1b\[[0-9;]*m//g; s/`\([^` ]*\) [^`]*`/`\1 ...`/g' "$1" 2>/dev/null | grep -v '^\s*$' || true; } | tail -n "${2:-3}" | tr '\n' ' ' | cut -c1-400; }
+
+need_gnu_time() {
+    [[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed for CPU and RSS: apt-get install time"
+}
+
+# Starts the broker (`scripts/kafka up`; it honours KAFKA_VERSION, KAFKA_PORT_OFFSET,
+# KAFKA_SHARE_STATE) and sets BOOTSTRAP and KAFKA_VER. LOG gets its messages. NODES (default
+# 1): more than 1 starts the cluster of `scripts/kafka up --nodes NODES` instead (topics get
+# its default replication factor, 3).
+bench_broker_up() { # LOG [NODES]
+    local nodes=${2:-1} dir=single args=()
+    if ((nodes > 1)); then dir=cluster args=(--nodes "$nodes"); fi
+    info "starting the broker (scripts/kafka up ${args[*]})"
+    BOOTSTRAP=$("$SCRIPT_DIR/kafka" up "${args[@]}" 2>"$1" | tail -n 1) || { cat "$1" >&2; die "scripts/kafka up failed"; }
+    KAFKA_VER=$(cat "${KAFKA_SHARE_STATE:-$SCRIPT_DIR/../target/kafka}/$dir/version" 2>/dev/null || echo "${KAFKA_VERSION:-4.4.0}")
+    info "broker $KAFKA_VER at $BOOTSTRAP"
+}
+
+# Builds the harnesses (bench/: the `kafka-share-bench` binary, every subcommand) with cargo's
+# PROFILE (release or debug) and sets KSB to the binary. The same build in every script (the
+# crate's features are fixed in bench/Cargo.toml), so the scripts of one run, and the smoke
+# runs after .ci/run's build step, find it built. Further arguments go to cargo (--features
+# tls). Returns non-zero with cargo's output in LOG when it does not build.
+bench_build() { # PROFILE LOG [cargo args...]
+    local profile=$1 log=$2 flag=()
+    shift 2
+    [[ $profile == release ]] && flag=(--release)
+    KSB=${CARGO_TARGET_DIR:-$SCRIPT_DIR/../target}/$profile/kafka-share-bench
+    info "building kafka-share-bench ($profile${*:+, $*})"
+    (cd "$SCRIPT_DIR/.." && cargo build "${flag[@]}" -p kafka-share-bench "$@") >"$log" 2>&1
+}
+
+# Creates TOPIC with PARTITIONS partitions and writes RECORDS values of SIZE bytes with our
+# producer (KS: kafka-share-bench); sets PRODUCE_LINE (its summary). Dies on failure.
+bench_produce() { # KS TOPIC RECORDS SIZE PARTITIONS LOG
+    info "producing $3 records to $2"
+    "$1" produce --bootstrap "$BOOTSTRAP" --topic "$2" --records "$3" --size "$4" --partitions "$5" >"$6" 2>&1 ||
+        { cat "$6" >&2; die "producing the topic failed"; }
+    PRODUCE_LINE=$(grep -o 'produced .*' "$6" | tail -n 1 || true)
+    info "$PRODUCE_LINE"
+}
+
+# The broker's first share group creates its share-state topic (__share_group_state) and
+# loads the share coordinator: seconds (3.6 s in a bench-peers run on a fresh broker, against
+# 1.0 s for every later client) that would fall on whichever client happens to run first. A
+# throwaway group consumes one record of a throwaway topic first, so every client joins a
+# warm broker. A failure is reported, not fatal.
+bench_warm_share_state() { # KS LOG
+    local t=bench-warmup-${RUN_ID:-0}-$$ g=bench-warmup-g-${RUN_ID:-0}-$$
+    if "$1" produce --bootstrap "$BOOTSTRAP" --topic "$t" --records 1 --size 10 --partitions 1 >"$2" 2>&1 &&
+        bench_group "$1" "$g" "$2.group" &&
+        "$1" consume --bootstrap "$BOOTSTRAP" --topic "$t" --group "$g" --records 1 --timeout-s 60 \
+            --mode implicit >>"$2" 2>&1; then
+        info "the broker's share state is warm (one record through a throwaway group)"
+    else
+        info "warming the broker's share state failed (the first client's join may include it): $(last_lines "$2")"
+    fi
+    "$1" cleanup --bootstrap "$BOOTSTRAP" --topic "$t" >>"$2" 2>&1 || true
+}
+
+# One line of CPU clock ticks: the brokers' (user+sys of every node's JVM, /proc/PID/stat),
+# then the whole machine's busy and total (/proc/stat, iowait counted idle). Taken before
+# and after a client, it says what the brokers spent on that client's records and whether
+# the machine's cores were all busy meanwhile: the evidence for a CPU bound (parse.py).
+bench_cpu_snapshot() { # [NODES]
+    local nodes=${1:-1} pid b=0
+    for pid in $("$SCRIPT_DIR/kafka" pids --nodes "$nodes" 2>/dev/null); do
+        b=$((b + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+    done
+    awk -v b="$b" '/^cpu /{t = 0; for (i = 2; i <= 9; i++) t += $i; print b, t - $5 - $6, t; exit}' /proc/stat
+}
+
+# share.auto.offset.reset=earliest on GROUP (a new share group starts at the latest offset).
+bench_group() { # KS GROUP LOG: share.auto.offset.reset=earliest, plus GROUP_CONFIG (key=value ...)
+    local extra=() kv
+    for kv in ${GROUP_CONFIG:-}; do extra+=(--config "$kv"); done
+    "$1" group --bootstrap "$BOOTSTRAP" --group "$2" "${extra[@]}" >"$3" 2>&1
+}
+
+# Deletes the topics (a benchmark topic can be hundreds of MB on a shared broker); a failure
+# is reported, not fatal.
+bench_cleanup() { # KS LOG TOPIC...
+    local ks=$1 log=$2 t args=()
+    shift 2
+    (($#)) || return 0
+    for t in "$@"; do args+=(--topic "$t"); done
+    "$ks" cleanup --bootstrap "$BOOTSTRAP" "${args[@]}" >"$log" 2>&1 ||
+        info "deleting the run's topics failed: $(last_lines "$log")"
+}
