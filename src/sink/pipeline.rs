@@ -19,6 +19,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::BytesMut;
+
 use crate::dead_letter::{STAGE_TASK_PUT, STAGE_VALUE_CONVERTER};
 use crate::error::{Error, Result};
 
@@ -155,7 +157,14 @@ impl Pipeline {
     }
 
     /// One record through the converters and the transforms.
+    #[cfg(test)]
     pub(crate) fn run(&self, record: &SinkRecord) -> Passed {
+        self.run_in(record, &mut BytesMut::new())
+    }
+
+    /// As `run`, the converted key's and value's bytes written into `buf` (empty, shared by
+    /// the records of a batch: see [`Data::to_bytes_in`](super::data::Data::to_bytes_in)).
+    pub(crate) fn run_in(&self, record: &SinkRecord, buf: &mut BytesMut) -> Passed {
         let topic: &str = &record.topic;
         let (key, key_schema) = match self.key.to_data_and_schema(topic, record.key.as_ref()) {
             Ok(k) => k,
@@ -197,8 +206,8 @@ impl Pipeline {
         if *out.topic != *r.topic {
             out.topic = Arc::from(r.topic.as_str());
         }
-        out.key = r.key.as_ref().map(|d| d.to_bytes());
-        out.value = r.value.as_ref().map(|d| d.to_bytes());
+        out.key = r.key.as_ref().map(|d| d.to_bytes_in(buf));
+        out.value = r.value.as_ref().map(|d| d.to_bytes_in(buf));
         out.headers = r.headers;
         out.timestamp = r.timestamp;
         Passed::Record(out, RecordSchemas::new(r.key_schema, r.value_schema))
@@ -228,8 +237,12 @@ pub(crate) async fn put_through(
     // The batch index of each record the sink gets.
     let mut origin = Vec::with_capacity(batch.len());
     let mut schemas = Vec::with_capacity(batch.len());
+    // Room for the batch's converted values (about their size as consumed, plus what the
+    // transforms add); it grows in chunks if not.
+    let room: usize = batch.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len()) + 32).sum();
+    let mut buf = BytesMut::with_capacity(room);
     for (i, r) in batch.iter().enumerate() {
-        match p.run(r) {
+        match p.run_in(r, &mut buf) {
             Passed::Record(r, s) => {
                 passed.push(r);
                 schemas.push(s);
