@@ -16,12 +16,12 @@ fn field_name(s: &TransformSettings, key: &str) -> Option<String> {
 
 /// InsertField: adds the record's topic, partition, offset, timestamp and a static value.
 pub(crate) struct InsertField {
-    side: Side,
-    topic: Option<String>,
-    partition: Option<String>,
-    offset: Option<String>,
-    timestamp: Option<String>,
-    static_field: Option<(String, String)>,
+    pub(super) side: Side,
+    pub(super) topic: Option<String>,
+    pub(super) partition: Option<String>,
+    pub(super) offset: Option<String>,
+    pub(super) timestamp: Option<String>,
+    pub(super) static_field: Option<(String, String)>,
 }
 
 impl InsertField {
@@ -82,7 +82,7 @@ impl Transformation for InsertField {
 /// ReplaceField: `include` / `exclude` (or the old `whitelist` / `blacklist`) and
 /// `renames` (`old:new,...`).
 pub(crate) struct ReplaceField {
-    side: Side,
+    pub(super) side: Side,
     include: Vec<String>,
     exclude: Vec<String>,
     renames: Vec<(String, String)>,
@@ -106,7 +106,7 @@ impl ReplaceField {
         Ok(ReplaceField { side, include, exclude, renames })
     }
 
-    fn keeps(&self, field: &str) -> bool {
+    pub(super) fn keeps(&self, field: &str) -> bool {
         !self.exclude.iter().any(|f| f == field) && (self.include.is_empty() || self.include.iter().any(|f| f == field))
     }
 }
@@ -121,6 +121,11 @@ impl Transformation for ReplaceField {
 }
 
 impl ReplaceField {
+    /// The name a kept field gets: its first rename's, or its own.
+    pub(super) fn renamed<'a>(&'a self, field: &'a str) -> &'a str {
+        self.renames.iter().find(|(a, _)| a == field).map_or(field, |(_, b)| b.as_str())
+    }
+
     /// Connect's schemaless ReplaceField builds a new map of the kept fields under their new
     /// names; the result is the same when the dropped fields are removed and only the renamed
     /// ones move, which spares rebuilding the map (and a copy of every name) per record.

@@ -9,6 +9,7 @@ mod headers;
 mod predicates;
 mod routing;
 mod timestamp;
+pub(crate) mod flat;
 
 use std::sync::Arc;
 
