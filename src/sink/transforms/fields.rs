@@ -121,9 +121,9 @@ impl Transformation for ReplaceField {
 }
 
 impl ReplaceField {
-    /// The name a kept field gets: its first rename's, or its own.
-    pub(super) fn renamed<'a>(&'a self, field: &'a str) -> &'a str {
-        self.renames.iter().find(|(a, _)| a == field).map_or(field, |(_, b)| b.as_str())
+    /// The new name of `field` (its first rename), if it has one.
+    pub(super) fn rename_of(&self, field: &str) -> Option<&str> {
+        self.renames.iter().find(|(a, _)| a == field).map(|(_, b)| b.as_str())
     }
 
     /// Connect's schemaless ReplaceField builds a new map of the kept fields under their new

@@ -27,10 +27,29 @@ use super::super::task::SinkRecord;
 use super::super::transform::Side;
 use super::fields::{InsertField, ReplaceField};
 
+/// A name or a text.
+#[derive(Debug)]
+enum Text<'a> {
+    /// A slice of the record's JSON that had no escape: it holds no `"`, `\` or control
+    /// character (serde_json refuses those unescaped), so serde_json would print it as it is.
+    Verbatim(&'a str),
+    /// Any other text (unescaped from the record, or from the settings), printed by serde_json.
+    Other(Cow<'a, str>),
+}
+
+impl Text<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Text::Verbatim(s) => s,
+            Text::Other(s) => s,
+        }
+    }
+}
+
 /// One field's value, borrowed from the record where it can be.
 #[derive(Debug)]
 enum Field<'a> {
-    Str(Cow<'a, str>),
+    Str(Text<'a>),
     Num(Number),
     Bool(bool),
     Null,
@@ -39,7 +58,7 @@ enum Field<'a> {
 }
 
 /// The top-level object's fields.
-type Fields<'a> = Vec<(Cow<'a, str>, Field<'a>)>;
+type Fields<'a> = Vec<(Text<'a>, Field<'a>)>;
 
 /// A transform the fast path does.
 pub(crate) enum FlatOp {
@@ -72,7 +91,7 @@ impl FlatChain {
         for op in &self.ops {
             match op {
                 FlatOp::Insert(t) => insert(t, record, &mut fields),
-                FlatOp::Replace(t) => fields = replace(t, fields),
+                FlatOp::Replace(t) => replace(t, &mut fields),
             }
         }
         if write(&fields, buf).is_err() {
@@ -87,36 +106,40 @@ impl FlatChain {
 /// inserting them in order would hold them); `None` for anything that is not one.
 fn parse_object(bytes: &[u8]) -> Option<Fields<'_>> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let fields = de.deserialize_any(ObjectVisitor).ok()?;
+    let mut fields = de.deserialize_any(ObjectVisitor).ok()?;
     de.end().ok()?;
-    Some(sorted(fields))
+    sort(&mut fields);
+    Some(fields)
 }
 
-/// Sorted by name (stable), of equal names the last kept.
-fn sorted(mut fields: Fields<'_>) -> Fields<'_> {
-    fields.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut out: Fields<'_> = Vec::with_capacity(fields.len());
-    for f in fields {
-        match out.last_mut() {
-            Some(last) if last.0 == f.0 => *last = f,
-            _ => out.push(f),
-        }
+/// Sorts by name (stable), of equal names keeping the last, in place.
+fn sort(fields: &mut Fields<'_>) {
+    if fields.windows(2).all(|w| w[0].0.as_str() < w[1].0.as_str()) {
+        return; // already a map's order: the common case after the first sort
     }
-    out
+    fields.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    // `dedup_by` keeps the first of a run; the swap leaves the later field in its place.
+    fields.dedup_by(|later, kept| {
+        let same = later.0.as_str() == kept.0.as_str();
+        if same {
+            std::mem::swap(later, kept);
+        }
+        same
+    });
 }
 
 /// Sets `name` to `field` in sorted `fields` (a map's insert).
 fn set<'a>(fields: &mut Fields<'a>, name: &'a str, field: Field<'a>) {
-    match fields.binary_search_by(|(k, _)| k.as_ref().cmp(name)) {
+    match fields.binary_search_by(|(k, _)| k.as_str().cmp(name)) {
         Ok(i) => fields[i].1 = field,
-        Err(i) => fields.insert(i, (Cow::Borrowed(name), field)),
+        Err(i) => fields.insert(i, (Text::Other(Cow::Borrowed(name)), field)),
     }
 }
 
 /// InsertField$Value, as `InsertField::apply` does it on a map.
 fn insert<'a>(t: &'a InsertField, r: &'a SinkRecord, fields: &mut Fields<'a>) {
     if let Some(f) = &t.topic {
-        set(fields, f, Field::Str(Cow::Borrowed(&r.topic)));
+        set(fields, f, Field::Str(Text::Other(Cow::Borrowed(&r.topic))));
     }
     if let Some(f) = &t.partition {
         set(fields, f, Field::Num(r.partition.into()));
@@ -128,28 +151,22 @@ fn insert<'a>(t: &'a InsertField, r: &'a SinkRecord, fields: &mut Fields<'a>) {
         set(fields, f, Field::Num(r.timestamp.into()));
     }
     if let Some((f, v)) = &t.static_field {
-        set(fields, f, Field::Str(Cow::Borrowed(v)));
+        set(fields, f, Field::Str(Text::Other(Cow::Borrowed(v))));
     }
 }
 
 /// ReplaceField$Value, as Connect does it: the kept fields under their new names, in the
 /// map's order, a later one replacing an earlier one of the same new name.
-fn replace<'a>(t: &'a ReplaceField, fields: Fields<'a>) -> Fields<'a> {
-    let mut out: Fields<'a> = Vec::with_capacity(fields.len());
-    for (k, v) in fields {
-        if !t.keeps(&k) {
-            continue;
+fn replace<'a>(t: &'a ReplaceField, fields: &mut Fields<'a>) {
+    fields.retain(|(k, _)| t.keeps(k.as_str()));
+    for (k, _) in fields.iter_mut() {
+        if let Some(name) = t.rename_of(k.as_str()) {
+            *k = Text::Other(Cow::Borrowed(name));
         }
-        let name = match k {
-            Cow::Borrowed(k) => Cow::Borrowed(t.renamed(k)),
-            Cow::Owned(k) => match t.renamed(&k) {
-                n if n == k => Cow::Owned(k),
-                n => Cow::Owned(n.to_string()),
-            },
-        };
-        out.push((name, v));
     }
-    sorted(out)
+    // Renamed fields move to their place; of equal new names the later (in the map's
+    // order before) stays, as in the rebuilt map.
+    sort(fields);
 }
 
 /// The object as compact JSON, every name and scalar printed by serde_json.
@@ -159,10 +176,10 @@ fn write(fields: &Fields<'_>, buf: &mut BytesMut) -> serde_json::Result<()> {
         if i > 0 {
             buf.put_u8(b',');
         }
-        serde_json::to_writer((&mut *buf).writer(), k.as_ref())?;
+        write_text(k, buf)?;
         buf.put_u8(b':');
         match v {
-            Field::Str(s) => serde_json::to_writer((&mut *buf).writer(), s.as_ref())?,
+            Field::Str(s) => write_text(s, buf)?,
             Field::Num(n) => serde_json::to_writer((&mut *buf).writer(), n)?,
             Field::Bool(true) => buf.extend_from_slice(b"true"),
             Field::Bool(false) => buf.extend_from_slice(b"false"),
@@ -172,6 +189,19 @@ fn write(fields: &Fields<'_>, buf: &mut BytesMut) -> serde_json::Result<()> {
     }
     buf.put_u8(b'}');
     Ok(())
+}
+
+/// A name or text as serde_json prints it.
+fn write_text(t: &Text<'_>, buf: &mut BytesMut) -> serde_json::Result<()> {
+    match t {
+        Text::Verbatim(s) => {
+            buf.put_u8(b'"');
+            buf.extend_from_slice(s.as_bytes());
+            buf.put_u8(b'"');
+            Ok(())
+        }
+        Text::Other(s) => serde_json::to_writer((&mut *buf).writer(), s.as_ref()),
+    }
 }
 
 /// The top level: an object, or an error (declined).
@@ -198,7 +228,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 struct NameSeed;
 
 impl<'de> DeserializeSeed<'de> for NameSeed {
-    type Value = Cow<'de, str>;
+    type Value = Text<'de>;
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(TextVisitor)
@@ -208,22 +238,22 @@ impl<'de> DeserializeSeed<'de> for NameSeed {
 struct TextVisitor;
 
 impl<'de> Visitor<'de> for TextVisitor {
-    type Value = Cow<'de, str>;
+    type Value = Text<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a string")
     }
 
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(v))
+        Ok(Text::Verbatim(v))
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v.to_string()))
+        Ok(Text::Other(Cow::Owned(v.to_string())))
     }
 
     fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v))
+        Ok(Text::Other(Cow::Owned(v)))
     }
 }
 
@@ -266,15 +296,15 @@ impl<'de> Visitor<'de> for FieldVisitor {
     }
 
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Field::Str(Cow::Borrowed(v)))
+        Ok(Field::Str(Text::Verbatim(v)))
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Field::Str(Cow::Owned(v.to_string())))
+        Ok(Field::Str(Text::Other(Cow::Owned(v.to_string()))))
     }
 
     fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Field::Str(Cow::Owned(v)))
+        Ok(Field::Str(Text::Other(Cow::Owned(v))))
     }
 
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
