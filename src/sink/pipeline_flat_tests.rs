@@ -107,7 +107,8 @@ fn the_fast_path_gives_every_record_what_the_generic_path_gives_it() {
             ("value.converter.schemas.enable", "FALSE"),
         ],
     ];
-    let keys: &[Option<&[u8]>] = &[None, Some(b"k"), Some(br#"{"schema":{"type":"string"},"payload":"k"}"#), Some(b"{")];
+    let keys: &[Option<&[u8]>] =
+        &[None, Some(b"k"), Some(br#"{"schema":{"type":"string"},"payload":"k"}"#), Some(b"{")];
     let mut buf = BytesMut::new();
     for conv in converters {
         for chain in CHAINS {
@@ -142,26 +143,43 @@ fn the_fast_path_is_only_for_built_in_schemaless_json_and_field_transforms_witho
     assert!(fast(&json, &registry));
     assert!(!fast(&[("value.converter", "json")], &registry), "schemas.enable defaults to true");
     assert!(!fast(&[("value.converter", "string")], &registry));
-    assert!(!fast(&with(&json, &[("transforms", "m"), ("transforms.m.type", "MaskField$Value"), ("transforms.m.fields", "a")]), &registry));
-    assert!(!fast(&with(&json, &[("transforms", "i"), ("transforms.i.type", "InsertField$Key"), ("transforms.i.offset.field", "o")]), &registry));
-    let predicated = with(&json, &[
-        ("transforms", "i"),
-        ("transforms.i.type", "InsertField$Value"),
-        ("transforms.i.offset.field", "o"),
-        ("transforms.i.predicate", "t"),
-        ("predicates", "t"),
-        ("predicates.t.type", "RecordIsTombstone"),
-    ]);
+    assert!(!fast(
+        &with(&json, &[("transforms", "m"), ("transforms.m.type", "MaskField$Value"), ("transforms.m.fields", "a")]),
+        &registry
+    ));
+    assert!(!fast(
+        &with(
+            &json,
+            &[("transforms", "i"), ("transforms.i.type", "InsertField$Key"), ("transforms.i.offset.field", "o")]
+        ),
+        &registry
+    ));
+    let predicated = with(
+        &json,
+        &[
+            ("transforms", "i"),
+            ("transforms.i.type", "InsertField$Value"),
+            ("transforms.i.offset.field", "o"),
+            ("transforms.i.predicate", "t"),
+            ("predicates", "t"),
+            ("predicates.t.type", "RecordIsTombstone"),
+        ],
+    );
     assert!(!fast(&predicated, &registry));
     // A user's converter or transform under a built-in's name is theirs: no fast path.
     let mut mine = Registry::with_builtins();
-    mine.register_converter("json", |_: &ConverterConfig| Ok(Box::new(super::super::converter::StringConverter) as Box<dyn Converter>));
+    mine.register_converter("json", |_: &ConverterConfig| {
+        Ok(Box::new(super::super::converter::StringConverter) as Box<dyn Converter>)
+    });
     assert!(!fast(&json, &mine));
     let mut mine = Registry::with_builtins();
     mine.register_transform("InsertField$Value", |_: &TransformSettings| {
         Err::<Box<dyn Transformation>, String>("mine".into())
     });
-    let insert = with(&json, &[("transforms", "i"), ("transforms.i.type", "InsertField$Value"), ("transforms.i.offset.field", "o")]);
+    let insert = with(
+        &json,
+        &[("transforms", "i"), ("transforms.i.type", "InsertField$Value"), ("transforms.i.offset.field", "o")],
+    );
     assert!(Pipeline::from_config(&config(&insert), &mine).is_err(), "the user's transform is the one made");
     assert!(fast(&insert, &registry));
 }

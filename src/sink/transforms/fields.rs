@@ -427,8 +427,11 @@ mod tests {
         }
         // Every rename list of up to two pairs over the names (collisions, chains, swaps,
         // a field renamed twice), with and without an exclusion or an inclusion.
-        let pairs: Vec<String> =
-            names.iter().flat_map(|a| names.iter().map(move |b| format!("{a}:{b}"))).chain(["x:a".into()]).collect();
+        let pairs: Vec<String> = names
+            .iter()
+            .flat_map(|a| names.iter().map(move |b| format!("{a}:{b}")))
+            .chain(["x:a".into()])
+            .collect();
         let mut lists = vec![String::new()];
         for p in &pairs {
             lists.push(p.clone());

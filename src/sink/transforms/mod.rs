@@ -5,11 +5,11 @@
 mod cast;
 mod date_format;
 mod fields;
+pub(crate) mod flat;
 mod headers;
 mod predicates;
 mod routing;
 mod timestamp;
-pub(crate) mod flat;
 
 use std::sync::Arc;
 
