@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
 
 use crate::protocol::records::Header;
@@ -34,10 +34,30 @@ impl Data {
     /// What the sink gets: bytes as they are, a string as its UTF-8 text (as Connect's sinks
     /// print a `String`), anything else as compact JSON.
     pub fn to_bytes(&self) -> Bytes {
+        self.to_bytes_in(&mut BytesMut::new())
+    }
+
+    /// As [`to_bytes`](Data::to_bytes), written at the end of `buf` and split off it: the
+    /// pipeline gives every record of a batch the same buffer, so their bytes share a few
+    /// allocations instead of one each (`buf` must hold no bytes of its own: what it held
+    /// would come first). JSON is written straight into it (`serde_json::to_writer`: the
+    /// same compact text as `Value`'s `Display`, without a `fmt::Formatter` per token).
+    pub(crate) fn to_bytes_in(&self, buf: &mut BytesMut) -> Bytes {
         match self {
             Data::Bytes(b) => b.clone(),
-            Data::Json(Value::String(s)) => Bytes::copy_from_slice(s.as_bytes()),
-            Data::Json(v) => Bytes::from(v.to_string()),
+            Data::Json(Value::String(s)) => {
+                buf.extend_from_slice(s.as_bytes());
+                buf.split().freeze()
+            }
+            Data::Json(v) => {
+                if serde_json::to_writer((&mut *buf).writer(), v).is_err() {
+                    // Writing a `Value` into memory does not fail (its keys are strings and
+                    // the buffer grows); were it to, `Display` says the same text.
+                    buf.clear();
+                    return Bytes::from(v.to_string());
+                }
+                buf.split().freeze()
+            }
         }
     }
 
@@ -182,5 +202,26 @@ mod tests {
         assert_eq!(Data::Json(json!(12)).to_bytes(), Bytes::from_static(b"12"));
         assert_eq!(Data::Bytes(Bytes::from_static(&[0xff])).to_bytes(), Bytes::from_static(&[0xff]));
         assert_eq!(Data::from_json(Value::Null), None);
+    }
+
+    #[test]
+    fn bytes_written_into_one_buffer_are_each_values_own_text() {
+        let values = [
+            json!({"b": [1, 2.5, -0.0, 1e300, null], "a": {"z": "\"q\"\n\u{1}", "é": true}}),
+            json!("plain text, not JSON-quoted"),
+            json!(18446744073709551615u64),
+            json!([]),
+        ];
+        let mut buf = BytesMut::with_capacity(8);
+        let got: Vec<Bytes> = values.iter().map(|v| Data::Json(v.clone()).to_bytes_in(&mut buf)).collect();
+        for (v, b) in values.iter().zip(&got) {
+            let want = match v {
+                Value::String(s) => s.clone(),
+                v => v.to_string(),
+            };
+            assert_eq!(std::str::from_utf8(b).unwrap(), want);
+            assert_eq!(Data::Json(v.clone()).to_bytes(), *b);
+        }
+        assert!(buf.is_empty());
     }
 }

@@ -19,15 +19,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::BytesMut;
+
 use crate::dead_letter::{STAGE_TASK_PUT, STAGE_VALUE_CONVERTER};
 use crate::error::{Error, Result};
 
-use super::converter::{Converter, ConverterConfig};
+use super::converter::{Converter, ConverterConfig, JsonConverter, CONNECT_JSON_CONVERTER};
 use super::data::{ConnectRecord, RecordSchemas};
 use super::metrics::SinkMetrics;
 use super::registry::Registry;
 use super::task::{RecordFailure, SinkError, SinkRecord, SinkTask, TaskConfig};
-use super::transform::{Predicate, TransformSettings, Transformation};
+use super::transform::{Predicate, TransformSettings, Transformation, CONNECT_TRANSFORMS_PACKAGE};
+use super::transforms::flat::{FlatChain, FlatOp};
 
 /// Connect's stage names for failures before `put`.
 pub(crate) const STAGE_KEY_CONVERTER: &str = "KEY_CONVERTER";
@@ -45,6 +48,10 @@ pub(crate) struct Pipeline {
     key: Box<dyn Converter>,
     value: Box<dyn Converter>,
     steps: Vec<Step>,
+    /// The same value converter and steps without a tree per record, when they allow it
+    /// (`transforms/flat.rs`): schemaless JSON through built-in InsertField$Value /
+    /// ReplaceField$Value only.
+    fast: Option<FlatChain>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -113,6 +120,7 @@ impl Pipeline {
             predicates.insert(alias, Arc::from(p));
         }
         let mut steps = Vec::with_capacity(transforms.len());
+        let mut fast = fast_converter(config, registry).then(Vec::new);
         for alias in transforms {
             let prefix = format!("transforms.{alias}.");
             let type_key = format!("{prefix}type");
@@ -149,13 +157,34 @@ impl Pipeline {
             }
             let transform =
                 factory(&settings).map_err(|e| Error::config(format!("{prefix}*"), format!("{class}: {e}")))?;
+            let flat = (predicate.is_none() && registry.is_builtin(class))
+                .then(|| FlatOp::of(class.strip_prefix(CONNECT_TRANSFORMS_PACKAGE).unwrap_or(class), &settings))
+                .flatten();
+            fast = match (fast, flat) {
+                (Some(mut ops), Some(op)) => {
+                    ops.push(op);
+                    Some(ops)
+                }
+                _ => None,
+            };
             steps.push(Step { alias, transform, predicate: predicate.map(|p| (p, negate)) });
         }
-        Ok(Some(Pipeline { key, value, steps }))
+        let fast = fast.map(|ops| FlatChain { ops });
+        Ok(Some(Pipeline { key, value, steps, fast }))
     }
 
     /// One record through the converters and the transforms.
+    #[cfg(test)]
     pub(crate) fn run(&self, record: &SinkRecord) -> Passed {
+        self.run_in(record, &mut BytesMut::new())
+    }
+
+    /// As `run`, the converted key's and value's bytes written into `buf` (empty, shared by
+    /// the records of a batch: see [`Data::to_bytes_in`](super::data::Data::to_bytes_in)).
+    pub(crate) fn run_in(&self, record: &SinkRecord, buf: &mut BytesMut) -> Passed {
+        if let Some(passed) = self.run_fast(record, buf) {
+            return passed;
+        }
         let topic: &str = &record.topic;
         let (key, key_schema) = match self.key.to_data_and_schema(topic, record.key.as_ref()) {
             Ok(k) => k,
@@ -197,12 +226,42 @@ impl Pipeline {
         if *out.topic != *r.topic {
             out.topic = Arc::from(r.topic.as_str());
         }
-        out.key = r.key.as_ref().map(|d| d.to_bytes());
-        out.value = r.value.as_ref().map(|d| d.to_bytes());
+        out.key = r.key.as_ref().map(|d| d.to_bytes_in(buf));
+        out.value = r.value.as_ref().map(|d| d.to_bytes_in(buf));
         out.headers = r.headers;
         out.timestamp = r.timestamp;
         Passed::Record(out, RecordSchemas::new(r.key_schema, r.value_schema))
     }
+}
+
+impl Pipeline {
+    /// The fast path (`transforms/flat.rs`), or `None` for the generic one: no fast chain, or
+    /// a value it declines (then converted again there, which says why it fails if it does).
+    fn run_fast(&self, record: &SinkRecord, buf: &mut BytesMut) -> Option<Passed> {
+        let fast = self.fast.as_ref()?;
+        // The key first, as the generic path: its failure is the record's, whatever the value.
+        let (key, key_schema) = match self.key.to_data_and_schema(&record.topic, record.key.as_ref()) {
+            Ok(k) => k,
+            Err(reason) => return Some(Passed::Failed { stage: STAGE_KEY_CONVERTER, reason }),
+        };
+        let value = fast.value(record, buf)?;
+        let mut out = record.clone();
+        out.key = key.as_ref().map(|d| d.to_bytes_in(buf));
+        out.value = Some(value);
+        // InsertField and ReplaceField leave topic, headers and timestamp as they are, and the
+        // value has no schema (schemas.enable=false).
+        Some(Passed::Record(out, RecordSchemas::new(key_schema, None)))
+    }
+}
+
+/// Whether `value.converter` is the built-in JsonConverter with `schemas.enable=false`.
+fn fast_converter(config: &TaskConfig, registry: &Registry) -> bool {
+    let class = config.get("value.converter").map(|c| c.trim()).unwrap_or("");
+    if !matches!(class, "json" | CONNECT_JSON_CONVERTER) || !registry.is_builtin(class) {
+        return false;
+    }
+    let cfg = ConverterConfig { settings: under(config, "value.converter."), is_key: false };
+    JsonConverter::from_config(&cfg).is_ok_and(|c| !c.schemas_enable)
 }
 
 /// `put` (then `flush`) of a batch through the pipeline, if any. Answers for the whole
@@ -228,8 +287,12 @@ pub(crate) async fn put_through(
     // The batch index of each record the sink gets.
     let mut origin = Vec::with_capacity(batch.len());
     let mut schemas = Vec::with_capacity(batch.len());
+    // Room for the batch's converted values (about their size as consumed, plus what the
+    // transforms add); it grows in chunks if not.
+    let room: usize = batch.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len()) + 32).sum();
+    let mut buf = BytesMut::with_capacity(room);
     for (i, r) in batch.iter().enumerate() {
-        match p.run(r) {
+        match p.run_in(r, &mut buf) {
             Passed::Record(r, s) => {
                 passed.push(r);
                 schemas.push(s);
@@ -301,3 +364,7 @@ pub(crate) async fn put_and_flush(
         Err(e @ (SinkError::Retriable { .. } | SinkError::Fatal { .. })) => Err(e),
     }
 }
+
+#[cfg(test)]
+#[path = "pipeline_flat_tests.rs"]
+mod flat_tests;

@@ -2,7 +2,7 @@
 //! Connect class names they stand in for), plus whatever a library user registers; the same
 //! for converters, transforms and predicates (`converter.rs`, `transform.rs`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::converter::{Converter, ConverterConfig, ConverterFactory};
@@ -17,6 +17,9 @@ pub struct Registry {
     pub(super) converters: BTreeMap<String, ConverterFactory>,
     pub(super) transforms: BTreeMap<String, TransformFactory>,
     pub(super) predicates: BTreeMap<String, PredicateFactory>,
+    /// Converter and transform names a user registered (replacing a built-in, maybe): the
+    /// pipeline's fast path (`transforms/flat.rs`) stands in for built-ins only.
+    user_named: BTreeSet<String>,
 }
 
 /// The entry for `name` in `map`, or an error listing the names there are.
@@ -71,7 +74,9 @@ impl Registry {
         name: impl Into<String>,
         factory: impl Fn(&ConverterConfig) -> Result<Box<dyn Converter>, String> + Send + Sync + 'static,
     ) -> &mut Self {
-        self.converters.insert(name.into(), Arc::new(factory));
+        let name = name.into();
+        self.user_named.insert(name.clone());
+        self.converters.insert(name, Arc::new(factory));
         self
     }
 
@@ -81,7 +86,9 @@ impl Registry {
         name: impl Into<String>,
         factory: impl Fn(&TransformSettings) -> Result<Box<dyn Transformation>, String> + Send + Sync + 'static,
     ) -> &mut Self {
-        self.transforms.insert(name.into(), Arc::new(factory));
+        let name = name.into();
+        self.user_named.insert(name.clone());
+        self.transforms.insert(name, Arc::new(factory));
         self
     }
 
@@ -101,6 +108,12 @@ impl Registry {
 
     pub(crate) fn transform(&self, name: &str) -> Result<TransformFactory, String> {
         lookup(&self.transforms, "transform", name)
+    }
+
+    /// Whether the converter or transform `name` is still the built-in one (a user may have
+    /// registered another under its name).
+    pub(crate) fn is_builtin(&self, name: &str) -> bool {
+        !self.user_named.contains(name)
     }
 
     pub(crate) fn predicate(&self, name: &str) -> Result<PredicateFactory, String> {

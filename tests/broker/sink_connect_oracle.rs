@@ -2,9 +2,11 @@
 //! without one), with Kafka Connect 4.4 standalone as the oracle: the same records (JSON with
 //! and without Connect's schema envelope, tombstones, headers, a value that is not JSON) go
 //! through the same chains on both runtimes into a file sink, and the lines are compared as
-//! data. Connect's FileStreamSink prints `record.value()` with Java's `toString` (`{a=1, b=x}`
-//! for a map, `Struct{a=1,b=x}` for a struct, null fields left out); ours prints JSON: both
-//! are read into one shape (scalars as text, null fields dropped) before the comparison.
+//! data (the `fields` case takes our fast path for InsertField/ReplaceField on schemaless
+//! JSON, `src/sink/transforms/flat.rs`). Connect's FileStreamSink prints `record.value()`
+//! with Java's `toString` (`{a=1, b=x}` for a map, `Struct{a=1,b=x}` for a struct, null
+//! fields left out); ours prints JSON: both are read into one shape (scalars as text, null
+//! fields dropped) before the comparison.
 //!
 //! `ours_through_converters_and_transforms` runs our side alone and checks the values it
 //! expects. `connect_agrees_on_converters_transforms_and_dead_letters` also starts Connect
@@ -121,6 +123,26 @@ fn cases() -> Vec<Case> {
                 ("predicates.isTomb.type", "org.apache.kafka.connect.transforms.predicates.RecordIsTombstone"),
             ],
             lines: N - 10 - 1,
+            dead: 1,
+        },
+        // Only InsertField$Value and ReplaceField$Value on schemaless JSON: our fast path
+        // (no Value tree); tombstones pass both as `null` lines.
+        Case {
+            name: "fields",
+            records: plain_json(),
+            settings: vec![
+                ("value.converter", "org.apache.kafka.connect.json.JsonConverter"),
+                ("value.converter.schemas.enable", "false"),
+                ("transforms", "insert,replace"),
+                ("transforms.insert.type", "org.apache.kafka.connect.transforms.InsertField$Value"),
+                ("transforms.insert.static.field", "origin"),
+                ("transforms.insert.static.value", "ks"),
+                ("transforms.insert.offset.field", "o"),
+                ("transforms.replace.type", "org.apache.kafka.connect.transforms.ReplaceField$Value"),
+                ("transforms.replace.exclude", "secret"),
+                ("transforms.replace.renames", "id:ident"),
+            ],
+            lines: N - 1,
             dead: 1,
         },
         Case {
@@ -423,6 +445,9 @@ fn sample(p: &Prepared) -> Shape {
     match p.case.name {
         "plain" => shape_of_json(
             &json!({"ident": 5, "name": "", "n": "5", "nested_x": 5, "nested_y": "why", "origin": "ks", "o": "1970-01-01T00:00:00.005"}),
+        ),
+        "fields" => shape_of_json(
+            &json!({"ident": 5, "name": "name-5", "n": 5, "nested": {"x": 5, "y": "why"}, "origin": "ks", "o": 5}),
         ),
         "envelope" => shape_of_json(&json!({"id": "5", "name": "name-5", "p": 0})),
         "extract" => {

@@ -16,12 +16,12 @@ fn field_name(s: &TransformSettings, key: &str) -> Option<String> {
 
 /// InsertField: adds the record's topic, partition, offset, timestamp and a static value.
 pub(crate) struct InsertField {
-    side: Side,
-    topic: Option<String>,
-    partition: Option<String>,
-    offset: Option<String>,
-    timestamp: Option<String>,
-    static_field: Option<(String, String)>,
+    pub(super) side: Side,
+    pub(super) topic: Option<String>,
+    pub(super) partition: Option<String>,
+    pub(super) offset: Option<String>,
+    pub(super) timestamp: Option<String>,
+    pub(super) static_field: Option<(String, String)>,
 }
 
 impl InsertField {
@@ -55,10 +55,12 @@ impl InsertField {
 
 impl Transformation for InsertField {
     fn apply(&self, mut r: ConnectRecord) -> Result<Option<ConnectRecord>, String> {
-        let (topic, partition, offset, ts) = (r.topic.clone(), r.partition, r.offset, r.timestamp);
+        // The topic is copied only when a field takes it (one allocation per record less).
+        let topic = self.topic.as_ref().map(|_| r.topic.clone());
+        let (partition, offset, ts) = (r.partition, r.offset, r.timestamp);
         let Some(data) = self.side.of(&mut r) else { return Ok(Some(r)) };
         let m = object_of(data, "field insertion")?;
-        if let Some(f) = &self.topic {
+        if let (Some(f), Some(topic)) = (&self.topic, topic) {
             m.insert(f.clone(), Value::String(topic));
         }
         if let Some(f) = &self.partition {
@@ -80,7 +82,7 @@ impl Transformation for InsertField {
 /// ReplaceField: `include` / `exclude` (or the old `whitelist` / `blacklist`) and
 /// `renames` (`old:new,...`).
 pub(crate) struct ReplaceField {
-    side: Side,
+    pub(super) side: Side,
     include: Vec<String>,
     exclude: Vec<String>,
     renames: Vec<(String, String)>,
@@ -104,7 +106,7 @@ impl ReplaceField {
         Ok(ReplaceField { side, include, exclude, renames })
     }
 
-    fn keeps(&self, field: &str) -> bool {
+    pub(super) fn keeps(&self, field: &str) -> bool {
         !self.exclude.iter().any(|f| f == field) && (self.include.is_empty() || self.include.iter().any(|f| f == field))
     }
 }
@@ -113,15 +115,54 @@ impl Transformation for ReplaceField {
     fn apply(&self, mut r: ConnectRecord) -> Result<Option<ConnectRecord>, String> {
         let Some(data) = self.side.of(&mut r) else { return Ok(Some(r)) };
         let m = object_of(data, "field replacement")?;
-        let old = std::mem::take(m);
-        for (k, v) in old {
-            if !self.keeps(&k) {
+        self.replace_in_place(m);
+        Ok(Some(r))
+    }
+}
+
+impl ReplaceField {
+    /// The new name of `field` (its first rename), if it has one.
+    pub(super) fn rename_of(&self, field: &str) -> Option<&str> {
+        self.renames.iter().find(|(a, _)| a == field).map(|(_, b)| b.as_str())
+    }
+
+    /// Connect's schemaless ReplaceField builds a new map of the kept fields under their new
+    /// names; the result is the same when the dropped fields are removed and only the renamed
+    /// ones move, which spares rebuilding the map (and a copy of every name) per record.
+    ///
+    /// When several kept fields end under one name (`renames=a:b` beside a kept `b`, or two
+    /// renames to one name), the one visited last wins in the rebuilt map, that is, in our
+    /// sorted map, the one with the greatest original name: the moves below keep that rule.
+    fn replace_in_place(&self, m: &mut Map<String, Value>) {
+        if !self.exclude.is_empty() || !self.include.is_empty() {
+            m.retain(|k, _| self.keeps(k));
+        }
+        if self.renames.is_empty() {
+            return;
+        }
+        // (original name, new name, value) of every kept field that is renamed; a field's
+        // first rename applies, as `find` did.
+        let mut moved: Vec<(&str, &str, Value)> = Vec::new();
+        for (i, (from, to)) in self.renames.iter().enumerate() {
+            if self.renames[..i].iter().any(|(a, _)| a == from) {
                 continue;
             }
-            let name = self.renames.iter().find(|(a, _)| *a == k).map(|(_, b)| b.clone()).unwrap_or(k);
-            m.insert(name, v);
+            if let Some(v) = m.remove(from.as_str()) {
+                moved.push((from, to, v));
+            }
         }
-        Ok(Some(r))
+        moved.sort_by(|a, b| a.0.cmp(b.0));
+        let mut placed: Vec<&str> = Vec::with_capacity(moved.len());
+        for (from, to, v) in moved {
+            // A kept field of that name not itself renamed came later in the rebuild when its
+            // name is greater than `from`: it stays. A field moved here earlier had a smaller
+            // original name: it is replaced.
+            if to > from && !placed.contains(&to) && m.contains_key(to) {
+                continue;
+            }
+            m.insert(to.to_string(), v);
+            placed.push(to);
+        }
     }
 }
 
@@ -361,6 +402,56 @@ mod tests {
         let t = ReplaceField::new(Side::Value, &settings(&[("include", "a,c")])).unwrap();
         assert_eq!(value(&t, json!({"a": 1, "b": 2, "c": 3})), json!({"a": 1, "c": 3}));
         assert!(ReplaceField::new(Side::Value, &settings(&[("renames", "a")])).is_err());
+    }
+
+    /// The map Connect's ReplaceField builds (every kept field under its new name, in the
+    /// map's order, a later one replacing an earlier one of the same name): what the in-place
+    /// edit must equal.
+    fn rebuilt(t: &ReplaceField, m: &Map<String, Value>) -> Map<String, Value> {
+        let mut out = Map::new();
+        for (k, v) in m {
+            if t.keeps(k) {
+                let name = t.renames.iter().find(|(a, _)| a == k).map_or(k, |(_, b)| b);
+                out.insert(name.clone(), v.clone());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn replace_field_in_place_equals_the_rebuilt_map_when_names_collide() {
+        let names = ["a", "b", "c", "d"];
+        let mut m = Map::new();
+        for (i, n) in names.iter().enumerate() {
+            m.insert(n.to_string(), json!(i));
+        }
+        // Every rename list of up to two pairs over the names (collisions, chains, swaps,
+        // a field renamed twice), with and without an exclusion or an inclusion.
+        let pairs: Vec<String> = names
+            .iter()
+            .flat_map(|a| names.iter().map(move |b| format!("{a}:{b}")))
+            .chain(["x:a".into()])
+            .collect();
+        let mut lists = vec![String::new()];
+        for p in &pairs {
+            lists.push(p.clone());
+            for q in &pairs {
+                lists.push(format!("{p},{q}"));
+            }
+        }
+        let filters: [&[(&str, &str)]; 3] = [&[], &[("exclude", "b")], &[("include", "a,c,d")]];
+        for renames in &lists {
+            for filter in filters {
+                let mut s = settings(filter);
+                if !renames.is_empty() {
+                    s.insert("renames".into(), renames.clone());
+                }
+                let t = ReplaceField::new(Side::Value, &s).unwrap();
+                let mut got = m.clone();
+                t.replace_in_place(&mut got);
+                assert_eq!(got, rebuilt(&t, &m), "renames={renames} {filter:?}");
+            }
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 mod cast;
 mod date_format;
 mod fields;
+pub(crate) mod flat;
 mod headers;
 mod predicates;
 mod routing;
