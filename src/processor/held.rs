@@ -1,45 +1,47 @@
-//! The records the engine holds: one allocation per poll answer, not per record.
+//! The records the engine holds: a poll answer's records stay in the vector the driver
+//! handed over, shared, and cost no allocation or copy each.
 //!
-//! A poll's records go into one [`HeldBatch`] (`Arc<[HeldRecord]>`); the ledger keeps the
-//! batch once (`Blocks`: a slab of the batches it holds records of, each with its count of
-//! records not settled) and each entry names its record by (block, index), so holding a
-//! record costs no allocation and no reference count. A handler call's [`Delivery`]
-//! (`super::Delivery`) shares the batch through a [`Held`] (one reference count per
-//! delivery, the batch's, not the record's). The batch is freed when its last record is
-//! settled and the last delivery of it dropped: the free happens once per answer, on
-//! whichever thread that is.
+//! A poll's answer becomes one [`HeldBatch`] (`Arc<Block>`: the driver's `Vec<Delivered>`
+//! as it came, and a [`RecordState`] per record beside it: two allocations per answer). The
+//! ledger keeps the batch once (`Blocks`: a slab of the batches it holds records of, each
+//! with its count of records not settled) and each entry names its record by (block,
+//! index), so holding a record costs no reference count either. A handler call's
+//! [`Delivery`](super::Delivery) shares the batch through a [`Held`] (one reference count
+//! per delivery, the batch's). The batch is freed when its last record is settled and the
+//! last delivery of it dropped: once per answer, on whichever thread that is.
 //!
-//! Before (issue 36, callgrind on the plain file sink): one `Arc<HeldRecord>` per record,
-//! allocated on the engine's thread and mostly freed on a handler's, ~470 instructions a
-//! record in the allocator, the engine's largest single cost.
+//! Before (issue 36, callgrind on the plain file sink, 3,070 instructions a record): one
+//! `Arc<HeldRecord>` per record, the record moved into it, allocated on the engine's thread
+//! and mostly freed on a handler's (~470 instructions a record in the allocator, the
+//! engine's largest single cost); building a batch of moved records instead still cost
+//! ~180 a record in moves.
 //!
 //! What a batch keeps alive: its records until the last of them is settled, so a record
-//! that waits long (a retry backing off, a slow handler) keeps its batch-mates' `HeldRecord`s
-//! (~200 bytes each) with it. Their keys and values were pinned anyway: they are slices of
-//! the fetch answer's buffer, which lives as long as any record of it.
+//! that waits long (a retry backing off, a slow handler) keeps its batch-mates (~250 bytes
+//! each) with it. Their keys and values were pinned anyway: they are slices of the fetch
+//! answer's buffer, which lives as long as any record of it.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::dead_letter::Failure;
+use crate::consumer::driver::Delivered;
 use crate::consumer::ConsumerRecord;
 
-/// A record as the engine holds it, shared with the handler that runs it: handing it over
-/// copies no record, and the lock deadline the handler sees is updated in place on renewal.
+/// What a handler may change or see change of a record it holds: the lock deadline (updated
+/// in place on renewal) and why it dead-letters the record.
 #[derive(Debug)]
-pub(crate) struct HeldRecord {
-    pub(super) record: ConsumerRecord,
+pub(crate) struct RecordState {
     lock: Mutex<Option<Instant>>,
     /// Why the handler dead-letters it ([`super::Delivery::dead_letter`]), for the copy's
     /// headers.
     failure: Mutex<Option<Failure>>,
 }
 
-impl HeldRecord {
-    pub(crate) fn new(record: ConsumerRecord) -> HeldRecord {
-        let lock = Mutex::new(record.lock_deadline);
-        HeldRecord { record, lock, failure: Mutex::new(None) }
+impl RecordState {
+    fn new(lock: Option<Instant>) -> RecordState {
+        RecordState { lock: Mutex::new(lock), failure: Mutex::new(None) }
     }
 
     pub(crate) fn set_lock(&self, deadline: Option<Instant>) {
@@ -59,8 +61,23 @@ impl HeldRecord {
     }
 }
 
-/// The records of one poll answer, in one allocation.
-pub(crate) type HeldBatch = Arc<[HeldRecord]>;
+/// The records of one poll answer: the driver's own vector of them, kept as it came (no
+/// record is moved), and each one's [`RecordState`] beside it.
+#[derive(Debug)]
+pub(crate) struct Block {
+    pub(super) records: Vec<Delivered>,
+    states: Box<[RecordState]>,
+}
+
+impl Block {
+    pub(crate) fn new(records: Vec<Delivered>) -> HeldBatch {
+        let states = records.iter().map(|d| RecordState::new(d.record.lock_deadline)).collect();
+        Arc::new(Block { records, states })
+    }
+}
+
+/// The records of one poll answer, shared by the ledger and the deliveries.
+pub(crate) type HeldBatch = Arc<Block>;
 
 /// One record of a [`HeldBatch`], as a [`super::Delivery`] holds it.
 #[derive(Clone)]
@@ -73,30 +90,37 @@ pub(crate) struct Held {
 impl Held {
     /// Record `index` of `batch`; None if it has no such record.
     pub(crate) fn new(batch: &HeldBatch, index: usize) -> Option<Held> {
-        (index < batch.len()).then(|| Held { batch: Arc::clone(batch), index })
+        (index < batch.records.len() && index < batch.states.len()).then(|| Held { batch: Arc::clone(batch), index })
     }
 
     /// A record alone, in a batch of its own.
     #[cfg(test)]
     pub(crate) fn one(record: ConsumerRecord) -> Held {
-        Held { batch: Arc::new([HeldRecord::new(record)]), index: 0 }
+        let tp = crate::share::TopicIdPartition { topic_id: uuid::Uuid::nil(), partition: record.partition };
+        let batch = (record.offset, record.offset);
+        let d = Delivered { record, tp, node: 0, generation: 0, batch };
+        Held { batch: Block::new(vec![d]), index: 0 }
     }
 
-    pub(crate) fn get(&self) -> &HeldRecord {
-        &self.batch[self.index]
+    pub(crate) fn record(&self) -> &ConsumerRecord {
+        &self.batch.records[self.index].record
+    }
+
+    pub(crate) fn state(&self) -> &RecordState {
+        &self.batch.states[self.index]
     }
 
     /// The record by value: a copy (its batch stays with the engine until it is settled;
     /// the copy shares the key and value buffers).
     pub(crate) fn into_record(self) -> ConsumerRecord {
-        self.get().record.clone()
+        self.record().clone()
     }
 }
 
 // By hand: the derived form would print every record of the batch.
 impl fmt::Debug for Held {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.get().fmt(f)
+        f.debug_struct("Held").field("record", self.record()).field("state", self.state()).finish()
     }
 }
 
@@ -111,7 +135,7 @@ pub(crate) struct Blocks {
 impl Blocks {
     /// Holds `batch` until each of its records is settled; its slot.
     pub(crate) fn insert(&mut self, batch: HeldBatch) -> usize {
-        let n = batch.len();
+        let n = batch.records.len();
         match self.free.pop() {
             Some(i) => {
                 self.slots[i] = Some((batch, n));
@@ -124,9 +148,9 @@ impl Blocks {
         }
     }
 
-    /// Record `index` of the batch in `slot`.
-    pub(crate) fn record(&self, slot: usize, index: usize) -> Option<&HeldRecord> {
-        self.slots.get(slot)?.as_ref()?.0.get(index)
+    /// The state of record `index` of the batch in `slot`.
+    pub(crate) fn state(&self, slot: usize, index: usize) -> Option<&RecordState> {
+        self.slots.get(slot)?.as_ref()?.0.states.get(index)
     }
 
     /// A [`Held`] of record `index` of the batch in `slot`, for a delivery.
@@ -157,7 +181,17 @@ mod tests {
     use super::*;
 
     fn batch(n: i64) -> HeldBatch {
-        (0..n).map(|o| HeldRecord::new(ConsumerRecord::for_test("t".into(), 0, o))).collect()
+        let tp = crate::share::TopicIdPartition { topic_id: uuid::Uuid::nil(), partition: 0 };
+        let records = (0..n)
+            .map(|o| Delivered {
+                record: ConsumerRecord::for_test("t".into(), 0, o),
+                tp,
+                node: 0,
+                generation: 0,
+                batch: (0, n - 1),
+            })
+            .collect();
+        Block::new(records)
     }
 
     #[test]
@@ -165,14 +199,14 @@ mod tests {
         let mut b = Blocks::default();
         let first = b.insert(batch(2));
         let second = b.insert(batch(1));
-        assert_eq!(b.record(first, 1).map(|h| h.record.offset), Some(1));
+        assert!(b.state(first, 1).is_some());
         let held = b.held(first, 0).expect("record 0");
         b.settled(first);
         assert_eq!(b.len(), 2, "one of its two records is still held");
         b.settled(first);
         assert_eq!(b.len(), 1);
-        assert!(b.record(first, 1).is_none(), "let go");
-        assert_eq!(held.get().record.offset, 0, "a delivery keeps its batch alive on its own");
+        assert!(b.state(first, 1).is_none(), "let go");
+        assert_eq!(held.record().offset, 0, "a delivery keeps its batch alive on its own");
         assert_eq!(b.insert(batch(1)), first, "the free slot is taken again");
         b.settled(second);
         b.settled(second); // a second settle of a slot let go is ignored
@@ -183,7 +217,7 @@ mod tests {
     fn out_of_range_names_nothing() {
         let mut b = Blocks::default();
         let slot = b.insert(batch(2));
-        assert!(b.record(slot, 2).is_none());
+        assert!(b.state(slot, 2).is_none());
         assert!(b.held(slot, 2).is_none());
         assert!(b.held(slot + 1, 0).is_none());
         assert!(Held::new(&batch(1), 1).is_none());

@@ -171,7 +171,7 @@ impl Delivery {
 
     /// The record.
     pub fn record(&self) -> &ConsumerRecord {
-        &self.held.get().record
+        self.held.record()
     }
 
     /// The record, by value (a copy: the engine holds it until its outcome is settled; the
@@ -185,7 +185,7 @@ impl Delivery {
     /// or a lost lock or member. The broker archives the record after
     /// `share.delivery.count.limit` deliveries.
     pub fn delivery_count(&self) -> i16 {
-        self.held.get().record.delivery_count
+        self.held.record().delivery_count
     }
 
     /// This handler call's number **within this delivery** (1 the first time; `Retry` adds
@@ -234,18 +234,18 @@ impl Delivery {
     }
 
     fn set_failure(&self, failure: dead_letter::Failure) {
-        self.held.get().set_failure(failure);
+        self.held.state().set_failure(failure);
     }
 
     pub(crate) fn take_failure(&self) -> Option<dead_letter::Failure> {
-        self.held.get().take_failure()
+        self.held.state().take_failure()
     }
 
     /// Until when the record is surely locked for this consumer (conservative: counted from
     /// when the fetch left); moves on when the engine renews it. None before the broker said
     /// how long its locks last.
     pub fn lock_deadline(&self) -> Option<Instant> {
-        self.held.get().lock_deadline()
+        self.held.state().lock_deadline()
     }
 }
 
