@@ -550,3 +550,30 @@ fn total_attempts_counts_across_a_redelivery_so_a_cap_holds() {
     assert_eq!(calls, vec![(1, 1, 1), (1, 2, 2), (1, 3, 3), (2, 1, 4), (2, 2, 5)]);
     assert_eq!(kinds(&l.take_acks()), vec![(0, AckKind::Reject)]);
 }
+
+#[test]
+fn an_answer_is_held_in_one_batch_until_its_last_record_is_settled() {
+    let t0 = Instant::now();
+    let mut l = ledger(1, 4);
+    l.received(answer(0..3, t0), t0);
+    l.received(answer(3..4, t0), t0);
+    assert_eq!(l.blocks.len(), 2, "one batch per answer, not one allocation per record");
+    let units = l.start(t0);
+    assert_eq!(units.len(), 1);
+    let offsets: Vec<i64> = units[0].deliveries.iter().map(|d| d.record().offset).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3], "a call may take records of several answers");
+    l.finished(&units[0].ids, &[Outcome::Accept, Outcome::Retry, Outcome::Accept, Outcome::Accept], Duration::ZERO, t0);
+    assert_eq!(l.blocks.len(), 1, "the batch of the record waiting to be tried again stays");
+    let later = t0 + Duration::from_millis(100);
+    l.tick(later);
+    let again = l.start(later);
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].deliveries[0].record().offset, 1);
+    assert_eq!(again[0].deliveries[0].attempt(), 2);
+    l.finished(&again[0].ids, &[Outcome::Accept], Duration::ZERO, later);
+    assert_eq!(l.blocks.len(), 0, "every record settled: the batches are let go");
+    assert_eq!(l.held_records(), 0);
+    // A handler may keep its deliveries past their outcome: they hold the batch themselves.
+    assert_eq!(units[0].deliveries[2].record().offset, 2);
+    assert_eq!(units[0].deliveries[2].clone().into_record().offset, 2);
+}

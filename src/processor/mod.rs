@@ -93,6 +93,7 @@
 pub(crate) mod core;
 mod dead_letter;
 mod deadline;
+mod held;
 pub(crate) mod ledger;
 pub(crate) mod metrics;
 mod pool;
@@ -101,7 +102,7 @@ mod run;
 mod whole_batches;
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
@@ -113,6 +114,7 @@ use crate::decode::{Decode, DecodeError};
 use crate::error::{Error, Result};
 use crate::share::acks::AckKind;
 use deadline::later;
+pub(crate) use held::Held;
 
 pub use crate::dead_letter::ERROR_HEADER_PREFIX;
 pub use dead_letter::DeadLetter;
@@ -155,48 +157,29 @@ pub enum Outcome {
 /// `attempt` (which restarts when the engine's own `on_exhausted` RELEASE brings the record
 /// back): `if d.total_attempts() >= n { Outcome::Reject } else { Outcome::Retry }`.
 pub struct Delivery {
-    held: Arc<HeldRecord>,
+    /// The record, in its poll answer's batch (`held.rs`): shared with the engine, which
+    /// updates its lock deadline on renewal.
+    held: Held,
     attempt: u32,
     retries: u32,
     /// The engine's `max_retries`: how many calls an earlier delivery is counted as.
     max_retries: u32,
 }
 
-/// A record as the engine holds it, shared with the handler that runs it: handing it over
-/// costs no copy of the record, and one allocation per record holds both it and the lock
-/// deadline the handler sees (updated in place on renewal).
-#[derive(Debug)]
-pub(crate) struct HeldRecord {
-    record: ConsumerRecord,
-    lock: Mutex<Option<Instant>>,
-    /// Why the handler dead-letters it ([`Delivery::dead_letter`]), for the copy's headers.
-    failure: Mutex<Option<dead_letter::Failure>>,
-}
-
-impl HeldRecord {
-    pub(crate) fn new(record: ConsumerRecord) -> Arc<HeldRecord> {
-        let lock = Mutex::new(record.lock_deadline);
-        Arc::new(HeldRecord { record, lock, failure: Mutex::new(None) })
-    }
-
-    pub(crate) fn set_lock(&self, deadline: Option<Instant>) {
-        *self.lock.lock().unwrap_or_else(|p| p.into_inner()) = deadline;
-    }
-}
-
 impl Delivery {
-    pub(crate) fn new(held: Arc<HeldRecord>, attempt: u32, retries: u32, max_retries: u32) -> Delivery {
+    pub(crate) fn new(held: Held, attempt: u32, retries: u32, max_retries: u32) -> Delivery {
         Delivery { held, attempt, retries, max_retries }
     }
 
     /// The record.
     pub fn record(&self) -> &ConsumerRecord {
-        &self.held.record
+        self.held.record()
     }
 
-    /// The record, by value (a copy while the engine still holds it).
+    /// The record, by value (a copy: the engine holds it until its outcome is settled; the
+    /// copy shares the key and value buffers).
     pub fn into_record(self) -> ConsumerRecord {
-        Arc::try_unwrap(self.held).map_or_else(|held| held.record.clone(), |h| h.record)
+        self.held.into_record()
     }
 
     /// How often the broker has delivered it (1 the first time), to this member or any
@@ -204,7 +187,7 @@ impl Delivery {
     /// or a lost lock or member. The broker archives the record after
     /// `share.delivery.count.limit` deliveries.
     pub fn delivery_count(&self) -> i16 {
-        self.held.record.delivery_count
+        self.held.record().delivery_count
     }
 
     /// This handler call's number **within this delivery** (1 the first time; `Retry` adds
@@ -253,18 +236,18 @@ impl Delivery {
     }
 
     fn set_failure(&self, failure: dead_letter::Failure) {
-        *self.held.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(failure);
+        self.held.state().set_failure(failure);
     }
 
     pub(crate) fn take_failure(&self) -> Option<dead_letter::Failure> {
-        self.held.failure.lock().unwrap_or_else(|p| p.into_inner()).take()
+        self.held.state().take_failure()
     }
 
     /// Until when the record is surely locked for this consumer (conservative: counted from
     /// when the fetch left); moves on when the engine renews it. None before the broker said
     /// how long its locks last.
     pub fn lock_deadline(&self) -> Option<Instant> {
-        *self.held.lock.lock().unwrap_or_else(|p| p.into_inner())
+        self.held.state().lock_deadline()
     }
 }
 

@@ -143,7 +143,7 @@ mod tests {
 
     use super::*;
     use crate::consumer::{ConsumerRecord, ShareConsumerConfig};
-    use crate::processor::HeldRecord;
+    use crate::processor::Held;
     use crate::sink::metrics::SinkMetrics;
     use crate::sink::{ConnectorConfig, Registry, SinkError};
 
@@ -194,7 +194,7 @@ mod tests {
 
     fn batch(n: i64) -> Vec<Delivery> {
         (0..n)
-            .map(|o| Delivery::new(HeldRecord::new(ConsumerRecord::for_test("t".into(), 0, o)), 1, 0, 3))
+            .map(|o| Delivery::new(Held::one(ConsumerRecord::for_test("t".into(), 0, o)), 1, 0, 3))
             .collect()
     }
 
