@@ -93,8 +93,8 @@ impl Held {
         (index < batch.records.len() && index < batch.states.len()).then(|| Held { batch: Arc::clone(batch), index })
     }
 
-    /// A record alone, in a batch of its own.
-    #[cfg(test)]
+    /// A record alone, in a batch of its own (the sink's batch handler tests).
+    #[cfg(all(test, feature = "sink"))]
     pub(crate) fn one(record: ConsumerRecord) -> Held {
         let tp = crate::share::TopicIdPartition { topic_id: uuid::Uuid::nil(), partition: record.partition };
         let batch = (record.offset, record.offset);
