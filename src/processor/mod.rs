@@ -448,12 +448,6 @@ impl ProcessorConfig {
         self
     }
 
-    /// The former name of [`close_timeout`](Self::close_timeout).
-    #[deprecated(note = "use close_timeout (the crate's stop verb is close)")]
-    pub fn shutdown_timeout(self, d: Duration) -> Self {
-        self.close_timeout(d)
-    }
-
     /// How the engine acquires records. By default (`None`) the per-record form
     /// ([`Processor::run`]) asks the broker for exactly the records its free slots and
     /// prefetch have room for, with
@@ -779,12 +773,6 @@ impl ProcessorHandle {
         });
     }
 
-    /// The former name of [`close`](Self::close).
-    #[deprecated(note = "use close (the crate's stop verb)")]
-    pub fn shutdown(&self, timeout: Duration) {
-        self.close(timeout)
-    }
-
     /// Aborts the running handlers and closes at once.
     pub fn abort(&self) {
         self.signal.send_replace(Signal::Abort);
@@ -826,16 +814,6 @@ impl ProcessorHandle {
         }
         tracing::warn!("processor: second shutdown signal; aborting the running handlers");
         self.abort();
-    }
-
-    /// The former name of [`close_on`](Self::close_on).
-    #[deprecated(note = "use close_on (the crate's stop verb is close)")]
-    pub async fn shutdown_on<S, F>(&self, signal: S, timeout: Duration)
-    where
-        S: FnMut() -> F,
-        F: Future,
-    {
-        self.close_on(signal, timeout).await
     }
 }
 
@@ -905,12 +883,6 @@ impl Running {
     pub async fn close(mut self, timeout: impl Into<Option<Duration>>) -> Result<Report> {
         self.handle.close(timeout.into().unwrap_or(self.shutdown_timeout));
         self.wait().await
-    }
-
-    /// The former name of [`close`](Self::close).
-    #[deprecated(note = "use close (the crate's stop verb)")]
-    pub async fn shutdown(self, timeout: impl Into<Option<Duration>>) -> Result<Report> {
-        self.close(timeout).await
     }
 
     /// Waits until the engine stops (a shutdown from a [`ProcessorHandle`], or a fatal

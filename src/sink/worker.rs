@@ -279,12 +279,6 @@ impl Worker {
         let results = futures::future::join_all(connectors.iter().map(|c| c.close(timeout))).await;
         results.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
     }
-
-    /// The former name of [`close`](Self::close).
-    #[deprecated(note = "use close (the crate's stop verb, as ShareConsumer::close)")]
-    pub async fn shutdown(self, timeout: Duration) -> Result<()> {
-        self.close(timeout).await
-    }
 }
 
 struct TaskHandle {
@@ -464,10 +458,5 @@ impl Connector {
                 Err(Error::Timeout { what: format!("stopping connector {}", self.name()), after: timeout })
             }
         }
-    }
-    /// The former name of [`close`](Self::close).
-    #[deprecated(note = "use close (the crate's stop verb, as ShareConsumer::close)")]
-    pub async fn stop(&self, timeout: Duration) -> Result<()> {
-        self.close(timeout).await
     }
 }

@@ -476,12 +476,6 @@ impl Herder {
         }
     }
 
-    /// The former name of [`close`](Self::close).
-    #[deprecated(note = "use close (the crate's stop verb; `stop` is Connect's PUT /connectors/{name}/stop)")]
-    pub async fn shutdown(&self) {
-        self.close().await
-    }
-
     fn save(&self, entries: &BTreeMap<String, Entry>) -> Result<(), RestError> {
         let all = entries
             .iter()
