@@ -34,25 +34,21 @@ impl DriverCore {
             return;
         }
         let Some(w) = self.waiter.take() else { return };
-        // Exactly the room this answer takes: the buffer holds a few fetched batches, and a
-        // vector grown by doubling copied every record once or twice more (an engine asks for
-        // thousands at a time).
-        // Counted only as far as `max`: a poll of one record looks at one batch.
-        let mut room = 0;
-        for b in &self.buffer {
-            room += b.records.len();
-            if room >= w.max {
-                break;
-            }
-        }
-        let mut out: Vec<Delivered> = Vec::with_capacity(w.max.min(room));
+        let mut out: Vec<Delivered> = Vec::with_capacity(w.max.min(1024));
         while out.len() < w.max {
             let Some(front) = self.buffer.front_mut() else {
                 break;
             };
             let take = (w.max - out.len()).min(front.records.len());
-            let (tp, node, generation, batch) = (front.tp, front.node, front.generation, front.batch);
-            out.extend(front.records.drain(..take).map(|record| Delivered { record, tp, node, generation, batch }));
+            for record in front.records.drain(..take) {
+                out.push(Delivered {
+                    record,
+                    tp: front.tp,
+                    node: front.node,
+                    generation: front.generation,
+                    batch: front.batch,
+                });
+            }
             self.sessions.delivered(front.node, take);
             if front.records.is_empty() {
                 self.buffer.pop_front();
