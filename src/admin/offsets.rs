@@ -195,7 +195,7 @@ impl Admin {
     ///
     /// Fewer requests, not less time: a Kafka 4.4 broker was measured to answer a request
     /// carrying several groups only after ~2-2.5 s (sometimes twice that), where one group
-    /// takes milliseconds (`scripts/bench-exporter`); Java's `kafka-share-groups.sh` asks one
+    /// takes milliseconds (`scripts/bench exporter`); Java's `kafka-share-groups.sh` asks one
     /// group at a time. For a few groups and a person waiting, [`Admin::list_share_group_offsets`]
     /// per group is faster.
     ///

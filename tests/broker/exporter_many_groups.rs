@@ -114,7 +114,7 @@ async fn two_hundred_groups_are_described_per_coordinator_and_all_are_served() {
     // one per group at most, never more (no group asked twice in a refresh that went well):
     // Kafka 4.4 answers a DescribeShareGroupOffsets carrying several groups only after ~2.5 s
     // and one group in milliseconds, so the exporter asks them one group per request
-    // (1,000 groups: 1.2 s a refresh against 3.4 s batched, scripts/bench-exporter).
+    // (1,000 groups: 1.2 s a refresh against 3.4 s batched, scripts/bench exporter).
     let sent = |api: &str| s.requests.get(api).copied().unwrap_or(0);
     assert!(sent("DescribeShareGroupOffsets") >= 1, "{:?}", s.requests);
     assert!(sent("DescribeShareGroupOffsets") <= GROUPS as u64, "{:?}", s.requests);

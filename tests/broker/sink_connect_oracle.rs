@@ -10,7 +10,7 @@
 //!
 //! `ours_through_converters_and_transforms` runs our side alone and checks the values it
 //! expects. `connect_agrees_on_converters_transforms_and_dead_letters` also starts Connect
-//! the way `scripts/bench-sink` does (peers/java-connect, built with `mvn` if
+//! the way `scripts/bench sink` does (peers/java-connect, built with `mvn` if
 //! `target/bench-sink/java-connect/classpath.txt` is missing; fails when it cannot be), its
 //! REST listener on 8083 + `KAFKA_PORT_OFFSET`. Every wait is for a condition with a
 //! generous deadline.
@@ -485,7 +485,7 @@ async fn ours_through_converters_and_transforms() {
     }
 }
 
-/// Connect's classpath, built as scripts/bench-sink builds it when missing.
+/// Connect's classpath, built as `scripts/bench sink` builds it when missing.
 pub(crate) fn connect_classpath() -> String {
     // Two oracle tests (this one and sink_rest_oracle) run at once in this binary: on a clean
     // checkout both would find no build and run Maven into the same directory together.
@@ -502,7 +502,7 @@ pub(crate) fn connect_classpath() -> String {
             .current_dir(root)
             .output()
             .expect(
-                "mvn (Connect is the oracle: install Maven, or build peers/java-connect as scripts/bench-sink does)",
+                "mvn (Connect is the oracle: install Maven, or build peers/java-connect as scripts/bench sink does)",
             );
         assert!(out.status.success(), "mvn failed: {}", String::from_utf8_lossy(&out.stdout));
     }
