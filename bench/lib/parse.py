@@ -136,6 +136,11 @@ def main():
         print(json.dumps({"client": a[1], "round": int(a[2]), "ok": False, "skipped": True, "error": a[3]}))
     elif a[0] == "latency":
         latency(*a[1:])
+    elif a[0] == "cpu-window":
+        # key=value words for a shell's result line (bench/cases/sink): nothing if unreadable.
+        row = {}
+        cpu_window(row, a[1])
+        print(" ".join(f"{k}={v:.4f}" for k, v in row.items()))
     elif a[0] == "latency-skip":
         print(json.dumps({"client": a[1], "ok": False, "skipped": True, "error": a[2]}))
     else:
