@@ -328,7 +328,9 @@ def main():
       "KafkaShareConsumer with per-record ACCEPT (peers/java). **vs classic**: against the classic "
       "consumer group's ConsumerPerformance on the same topic.\n")
     w(f"Topic: {meta['records']:,} records, {meta['partitions']} partitions, written by our producer "
-      f"(`batch.size=262144`, `linger.ms=10`, no compression): {meta.get('produce', '')}.\n")
+      f"(`batch.size=262144`, `linger.ms=10`, no compression): {meta.get('produce', '')}."
+      + (f" Before the first client the brokers were warmed (not measured): {meta['warm']}." if meta.get("warm") else "")
+      + "\n")
     w("## Throughput\n")
     if have_chart:
         rel = os.path.relpath(chart_path, os.path.dirname(out_abs))

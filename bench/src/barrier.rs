@@ -32,13 +32,11 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::args::{Args, BoxError};
+use crate::cli;
 
 #[tokio::main]
 pub async fn entry(raw: Vec<String>) {
-    if let Err(e) = run(raw).await {
-        eprintln!("barrier_bench: error: {e}");
-        std::process::exit(1);
-    }
+    cli::exit_on_error("barrier_bench: error: ", run(raw).await);
 }
 
 /// The p-quantile (nearest rank) of sorted nanoseconds, in milliseconds; -1 if empty.

@@ -29,14 +29,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 use crate::args::{Args, BoxError};
+use crate::cli;
 use crate::work::Work;
 
 #[tokio::main]
 pub async fn entry(raw: Vec<String>) {
-    if let Err(e) = run(raw).await {
-        eprintln!("ceiling_bench: error: {e}");
-        std::process::exit(1);
-    }
+    cli::exit_on_error("ceiling_bench: error: ", run(raw).await);
 }
 
 /// Per record: microseconds from acquisition to outcome, and of the handler alone.

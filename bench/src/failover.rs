@@ -42,20 +42,12 @@ use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
 use kafka_share::{Error, ShareConsumer, ShareConsumerConfig};
 
 use crate::args::{Args, BoxError};
+use crate::cli;
 
 #[tokio::main]
 pub async fn entry(raw: Vec<String>) {
-    // RUST_LOG=kafka_share=debug: what the client did around the kill.
-    if std::env::var_os("RUST_LOG").is_some() {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
-            .init();
-    }
-    if let Err(e) = run(raw).await {
-        eprintln!("failover_bench: error: {e}");
-        std::process::exit(1);
-    }
+    cli::traces_from_env();
+    cli::exit_on_error("failover_bench: error: ", run(raw).await);
 }
 
 async fn run(raw: Vec<String>) -> Result<(), BoxError> {
@@ -63,7 +55,7 @@ async fn run(raw: Vec<String>) -> Result<(), BoxError> {
     match raw.first().map(String::as_str) {
         Some("setup") => setup(&args).await,
         Some("consume") => consume(&args).await,
-        Some("cleanup") => cleanup(&args).await,
+        Some("cleanup") => cli::cleanup(&args, "failover_bench").await,
         _ => Err("usage: kafka-share-bench failover setup|consume|cleanup --bootstrap B ...".into()),
     }
 }
@@ -112,28 +104,6 @@ async fn setup(a: &Args) -> Result<(), BoxError> {
         .collect();
     let coordinator = admin.cluster().find_group_coordinator(group).await?;
     println!("PLAN {{\"leaders\":{{{}}},\"coordinator\":{coordinator},\"records\":{n}}}", leaders.join(","));
-    Ok(())
-}
-
-/// Deletes the runs' topics and share groups.
-async fn cleanup(a: &Args) -> Result<(), BoxError> {
-    let admin = Admin::connect_to(a.req("bootstrap")?).await?;
-    let topics = a.all("topic");
-    if !topics.is_empty() {
-        for (t, r) in topics.iter().zip(admin.delete_topics(&topics).await?) {
-            if let Err(e) = r {
-                eprintln!("failover_bench: deleting topic {t}: {e}");
-            }
-        }
-    }
-    let groups = a.all("group");
-    if !groups.is_empty() {
-        for (g, r) in groups.iter().zip(admin.delete_share_groups(&groups).await?) {
-            if let Err(e) = r {
-                eprintln!("failover_bench: deleting share group {g}: {e}");
-            }
-        }
-    }
     Ok(())
 }
 

@@ -13,6 +13,7 @@ mod args;
 mod barrier;
 mod callgrind_poll;
 mod ceiling;
+mod cli;
 mod failover;
 mod peers;
 mod process;

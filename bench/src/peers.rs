@@ -44,20 +44,12 @@ use kafka_share::producer::{DeliveryFuture, Producer, ProducerConfig, ProducerRe
 use kafka_share::{ShareConsumer, ShareConsumerConfig};
 
 use crate::args::{Args, BoxError};
+use crate::cli;
 
 #[tokio::main]
 pub async fn entry(raw: Vec<String>) {
-    // RUST_LOG=kafka_share::connection=trace shows every request on the wire, timed.
-    if std::env::var_os("RUST_LOG").is_some() {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
-            .init();
-    }
-    if let Err(e) = run(raw).await {
-        eprintln!("bench_consumer: error: {e}");
-        std::process::exit(1);
-    }
+    cli::traces_from_env();
+    cli::exit_on_error("bench_consumer: error: ", run(raw).await);
 }
 
 async fn run(raw: Vec<String>) -> Result<(), BoxError> {
@@ -70,7 +62,7 @@ async fn run(raw: Vec<String>) -> Result<(), BoxError> {
         "group" => group(&args).await,
         "consume" => consume(&args).await,
         "latency" => latency(&args).await,
-        "cleanup" => cleanup(&args).await,
+        "cleanup" => cli::cleanup(&args, "bench_consumer").await,
         other => Err(format!("unknown subcommand {other:?}: use produce, group, consume, latency or cleanup").into()),
     }
 }
@@ -174,29 +166,6 @@ async fn group(a: &Args) -> Result<(), BoxError> {
         for kv in a.all("config") {
             let (k, v) = kv.split_once('=').ok_or_else(|| format!("--config {kv}: use key=value"))?;
             admin.set_group_config(g, k, v).await?;
-        }
-    }
-    Ok(())
-}
-
-/// Deletes the benchmark's topics (they hold gigabytes on a broker other tests share) and,
-/// with `--group` (repeatable), its share groups (empty by then: their members have left).
-async fn cleanup(a: &Args) -> Result<(), BoxError> {
-    let admin = Admin::connect_to(a.req("bootstrap")?).await?;
-    let topics = a.all("topic");
-    if !topics.is_empty() {
-        for (t, r) in topics.iter().zip(admin.delete_topics(&topics).await?) {
-            if let Err(e) = r {
-                eprintln!("bench_consumer: deleting topic {t}: {e}");
-            }
-        }
-    }
-    let groups = a.all("group");
-    if !groups.is_empty() {
-        for (g, r) in groups.iter().zip(admin.delete_share_groups(&groups).await?) {
-            if let Err(e) = r {
-                eprintln!("bench_consumer: deleting share group {g}: {e}");
-            }
         }
     }
     Ok(())

@@ -27,14 +27,12 @@ use kafka_share::processor::{Delivery, Outcome, Processor, ProcessorConfig, PROC
 use kafka_share::ShareConsumerConfig;
 
 use crate::args::{Args, BoxError};
+use crate::cli;
 use crate::work::Work;
 
 #[tokio::main]
 pub async fn entry(raw: Vec<String>) {
-    if let Err(e) = run(raw).await {
-        eprintln!("processor_bench: error: {e}");
-        std::process::exit(1);
-    }
+    cli::exit_on_error("processor_bench: error: ", run(raw).await);
 }
 
 async fn run(raw: Vec<String>) -> Result<(), BoxError> {

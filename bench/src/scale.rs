@@ -33,6 +33,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
 use crate::args::{Args, BoxError};
+use crate::cli;
 
 #[tokio::main]
 pub async fn entry(raw: Vec<String>) {
@@ -41,10 +42,7 @@ pub async fn entry(raw: Vec<String>) {
     // as quiet (and as cheap) as in an application without a subscriber.
     let filter = Targets::new().with_target("kafka_share::connection", tracing::Level::TRACE);
     tracing_subscriber::registry().with(requests.clone().with_filter(filter)).init();
-    if let Err(e) = run(raw, requests).await {
-        eprintln!("scale_bench: error: {e}");
-        std::process::exit(1);
-    }
+    cli::exit_on_error("scale_bench: error: ", run(raw, requests).await);
 }
 
 async fn run(raw: Vec<String>, requests: Requests) -> Result<(), BoxError> {

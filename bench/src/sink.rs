@@ -23,6 +23,7 @@ use kafka_share::sink::{
 };
 
 use crate::args::{Args, BoxError};
+use crate::cli;
 
 /// The built-in file task with slow records.
 struct SlowSink {
@@ -64,17 +65,8 @@ impl SinkTask for SlowSink {
 
 #[tokio::main]
 pub async fn entry(raw: Vec<String>) {
-    // RUST_LOG=kafka_share::connection=trace shows every request on the wire, timed.
-    if std::env::var_os("RUST_LOG").is_some() {
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
-            .init();
-    }
-    if let Err(e) = run(raw).await {
-        eprintln!("sink_bench: {e}");
-        std::process::exit(1);
-    }
+    cli::traces_from_env();
+    cli::exit_on_error("sink_bench: ", run(raw).await);
 }
 
 async fn run(raw: Vec<String>) -> Result<(), BoxError> {
