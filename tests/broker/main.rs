@@ -51,6 +51,7 @@ mod security_tls;
 mod share_consumer;
 mod share_consumer_back_to_back;
 mod share_consumer_idle;
+mod share_cycle_trace;
 #[cfg(feature = "sink")]
 mod sink_binary;
 #[cfg(feature = "sink")]

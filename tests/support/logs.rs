@@ -23,6 +23,21 @@ impl Logs {
         (logs, tracing::subscriber::set_default(subscriber))
     }
 
+    /// Captures this thread's events that `filter` (an `EnvFilter` directive such as
+    /// `kafka_share::cycle=trace`) lets through until the guard drops; as [`Logs::warnings`],
+    /// in a current-thread test.
+    #[allow(dead_code)] // not every binary that includes this file uses it
+    pub fn filtered(filter: &str) -> (Logs, DefaultGuard) {
+        let logs = Logs::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        (logs, tracing::subscriber::set_default(subscriber))
+    }
+
     /// Everything written so far.
     pub fn text(&self) -> String {
         self.0.lock().map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()

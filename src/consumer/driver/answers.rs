@@ -2,6 +2,7 @@
 //! buffer, acknowledgement outcomes, partitions that moved) and whole-request failures.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -80,6 +81,10 @@ impl DriverCore {
         let mut answers = AckAnswers::default();
         let mut moved = false;
         let mut records = 0;
+        // The share cycle of each partition, for `RUST_LOG=kafka_share::cycle=trace` and
+        // scripts/share-cycle: what each partition answered and whether this fetch carried its
+        // acks (issue 36). Nothing is built unless that target is on.
+        let mut cycle = tracing::enabled!(target: "kafka_share::cycle", tracing::Level::TRACE).then(String::new);
         for t in resp.responses {
             for p in t.partitions {
                 let tp = TopicIdPartition { topic_id: t.topic_id, partition: p.partition_index };
@@ -90,8 +95,18 @@ impl DriverCore {
                 }
                 let leader = (p.current_leader.leader_id, p.current_leader.leader_epoch);
                 moved |= self.partition_error(&tp, p.error_code, leader, node);
-                records += self.take_records(node, sent.generation, tp, p, deadline, now);
+                let n = self.take_records(node, sent.generation, tp, p, deadline, now);
+                records += n;
+                if let Some(c) = cycle.as_mut() {
+                    let acked = if sent.acks.contains_key(&tp) { "a" } else { "" };
+                    // Writing to a String cannot fail.
+                    let _ = write!(c, " {}:{n}{acked}", tp.partition);
+                }
             }
+        }
+        if let Some(c) = cycle {
+            let latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+            tracing::trace!(target: "kafka_share::cycle", node, latency_us, partitions = c.as_str(), "fetch answered");
         }
         self.sessions.handle_fetched(node, records, !sent.acks.is_empty(), lock, now);
         self.complete_answered_acks(node, &sent, answers);
