@@ -4,11 +4,11 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 
 use super::task::{SinkError, SinkRecord, SinkTask, TaskConfig};
+use super::writer_thread::WriterThread;
 
 /// The path setting.
 pub(crate) const FILE_CONFIG: &str = "file";
@@ -62,11 +62,17 @@ impl Output {
 ///
 /// The `file` sink task. Build it with [`FileSink::new`] (the registry's `file` class does).
 pub struct FileSink {
-    /// Shared with the blocking thread that writes, so that file IO never blocks the
-    /// runtime's worker threads. One task uses it at a time (the runtime calls one method at
-    /// a time), the mutex only satisfies the move into `spawn_blocking`.
-    output: Option<Arc<Mutex<Output>>>,
+    /// The thread of this task that owns the output and writes (`writer_thread.rs`), so that
+    /// file IO never blocks the runtime's worker threads; set by `start`.
+    output: Option<Started>,
     fsync_on_put: bool,
+}
+
+/// What `start` made: the writer thread, and what it writes to (for messages).
+struct Started {
+    writer: WriterThread<Output>,
+    name: String,
+    is_file: bool,
 }
 
 impl Default for FileSink {
@@ -77,17 +83,12 @@ impl Default for FileSink {
 
 impl std::fmt::Debug for FileSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let target = self.output.as_ref().map(|o| lock(o).name());
+        let target = self.output.as_ref().map(|o| &o.name);
         f.debug_struct("FileSink")
             .field("output", &target)
             .field("fsync_on_put", &self.fsync_on_put)
             .finish()
     }
-}
-
-fn lock(o: &Mutex<Output>) -> std::sync::MutexGuard<'_, Output> {
-    // A panic while writing cannot leave `Output` half-updated (it holds no state of ours).
-    o.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl FileSink {
@@ -107,18 +108,21 @@ impl FileSink {
         parse_bool(config, FSYNC_ON_PUT_CONFIG, false).map(|_| ())
     }
 
-    /// Runs `op` on the output in a blocking thread.
+    /// Runs `op` on the output, on the task's writer thread.
     async fn with_output<T, F>(&self, op: F) -> Result<T, SinkError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Output) -> Result<T, SinkError> + Send + 'static,
     {
-        let Some(output) = self.output.clone() else {
+        let Some(started) = &self.output else {
             return Err(SinkError::fatal("the file sink was used before start (or after stop)"));
         };
-        match tokio::task::spawn_blocking(move || op(&mut lock(&output))).await {
-            Ok(r) => r,
-            Err(e) => Err(SinkError::fatal(format!("the file sink's writer thread failed: {e}"))),
+        match started.writer.run(op).await {
+            Some(r) => r,
+            None => Err(SinkError::fatal(format!(
+                "the file sink's writer thread for {} stopped (it panicked: see the log); restart the task",
+                started.name
+            ))),
         }
     }
 }
@@ -198,7 +202,11 @@ impl SinkTask for FileSink {
                     }
                 }
             };
-            self.output = Some(Arc::new(Mutex::new(output)));
+            let (name, is_file) = (output.name(), matches!(output, Output::File { .. }));
+            let writer = WriterThread::spawn("kafka-share-file-sink", output).map_err(|e| {
+                SinkError::fatal(format!("the file sink cannot start its writer thread for {name}: {e}"))
+            })?;
+            self.output = Some(Started { writer, name, is_file });
             Ok(())
         })
     }
@@ -228,14 +236,14 @@ impl SinkTask for FileSink {
 
     fn flush(&mut self) -> BoxFuture<'_, Result<(), SinkError>> {
         Box::pin(async move {
-            let Some(output) = &self.output else {
+            let Some(started) = &self.output else {
                 return Ok(()); // never started: nothing to make durable
             };
-            if matches!(*lock(output), Output::File { .. }) {
+            if started.is_file {
                 // `put` handed every line to the kernel already; syncing here, per batch (the
                 // runtime flushes before each acknowledgement), would cost a disk sync per
                 // batch that Connect's FileStreamSink never pays (`file.fsync.on.put` asks
-                // for it). Nothing to do, so no hop to a blocking thread either.
+                // for it). Nothing to do, so no hop to the writer thread either.
                 return Ok(());
             }
             self.with_output(|out| match out {
