@@ -281,6 +281,25 @@ mod tests {
         assert!(parse_bool(&c, FSYNC_ON_PUT_CONFIG, false).unwrap());
     }
 
+    #[tokio::test]
+    async fn puts_reach_the_file_through_the_writer_thread_and_none_after_stop() {
+        let path = std::env::temp_dir().join(format!("kafka-share-file-sink-{}.txt", std::process::id()));
+        let mut c = TaskConfig::new();
+        c.insert(FILE_CONFIG.into(), path.display().to_string());
+        let mut sink = FileSink::new();
+        sink.start(&c).await.expect("the file opens");
+        let mut records: Vec<SinkRecord> = (0..2).map(|o| SinkRecord::for_test("t".into(), 0, o)).collect();
+        records[0].value = Some(bytes::Bytes::from_static(b"one"));
+        let lent: Vec<&SinkRecord> = records.iter().collect();
+        sink.put(&lent).await.expect("written");
+        sink.put(&lent[..1]).await.expect("written");
+        assert_eq!(std::fs::read_to_string(&path).expect("the file"), "one\nnull\none\n");
+        sink.stop().await;
+        let e = sink.put(&lent).await.expect_err("stopped");
+        assert!(matches!(&e, SinkError::Fatal { reason } if reason.contains("after stop")), "{e}");
+        let _ = std::fs::remove_file(&path);
+    }
+
     #[test]
     fn lines_are_values_lossy_utf8_or_null() {
         let mut records: Vec<SinkRecord> = (0..4).map(|o| SinkRecord::for_test("t".into(), 0, o)).collect();
