@@ -41,7 +41,7 @@ impl SinkTask for SlowSink {
         self.inner.open(topics)
     }
 
-    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+    fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
         Box::pin(async move {
             if self.every > 0 {
                 for r in records {

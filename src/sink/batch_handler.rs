@@ -35,11 +35,16 @@ impl BatchHandler for SinkHandler {
 impl SinkHandler {
     async fn put(&mut self, batch: &[Delivery]) -> Result<Vec<Outcome>, Stop> {
         let m = self.shared.metrics.clone();
-        let first: Vec<&Delivery> = batch.iter().filter(|d| d.attempt() == 1).collect();
-        if !first.is_empty() {
-            m.acquired(first.len(), first.iter().filter(|d| d.delivery_count() > 1).count());
+        // Counted in one pass, no list of them: first attempts, and those redelivered.
+        let (first, redelivered) = batch
+            .iter()
+            .filter(|d| d.attempt() == 1)
+            .fold((0, 0), |(n, r), d| (n + 1, r + usize::from(d.delivery_count() > 1)));
+        if first > 0 {
+            m.acquired(first, redelivered);
         }
-        let records: Vec<SinkRecord> = batch.iter().map(|d| d.record().clone()).collect();
+        // Lent, not copied: the engine holds each record until its outcome is settled.
+        let records: Vec<&SinkRecord> = batch.iter().map(Delivery::record).collect();
         let started = Instant::now();
         let (result, stages) =
             put_through(self.shared.pipeline.as_ref(), &mut **self.sink.lock().await, &records, &m).await;
@@ -158,7 +163,7 @@ mod tests {
             Box::pin(async { Ok(()) })
         }
 
-        fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+        fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
             self.puts.fetch_add(records.len(), std::sync::atomic::Ordering::Relaxed);
             let fail = self.fail;
             Box::pin(async move {

@@ -255,7 +255,7 @@ impl SinkTask for HttpSink {
         })
     }
 
-    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+    fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
         Box::pin(async move {
             let Some((s, client)) = self.state.as_ref() else {
                 return Err(SinkError::fatal("the http sink was used before start"));

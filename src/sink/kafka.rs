@@ -260,7 +260,7 @@ impl SinkTask for KafkaSink {
         })
     }
 
-    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+    fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
         Box::pin(async move {
             let Some(producer) = self.producer.as_ref() else {
                 return Err(SinkError::fatal("the kafka sink was used before start (or after stop)"));

@@ -140,6 +140,7 @@ mod task_runner;
 mod transform;
 mod transforms;
 mod worker;
+mod writer_thread;
 
 pub use builtins::CONNECT_FILE_SINK_CLASS;
 pub use config::{ConnectorConfig, DeadLetterMode, ErrorTolerance, SinkAckMode, WorkerConfig};

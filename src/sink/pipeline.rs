@@ -275,7 +275,7 @@ fn fast_converter(config: &TaskConfig, registry: &Registry) -> bool {
 pub(crate) async fn put_through(
     pipeline: Option<&Pipeline>,
     sink: &mut dyn SinkTask,
-    batch: &[SinkRecord],
+    batch: &[&SinkRecord],
     m: &SinkMetrics,
 ) -> (std::result::Result<(), SinkError>, Vec<&'static str>) {
     let Some(p) = pipeline else {
@@ -305,7 +305,13 @@ pub(crate) async fn put_through(
             }
         }
     }
-    let put = if passed.is_empty() { Ok(()) } else { put_and_flush(sink, &passed, &schemas, m).await };
+    let put = if passed.is_empty() {
+        Ok(())
+    } else {
+        // The converted records are owned here and lent to the sink, as the consumed ones are.
+        let lent: Vec<&SinkRecord> = passed.iter().collect();
+        put_and_flush(sink, &lent, &schemas, m).await
+    };
     let map = |fs: Vec<RecordFailure>| -> Vec<RecordFailure> {
         fs.into_iter()
             // An index outside the batch stays outside (decide ignores it, the log names it).
@@ -346,7 +352,7 @@ mod tests;
 /// before it is ACCEPTed. A failed flush answers for the batch.
 pub(crate) async fn put_and_flush(
     sink: &mut dyn SinkTask,
-    records: &[SinkRecord],
+    records: &[&SinkRecord],
     schemas: &[RecordSchemas],
     m: &SinkMetrics,
 ) -> Result<(), SinkError> {

@@ -103,6 +103,11 @@ fn bad_settings_name_their_key() {
     assert_eq!(key_of(&[("transforms", "a"), ("transforms.a.type", "ExtractField$Value")]).0, "transforms.a.*");
 }
 
+/// The records as `put` takes them: lent, not copied.
+fn lent(records: &[SinkRecord]) -> Vec<&SinkRecord> {
+    records.iter().collect()
+}
+
 /// A sink that takes everything, or fails as told.
 struct Sink(Option<SinkError>, Vec<SinkRecord>);
 
@@ -112,9 +117,9 @@ impl SinkTask for Sink {
     }
     fn put<'a>(
         &'a mut self,
-        records: &'a [SinkRecord],
+        records: &'a [&'a SinkRecord],
     ) -> futures::future::BoxFuture<'a, std::result::Result<(), SinkError>> {
-        self.1.extend(records.iter().cloned());
+        self.1.extend(records.iter().map(|r| (*r).clone()));
         let answer = self.0.take();
         Box::pin(async move { answer.map_or(Ok(()), Err) })
     }
@@ -128,7 +133,7 @@ async fn put_through_folds_the_pipelines_failures_into_the_sinks_answer() {
     let m = SinkMetrics::new("t");
     let batch = vec![record(Some("1")), record(Some("bad")), record(Some("3"))];
     let mut sink = Sink(None, Vec::new());
-    let (result, stages) = put_through(Some(&p), &mut sink, &batch, &m).await;
+    let (result, stages) = put_through(Some(&p), &mut sink, &lent(&batch), &m).await;
     assert_eq!(sink.1.len(), 2, "the sink got the two that converted");
     match result {
         Err(SinkError::Records { failed }) => assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![1]),
@@ -137,14 +142,14 @@ async fn put_through_folds_the_pipelines_failures_into_the_sinks_answer() {
     assert_eq!(stages, vec![STAGE_TASK_PUT, STAGE_VALUE_CONVERTER, STAGE_TASK_PUT]);
     // The sink's own failure of its second record is the batch's third.
     let mut sink = Sink(Some(SinkError::record(1, "no")), Vec::new());
-    match put_through(Some(&p), &mut sink, &batch, &m).await.0 {
+    match put_through(Some(&p), &mut sink, &lent(&batch), &m).await.0 {
         Err(SinkError::Records { failed }) => {
             assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![1, 2])
         }
         other => panic!("{other:?}"),
     }
     let mut sink = Sink(Some(SinkError::retriable("down")), Vec::new());
-    match put_through(Some(&p), &mut sink, &batch, &m).await.0 {
+    match put_through(Some(&p), &mut sink, &lent(&batch), &m).await.0 {
         Err(SinkError::RetriableRecords { retriable, failed }) => {
             assert_eq!(retriable.iter().map(|f| f.index).collect::<Vec<_>>(), vec![0, 2]);
             assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![1]);
@@ -153,7 +158,7 @@ async fn put_through_folds_the_pipelines_failures_into_the_sinks_answer() {
     }
     // No pipeline: the sink's answer as it is.
     let mut sink = Sink(Some(SinkError::retriable("down")), Vec::new());
-    let (result, stages) = put_through(None, &mut sink, &batch, &m).await;
+    let (result, stages) = put_through(None, &mut sink, &lent(&batch), &m).await;
     assert!(matches!(result, Err(SinkError::Retriable { .. })) && stages.is_empty());
 }
 
@@ -170,14 +175,14 @@ impl SinkTask for SchemaSink {
     }
     fn put<'a>(
         &'a mut self,
-        _: &'a [SinkRecord],
+        _: &'a [&'a SinkRecord],
     ) -> futures::future::BoxFuture<'a, std::result::Result<(), SinkError>> {
         self.plain_puts += 1;
         Box::pin(async { Ok(()) })
     }
     fn put_with_schemas<'a>(
         &'a mut self,
-        records: &'a [SinkRecord],
+        records: &'a [&'a SinkRecord],
         schemas: &'a [crate::sink::RecordSchemas],
     ) -> futures::future::BoxFuture<'a, std::result::Result<(), SinkError>> {
         assert_eq!(records.len(), schemas.len(), "one RecordSchemas per record");
@@ -202,7 +207,7 @@ async fn the_converters_schema_reaches_the_sink_beside_the_records() {
     .unwrap();
     let mut sink = SchemaSink::default();
     let batch = vec![record(Some(&enveloped)), record(Some(r#"{"schema":null,"payload":{"id":2}}"#))];
-    assert!(put_through(Some(&with), &mut sink, &batch, &m).await.0.is_ok());
+    assert!(put_through(Some(&with), &mut sink, &lent(&batch), &m).await.0.is_ok());
     // The transform changed the data, not the schema: the sink decides what still fits.
     assert_eq!(sink.schemas, vec![Some(schema), None]);
     assert_eq!(sink.plain_puts, 0);
@@ -211,7 +216,7 @@ async fn the_converters_schema_reaches_the_sink_beside_the_records() {
         .unwrap()
         .unwrap();
     let mut sink = SchemaSink::default();
-    assert!(put_through(Some(&without), &mut sink, &[record(Some(r#"{"id":1}"#))], &m).await.0.is_ok());
+    assert!(put_through(Some(&without), &mut sink, &[&record(Some(r#"{"id":1}"#))], &m).await.0.is_ok());
     assert_eq!((sink.plain_puts, sink.schemas.len()), (1, 0));
 }
 

@@ -476,7 +476,7 @@ impl PostgresSink {
     /// The fields layout's `put` (postgres_fields.rs): plan, make the tables fit, write in one
     /// transaction; on a data error, one record at a time to find the ones that fail.
     /// `schemas[i]` (when there) is what `records[i]`'s converters read.
-    async fn put_fields(&mut self, records: &[SinkRecord], schemas: &[RecordSchemas]) -> Result<(), SinkError> {
+    async fn put_fields(&mut self, records: &[&SinkRecord], schemas: &[RecordSchemas]) -> Result<(), SinkError> {
         let Some(s) = self.settings.as_ref().and_then(|s| s.fields.clone()) else {
             return Err(SinkError::fatal("the postgres sink was used before start"));
         };
@@ -636,7 +636,7 @@ impl SinkTask for PostgresSink {
         })
     }
 
-    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+    fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
         Box::pin(async move {
             if records.is_empty() {
                 return Ok(());
@@ -645,8 +645,7 @@ impl SinkTask for PostgresSink {
                 return self.put_fields(records, &[]).await;
             }
             let conn = self.connection().await?;
-            let all: Vec<&SinkRecord> = records.iter().collect();
-            let e = match insert(&*conn, &all).await {
+            let e = match insert(&*conn, records).await {
                 Ok(_) => return Ok(()),
                 Err(e) => e,
             };
@@ -680,7 +679,7 @@ impl SinkTask for PostgresSink {
 
     fn put_with_schemas<'a>(
         &'a mut self,
-        records: &'a [SinkRecord],
+        records: &'a [&'a SinkRecord],
         schemas: &'a [RecordSchemas],
     ) -> BoxFuture<'a, Result<(), SinkError>> {
         // The fields layout types its columns by the converters' schemas; the records layout

@@ -60,7 +60,7 @@ impl From<tokio_postgres::Error> for Failure {
 /// `schemas[i]`, when there, is what `records[i]`'s converters read.
 pub(super) fn plan(
     s: &FieldsSettings,
-    records: &[SinkRecord],
+    records: &[&SinkRecord],
     schemas: &[RecordSchemas],
 ) -> (Vec<(usize, Op)>, Vec<RecordFailure>) {
     let mut ops = Vec::with_capacity(records.len());

@@ -42,7 +42,12 @@ pub trait SinkTask: Send + 'static {
 
     /// Writes a batch. `Ok` means every record is durably the sink's: the runtime ACCEPTs
     /// them. See [`SinkError`] for the other answers.
-    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>>;
+    ///
+    /// The records are lent, not copied: the runtime holds each one until its outcome is
+    /// settled, and a batch is a list of references to them (8 bytes a record). A sink
+    /// that keeps a record past `put` clones it (`(*records[i]).clone()`: the key and
+    /// value buffers are shared, not copied).
+    fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>>;
 
     /// As `put`, with the schemas each record's key and value came with from their converters
     /// (`schemas[i]` is `records[i]`'s; JsonConverter with `schemas.enable` makes them): the
@@ -50,7 +55,7 @@ pub trait SinkTask: Send + 'static {
     /// by a schema (a database table's columns) overrides it; the default ignores them.
     fn put_with_schemas<'a>(
         &'a mut self,
-        records: &'a [SinkRecord],
+        records: &'a [&'a SinkRecord],
         schemas: &'a [RecordSchemas],
     ) -> BoxFuture<'a, Result<(), SinkError>> {
         let _ = schemas;

@@ -125,13 +125,9 @@ impl Runner {
         let mut todo: VecDeque<Vec<usize>> = VecDeque::from([(0..records.len()).collect()]);
         let (mut accepted, mut skipped) = (0, 0);
         while let Some(group) = todo.pop_front() {
-            let part: Vec<SinkRecord>;
-            let batch: &[SinkRecord] = if group.len() == records.len() {
-                &records
-            } else {
-                part = group.iter().map(|&i| records[i].clone()).collect();
-                &part
-            };
+            // Lent to the sink, not copied (a retry's part too).
+            let batch: Vec<&SinkRecord> = group.iter().filter_map(|&i| records.get(i)).collect();
+            let batch = batch.as_slice();
             let pipeline = self.shared.pipeline.as_ref();
             let (result, stages) =
                 put_through(pipeline, &mut **self.sink.get_mut().unwrap_or_else(|p| p.into_inner()), batch, &m).await;

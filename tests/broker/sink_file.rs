@@ -9,6 +9,11 @@ use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
 use kafka_share::sink::{FileSink, Registry, SinkError, SinkTask, TaskConfig, CONNECT_FILE_SINK_CLASS};
 use kafka_share::{ConsumerRecord, ShareConsumer};
 
+/// The records as `put` takes them: lent, not copied.
+fn lent(records: &[kafka_share::sink::SinkRecord]) -> Vec<&kafka_share::sink::SinkRecord> {
+    records.iter().collect()
+}
+
 /// Produces `values` in order to a new one-partition topic and returns them as a share
 /// consumer delivers them (ordered by offset).
 async fn delivered(values: Vec<Option<Vec<u8>>>) -> Vec<ConsumerRecord> {
@@ -58,10 +63,10 @@ async fn writes_one_line_per_record_as_file_stream_sink_does() {
     // Through the registry under Connect's class name, as a Connect user's config would.
     let mut task = Registry::with_builtins().get(CONNECT_FILE_SINK_CLASS).unwrap().create(&cfg).unwrap();
     task.start(&cfg).await.unwrap();
-    task.put(&records[..2]).await.unwrap();
+    task.put(&lent(&records[..2])).await.unwrap();
     // `put` alone already handed the lines to the kernel: visible before any flush.
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "first\nnull\n");
-    task.put(&records[2..]).await.unwrap();
+    task.put(&lent(&records[2..])).await.unwrap();
     task.flush().await.unwrap();
     task.stop().await;
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "first\nnull\nünïcode\na\u{FFFD}b\n\n");
@@ -72,7 +77,7 @@ async fn writes_one_line_per_record_as_file_stream_sink_does() {
         .start(&config(&[("file", path.to_str().unwrap()), ("file.fsync.on.put", "true")]))
         .await
         .unwrap();
-    again.put(&records[..1]).await.unwrap();
+    again.put(&lent(&records[..1])).await.unwrap();
     again.stop().await;
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(text.lines().count(), 6, "{text:?}");
@@ -85,7 +90,7 @@ async fn without_a_file_it_writes_to_standard_output() {
     let records = delivered(vec![Some(b"to stdout".to_vec())]).await;
     let mut task = FileSink::new();
     task.start(&TaskConfig::new()).await.unwrap();
-    task.put(&records).await.unwrap();
+    task.put(&lent(&records)).await.unwrap();
     task.flush().await.unwrap();
     task.stop().await;
 }

@@ -15,6 +15,11 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
+/// The records as `put` takes them: lent, not copied.
+fn lent(records: &[kafka_share::sink::SinkRecord]) -> Vec<&kafka_share::sink::SinkRecord> {
+    records.iter().collect()
+}
+
 const N: usize = 5;
 
 async fn delivered() -> Vec<ConsumerRecord> {
@@ -105,7 +110,7 @@ async fn a_batch_is_one_json_array_post() {
     let records = delivered().await;
     let (url, seen) = server(|_| 200).await;
     let mut task = started(&[("http.url", &url), ("http.headers", "Authorization:Bearer t0k|X-Source:kafka")]).await;
-    task.put(&records).await.unwrap();
+    task.put(&lent(&records)).await.unwrap();
     task.stop().await;
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 1, "one POST for the batch");
@@ -132,7 +137,7 @@ async fn base64_encoding_sends_bytes_as_base64() {
     let records = delivered().await;
     let (url, seen) = server(|_| 204).await;
     let mut task = started(&[("http.url", &url), ("http.encoding", "base64")]).await;
-    task.put(&records[..1]).await.unwrap();
+    task.put(&lent(&records[..1])).await.unwrap();
     let seen = seen.lock().unwrap();
     assert_eq!(seen[0].1[0]["value"], "di0w", "base64 of v-0");
 }
@@ -142,19 +147,19 @@ async fn server_errors_timeouts_and_refused_connections_are_retriable() {
     let records = delivered().await;
     let (url, _) = server(|_| 503).await;
     let mut task = started(&[("http.url", &url)]).await;
-    let e = task.put(&records).await.unwrap_err();
+    let e = task.put(&lent(&records)).await.unwrap_err();
     assert!(matches!(e, SinkError::Retriable { .. }) && e.to_string().contains("503"), "{e:?}");
 
     let (url, _) = server(|_| 0).await;
     let mut task = started(&[("http.url", &url), ("http.timeout.ms", "300")]).await;
-    let e = task.put(&records).await.unwrap_err();
+    let e = task.put(&lent(&records)).await.unwrap_err();
     assert!(matches!(e, SinkError::Retriable { .. }), "{e:?}");
 
     // A port nobody listens on: bind one, note it, close it.
     let port = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port();
     let url = format!("http://127.0.0.1:{port}/");
     let mut task = started(&[("http.url", &url)]).await;
-    let e = task.put(&records).await.unwrap_err();
+    let e = task.put(&lent(&records)).await.unwrap_err();
     assert!(matches!(e, SinkError::Retriable { .. }), "{e:?}");
 }
 
@@ -164,7 +169,7 @@ async fn a_4xx_fails_the_batch_or_only_its_record_and_401_is_fatal() {
     // Batch mode: every record of the batch fails.
     let (url, _) = server(|_| 400).await;
     let mut task = started(&[("http.url", &url)]).await;
-    match task.put(&records).await.unwrap_err() {
+    match task.put(&lent(&records)).await.unwrap_err() {
         SinkError::Records { failed } => {
             assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), (0..N).collect::<Vec<_>>());
             assert!(failed[0].reason.contains("400"), "{}", failed[0].reason);
@@ -175,7 +180,7 @@ async fn a_4xx_fails_the_batch_or_only_its_record_and_401_is_fatal() {
     // Per-record mode: only the record the server refuses fails; the others are posted.
     let (url, seen) = server(|body| if body["value"] == "v-2" { 422 } else { 200 }).await;
     let mut task = started(&[("http.url", &url), ("http.batch", "false")]).await;
-    match task.put(&records).await.unwrap_err() {
+    match task.put(&lent(&records)).await.unwrap_err() {
         SinkError::Records { failed } => assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![2]),
         e => panic!("expected one failed record, got {e:?}"),
     }
@@ -187,7 +192,7 @@ async fn a_4xx_fails_the_batch_or_only_its_record_and_401_is_fatal() {
 
     let (url, _) = server(|_| 401).await;
     let mut task = started(&[("http.url", &url)]).await;
-    let e = task.put(&records).await.unwrap_err();
+    let e = task.put(&lent(&records)).await.unwrap_err();
     assert!(matches!(e, SinkError::Fatal { .. }) && e.to_string().contains("http.headers"), "{e:?}");
 }
 
@@ -199,7 +204,7 @@ async fn bad_settings_are_refused_before_start() {
     let e = factory.create(&config(&[("http.url", "not a url")])).err().unwrap();
     assert!(e.to_string().contains("http.url"), "{e}");
     let mut t = HttpSink::new();
-    assert!(t.put(&[]).await.is_err(), "put before start is an error, not a panic");
+    assert!(t.put(&lent(&[])).await.is_err(), "put before start is an error, not a panic");
 }
 
 /// The poison case through the worker: 1,000 records, one that the endpoint always answers

@@ -10,6 +10,11 @@ use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
 use kafka_share::sink::{KafkaSink, Registry, SinkError, SinkTask, TaskConfig};
 use kafka_share::{ConsumerRecord, ShareConsumer};
 
+/// The records as `put` takes them: lent, not copied.
+fn lent(records: &[kafka_share::sink::SinkRecord]) -> Vec<&kafka_share::sink::SinkRecord> {
+    records.iter().collect()
+}
+
 const N: usize = 30;
 
 /// Produces `N` records with keys, headers and fixed timestamps over 2 partitions of a new
@@ -72,7 +77,7 @@ async fn copies_records_with_key_value_headers_timestamp_and_partition() {
     ]);
     let mut task = Registry::with_builtins().get("kafka").unwrap().create(&cfg).unwrap();
     task.start(&cfg).await.unwrap();
-    task.put(&records).await.unwrap();
+    task.put(&lent(&records)).await.unwrap();
     task.flush().await.unwrap();
     task.stop().await;
 
@@ -106,7 +111,7 @@ async fn a_transform_rewrites_and_drops_records() {
         })
     });
     task.start(&config(&[("bootstrap.servers", common::bootstrap().as_str())])).await.unwrap();
-    task.put(&records).await.unwrap();
+    task.put(&lent(&records)).await.unwrap();
     task.stop().await;
 
     let want: Vec<String> = records
@@ -137,7 +142,7 @@ async fn a_missing_target_topic_is_retriable_and_bad_settings_are_fatal() {
     ]))
     .await
     .unwrap();
-    let e = task.put(&records[..3]).await.unwrap_err();
+    let e = task.put(&lent(&records[..3])).await.unwrap_err();
     assert!(matches!(e, SinkError::Retriable { .. }), "{e:?}");
     task.stop().await;
 

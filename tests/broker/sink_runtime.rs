@@ -62,9 +62,9 @@ impl SinkTask for MemSink {
         Box::pin(async { Ok(()) })
     }
 
-    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+    fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
         Box::pin(async move {
-            let r = (self.behavior)(self.task, records.to_vec()).await;
+            let r = (self.behavior)(self.task, records.iter().map(|r| (*r).clone()).collect()).await;
             let failed: BTreeSet<usize> = match &r {
                 Ok(()) => BTreeSet::new(),
                 Err(SinkError::Records { failed }) => failed.iter().map(|f| f.index).collect(),

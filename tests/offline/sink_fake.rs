@@ -20,7 +20,7 @@ impl SinkTask for Collect {
         Box::pin(async { Ok(()) })
     }
 
-    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+    fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
         self.0.lock().unwrap().extend(records.iter().map(|r| r.offset));
         Box::pin(async { Ok(()) })
     }
@@ -79,7 +79,7 @@ impl SinkTask for FailsWith {
         Box::pin(async { Ok(()) })
     }
 
-    fn put<'a>(&'a mut self, records: &'a [SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
+    fn put<'a>(&'a mut self, records: &'a [&'a SinkRecord]) -> BoxFuture<'a, Result<(), SinkError>> {
         let offsets: Vec<i64> = records.iter().map(|r| r.offset).collect();
         let hit = offsets.contains(&self.bad);
         self.batches.lock().unwrap().push(offsets);

@@ -12,6 +12,11 @@ use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
 use kafka_share::sink::{PostgresSink, Registry, SinkError, SinkTask, TaskConfig};
 use kafka_share::{AcknowledgeType, ConsumerRecord, ShareConsumer};
 
+/// The records as `put` takes them: lent, not copied.
+fn lent(records: &[kafka_share::sink::SinkRecord]) -> Vec<&kafka_share::sink::SinkRecord> {
+    records.iter().collect()
+}
+
 /// The database (scripts/postgres prints it; scripts/test exports it).
 pub(crate) fn pg_url() -> String {
     std::env::var("KAFKA_SHARE_PG_URL").unwrap_or_else(|_| {
@@ -95,7 +100,7 @@ async fn redeliveries_never_duplicate_rows() {
         if batch.is_empty() {
             continue;
         }
-        task.put(&batch).await.unwrap();
+        task.put(&lent(&batch)).await.unwrap();
         for r in &batch {
             if r.delivery_count == 1 {
                 c.acknowledge_with(r, AcknowledgeType::Release).unwrap();
@@ -106,7 +111,7 @@ async fn redeliveries_never_duplicate_rows() {
             }
         }
         if batch.iter().any(|r| r.delivery_count > 1) {
-            task.put(&batch).await.unwrap();
+            task.put(&lent(&batch)).await.unwrap();
         }
         let res = c.commit_sync(Duration::from_secs(10)).await.expect("commit");
         assert!(res.values().all(|r| r.is_ok()), "{res:?}");
@@ -170,7 +175,7 @@ async fn a_record_the_table_refuses_fails_alone() {
     .unwrap();
     let mut task = PostgresSink::new();
     task.start(&config(&[("connection.url", &pg_url()), ("table", &table)])).await.unwrap();
-    match task.put(&records).await.unwrap_err() {
+    match task.put(&lent(&records)).await.unwrap_err() {
         SinkError::Records { failed } => {
             assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![3]);
             assert!(failed[0].reason.contains("check constraint"), "{}", failed[0].reason);
@@ -180,7 +185,7 @@ async fn a_record_the_table_refuses_fails_alone() {
     let n: i64 = db.query_one(&format!("SELECT count(*) FROM \"{table}\""), &[]).await.unwrap().get(0);
     assert_eq!(n, 4, "the other records are in");
     // Put again (a redelivery): still one row each, the bad one still refused alone.
-    assert!(matches!(task.put(&records).await, Err(SinkError::Records { .. })));
+    assert!(matches!(task.put(&lent(&records)).await, Err(SinkError::Records { .. })));
     let n: i64 = db.query_one(&format!("SELECT count(*) FROM \"{table}\""), &[]).await.unwrap().get(0);
     assert_eq!(n, 4);
     task.stop().await;
@@ -211,7 +216,7 @@ async fn a_missing_table_is_fatal_and_a_dead_server_retriable() {
     c.subscribe([topic]).expect("subscribe");
     let records = common::poll_until(&c, 1, Duration::from_secs(30), |_| {}).await;
     c.close(Duration::from_secs(10)).await.expect("close");
-    let e = task.put(&records).await.unwrap_err();
+    let e = task.put(&lent(&records)).await.unwrap_err();
     assert!(matches!(e, SinkError::Retriable { .. }), "{e:?}");
 }
 
@@ -237,7 +242,7 @@ async fn a_killed_connection_is_retriable_and_the_next_put_reconnects() {
     task.start(&config(&[("connection.url", &url), ("table", &table), ("auto.create", "true")]))
         .await
         .unwrap();
-    task.put(&records[..2]).await.unwrap();
+    task.put(&lent(&records[..2])).await.unwrap();
 
     // The server ends the sink's session, as a restart or an admin would.
     let killed: i64 = db
@@ -250,7 +255,7 @@ async fn a_killed_connection_is_retriable_and_the_next_put_reconnects() {
     // or fail retriably; within two puts the batch is in.
     let mut ok = false;
     for _ in 0..2 {
-        match task.put(&records).await {
+        match task.put(&lent(&records)).await {
             Ok(()) => {
                 ok = true;
                 break;
@@ -320,7 +325,7 @@ async fn tls_follows_libpqs_sslmode() {
         task.start(&config(&[("connection.url", &url), ("table", &table), ("auto.create", "true")]))
             .await
             .unwrap_or_else(|e| panic!("sslmode={mode}: {e}"));
-        task.put(&records).await.unwrap_or_else(|e| panic!("sslmode={mode}: {e}"));
+        task.put(&lent(&records)).await.unwrap_or_else(|e| panic!("sslmode={mode}: {e}"));
         assert_eq!(encrypted(&db, &app).await, want_tls, "sslmode={mode}");
         let n: i64 = db.query_one(&format!("SELECT count(*) FROM \"{table}\""), &[]).await.unwrap().get(0);
         assert_eq!(n, 3, "sslmode={mode}");

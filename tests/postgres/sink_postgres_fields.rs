@@ -16,6 +16,11 @@ use kafka_share::ShareConsumer;
 
 use crate::sink_postgres::{pg, pg_url};
 
+/// The records as `put` takes them: lent, not copied.
+fn lent(records: &[kafka_share::sink::SinkRecord]) -> Vec<&kafka_share::sink::SinkRecord> {
+    records.iter().collect()
+}
+
 pub(crate) fn table_name(prefix: &str) -> String {
     common::unique(prefix).replace('-', "_")
 }
@@ -261,11 +266,11 @@ async fn auto_evolve_adds_a_column_when_a_new_field_appears() {
     };
     let pairs = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
 
-    task.put(&polled[..2]).await.unwrap();
+    task.put(&lent(&polled[..2])).await.unwrap();
     assert_eq!(columns().await, pairs(&[("__connect_key", "text"), ("a", "bigint")]));
 
     // The rest but k4: b and c appear (d is null: no column yet); k5's "a" is not a bigint.
-    match task.put(&polled[..6]).await {
+    match task.put(&lent(&polled[..6])).await {
         Err(SinkError::Records { failed }) => {
             assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![5], "{failed:?}");
             assert!(failed[0].reason.contains("bigint"), "{}", failed[0].reason);
@@ -293,7 +298,7 @@ async fn auto_evolve_adds_a_column_when_a_new_field_appears() {
     let mut strict = PostgresSink::new();
     let without: Vec<(&str, &str)> = settings.iter().copied().filter(|(k, _)| *k != "auto.evolve").collect();
     strict.start(&config(&without)).await.unwrap();
-    match strict.put(&polled[6..]).await {
+    match strict.put(&lent(&polled[6..])).await {
         Err(SinkError::Records { failed }) => {
             assert_eq!(failed.len(), 1);
             assert!(
@@ -380,9 +385,9 @@ async fn connect_schema_types_land_as_postgres_types() {
     ]))
     .await
     .unwrap();
-    task.put(&polled).await.unwrap();
+    task.put(&lent(&polled)).await.unwrap();
     // Twice: an upsert of the same row changes nothing.
-    task.put(&polled).await.unwrap();
+    task.put(&lent(&polled)).await.unwrap();
     task.stop().await;
 
     let cols = columns(&db, &table).await;
@@ -455,8 +460,8 @@ async fn kafka_keys_skip_redeliveries_and_update_changes_only_existing_rows() {
     ]))
     .await
     .unwrap();
-    task.put(&polled).await.unwrap();
-    task.put(&polled).await.unwrap();
+    task.put(&lent(&polled)).await.unwrap();
+    task.put(&lent(&polled)).await.unwrap();
     task.stop().await;
     let rows = db
         .query(
@@ -489,7 +494,7 @@ async fn kafka_keys_skip_redeliveries_and_update_changes_only_existing_rows() {
     ]))
     .await
     .unwrap();
-    task.put(&polled).await.unwrap();
+    task.put(&lent(&polled)).await.unwrap();
     task.stop().await;
     let rows = db.query(&format!("SELECT id, a FROM \"{existing}\" ORDER BY 1"), &[]).await.unwrap();
     let have: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
