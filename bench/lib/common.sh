@@ -70,8 +70,9 @@ bench_produce() { # KS TOPIC RECORDS SIZE PARTITIONS LOG
 # 3.9 s of broker CPU per million records in the first round and 1.1 s in the last, and 0.9 on
 # the same cluster in a second run (runs 20261205T164129Z, 20261205T164814Z). So throwaway
 # groups consume a throwaway topic (explicit acknowledgement, the cases' partition count)
-# pass after pass, until a pass costs the brokers no more than 1.15x the pass before
-# (BENCH_WARM_PASSES passes at most, default 8); every client then meets warm brokers.
+# pass after pass, until their cost per record stops falling: a pass that costs the brokers
+# at least 1/1.15 of the pass before (BENCH_WARM_PASSES passes at most, default 8); every
+# client then meets warm brokers.
 # RECORDS (default BENCH_WARM_RECORDS, else 1,000,000; one record and one pass in a smoke run)
 # is one pass: one record warms the share state only. Sets SHARE_WARM_LINE (what it took). A failure
 # is reported, not fatal.
@@ -99,7 +100,8 @@ bench_warm_share_state() { # KS LOG [RECORDS]
         per=$(awk -v a="${cpu%% *}" -v b="$(bench_cpu_snapshot "${NODES:-1}" | cut -d' ' -f1)" -v n="$n" \
             -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.2f", (b - a) / hz / n * 1e6}')
         costs+=("$per")
-        if [[ -n $prev ]] && awk -v p="$prev" -v c="$per" 'BEGIN{exit !(c <= 1.15 * p)}'; then
+        # Settled: this pass cost at least 1/1.15 of the one before (it stopped falling).
+        if [[ -n $prev ]] && awk -v p="$prev" -v c="$per" 'BEGIN{exit !(p <= 1.15 * c)}'; then
             break
         fi
         prev=$per
