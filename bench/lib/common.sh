@@ -73,6 +73,11 @@ bench_produce() { # KS TOPIC RECORDS SIZE PARTITIONS LOG
 # pass after pass, until their cost per record stops falling: a pass that costs the brokers
 # at least 1/1.15 of the pass before (BENCH_WARM_PASSES passes at most, default 8); every
 # client then meets warm brokers.
+# That settles a single broker (0.51, 0.30, 0.30 s / M in run 20261205T180532Z), not a fresh
+# 3-node cluster: its passes went 10.6, 5.4, 4.3, 4.1 and the first client still paid 3.1
+# against 1.0 in the last round (run 20261205T180657Z); its JIT goes on compiling for tens of
+# millions of records. Compare clients on three nodes in a second run on the same cluster
+# (`scripts/bench peers` leaves it up).
 # RECORDS (default BENCH_WARM_RECORDS, else 1,000,000; one record and one pass in a smoke run)
 # is one pass: one record warms the share state only. Sets SHARE_WARM_LINE (what it took). A failure
 # is reported, not fatal.
