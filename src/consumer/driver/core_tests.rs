@@ -1275,3 +1275,30 @@ fn a_poll_that_gave_up_is_dropped_by_the_drive_after_the_shell_says_so() {
     assert!(c.waiter.is_none(), "the poll that gave up is dropped");
     assert!(!perform(&mut c).polls.contains_key(&ReplyId(3)), "and never answered");
 }
+
+#[test]
+fn record_limit_acquires_no_more_after_a_poll_that_gave_up_while_its_fetch_was_out() {
+    // A poll gave up while the fetch for it was in flight; the next poll found nothing
+    // buffered and waited; the answer served it. That answer drew a second fetch, which
+    // acquired one record more than max.poll.records: held unseen behind a slow record, it
+    // went back to the group and came back at delivery count 2 (the renewal_loop example).
+    let t0 = Instant::now();
+    let cfg = ShareConsumerConfig::new("broker1:9092", "g")
+        .acquire_mode(AcquireMode::RecordLimit)
+        .max_poll_records(1);
+    let mut c = joining_as(DriverCore::new(cfg, Arc::new(Shared::new(true, None)), Arc::new(OneTopic)), t0);
+    let (node, sent, sent_at) = opening_fetch(&mut c, t0);
+    c.handle_command(Command::PollAbandoned(ReplyId(1)), t0);
+    c.handle_command(Command::Poll { max: 1, wait: true, renewing: false, acks: Vec::new(), id: ReplyId(2) }, t0);
+    c.drive(t0);
+    assert!(fetches(&mut c).is_empty(), "the fetch in flight serves the new poll");
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 0)) }, t0);
+    c.drive(t0);
+    assert!(c.waiter.is_none(), "the poll took the record");
+    assert!(fetches(&mut c).is_empty(), "no fetch until the next poll: one poll's worth acquired");
+    // The next poll asks again.
+    let t1 = t0 + Duration::from_millis(10);
+    c.handle_command(Command::Poll { max: 1, wait: true, renewing: false, acks: Vec::new(), id: ReplyId(3) }, t1);
+    c.drive(t1);
+    assert_eq!(fetches(&mut c).len(), 1, "the next poll's fetch");
+}

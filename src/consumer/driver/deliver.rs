@@ -60,6 +60,9 @@ impl DriverCore {
             }
         }
         self.drain.record(out.len(), now);
+        if !out.is_empty() {
+            self.sessions.poll_served();
+        }
         // The application has these now: its idle time counts from here.
         self.activity.last_poll = Some(now);
         self.answer(w, out);
