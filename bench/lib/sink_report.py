@@ -18,14 +18,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import section  # noqa: E402
 
 # The facts of a run the report needs: key -> its type. record_locks is empty when
-# --record-locks was not given (Kafka's default, 2000, then applies).
+# --record-locks was not given (Kafka's default, 2000, then applies); warm is --warm's line,
+# share_warm bench_warm_share_state's (bench/lib/common.sh).
 FIELDS = {
     "run": str, "commit": str, "kafka": str, "connect_version": str,
     "records": int, "hol_records": int, "size": int, "partitions": int, "rounds": int,
     "smoke": int, "duration": int, "slow_every": int, "slow_ms": int, "hol_factor": int,
     "plain_tasks": int, "log_batch": int, "record_locks": str,
     "produce": str, "json_produce": str, "hol_produce": str, "log_batch_why": str,
-    "load_before": str, "load_after": str, "warm": str,
+    "load_before": str, "load_after": str, "warm": str, "share_warm": str,
 }
 KAFKA_RECORD_LOCKS = 2000
 
@@ -121,8 +122,11 @@ def render(rows, meta):
         md.append("")
         md.append("**Smoke run: the figures mean nothing.**")
     md += ["", METHOD % meta, ""]
-    md += ["Topic: %s.%s%s Load average %s before, %s after." % (meta["produce"] or "?", (" JSON topic: %s." % meta["json_produce"]) if meta["json_produce"] else "",
+    # The share-state warm-up's line (bench_warm_share_state), as the peers report prints it:
+    # what it took, or that it failed and what that means for the figures.
+    md += ["Topic: %s.%s%s%s Load average %s before, %s after." % (meta["produce"] or "?", (" JSON topic: %s." % meta["json_produce"]) if meta["json_produce"] else "",
             (" Head-of-line topic (`--hol-records`, its own: the sleeps make Connect's side ~50x slower than the plain case): %s." % meta["hol_produce"]) if meta["hol_produce"] else "",
+            (" The brokers' warm-up before the first round (not measured): %s." % meta["share_warm"]) if meta["share_warm"] else "",
             meta["load_before"], meta["load_after"]), ""]
     md.append("| case | side | tasks | records/s | first line (s) | CPU s / M records | peak RSS (MB) | lines | result |")
     md.append("|---|---|--:|--:|--:|--:|--:|--:|---|")

@@ -13,6 +13,7 @@ ARGS = {
     "plain_tasks": "3", "log_batch": "500", "record_locks": "",
     "produce": "produced 1000 records", "json_produce": "", "hol_produce": "", "log_batch_why": "",
     "load_before": "1.00 1.00 1.00", "load_after": "2.00 2.00 2.00", "warm": "none",
+    "share_warm": "2 pass(es) of 1000 records",
 }
 
 
@@ -83,6 +84,11 @@ class RenderTest(unittest.TestCase):
 
     def test_smoke_says_its_figures_mean_nothing(self):
         self.assertIn("**Smoke run: the figures mean nothing.**", self.render([], smoke="1"))
+
+    def test_share_warm_up_is_reported(self):
+        text = self.render([])
+        self.assertIn("The brokers' warm-up before the first round (not measured): 2 pass(es) of 1000 records. Load average", text)
+        self.assertNotIn("warm-up before", self.render([], share_warm=""))
 
 
 class MainTest(unittest.TestCase):
