@@ -13,6 +13,18 @@ usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$BENCH_SCRIPT";
 die() { echo "$BENCH_NAME: error: $*" >&2; exit 1; }
 info() { echo "$BENCH_NAME: $*" >&2; }
 
+# The common options scripts/bench parsed (it sets BENCH_OPT_<NAME> for each one given) over
+# the case's defaults: each VAR gets BENCH_OPT_<VAR>, or VAR=NAME BENCH_OPT_<NAME> (a case's
+# own name for a common option: RUNS=ROUNDS), when it is set and not empty.
+bench_opts() { # VAR[=NAME]...
+    local _bench_spec _bench_opt
+    for _bench_spec; do
+        _bench_opt=BENCH_OPT_${_bench_spec#*=}
+        [[ -n ${!_bench_opt:-} ]] && printf -v "${_bench_spec%%=*}" '%s' "${!_bench_opt}"
+    done
+    return 0
+}
+
 # The last N (default 3) non-empty lines of FILE on one line, colours stripped, at most 400
 # characters (for a row's error). An empty or missing file gives an empty string, not a
 # failure (the scripts run with pipefail).
