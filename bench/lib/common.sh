@@ -33,6 +33,18 @@ bench_opts() { # VAR[=NAME]...
 # after it (a signal, "No space left on device"), which the cut to 400 characters would drop.
 last_lines() { { sed 's/\x1b\[[0-9;]*m//g; s/`\([^` ]*\) [^`]*`/`\1 ...`/g' "$1" 2>/dev/null | grep -v '^\s*$' || true; } | tail -n "${2:-3}" | tr '\n' ' ' | cut -c1-400; }
 
+# A run's directory: sets RUN_ID (UTC time), WORK (target/bench-NAME), RUN (WORK/run-RUN_ID,
+# created), RESULTS (RUN/results.jsonl, empty) and START_SECONDS (for the report's duration).
+bench_run_dir() {
+    RUN_ID=$(date -u +%Y%m%dT%H%M%SZ)
+    WORK=$(cd "$SCRIPT_DIR/.." && pwd)/target/$BENCH_NAME
+    RUN=$WORK/run-$RUN_ID
+    mkdir -p "$RUN"
+    RESULTS=$RUN/results.jsonl
+    : >"$RESULTS"
+    START_SECONDS=$SECONDS
+}
+
 need_gnu_time() {
     [[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed for CPU and RSS: apt-get install time"
 }
