@@ -13,6 +13,18 @@ usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$BENCH_SCRIPT";
 die() { echo "$BENCH_NAME: error: $*" >&2; exit 1; }
 info() { echo "$BENCH_NAME: $*" >&2; }
 
+# The common options scripts/bench parsed (it sets BENCH_OPT_<NAME> for each one given) over
+# the case's defaults: each VAR gets BENCH_OPT_<VAR>, or VAR=NAME BENCH_OPT_<NAME> (a case's
+# own name for a common option: RUNS=ROUNDS), when it is set and not empty.
+bench_opts() { # VAR[=NAME]...
+    local _bench_spec _bench_opt
+    for _bench_spec; do
+        _bench_opt=BENCH_OPT_${_bench_spec#*=}
+        [[ -n ${!_bench_opt:-} ]] && printf -v "${_bench_spec%%=*}" '%s' "${!_bench_opt}"
+    done
+    return 0
+}
+
 # The last N (default 3) non-empty lines of FILE on one line, colours stripped, at most 400
 # characters (for a row's error). An empty or missing file gives an empty string, not a
 # failure (the scripts run with pipefail).
@@ -20,6 +32,18 @@ info() { echo "$BENCH_NAME: $*" >&2; }
 # rustc command when it fails) is cut to its first word: what the reader needs is the cause
 # after it (a signal, "No space left on device"), which the cut to 400 characters would drop.
 last_lines() { { sed 's/\x1b\[[0-9;]*m//g; s/`\([^` ]*\) [^`]*`/`\1 ...`/g' "$1" 2>/dev/null | grep -v '^\s*$' || true; } | tail -n "${2:-3}" | tr '\n' ' ' | cut -c1-400; }
+
+# A run's directory: sets RUN_ID (UTC time), WORK (target/bench-NAME), RUN (WORK/run-RUN_ID,
+# created), RESULTS (RUN/results.jsonl, empty) and START_SECONDS (for the report's duration).
+bench_run_dir() {
+    RUN_ID=$(date -u +%Y%m%dT%H%M%SZ)
+    WORK=$(cd "$SCRIPT_DIR/.." && pwd)/target/$BENCH_NAME
+    RUN=$WORK/run-$RUN_ID
+    mkdir -p "$RUN"
+    RESULTS=$RUN/results.jsonl
+    : >"$RESULTS"
+    START_SECONDS=$SECONDS
+}
 
 need_gnu_time() {
     [[ -x /usr/bin/time ]] || die "GNU time (/usr/bin/time) is needed for CPU and RSS: apt-get install time"
@@ -79,40 +103,54 @@ bench_produce() { # KS TOPIC RECORDS SIZE PARTITIONS LOG
 # millions of records. Compare clients on three nodes in a second run on the same cluster
 # (`scripts/bench peers` leaves it up).
 # RECORDS (default BENCH_WARM_RECORDS, else 1,000,000; one record and one pass in a smoke run)
-# is one pass: one record warms the share state only. Sets SHARE_WARM_LINE (what it took). A failure
-# is reported, not fatal.
+# is one pass: one record warms the share state only. Sets SHARE_WARM_LINE (what it took, or
+# that it failed and what that means for the figures; the reports print it). A failure is
+# reported, not fatal.
 bench_warm_share_state() { # KS LOG [RECORDS]
-    local t=bench-warmup-${RUN_ID:-0}-$$ n pass max cpu per prev="" costs=() t0=$SECONDS
+    local t=bench-warmup-${RUN_ID:-0}-$$ n pass max per prev="" costs=() t0=$SECONDS failed="" settled=0
     n=${3:-${BENCH_WARM_RECORDS:-1000000}}
     max=${BENCH_WARM_PASSES:-8}
     ((${SMOKE:-0})) && n=1 max=1
-    SHARE_WARM_LINE="not warmed"
+    # What a cold broker does to the figures, for the line when the warm-up fails.
+    local cold="the brokers may still be cold: the first client measured may pay for the share-state topic's creation and the brokers' JIT, so its figures (and its round's) may be slower and cost more broker CPU than the rest"
     if ! "$1" produce --bootstrap "$BOOTSTRAP" --topic "$t" --records "$n" --size 100 \
         --partitions "${PARTITIONS:-1}" >"$2" 2>&1; then
-        info "warming the brokers failed (the first client may pay for it): $(last_lines "$2")"
+        failed=$(last_lines "$2")
+        SHARE_WARM_LINE="warm-up failed (producing its topic: ${failed% }); $cold"
+        info "$SHARE_WARM_LINE"
         return
     fi
     for ((pass = 1; pass <= max; pass++)); do
         local g=bench-warmup-g$pass-${RUN_ID:-0}-$$
-        cpu=$(bench_cpu_snapshot "${NODES:-1}")
+        bench_cpu_snapshot "${NODES:-1}" >"$2.cpu"
         if ! bench_group "$1" "$g" "$2.group" ||
             ! "$1" consume --bootstrap "$BOOTSTRAP" --topic "$t" --group "$g" --records "$n" \
                 --timeout-s $((60 + n / 20000)) --mode explicit >>"$2" 2>&1; then
-            info "warming the brokers failed in pass $pass (the first client may pay for it): $(last_lines "$2")"
+            failed=$(last_lines "$2")
+            failed="pass $pass of $max: ${failed% }"
             break
         fi
-        # The brokers' CPU seconds per million records of this pass.
-        per=$(awk -v a="${cpu%% *}" -v b="$(bench_cpu_snapshot "${NODES:-1}" | cut -d' ' -f1)" -v n="$n" \
-            -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.2f", (b - a) / hz / n * 1e6}')
-        costs+=("$per")
+        bench_cpu_snapshot "${NODES:-1}" >>"$2.cpu"
+        # The brokers' CPU seconds per million records of this pass (parse.py: cpu-window's
+        # arithmetic, as every case's rows get it); "?" when the snapshots are unreadable.
+        per=$(python3 "$SCRIPT_DIR/../bench/lib/parse.py" broker-cpu-per-m "$2.cpu" "$n")
+        costs+=("${per:-?}")
         # Settled: this pass cost at least 1/1.15 of the one before (it stopped falling).
-        if [[ -n $prev ]] && awk -v p="$prev" -v c="$per" 'BEGIN{exit !(p <= 1.15 * c)}'; then
+        if [[ -n $prev && -n $per ]] && awk -v p="$prev" -v c="$per" 'BEGIN{exit !(p <= 1.15 * c)}'; then
+            settled=1
             break
         fi
         prev=$per
     done
-    SHARE_WARM_LINE="$((pass > max ? max : pass)) pass(es) of $n records through throwaway share groups, $((SECONDS - t0)) s; broker CPU s per million records by pass: ${costs[*]:-none}"
-    info "the brokers are warm: $SHARE_WARM_LINE"
+    if [[ -n $failed ]]; then
+        SHARE_WARM_LINE="warm-up failed in $failed (broker CPU s per million records by pass before it: ${costs[*]:-none}); $cold"
+        info "$SHARE_WARM_LINE"
+    else
+        SHARE_WARM_LINE="$((pass > max ? max : pass)) pass(es) of $n records through throwaway share groups, $((SECONDS - t0)) s; broker CPU s per million records by pass: ${costs[*]:-none}"
+        # One pass (a smoke run) has nothing to settle against.
+        ((settled || max == 1)) || SHARE_WARM_LINE+=" (still falling at the last pass: the first client may pay for the rest)"
+        info "the brokers are warm: $SHARE_WARM_LINE"
+    fi
     "$1" cleanup --bootstrap "$BOOTSTRAP" --topic "$t" >>"$2" 2>&1 || true
 }
 
@@ -126,6 +164,23 @@ bench_cpu_snapshot() { # [NODES]
         b=$((b + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
     done
     awk -v b="$b" '/^cpu /{t = 0; for (i = 2; i <= 9; i++) t += $i; print b, t - $5 - $6, t; exit}' /proc/stat
+}
+
+# A smoke run's verdict (the cases' last step under --smoke): exits 1 when a row of RESULTS
+# failed, naming each by its FIELDs (client; side case ...) with its error, or when RESULTS
+# holds no row and EMPTY_OK is 0 (a smoke run that measured nothing did not pass).
+bench_smoke_check() { # RESULTS EMPTY_OK FIELD...
+    python3 - "$BENCH_NAME" "$@" <<'EOF'
+import json, sys
+name, results, empty_ok, fields = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4:]
+rows = [json.loads(l) for l in open(results) if l.strip()]
+bad = [r for r in rows if not r.get("ok")]
+for r in bad:
+    print(f"{name}: smoke: {' '.join(str(r.get(f)) for f in fields)} failed: {r.get('error')}", file=sys.stderr)
+if not rows and not empty_ok:
+    print(f"{name}: smoke: no results in {results}: no run was measured", file=sys.stderr)
+sys.exit(1 if bad or not (rows or empty_ok) else 0)
+EOF
 }
 
 # share.auto.offset.reset=earliest on GROUP (a new share group starts at the latest offset).

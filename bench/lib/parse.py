@@ -4,6 +4,8 @@
     parse.py skip CLIENT ROUND REASON
     parse.py latency CLIENT LOG RC [LOAD] [RATE]
     parse.py latency-skip CLIENT REASON
+    parse.py cpu-window CPUFILE                      (key=value words for a shell's row)
+    parse.py broker-cpu-per-m CPUFILE RECORDS        (the warm-up's cost of a pass)
 
 A run's log holds either our harness line `RESULT {json}` (kafka-share, peers/*), or the
 CSV of Kafka's ShareConsumerPerformance / ConsumerPerformance (header with
@@ -141,6 +143,13 @@ def main():
         row = {}
         cpu_window(row, a[1])
         print(" ".join(f"{k}={v:.4f}" for k, v in row.items()))
+    elif a[0] == "broker-cpu-per-m":
+        # The brokers' CPU seconds per million records between the two snapshots (the
+        # warm-up's passes, bench/lib/common.sh): nothing if unreadable.
+        row = {}
+        cpu_window(row, a[1])
+        if "broker_cpu_s" in row and int(a[2]) > 0:
+            print("%.2f" % (row["broker_cpu_s"] / int(a[2]) * 1e6))
     elif a[0] == "latency-skip":
         print(json.dumps({"client": a[1], "ok": False, "skipped": True, "error": a[2]}))
     else:

@@ -329,7 +329,7 @@ def main():
       "consumer group's ConsumerPerformance on the same topic.\n")
     w(f"Topic: {meta['records']:,} records, {meta['partitions']} partitions, written by our producer "
       f"(`batch.size=262144`, `linger.ms=10`, no compression): {meta.get('produce', '')}."
-      + (f" Before the first client the brokers were warmed (not measured): {meta['warm']}." if meta.get("warm") else "")
+      + (f" The brokers' warm-up before the first client (not measured): {meta['warm']}." if meta.get("warm") else "")
       + "\n")
     w("## Throughput\n")
     if have_chart:
