@@ -740,6 +740,7 @@ fn ack_of(e: &Entry, kind: AckKind) -> AckEntry {
         kind,
         node: e.node,
         generation: e.generation,
+        len: 1,
     }
 }
 
