@@ -103,8 +103,8 @@ impl WholeBatches {
         }
     }
 
-    /// A record's final outcome: its acknowledgement goes to `out` now, or is held until its
-    /// batch is complete (then the whole batch's go).
+    /// The final outcome of a record or a run of them (`AckEntry::len`): its acknowledgement
+    /// goes to `out` now, or is held until its batch is complete (then the whole batch's go).
     pub(crate) fn settled(&mut self, k: Key, ack: AckEntry, now: Instant, out: &mut Vec<AckEntry>) {
         let Some(b) = self.get(k) else {
             AckEntry::push_into(out, ack);
