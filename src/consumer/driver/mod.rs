@@ -125,7 +125,11 @@ impl AckEntry {
 
     /// The records covered, one entry each.
     pub(crate) fn singles(self) -> impl Iterator<Item = AckEntry> {
-        (0..self.len.max(1)).map(move |i| AckEntry { offset: self.offset.saturating_add(i64::from(i)), len: 1, ..self.clone() })
+        (0..self.len.max(1)).map(move |i| AckEntry {
+            offset: self.offset.saturating_add(i64::from(i)),
+            len: 1,
+            ..self.clone()
+        })
     }
 }
 

@@ -138,8 +138,10 @@ impl Demand<'_> {
     }
 }
 
-/// Routes one record's ack to its session `n` (see `route_acks`).
-#[inline]
+/// Routes one record's ack to its session `n` (see `route_acks`). Always inlined: the
+/// consumer's own acks all come this way, one a record, and as a call (the entry moved
+/// across it) it cost the consumer's `route_acks` 13% more (callgrind-poll explicit).
+#[inline(always)]
 fn route_one(n: &mut Node, a: AckEntry, now: Instant, lock: Duration, renew_ok: bool, routed: &mut Routed) {
     let node = a.node;
     // The handle refuses RENEW on a cluster without ShareAcknowledge v2; one that got here
