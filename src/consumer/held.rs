@@ -303,6 +303,7 @@ impl PollBatch {
                                 kind: AckKind::of(ack),
                                 node: run.node,
                                 generation: run.generation,
+                                len: 1,
                             });
                             if ack == AcknowledgeType::Renew && unacked != Unacked::ReleaseAll {
                                 // The record comes back from a poll once the broker renewed it.

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use super::deadline::later;
 use super::held::{Block, Blocks};
 use super::metrics::ProcessorMetrics;
-use super::whole_batches::{batch_key, WholeBatches};
+use super::whole_batches::{batch_key, Key, WholeBatches};
 use super::{Delivery, Outcome};
 use crate::backoff::Backoff;
 use crate::consumer::driver::{AckEntry, Delivered, PollAnswer};
@@ -438,17 +438,34 @@ impl Ledger {
             tracing::warn!(records = ids.len(), outcomes = outcomes.len(), "a batch handler answered with a different number of outcomes than records; the missing ones are released");
         }
         let n = ids.len();
+        // Consecutive records of one acquired batch given one outcome (a `put` that took its
+        // whole batch) reach `whole_batches` as one run: one step there, not one a record.
+        let mut run: Option<(Key, AckEntry)> = None;
         for (i, &id) in ids.iter().enumerate() {
-            match outcomes.get(i).copied().unwrap_or(Outcome::Release) {
-                Outcome::Accept => self.settle(id, AckKind::Accept, now),
-                Outcome::Release => self.settle(id, AckKind::Release, now),
+            let kind = match outcomes.get(i).copied().unwrap_or(Outcome::Release) {
+                Outcome::Accept => AckKind::Accept,
+                Outcome::Release => AckKind::Release,
                 // A dead letter reaches the ledger only where no destination took it (no
                 // `dead_letter` set): unprocessable, so REJECT.
-                Outcome::Reject | Outcome::DeadLetter => self.settle(id, AckKind::Reject, now),
-                Outcome::Retry => self.retry(id, n, now),
-            }
+                Outcome::Reject | Outcome::DeadLetter => AckKind::Reject,
+                Outcome::Retry => {
+                    // In order: what was settled before it leaves before what it may settle.
+                    self.hand_on(run.take(), now);
+                    self.retry(id, n, now);
+                    continue;
+                }
+            };
+            self.settle_into(id, kind, now, &mut run);
         }
+        self.hand_on(run, now);
         self.publish();
+    }
+
+    /// Hands a settled run of records on to `whole_batches` (which may hold it).
+    fn hand_on(&mut self, run: Option<(Key, AckEntry)>, now: Instant) {
+        if let Some((k, ack)) = run {
+            self.whole.settled(k, ack, now, &mut self.acks);
+        }
     }
 
     fn retry(&mut self, id: usize, batch: usize, now: Instant) {
@@ -489,6 +506,14 @@ impl Ledger {
 
     /// A record's final outcome: an acknowledgement to send, the record forgotten.
     fn settle(&mut self, id: usize, kind: AckKind, now: Instant) {
+        let mut run = None;
+        self.settle_into(id, kind, now, &mut run);
+        self.hand_on(run, now);
+    }
+
+    /// [`settle`](Self::settle), its acknowledgement added to `run` when it continues it;
+    /// otherwise `run` is handed on and the record starts the next one.
+    fn settle_into(&mut self, id: usize, kind: AckKind, now: Instant, run: &mut Option<(Key, AckEntry)>) {
         let Some(e) = self.entries.get_mut(id).and_then(Option::take) else { return };
         self.free.push(id);
         self.blocks.settled(e.block);
@@ -507,7 +532,14 @@ impl Ledger {
             AckKind::Release | AckKind::Gap | AckKind::Renew => t.released += 1,
         }
         t.settled(e.acquired, now);
-        self.whole.settled(batch_key(e.tp, e.generation, e.batch), ack_of(&e, kind), now, &mut self.acks);
+        if let Some((k, r)) = run.as_mut() {
+            if continues(k, r, &e, kind) {
+                r.len += 1;
+                return;
+            }
+        }
+        let done = run.replace((batch_key(e.tp, e.generation, e.batch), ack_of(&e, kind)));
+        self.hand_on(done, now);
     }
 
     /// RENEWs for the records running or waiting whose lock is half gone, and RELEASEs for
@@ -731,6 +763,23 @@ impl Ledger {
     }
 }
 
+/// Whether the record `e`, settled as `kind`, is the next of the run `r` of batch `k`: what
+/// `AckEntry::absorb` asks, read off the entry without building its acknowledgement (this
+/// runs once a record), and the same acquired batch.
+#[inline]
+fn continues(k: &Key, r: &AckEntry, e: &Entry, kind: AckKind) -> bool {
+    r.offset.checked_add(i64::from(r.len)) == Some(e.offset)
+        && r.kind == kind
+        && kind != AckKind::Renew
+        && r.len < u32::MAX
+        && (k.2, k.3) == e.batch
+        && r.tp == e.tp
+        && r.delivery_count == e.delivery_count
+        && r.lock_deadline == e.lock_deadline
+        && r.node == e.node
+        && r.generation == e.generation
+}
+
 fn ack_of(e: &Entry, kind: AckKind) -> AckEntry {
     AckEntry {
         tp: e.tp,
@@ -740,6 +789,7 @@ fn ack_of(e: &Entry, kind: AckKind) -> AckEntry {
         kind,
         node: e.node,
         generation: e.generation,
+        len: 1,
     }
 }
 

@@ -59,7 +59,7 @@ fn ledger(slots: usize, batch: usize) -> Ledger {
 }
 
 fn kinds(acks: &[AckEntry]) -> Vec<(i64, AckKind)> {
-    acks.iter().map(|a| (a.offset, a.kind)).collect()
+    acks.iter().flat_map(|a| a.clone().singles()).map(|a| (a.offset, a.kind)).collect()
 }
 
 #[test]
@@ -339,17 +339,17 @@ fn accepts_leave_when_their_acquired_batch_is_whole_or_the_hold_is_over() {
     assert!(l.take_acks().is_empty(), "half the batch is done: held");
     assert_eq!(l.next_deadline(t0), Some(t0 + super::super::whole_batches::HOLD));
     l.finished(&units[0].ids, &[Outcome::Accept; 5], Duration::ZERO, t0);
-    let mut acked: Vec<i64> = l.take_acks().iter().map(|a| a.offset).collect();
-    acked.sort_unstable();
-    assert_eq!(acked, (0..10).collect::<Vec<_>>(), "the whole batch at once");
+    let acks = l.take_acks();
+    assert_eq!(kinds(&acks), (0..10).map(|o| (o, AckKind::Accept)).collect::<Vec<_>>(), "the whole batch at once");
+    assert_eq!(acks.len(), 1, "as one run, though its halves finished out of order");
     // A batch whose last record runs long: the others go after the hold.
     l.received(one_batch(10..20, t0), t0);
     let units = l.start(t0);
     l.finished(&units[0].ids, &[Outcome::Accept; 5], Duration::ZERO, t0);
     l.tick(t0 + super::super::whole_batches::HOLD);
-    assert_eq!(l.take_acks().len(), 5, "not held longer than the hold");
+    assert_eq!(kinds(&l.take_acks()).len(), 5, "not held longer than the hold");
     l.finished(&units[1].ids, &[Outcome::Accept; 5], Duration::ZERO, t0 + LOCK / 8);
-    assert_eq!(l.take_acks().len(), 5, "the rest at once: the batch is split on the broker anyway");
+    assert_eq!(kinds(&l.take_acks()).len(), 5, "the rest at once: the batch is split on the broker anyway");
 }
 
 /// Limits no config can reach any more (it clamps them), to show the ledger's own
@@ -576,4 +576,97 @@ fn an_answer_is_held_in_one_batch_until_its_last_record_is_settled() {
     // A handler may keep its deliveries past their outcome: they hold the batch themselves.
     assert_eq!(units[0].deliveries[2].record().offset, 2);
     assert_eq!(units[0].deliveries[2].clone().into_record().offset, 2);
+}
+
+// --- outcomes as runs: a call whose consecutive records get one outcome is one ack ---
+
+/// The acks as (first offset, records, kind, partition): the runs themselves.
+fn runs(acks: &[AckEntry]) -> Vec<(i64, u32, AckKind, i32)> {
+    acks.iter().map(|a| (a.offset, a.len, a.kind, a.tp.partition)).collect()
+}
+
+/// Records at `offsets` of partition `p`, all acquired in the batch `batch`.
+fn acquired(p: i32, offsets: &[i64], batch: (i64, i64), now: Instant) -> Vec<Delivered> {
+    let topic: Arc<str> = "t".into();
+    offsets
+        .iter()
+        .map(|&o| {
+            let mut record = ConsumerRecord::for_test(topic.clone(), p, o);
+            record.lock_deadline = Some(now + LOCK);
+            Delivered { record, tp: TopicIdPartition { partition: p, ..tp() }, node: 1, generation: 1, batch }
+        })
+        .collect()
+}
+
+#[test]
+fn a_whole_batch_accepted_is_one_run() {
+    let t0 = Instant::now();
+    let mut l = ledger(1, 10);
+    l.received(one_batch(0..10, t0), t0);
+    let units = l.start(t0);
+    l.finished(&units[0].ids, &[Outcome::Accept; 10], Duration::ZERO, t0);
+    assert_eq!(runs(&l.take_acks()), vec![(0, 10, AckKind::Accept, 0)]);
+}
+
+#[test]
+fn one_other_outcome_in_the_middle_splits_the_run_around_it() {
+    let t0 = Instant::now();
+    let mut l = ledger(1, 10);
+    l.received(one_batch(0..10, t0), t0);
+    let units = l.start(t0);
+    let mut outcomes = [Outcome::Accept; 10];
+    outcomes[4] = Outcome::Reject;
+    l.finished(&units[0].ids, &outcomes, Duration::ZERO, t0);
+    // The REJECT splits the batch on the broker anyway: nothing is held after it.
+    let acks = l.take_acks();
+    assert_eq!(runs(&acks), vec![(0, 4, AckKind::Accept, 0), (4, 1, AckKind::Reject, 0), (5, 5, AckKind::Accept, 0)]);
+    // A retry in the middle: that record waits, its neighbours still go as runs.
+    l.received(one_batch(10..20, t0), t0);
+    let units = l.start(t0);
+    let mut outcomes = [Outcome::Accept; 10];
+    outcomes[3] = Outcome::Retry;
+    l.finished(&units[0].ids, &outcomes, Duration::ZERO, t0);
+    l.tick(t0 + super::super::whole_batches::HOLD);
+    assert_eq!(runs(&l.take_acks()), vec![(10, 3, AckKind::Accept, 0), (14, 6, AckKind::Accept, 0)]);
+}
+
+#[test]
+fn gaps_and_other_deliveries_end_a_run() {
+    let t0 = Instant::now();
+    let mut l = ledger(1, 10);
+    // Offsets 3, 4 and 8 were never handed out (gaps the driver acknowledged itself): the
+    // batch (0, 9) never completes here, so its runs leave after the hold.
+    let mut records = acquired(0, &[0, 1, 2, 5, 6, 7, 9], (0, 9), t0);
+    records[6].record.delivery_count = 2; // offset 9, delivered before
+    l.received(PollAnswer { records, renewed: Vec::new() }, t0);
+    let units = l.start(t0);
+    l.finished(&units[0].ids, &[Outcome::Accept; 7], Duration::ZERO, t0);
+    assert!(l.take_acks().is_empty(), "held for the rest of the batch");
+    l.tick(t0 + super::super::whole_batches::HOLD);
+    let acks = l.take_acks();
+    assert_eq!(runs(&acks), vec![(0, 3, AckKind::Accept, 0), (5, 3, AckKind::Accept, 0), (9, 1, AckKind::Accept, 0)]);
+    assert_eq!(acks[2].delivery_count, 2, "a run is of one delivery");
+}
+
+#[test]
+fn a_call_across_two_partitions_gives_a_run_for_each() {
+    let t0 = Instant::now();
+    let mut l = ledger(1, 8);
+    let mut records = acquired(0, &[0, 1, 2, 3], (0, 3), t0);
+    records.extend(acquired(1, &[0, 1, 2, 3], (0, 3), t0));
+    l.received(PollAnswer { records, renewed: Vec::new() }, t0);
+    let units = l.start(t0);
+    assert_eq!(units[0].ids.len(), 8);
+    l.finished(&units[0].ids, &[Outcome::Accept; 8], Duration::ZERO, t0);
+    assert_eq!(runs(&l.take_acks()), vec![(0, 4, AckKind::Accept, 0), (0, 4, AckKind::Accept, 1)]);
+}
+
+#[test]
+fn releases_of_unstarted_records_go_as_runs_too() {
+    let t0 = Instant::now();
+    let mut l = ledger(1, 2);
+    l.received(answer(0..6, t0), t0);
+    let _running = l.start(t0);
+    l.release_unstarted(t0);
+    assert_eq!(runs(&l.take_acks()), vec![(2, 4, AckKind::Release, 0)], "the queue, one run");
 }

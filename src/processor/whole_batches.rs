@@ -21,7 +21,10 @@
 //! - shutting down sends everything.
 //!
 //! Bookkeeping is per batch, not per record: a map of the batches the engine holds records
-//! of (a handful per partition).
+//! of (a handful per partition). Held acknowledgements are runs (`AckEntry::len`): a handler
+//! call that accepts its records in offset order adds one run, and a batch that completes
+//! leaves as its runs sorted and merged, usually one acknowledgement for the whole batch,
+//! which the driver routes in one step.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -40,10 +43,6 @@ pub(crate) const HOLD: Duration = Duration::from_millis(5);
 /// reach the engine (gaps the driver acknowledged itself, records dropped for a lapsed lock).
 const FORGET_AFTER: Duration = Duration::from_secs(60);
 
-/// The most acknowledgements a batch reserves room for at its first held one (a range the
-/// broker acquired may be far larger than the records it holds: gaps).
-const RESERVE_MAX: u64 = 8192;
-
 /// An acquired batch: partition, session generation, first and last offset.
 pub(crate) type Key = (TopicIdPartition, u64, i64, i64);
 
@@ -57,7 +56,7 @@ pub(crate) fn batch_key(tp: TopicIdPartition, generation: u64, batch: (i64, i64)
 struct Batch {
     /// Offsets not yet settled.
     left: u64,
-    /// ACCEPTs waiting for the rest.
+    /// ACCEPTs waiting for the rest, as runs (in the order they were settled).
     held: Vec<AckEntry>,
     /// When the first of them was held.
     since: Option<Instant>,
@@ -104,29 +103,29 @@ impl WholeBatches {
         }
     }
 
-    /// A record's final outcome: its acknowledgement goes to `out` now, or is held until its
-    /// batch is complete (then the whole batch's go).
+    /// The final outcome of a record or a run of them (`AckEntry::len`): its acknowledgement
+    /// goes to `out` now, or is held until its batch is complete (then the whole batch's go).
     pub(crate) fn settled(&mut self, k: Key, ack: AckEntry, now: Instant, out: &mut Vec<AckEntry>) {
         let Some(b) = self.get(k) else {
-            out.push(ack);
+            AckEntry::push_into(out, ack);
             return;
         };
-        b.left = b.left.saturating_sub(1);
+        b.left = b.left.saturating_sub(u64::from(ack.len.max(1)));
         if b.split || ack.kind != AckKind::Accept {
             b.split = true;
             out.append(&mut b.held);
             b.since = None;
-            out.push(ack);
+            AckEntry::push_into(out, ack);
         } else {
-            if b.held.capacity() == 0 {
-                // Room for the rest of the batch at once: one allocation, not a copy of the
-                // held ones at every doubling (a log batch is ~2,400 records).
-                b.held.reserve_exact(b.left.saturating_add(1).min(RESERVE_MAX) as usize);
-            }
-            b.held.push(ack);
+            AckEntry::push_into(&mut b.held, ack);
             b.since.get_or_insert(now);
         }
         if b.left == 0 {
+            if b.held.len() > 1 {
+                // Handlers finish out of order: the runs, sorted, mostly make one.
+                b.held.sort_unstable_by_key(|a| a.offset);
+                b.held.dedup_by(|next, run| run.absorb(next));
+            }
             if out.is_empty() {
                 // The usual case (a batch completes, nothing else decided this step): the
                 // held ones become the step's acknowledgements without a copy.
@@ -201,11 +200,11 @@ mod tests {
     }
 
     fn ack(offset: i64, kind: AckKind) -> AckEntry {
-        AckEntry { tp: tp(), offset, delivery_count: 1, lock_deadline: None, kind, node: 1, generation: 1 }
+        AckEntry { tp: tp(), offset, delivery_count: 1, lock_deadline: None, kind, node: 1, generation: 1, len: 1 }
     }
 
     fn offsets(acks: &[AckEntry]) -> Vec<i64> {
-        acks.iter().map(|a| a.offset).collect()
+        acks.iter().flat_map(|a| a.clone().singles()).map(|a| a.offset).collect()
     }
 
     #[test]

@@ -103,6 +103,14 @@ impl Redeliveries {
         self.renewed.clear();
     }
 
+    /// Whether nothing sets one offset apart from another: no redelivery recorded and no
+    /// renewal. Then a run of offsets of one delivery is checked as a whole (`check` passes for
+    /// each, and `lock_until` is each one's own deadline).
+    #[inline]
+    pub fn is_quiet(&self) -> bool {
+        self.held.is_empty() && self.renewed.is_empty()
+    }
+
     /// How many offsets are recorded.
     pub fn len(&self) -> usize {
         self.held.len()

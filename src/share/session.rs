@@ -136,6 +136,12 @@ impl ShareSession {
         self.acks.entry(tp).or_default().add(offset, kind);
     }
 
+    /// Queues one kind for `tp`'s offsets `first..=last`, records delivered under the current
+    /// generation (a whole batch given one outcome).
+    pub fn queue_ack_range(&mut self, tp: TopicIdPartition, first: i64, last: i64, kind: AckKind) {
+        self.acks.entry(tp).or_default().add_range(first, last, kind);
+    }
+
     /// Takes out the queued acks of `tp`'s offsets `first..=last`; returns those offsets.
     pub fn take_queued(&mut self, tp: TopicIdPartition, first: i64, last: i64) -> Vec<i64> {
         self.acks.get_mut(&tp).map_or_else(Vec::new, |a| a.take_range(first, last))

@@ -558,5 +558,6 @@ fn ack_of(d: &Delivered, kind: AckKind, renewed_until: Option<Instant>) -> AckEn
         kind,
         node: d.node,
         generation: d.generation,
+        len: 1,
     }
 }

@@ -407,6 +407,8 @@ impl EngineApp {
                 acks.extend(again);
             }
             Some(Injected::LostRelease) if self.core.is_stopping() => {
+                // Per record: the lost RELEASE may lie inside a run.
+                acks = acks.into_iter().flat_map(AckEntry::singles).collect();
                 let unstarted = &self.unstarted;
                 acks.retain(|a| {
                     !(a.kind == AckKind::Release
@@ -415,7 +417,9 @@ impl EngineApp {
             }
             _ => {}
         }
-        for a in &acks {
+        // Checked per record; handed on as they came (runs and all), so the driver routes
+        // what the engine really sends.
+        for a in acks.iter().flat_map(|a| a.clone().singles()) {
             if a.kind == AckKind::Renew {
                 ledger.renew_asked(self.client, a.tp.partition, a.offset, a.delivery_count);
                 continue;

@@ -271,6 +271,7 @@ fn accept(offset: i64) -> AckEntry {
         kind: AckKind::Accept,
         node: 1,
         generation: 0,
+        len: 1,
     }
 }
 
@@ -1301,4 +1302,71 @@ fn record_limit_acquires_no_more_after_a_poll_that_gave_up_while_its_fetch_was_o
     c.handle_command(Command::Poll { max: 1, wait: true, renewing: false, acks: Vec::new(), id: ReplyId(3) }, t1);
     c.drive(t1);
     assert_eq!(fetches(&mut c).len(), 1, "the next poll's fetch");
+}
+
+// --- acknowledgements as runs (the processing engine's whole batches) ---
+
+/// ACCEPT of offsets `first..first + len` of t-0, delivery 1: one run.
+fn accept_run(first: i64, len: u32) -> AckEntry {
+    AckEntry { len, ..accept(first) }
+}
+
+/// The acks `ts` carry, as the wire's batches (first, last, types).
+fn ack_batches(ts: Vec<Transmit>) -> Vec<(i64, i64, Vec<i8>)> {
+    ts.into_iter()
+        .filter_map(|t| match t {
+            Transmit::Fetch { sent, .. } | Transmit::Acknowledge { sent, .. } => Some(sent),
+            _ => None,
+        })
+        .flat_map(|sent| sent.acks.into_values().flat_map(|a| a.to_batches()))
+        .map(|b| (b.first_offset, b.last_offset, b.acknowledge_types))
+        .collect()
+}
+
+#[test]
+fn a_run_of_outcomes_is_routed_as_one_range() {
+    let t0 = Instant::now();
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);
+    c.drive(t0);
+    let _ = perform(&mut c);
+    c.handle_command(Command::Outcomes(vec![accept_run(0, 6), accept_run(6, 4)]), t0);
+    c.drive(t0);
+    assert_eq!(ack_batches(drain(&mut c)), vec![(0, 9, vec![AckKind::Accept.wire()])]);
+}
+
+#[test]
+fn a_run_with_a_redelivered_record_inside_is_routed_record_by_record() {
+    let t0 = Instant::now();
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 4)) }, t0);
+    c.drive(t0);
+    let _ = perform(&mut c);
+    // Offset 2 comes again (its lock lapsed): delivery 2 is the one held now.
+    let t1 = t0 + Duration::from_millis(10);
+    c.handle_command(poll(2, true, false, Vec::new()), t1);
+    c.drive(t1);
+    let (node, sent, sent_at) = long_poll(&mut c);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired_as(2, 2, 2)) }, t1);
+    c.drive(t1);
+    let _ = perform(&mut c);
+    // The run of delivery 1 covers offset 2: that one is refused, the rest go.
+    c.handle_command(Command::Outcomes(vec![accept_run(0, 5)]), t1);
+    c.drive(t1);
+    let accept = AckKind::Accept.wire();
+    assert_eq!(ack_batches(drain(&mut c)), vec![(0, 1, vec![accept]), (3, 4, vec![accept])]);
+    assert_eq!(completed(&mut c), [(2, false)], "it fails (LockExpired, redelivered) on its own");
+}
+
+#[test]
+fn a_run_of_a_session_reset_since_fails_record_by_record() {
+    let t0 = Instant::now();
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 2)) }, t0);
+    c.drive(t0);
+    let _ = perform(&mut c);
+    c.handle_command(Command::Outcomes(vec![AckEntry { generation: 7, ..accept_run(0, 3) }]), t0);
+    c.drive(t0);
+    assert!(ack_batches(drain(&mut c)).is_empty());
+    assert_eq!(completed(&mut c), [(0, false), (1, false), (2, false)], "each record reported");
 }

@@ -65,7 +65,11 @@ use crate::share::acks::AckKind;
 use crate::share::session::Sent;
 use crate::share::TopicIdPartition;
 
-/// One acknowledgement on its way to the driver, tagged with where its record came from.
+/// One acknowledgement on its way to the driver, tagged with where its records came from:
+/// one record, or a run of `len` records at consecutive offsets from `offset` that share
+/// everything else (partition, delivery count, lock deadline, kind, broker, session). A run
+/// is what a whole batch given one outcome becomes (`AckEntry::absorb`): the driver routes
+/// and queues it in one step (`route_acks`), where it took one step a record.
 #[derive(Debug, Clone)]
 pub(crate) struct AckEntry {
     pub tp: TopicIdPartition,
@@ -77,6 +81,56 @@ pub(crate) struct AckEntry {
     pub kind: AckKind,
     pub node: i32,
     pub generation: u64,
+    /// Records covered: offsets `offset..offset + len` (1: one record; never 0). Only final
+    /// kinds form runs: a RENEW is always one record (its outcome is reported per offset).
+    pub len: u32,
+}
+
+impl AckEntry {
+    /// The last offset covered.
+    pub(crate) fn last(&self) -> i64 {
+        self.offset.saturating_add(i64::from(self.len.max(1)) - 1)
+    }
+
+    /// Takes `next` into this run when it is the record right after it with the same
+    /// everything else; returns whether it did. What the run's records share is what the
+    /// driver checks once per run instead of once per record.
+    #[inline]
+    pub(crate) fn absorb(&mut self, next: &AckEntry) -> bool {
+        let joins = self.kind != AckKind::Renew
+            && next.kind == self.kind
+            && self.len < u32::MAX - next.len
+            && self.offset.checked_add(i64::from(self.len)) == Some(next.offset)
+            && next.tp == self.tp
+            && next.delivery_count == self.delivery_count
+            && next.lock_deadline == self.lock_deadline
+            && next.node == self.node
+            && next.generation == self.generation;
+        if joins {
+            self.len += next.len;
+        }
+        joins
+    }
+
+    /// Pushes `ack` onto `out`, into its last run when it continues it.
+    #[inline]
+    pub(crate) fn push_into(out: &mut Vec<AckEntry>, ack: AckEntry) {
+        if let Some(last) = out.last_mut() {
+            if last.absorb(&ack) {
+                return;
+            }
+        }
+        out.push(ack);
+    }
+
+    /// The records covered, one entry each.
+    pub(crate) fn singles(self) -> impl Iterator<Item = AckEntry> {
+        (0..self.len.max(1)).map(move |i| AckEntry {
+            offset: self.offset.saturating_add(i64::from(i)),
+            len: 1,
+            ..self.clone()
+        })
+    }
 }
 
 /// A record handed to the handle, with its routing tag.
