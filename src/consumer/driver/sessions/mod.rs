@@ -172,13 +172,18 @@ fn route_one(n: &mut Node, a: AckEntry, now: Instant, lock: Duration, renew_ok: 
         n.redeliveries.settled(a.tp, a.offset);
         n.pace.settled(1);
     }
-    if a.kind == AckKind::Release {
-        // Released records are for the other members: no refill from this broker until the
-        // application polls again.
+    note_release(n, a.kind);
+    n.session.queue_ack(a.tp, a.offset, a.kind)
+}
+
+/// A RELEASE queued on session `n` (one record's or a run's): released records are for the
+/// other members, so no refill from this broker until the application polls again.
+#[inline(always)]
+fn note_release(n: &mut Node, kind: AckKind) {
+    if kind == AckKind::Release {
         n.pace.refill = false;
         n.pace.releases_queued = true;
     }
-    n.session.queue_ack(a.tp, a.offset, a.kind)
 }
 
 /// Acks routed to their sessions: those refused here, for the parent to report.
@@ -396,10 +401,7 @@ impl SessionManager {
                     continue;
                 }
                 n.pace.settled(a.len as usize);
-                if a.kind == AckKind::Release {
-                    n.pace.refill = false;
-                    n.pace.releases_queued = true;
-                }
+                note_release(n, a.kind);
                 n.session.queue_ack_range(a.tp, a.offset, a.last(), a.kind);
             }
         }
