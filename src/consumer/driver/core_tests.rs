@@ -254,6 +254,16 @@ fn long_polling(t0: Instant) -> (DriverCore, (i32, crate::share::session::Sent, 
     (c, in_flight)
 }
 
+/// [`long_polling`], its long poll answered at `t0` with offsets `0..=last` (delivery 1),
+/// which the waiting poll took.
+fn delivered(t0: Instant, last: i64) -> DriverCore {
+    let (mut c, (node, sent, sent_at)) = long_polling(t0);
+    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, last)) }, t0);
+    c.drive(t0);
+    let _ = perform(&mut c);
+    c
+}
+
 fn long_poll(c: &mut DriverCore) -> (i32, crate::share::session::Sent, Instant) {
     let fetch = drain(c).into_iter().find_map(|t| match t {
         Transmit::Fetch { node, sent, sent_at, .. } => Some((node, sent, sent_at)),
@@ -754,10 +764,7 @@ fn an_ack_waiting_behind_a_fetch_that_brings_its_record_again_is_not_sent() {
     // delivery 2), and the next fetch carried the ack, which the broker applied to the new
     // delivery, one the application had not seen.
     let t0 = Instant::now();
-    let (mut c, (node, sent, sent_at)) = long_polling(t0);
-    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 4)) }, t0);
-    c.drive(t0);
-    let _ = perform(&mut c);
+    let mut c = delivered(t0, 4);
     let t1 = t0 + Duration::from_millis(10);
     c.handle_command(poll(2, true, false, Vec::new()), t1);
     c.drive(t1);
@@ -1326,10 +1333,7 @@ fn ack_batches(ts: Vec<Transmit>) -> Vec<(i64, i64, Vec<i8>)> {
 #[test]
 fn a_run_of_outcomes_is_routed_as_one_range() {
     let t0 = Instant::now();
-    let (mut c, (node, sent, sent_at)) = long_polling(t0);
-    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 9)) }, t0);
-    c.drive(t0);
-    let _ = perform(&mut c);
+    let mut c = delivered(t0, 9);
     c.handle_command(Command::Outcomes(vec![accept_run(0, 6), accept_run(6, 4)]), t0);
     c.drive(t0);
     assert_eq!(ack_batches(drain(&mut c)), vec![(0, 9, vec![AckKind::Accept.wire()])]);
@@ -1338,10 +1342,7 @@ fn a_run_of_outcomes_is_routed_as_one_range() {
 #[test]
 fn a_run_with_a_redelivered_record_inside_is_routed_record_by_record() {
     let t0 = Instant::now();
-    let (mut c, (node, sent, sent_at)) = long_polling(t0);
-    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 4)) }, t0);
-    c.drive(t0);
-    let _ = perform(&mut c);
+    let mut c = delivered(t0, 4);
     // Offset 2 comes again (its lock lapsed): delivery 2 is the one held now.
     let t1 = t0 + Duration::from_millis(10);
     c.handle_command(poll(2, true, false, Vec::new()), t1);
@@ -1361,10 +1362,7 @@ fn a_run_with_a_redelivered_record_inside_is_routed_record_by_record() {
 #[test]
 fn a_run_of_a_session_reset_since_fails_record_by_record() {
     let t0 = Instant::now();
-    let (mut c, (node, sent, sent_at)) = long_polling(t0);
-    c.handle_event(Event::Fetch { node, sent, sent_at, result: Ok(acquired(0, 2)) }, t0);
-    c.drive(t0);
-    let _ = perform(&mut c);
+    let mut c = delivered(t0, 2);
     c.handle_command(Command::Outcomes(vec![AckEntry { generation: 7, ..accept_run(0, 3) }]), t0);
     c.drive(t0);
     assert!(ack_batches(drain(&mut c)).is_empty());
