@@ -215,6 +215,9 @@ pub struct ConnectorConfig {
     pub(crate) topics: Vec<String>,
     pub(crate) topics_regex: Option<String>,
     pub(crate) tasks_max: usize,
+    /// `share.consumers.max` (explicit mode): how many share consumers, each a member of the
+    /// group, the tasks are spread over; `None` is one per partition of `topics` at start.
+    pub(crate) consumers_max: Option<usize>,
     pub(crate) group_id: String,
     pub(crate) ack_mode: SinkAckMode,
     pub(crate) lock_timeout: Duration,
@@ -296,6 +299,17 @@ impl ConnectorConfig {
         let ack_mode = match p.choice("share.acknowledgement.mode", "explicit", &["explicit", "implicit"])?.as_str() {
             "implicit" => SinkAckMode::Implicit,
             _ => SinkAckMode::Explicit,
+        };
+        let consumers_max = match p.get("share.consumers.max").map(str::trim) {
+            None | Some("") => None,
+            Some(_) if ack_mode == SinkAckMode::Implicit => {
+                return Err(Error::config(
+                    "share.consumers.max",
+                    "applies to share.acknowledgement.mode=explicit; implicit mode runs one consumer per task: \
+                     drop the key",
+                ))
+            }
+            Some(_) => Some(p.int("share.consumers.max", 1, 1, 10_000)? as usize),
         };
         // The broker's bounds for share.record.lock.duration.ms (1 s .. 1 h by default).
         let lock_timeout =
@@ -390,6 +404,7 @@ impl ConnectorConfig {
             topics,
             topics_regex,
             tasks_max,
+            consumers_max,
             group_id,
             ack_mode,
             lock_timeout,
@@ -429,6 +444,14 @@ impl ConnectorConfig {
     /// `tasks.max` (default 1): how many tasks start.
     pub fn tasks_max(&self) -> usize {
         self.tasks_max
+    }
+
+    /// `share.consumers.max` (explicit mode; `None`, the default, is one consumer per
+    /// partition of `topics` at start, one with `topics.regex`): at most this many share
+    /// consumers, each a member of the group with share sessions of its own, and never more
+    /// than there are tasks.
+    pub fn consumers_max(&self) -> Option<usize> {
+        self.consumers_max
     }
 
     /// `share.group.id` (default `connect-<name>`).
@@ -581,6 +604,18 @@ mod tests {
             let e = with(&pairs).unwrap_err();
             assert!(e.to_string().contains(says), "{pairs:?}: {e}");
         }
+    }
+
+    #[test]
+    fn consumers_max_is_explicit_modes_and_at_least_one() {
+        assert_eq!(with(&[]).unwrap().consumers_max(), None);
+        assert_eq!(with(&[("share.consumers.max", "4")]).unwrap().consumers_max(), Some(4));
+        for v in ["0", "-1", "many"] {
+            let e = with(&[("share.consumers.max", v)]).unwrap_err();
+            assert!(matches!(&e, Error::Config { key, .. } if key == "share.consumers.max"), "{v}: {e}");
+        }
+        let e = with(&[("share.consumers.max", "2"), ("share.acknowledgement.mode", "implicit")]).unwrap_err();
+        assert!(e.to_string().contains("one consumer per task"), "{e}");
     }
 
     #[test]

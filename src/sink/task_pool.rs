@@ -1,5 +1,6 @@
-//! Explicit mode (the default): one share consumer and one processing engine per connector,
-//! its tasks the engine's batch handlers (`batch_handler.rs`). A batch acquired goes to
+//! Explicit mode (the default): a share consumer and its processing engine, its tasks the
+//! engine's batch handlers (`batch_handler.rs`); a connector runs one such pool per
+//! consumer (`worker.rs`, `consumer_count`). A batch acquired goes to
 //! whichever task is free, never to one fixed behind a slow `put`, and the records are
 //! spread over the free tasks; the next batches are acquired while `put`s run, the engine
 //! renews the locks of a long `put`, and each batch's outcomes leave as soon as it is done.
@@ -46,10 +47,16 @@ fn lock(tasks: &Tasks) -> std::sync::MutexGuard<'_, BTreeMap<usize, SharedSink>>
 }
 
 impl TaskPool {
-    /// Connects the connector's consumer and starts its engine, with no task yet.
-    pub(crate) async fn start(shared: Arc<ConnectorShared>) -> Result<TaskPool, String> {
-        // One client id per connector, so broker logs and group descriptions tell them apart.
-        let consumer = shared.connect_consumer(format!("{}-{}", shared.config.group_id, shared.config.name)).await?;
+    /// Connects consumer `index` of the connector's `of` and starts its engine, with no task
+    /// yet.
+    pub(crate) async fn start(shared: Arc<ConnectorShared>, index: usize, of: usize) -> Result<TaskPool, String> {
+        // One client id per connector (and consumer), so broker logs and group descriptions
+        // tell them apart.
+        let client_id = match of {
+            1 => format!("{}-{}", shared.config.group_id, shared.config.name),
+            _ => format!("{}-{}-{index}", shared.config.group_id, shared.config.name),
+        };
+        let consumer = shared.connect_consumer(client_id).await?;
         let cfg = &shared.config;
         let max = cfg.max_delivery_count.max(1) as u32;
         let config = ProcessorConfig::new()

@@ -1,8 +1,9 @@
 //! The worker: runs connectors, each as a set of tasks on one share group.
 //!
-//! In explicit mode (the default) a connector is one [`ShareConsumer`](crate::ShareConsumer)
-//! and one processing engine, and its tasks are the engine's batch handlers (see
-//! `task_pool.rs`): a batch goes to whichever task is free. In implicit mode each task is a
+//! In explicit mode (the default) a connector is one or more [`ShareConsumer`](crate::ShareConsumer)s
+//! (one per partition of its topics, at most one per task: `consumer_count`), each with a
+//! processing engine whose batch handlers are its share of the tasks (see `task_pool.rs`): a
+//! batch goes to whichever of them is free. In implicit mode each task is a
 //! tokio task with its own consumer (`task_runner.rs`). Either way adding or removing a
 //! task leaves the others running, and two worker processes on the same connector
 //! configuration split the work through the broker (the share group hands records to
@@ -84,7 +85,14 @@ impl Worker {
             props.set("share.acquire.mode", "record_limit");
         }
         let consumer = ShareConsumerConfig::from_properties(&props)?;
-        self.prepare_group(&config).await;
+        let admin = self.admin(&config).await;
+        if let Some(admin) = &admin {
+            self.prepare_group(&config, admin).await;
+        }
+        let consumers = match config.ack_mode {
+            SinkAckMode::Explicit => consumer_count(&config, admin.as_ref()).await,
+            SinkAckMode::Implicit => 1,
+        };
         if config.dlq_mode == DeadLetterMode::Broker {
             // Unlike the other preparations this one must hold: without it the broker
             // archives a REJECTed record without a copy.
@@ -121,7 +129,8 @@ impl Worker {
             inner: Arc::new(ConnectorInner {
                 shared,
                 tasks: Mutex::new(Vec::new()),
-                pool: Mutex::new(None),
+                consumers,
+                pools: Mutex::new(Vec::new()),
                 changes: tokio::sync::Mutex::new(()),
                 next_id: AtomicUsize::new(0),
                 stopped: AtomicBool::new(false),
@@ -172,22 +181,24 @@ impl Worker {
         self.list().retain(|c| !c.inner.stopped.load(Ordering::Acquire));
     }
 
-    /// Group-side preparations through the admin client: the DLQ topic, the group's lock
-    /// duration and offset reset. Each failure is logged, not fatal: the tasks can run
-    /// without them (the producer creates a missing topic if the broker allows it).
-    async fn prepare_group(&self, config: &ConnectorConfig) {
-        let admin_config = Admin::config_from_properties(&self.config.admin_properties());
-        let admin = match admin_config {
+    /// The admin client for a connector's start-up, or `None` (logged): the tasks can run
+    /// without what it prepares.
+    async fn admin(&self, config: &ConnectorConfig) -> Option<Admin> {
+        let admin = match Admin::config_from_properties(&self.config.admin_properties()) {
             Ok(c) => Admin::connect(c).await,
             Err(e) => Err(e),
         };
-        let admin = match admin {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::warn!(connector = %config.name, "no admin client to check the group's settings: {e}");
-                return;
-            }
-        };
+        admin
+            .inspect_err(
+                |e| tracing::warn!(connector = %config.name, "no admin client to check the group's settings: {e}"),
+            )
+            .ok()
+    }
+
+    /// Group-side preparations through the admin client: the DLQ topic, the group's lock
+    /// duration and offset reset. Each failure is logged, not fatal: the tasks can run
+    /// without them (the producer creates a missing topic if the broker allows it).
+    async fn prepare_group(&self, config: &ConnectorConfig, admin: &Admin) {
         if let Some(topic) = config.dlq_topic.as_ref().filter(|_| config.dlq_mode == DeadLetterMode::Client) {
             // Connect creates its DLQ topic too (one partition, the given replication).
             let new = crate::admin::NewTopic::new(topic.clone(), 1).replication_factor(config.dlq_replication_factor);
@@ -281,6 +292,34 @@ impl Worker {
     }
 }
 
+/// How many share consumers explicit mode spreads a connector's tasks over (never more than
+/// there are tasks, `Connector::set_tasks`): `share.consumers.max`, else one per partition of
+/// `topics` at start. A share session has one request in flight, so partitions sharing a
+/// consumer take turns: the fetch that carries one partition's acknowledgements comes back
+/// with that partition's next batch while the other partitions' acknowledgements wait behind
+/// it. A consumer per partition gives each its own session. With `topics.regex`, or when the
+/// partitions cannot be read, one.
+async fn consumer_count(config: &ConnectorConfig, admin: Option<&Admin>) -> usize {
+    if let Some(n) = config.consumers_max {
+        return n;
+    }
+    let (Some(admin), false) = (admin, config.topics.is_empty()) else { return 1 };
+    let names: Vec<&str> = config.topics.iter().map(String::as_str).collect();
+    match admin.describe_topics(&names).await {
+        Ok(topics) => topics.iter().map(|t| t.as_ref().map_or(0, |d| d.partitions.len())).sum::<usize>().max(1),
+        Err(e) => {
+            tracing::warn!(connector = %config.name, "reading the topics' partitions (one consumer for all tasks): {e}");
+            1
+        }
+    }
+}
+
+/// How many of `n` tasks each of `pools` consumers runs: as even as can be, the first ones
+/// one more.
+fn spread(n: usize, pools: usize) -> impl Iterator<Item = usize> {
+    (0..pools).map(move |i| n / pools + usize::from(i < n % pools))
+}
+
 struct TaskHandle {
     id: usize,
     stop: watch::Sender<bool>,
@@ -291,8 +330,11 @@ struct ConnectorInner {
     shared: Arc<ConnectorShared>,
     /// Implicit mode: one tokio task (and consumer) per task.
     tasks: Mutex<Vec<TaskHandle>>,
-    /// Explicit mode: the connector's consumer and engine, its tasks as batch handlers.
-    pool: Mutex<Option<Arc<TaskPool>>>,
+    /// Explicit mode: at most this many consumers (see `consumer_count`).
+    consumers: usize,
+    /// Explicit mode: the connector's consumers, each with its engine, the tasks as their
+    /// batch handlers (spread over them, `spread`).
+    pools: Mutex<Vec<Arc<TaskPool>>>,
     /// Serializes `set_tasks` and `stop`, so two changes never count the same tasks.
     changes: tokio::sync::Mutex<()>,
     next_id: AtomicUsize,
@@ -361,32 +403,48 @@ impl Connector {
         Ok(())
     }
 
-    fn pool(&self) -> Option<Arc<TaskPool>> {
-        self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    fn pools(&self) -> std::sync::MutexGuard<'_, Vec<Arc<TaskPool>>> {
+        self.inner.pools.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Explicit mode's `set_tasks`: tasks added to or removed from the connector's engine
-    /// (a new engine if it is not running: the first call, or after its consumer failed).
+    /// Explicit mode's `set_tasks`: the tasks spread over `min(consumers, n)` engines, each
+    /// with its own consumer. Engines that are not running (the first call, or after their
+    /// consumer failed) are started anew; the newest engines stop whole when fewer are
+    /// needed (each task finishes its `put`, flushes and stops); within an engine tasks are
+    /// added, or removed newest first once their `put` ends.
     async fn set_pool_tasks(&self, n: usize) {
-        let pool = match self.pool().filter(|p| !p.is_finished()) {
-            Some(p) => p,
-            None if n == 0 => return,
-            None => match TaskPool::start(self.inner.shared.clone()).await {
+        let want = self.inner.consumers.min(n);
+        let mut pools: Vec<Arc<TaskPool>> = self.pools().iter().filter(|p| !p.is_finished()).cloned().collect();
+        let gone: Vec<Arc<TaskPool>> = pools.drain(want.min(pools.len())..).collect();
+        futures::future::join_all(gone.iter().map(|p| p.stop())).await;
+        let mut counts = spread(n, want);
+        for (i, pool) in pools.iter().enumerate() {
+            let count = counts.next().unwrap_or(0);
+            self.set_tasks_of(pool, count).await;
+            tracing::debug!(connector = %self.name(), consumer = i, tasks = count, "consumer's tasks set");
+        }
+        for i in pools.len()..want {
+            let count = counts.next().unwrap_or(0);
+            match TaskPool::start(self.inner.shared.clone(), i, want).await {
                 Ok(p) => {
                     let p = Arc::new(p);
-                    *self.inner.pool.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone());
-                    p
+                    self.set_tasks_of(&p, count).await;
+                    pools.push(p);
                 }
                 Err(why) => {
                     // Each task that could not start is a failure, as in implicit mode.
-                    for _ in 0..n {
+                    for _ in 0..count {
                         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
                         self.inner.shared.failed(id, why.clone());
                     }
-                    return;
                 }
-            },
-        };
+            }
+        }
+        *self.pools() = pools;
+    }
+
+    /// Adds tasks to one engine, or removes its newest, until `n` run there.
+    async fn set_tasks_of(&self, pool: &TaskPool, n: usize) {
         let live = pool.live();
         for _ in live.len()..n {
             let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
@@ -399,8 +457,8 @@ impl Connector {
 
     /// How many tasks run.
     pub fn tasks(&self) -> usize {
-        if let Some(pool) = self.pool() {
-            return pool.live().len();
+        if self.inner.shared.config.ack_mode == SinkAckMode::Explicit {
+            return self.pools().iter().map(|p| p.live().len()).sum();
         }
         self.handles().iter().filter(|t| !t.join.is_finished()).count()
     }
@@ -430,14 +488,10 @@ impl Connector {
             let _ = t.stop.send(true);
         }
         let aborts: Vec<_> = tasks.iter().map(|t| t.join.abort_handle()).collect();
-        let pool = self.inner.pool.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let pools: Vec<Arc<TaskPool>> = std::mem::take(&mut *self.pools());
         let all = async {
-            let stop_pool = async {
-                if let Some(p) = &pool {
-                    p.stop().await;
-                }
-            };
-            futures::future::join(futures::future::join_all(tasks.into_iter().map(|t| t.join)), stop_pool).await
+            let stop_pools = futures::future::join_all(pools.iter().map(|p| p.stop()));
+            futures::future::join(futures::future::join_all(tasks.into_iter().map(|t| t.join)), stop_pools).await
         };
         let outcome = tokio::time::timeout(timeout, all).await;
         if let Some(dlq) = &self.inner.shared.dead_letter {
@@ -452,11 +506,25 @@ impl Connector {
                 for a in aborts {
                     a.abort();
                 }
-                if let Some(p) = &pool {
+                for p in &pools {
                     p.abort();
                 }
                 Err(Error::Timeout { what: format!("stopping connector {}", self.name()), after: timeout })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spread;
+
+    #[test]
+    fn tasks_spread_evenly_over_the_consumers_the_first_ones_one_more() {
+        assert_eq!(spread(3, 3).collect::<Vec<_>>(), [1, 1, 1]);
+        assert_eq!(spread(8, 3).collect::<Vec<_>>(), [3, 3, 2]);
+        assert_eq!(spread(24, 3).collect::<Vec<_>>(), [8, 8, 8]);
+        assert_eq!(spread(1, 1).collect::<Vec<_>>(), [1]);
+        assert_eq!(spread(0, 0).count(), 0);
     }
 }

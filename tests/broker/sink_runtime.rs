@@ -322,6 +322,91 @@ async fn tasks_come_and_go_while_records_flow() {
     w.close(Duration::from_secs(30)).await.unwrap();
 }
 
+/// The group's members and the partitions each holds, by client id; empty until every member
+/// has an assignment the broker reports.
+async fn members(admin: &kafka_share::admin::Admin, group: &str) -> BTreeMap<String, Vec<i32>> {
+    let Ok(d) = admin.describe_share_group(group).await else { return BTreeMap::new() };
+    d.members
+        .iter()
+        .map(|m| (m.client_id.clone(), m.assignment.iter().flat_map(|(_, p)| p.clone()).collect()))
+        .collect()
+}
+
+/// Waits until the group has `n` members that hold `partitions` partitions between them, each
+/// a different one (the broker's assignor splits the partitions while there are no more
+/// members than partitions).
+async fn wait_for_members(admin: &kafka_share::admin::Admin, group: &str, n: usize, partitions: usize) {
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let m = members(admin, group).await;
+        let held: Vec<i32> = m.values().flatten().copied().collect();
+        let distinct: BTreeSet<i32> = held.iter().copied().collect();
+        if m.len() == n && held.len() == partitions && distinct.len() == partitions {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "timed out waiting for {n} members over {partitions} partitions: {m:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explicit_mode_runs_a_consumer_per_partition_at_most_one_per_task() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sinkmembers", 3).await;
+    let group = common::new_group(&admin, "g-sinkmembers", None).await;
+    let probe = Probe::default();
+    let w = worker(&probe, ok_after(Duration::from_millis(5)));
+    // Three tasks on three partitions: three members, a partition each, so each partition
+    // has a share session of its own.
+    let c = w.start_connector(connector("members", &topic, &group, 3, &[])).await.unwrap();
+    assert_eq!(c.tasks(), 3);
+    let feed = Feed::start(&topic, 3, 50_000).await;
+    wait_for_members(&admin, &group, 3, 3).await;
+    let acked = |c: &Connector| metric(c, "sink-record-acknowledge-total") as usize;
+    wait_until("first records", Duration::from_secs(60), || acked(&c) >= 30).await;
+    // One task: one member left, holding all three partitions; the others' tasks finished
+    // their puts, flushed and stopped, and records go on.
+    c.set_tasks(1).await.unwrap();
+    assert_eq!(c.tasks(), 1);
+    wait_for_members(&admin, &group, 1, 3).await;
+    let mark = acked(&c);
+    wait_until("progress with one task", Duration::from_secs(60), || acked(&c) >= mark + 30).await;
+    // Five tasks: three members again (tasks 2, 2 and 1).
+    c.set_tasks(5).await.unwrap();
+    assert_eq!(c.tasks(), 5);
+    assert_eq!(metric(&c, "task-count"), 5.0);
+    wait_for_members(&admin, &group, 3, 3).await;
+    let produced = feed.finish().await;
+    wait_until("every record accepted", Duration::from_secs(60), || acked(&c) >= produced).await;
+    assert_each_taken_once(&probe, produced);
+    assert!(c.failures().is_empty(), "{:?}", c.failures());
+    w.close(Duration::from_secs(30)).await.unwrap();
+    assert!(members(&admin, &group).await.is_empty(), "every member left at close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn share_consumers_max_caps_the_members() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "sinkonemember", 3).await;
+    let group = common::new_group(&admin, "g-sinkonemember", None).await;
+    common::produce(&common::bootstrap(), &topic, 3, 60, "m").await;
+    let probe = Probe::default();
+    let w = worker(&probe, ok_after(Duration::from_millis(5)));
+    let c = w
+        .start_connector(connector("onemember", &topic, &group, 3, &[("share.consumers.max", "1")]))
+        .await
+        .unwrap();
+    assert_eq!(c.tasks(), 3);
+    wait_until("all 60 accepted", Duration::from_secs(60), || metric(&c, "sink-record-acknowledge-total") >= 60.0)
+        .await;
+    wait_for_members(&admin, &group, 1, 3).await;
+    assert_each_taken_once(&probe, 60);
+    w.close(Duration::from_secs(30)).await.unwrap();
+}
+
 /// A behaviour that fails every batch holding a record it has not seen before (retriably),
 /// so each record's first put fails and its next one goes through.
 fn fail_first_sight() -> Behavior {
