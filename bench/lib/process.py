@@ -163,8 +163,11 @@ def report(run_dir, out):
               "**largest poll** shows what one poll returned, and a barrier loop waits for a slow record once per poll.")
     md.append("- The sleeps alone cap every side at %s records/s (%d handlers over a mean sleep of %.3f ms per record)." % (
         fmt(m["ceiling"]), c, mean_sleep))
-    md += ["", "Topic: %s. Load average %s before, %s after; %d CPUs shared with other builds (expect noise of +-20%%)." % (
-        m["produce"] or "?", m["load_before"], m["load_after"], m["nproc"]), ""]
+    # The share-state warm-up's line (bench_warm_share_state), as the peers and sink reports
+    # print it: what it took, or that it failed and what that means for the first side.
+    warm = (" The brokers' warm-up before the first side (not measured): %s." % m["share_warm"]) if m.get("share_warm") else ""
+    md += ["", "Topic: %s.%s Load average %s before, %s after; %d CPUs shared with other builds (expect noise of +-20%%)." % (
+        m["produce"] or "?", warm, m["load_before"], m["load_after"], m["nproc"]), ""]
     md.append("| side | records | records/s (steady) | first record (s) | acquisition -> outcome p50 (ms) | p99 (ms) | CPU (s) "
               "| CPU ms / 1k records | peak RSS (MiB) | largest poll | result |")
     md.append("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
