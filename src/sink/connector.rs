@@ -2,7 +2,7 @@
 //! the dead-letter path and the failures. The worker (`worker.rs`) makes it; each task's
 //! runner (`task_runner.rs`) and its batch handler (`batch_handler.rs`) read it. It also
 //! connects a connector's consumers and opens its tasks, the same way for both modes (the
-//! task pool's one consumer, implicit mode's one per task).
+//! task pools' one each, implicit mode's one per task).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

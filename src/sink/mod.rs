@@ -8,9 +8,10 @@
 //! ACCEPTed after `put` returns `Ok`; [`SinkError`] says what happens otherwise.
 //!
 //! Two task models, by `share.acknowledgement.mode`:
-//! - explicit (the default): **one consumer per connector** and one processing engine
-//!   ([`crate::processor`]), the tasks its batch handlers (`task_pool.rs`,
-//!   `batch_handler.rs`);
+//! - explicit (the default): **one consumer per partition** of the connector's topics (at
+//!   most one per task, `share.consumers.max`), each with a processing engine
+//!   ([`crate::processor`]), the tasks spread over them as their batch handlers
+//!   (`task_pool.rs`, `batch_handler.rs`);
 //! - implicit: **each task on its own [`ShareConsumer`](crate::ShareConsumer)** in implicit
 //!   mode, in a poll -> put -> poll loop (`task_runner.rs`). It stays a model of its own
 //!   because the engine needs explicit acknowledgement (it RELEASEs records waiting
@@ -56,10 +57,11 @@
 //! ```
 //!
 //! # Behaviour
-//! - A connector is one share consumer in its group (`share.group.id`, default
-//!   `connect-<name>`), explicit acknowledgement by default, and one processing engine
-//!   ([`crate::processor`]) whose batch handlers are the connector's tasks: a batch goes to
-//!   whichever task is free (the records spread over the free tasks), never waiting behind
+//! - A connector is one share consumer per partition of its topics (at most one per task)
+//!   in its group (`share.group.id`, default `connect-<name>`), explicit acknowledgement by
+//!   default, each with a processing engine ([`crate::processor`]) whose batch handlers are
+//!   its share of the connector's tasks: a batch goes to whichever of them is free (the
+//!   records spread over the free tasks), never waiting behind
 //!   another task's slow `put`; the next batches are acquired while `put`s run, and a
 //!   batch's acknowledgements leave as soon as `put` and `flush` returned. (In implicit mode
 //!   each task has a share consumer of its own, and a retry happens in place.) `Ok` ACCEPTs
