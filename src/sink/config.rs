@@ -446,10 +446,11 @@ impl ConnectorConfig {
         self.tasks_max
     }
 
-    /// `share.consumers.max` (explicit mode; `None`, the default, is one consumer per
-    /// partition of `topics` at start, one with `topics.regex`): at most this many share
-    /// consumers, each a member of the group with share sessions of its own, and never more
-    /// than there are tasks.
+    /// `share.consumers.max` (explicit mode): at most this many share consumers, each a
+    /// member of the group with share sessions of its own, never more than there are tasks.
+    /// `None`, the default: one per partition of `topics` at start (one with
+    /// `topics.regex`), each keeping two tasks or more so that one slow `put` never holds a
+    /// partition back.
     pub fn consumers_max(&self) -> Option<usize> {
         self.consumers_max
     }

@@ -8,8 +8,8 @@
 //! ACCEPTed after `put` returns `Ok`; [`SinkError`] says what happens otherwise.
 //!
 //! Two task models, by `share.acknowledgement.mode`:
-//! - explicit (the default): **one consumer per partition** of the connector's topics (at
-//!   most one per task, `share.consumers.max`), each with a processing engine
+//! - explicit (the default): **one consumer per partition** of the connector's topics (each
+//!   keeping two tasks or more; `share.consumers.max`), each with a processing engine
 //!   ([`crate::processor`]), the tasks spread over them as their batch handlers
 //!   (`task_pool.rs`, `batch_handler.rs`);
 //! - implicit: **each task on its own [`ShareConsumer`](crate::ShareConsumer)** in implicit
@@ -57,7 +57,7 @@
 //! ```
 //!
 //! # Behaviour
-//! - A connector is one share consumer per partition of its topics (at most one per task)
+//! - A connector is one share consumer per partition of its topics (two tasks or more each)
 //!   in its group (`share.group.id`, default `connect-<name>`), explicit acknowledgement by
 //!   default, each with a processing engine ([`crate::processor`]) whose batch handlers are
 //!   its share of the connector's tasks: a batch goes to whichever of them is free (the

@@ -1,7 +1,7 @@
 //! The worker: runs connectors, each as a set of tasks on one share group.
 //!
 //! In explicit mode (the default) a connector is one or more [`ShareConsumer`](crate::ShareConsumer)s
-//! (one per partition of its topics, at most one per task: `consumer_count`), each with a
+//! (one per partition of its topics, each keeping two tasks or more: `consumers_for`), each with a
 //! processing engine whose batch handlers are its share of the tasks (see `task_pool.rs`): a
 //! batch goes to whichever of them is free. In implicit mode each task is a
 //! tokio task with its own consumer (`task_runner.rs`). Either way adding or removing a
@@ -292,13 +292,13 @@ impl Worker {
     }
 }
 
-/// How many share consumers explicit mode spreads a connector's tasks over (never more than
-/// there are tasks, `Connector::set_tasks`): `share.consumers.max`, else one per partition of
-/// `topics` at start. A share session has one request in flight, so partitions sharing a
-/// consumer take turns: the fetch that carries one partition's acknowledgements comes back
-/// with that partition's next batch while the other partitions' acknowledgements wait behind
-/// it. A consumer per partition gives each its own session. With `topics.regex`, or when the
-/// partitions cannot be read, one.
+/// How many share consumers explicit mode may spread a connector's tasks over:
+/// `share.consumers.max`, else one per partition of `topics` at start (`consumers_for` says
+/// how many of them run for a count of tasks). A share session has one request in flight, so
+/// partitions sharing a consumer take turns: the fetch that carries one partition's
+/// acknowledgements comes back with that partition's next batch while the other partitions'
+/// acknowledgements wait behind it. A consumer per partition gives each its own session.
+/// With `topics.regex`, or when the partitions cannot be read, one.
 async fn consumer_count(config: &ConnectorConfig, admin: Option<&Admin>) -> usize {
     if let Some(n) = config.consumers_max {
         return n;
@@ -311,6 +311,22 @@ async fn consumer_count(config: &ConnectorConfig, admin: Option<&Admin>) -> usiz
             tracing::warn!(connector = %config.name, "reading the topics' partitions (one consumer for all tasks): {e}");
             1
         }
+    }
+}
+
+/// How many consumers run `n` tasks, at most `cap` (`consumer_count`). By default each keeps
+/// at least two tasks: the broker gives each partition to one member while there are no
+/// more members than partitions, so a consumer whose only task is stuck in a slow `put`
+/// would hold its partitions back (the engine acquires nothing for a busy slot), which is
+/// the head-of-line blocking a share group is for avoiding. With its second task the
+/// partition's other records go on. `share.consumers.max`, when set, is the user's choice:
+/// one task each is then allowed (Connect's own model, a consumer per task).
+fn consumers_for(n: usize, cap: usize, chosen: bool) -> usize {
+    let each = if chosen { 1 } else { 2 };
+    if n == 0 {
+        0
+    } else {
+        (n / each).clamp(1, cap.max(1))
     }
 }
 
@@ -407,13 +423,14 @@ impl Connector {
         self.inner.pools.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Explicit mode's `set_tasks`: the tasks spread over `min(consumers, n)` engines, each
+    /// Explicit mode's `set_tasks`: the tasks spread over `consumers_for(n)` engines, each
     /// with its own consumer. Engines that are not running (the first call, or after their
     /// consumer failed) are started anew; the newest engines stop whole when fewer are
     /// needed (each task finishes its `put`, flushes and stops); within an engine tasks are
     /// added, or removed newest first once their `put` ends.
     async fn set_pool_tasks(&self, n: usize) {
-        let want = self.inner.consumers.min(n);
+        let chosen = self.inner.shared.config.consumers_max.is_some();
+        let want = consumers_for(n, self.inner.consumers, chosen);
         let mut pools: Vec<Arc<TaskPool>> = self.pools().iter().filter(|p| !p.is_finished()).cloned().collect();
         let gone: Vec<Arc<TaskPool>> = pools.drain(want.min(pools.len())..).collect();
         futures::future::join_all(gone.iter().map(|p| p.stop())).await;
@@ -517,7 +534,19 @@ impl Connector {
 
 #[cfg(test)]
 mod tests {
-    use super::spread;
+    use super::{consumers_for, spread};
+
+    #[test]
+    fn by_default_each_consumer_keeps_two_tasks_unless_the_user_chose_the_count() {
+        // 3 partitions: 3 tasks run on one consumer, 4-5 on two, 6 and more on three.
+        let by_default: Vec<usize> = (0..8).map(|n| consumers_for(n, 3, false)).collect();
+        assert_eq!(by_default, [0, 1, 1, 1, 2, 2, 3, 3]);
+        // share.consumers.max=3: a consumer per task up to 3.
+        let chosen: Vec<usize> = (0..5).map(|n| consumers_for(n, 3, true)).collect();
+        assert_eq!(chosen, [0, 1, 2, 3, 3]);
+        // One partition (or a regex): one consumer whatever the tasks.
+        assert_eq!(consumers_for(24, 1, false), 1);
+    }
 
     #[test]
     fn tasks_spread_evenly_over_the_consumers_the_first_ones_one_more() {

@@ -353,32 +353,32 @@ async fn wait_for_members(admin: &kafka_share::admin::Admin, group: &str, n: usi
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn explicit_mode_runs_a_consumer_per_partition_at_most_one_per_task() {
+async fn explicit_mode_runs_a_consumer_per_partition_each_with_two_tasks_or_more() {
     let admin = common::admin().await;
     let topic = common::new_topic(&admin, "sinkmembers", 3).await;
     let group = common::new_group(&admin, "g-sinkmembers", None).await;
     let probe = Probe::default();
     let w = worker(&probe, ok_after(Duration::from_millis(5)));
-    // Three tasks on three partitions: three members, a partition each, so each partition
-    // has a share session of its own.
-    let c = w.start_connector(connector("members", &topic, &group, 3, &[])).await.unwrap();
-    assert_eq!(c.tasks(), 3);
+    // Six tasks on three partitions: three members of two tasks, a partition each, so each
+    // partition has a share session of its own.
+    let c = w.start_connector(connector("members", &topic, &group, 6, &[])).await.unwrap();
+    assert_eq!(c.tasks(), 6);
     let feed = Feed::start(&topic, 3, 50_000).await;
     wait_for_members(&admin, &group, 3, 3).await;
     let acked = |c: &Connector| metric(c, "sink-record-acknowledge-total") as usize;
     wait_until("first records", Duration::from_secs(60), || acked(&c) >= 30).await;
-    // One task: one member left, holding all three partitions; the others' tasks finished
-    // their puts, flushed and stopped, and records go on.
-    c.set_tasks(1).await.unwrap();
-    assert_eq!(c.tasks(), 1);
+    // Three tasks: one member (a consumer keeps two tasks or more), holding all three
+    // partitions; the others' tasks finished their puts, flushed and stopped.
+    c.set_tasks(3).await.unwrap();
+    assert_eq!(c.tasks(), 3);
     wait_for_members(&admin, &group, 1, 3).await;
     let mark = acked(&c);
-    wait_until("progress with one task", Duration::from_secs(60), || acked(&c) >= mark + 30).await;
-    // Five tasks: three members again (tasks 2, 2 and 1).
+    wait_until("progress with three tasks", Duration::from_secs(60), || acked(&c) >= mark + 30).await;
+    // Five tasks: two members (tasks 3 and 2).
     c.set_tasks(5).await.unwrap();
     assert_eq!(c.tasks(), 5);
     assert_eq!(metric(&c, "task-count"), 5.0);
-    wait_for_members(&admin, &group, 3, 3).await;
+    wait_for_members(&admin, &group, 2, 3).await;
     let produced = feed.finish().await;
     wait_until("every record accepted", Duration::from_secs(60), || acked(&c) >= produced).await;
     assert_each_taken_once(&probe, produced);
@@ -388,23 +388,26 @@ async fn explicit_mode_runs_a_consumer_per_partition_at_most_one_per_task() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn share_consumers_max_caps_the_members() {
+async fn share_consumers_max_sets_the_members() {
     let admin = common::admin().await;
-    let topic = common::new_topic(&admin, "sinkonemember", 3).await;
-    let group = common::new_group(&admin, "g-sinkonemember", None).await;
+    let topic = common::new_topic(&admin, "sinkchosen", 3).await;
     common::produce(&common::bootstrap(), &topic, 3, 60, "m").await;
-    let probe = Probe::default();
-    let w = worker(&probe, ok_after(Duration::from_millis(5)));
-    let c = w
-        .start_connector(connector("onemember", &topic, &group, 3, &[("share.consumers.max", "1")]))
-        .await
-        .unwrap();
-    assert_eq!(c.tasks(), 3);
-    wait_until("all 60 accepted", Duration::from_secs(60), || metric(&c, "sink-record-acknowledge-total") >= 60.0)
-        .await;
-    wait_for_members(&admin, &group, 1, 3).await;
-    assert_each_taken_once(&probe, 60);
-    w.close(Duration::from_secs(30)).await.unwrap();
+    // 1: one member for six tasks; 3: a member per task, as Connect runs its tasks.
+    for (max, tasks, want) in [("1", 6, 1), ("3", 3, 3)] {
+        let group = common::new_group(&admin, "g-sinkchosen", None).await;
+        let probe = Probe::default();
+        let w = worker(&probe, ok_after(Duration::from_millis(5)));
+        let c = w
+            .start_connector(connector("chosen", &topic, &group, tasks, &[("share.consumers.max", max)]))
+            .await
+            .unwrap();
+        assert_eq!(c.tasks(), tasks);
+        wait_until("all 60 accepted", Duration::from_secs(60), || metric(&c, "sink-record-acknowledge-total") >= 60.0)
+            .await;
+        wait_for_members(&admin, &group, want, 3).await;
+        assert_each_taken_once(&probe, 60);
+        w.close(Duration::from_secs(30)).await.unwrap();
+    }
 }
 
 /// A behaviour that fails every batch holding a record it has not seen before (retriably),
