@@ -151,7 +151,7 @@ impl<H: Clone + PartialEq> SharePartition<H> {
                     renewed = true;
                 }
                 AckKind::Accept => s.state = ShareState::Acknowledged,
-                AckKind::Release => give_back(s, limits.delivery_limit),
+                AckKind::Release | AckKind::ReleaseUnseen => give_back(s, limits.delivery_limit),
                 AckKind::Reject => s.state = ShareState::Archived(Archived::Rejected),
                 AckKind::Gap => s.state = ShareState::Archived(Archived::Gap),
             }

@@ -529,7 +529,7 @@ impl Ledger {
         match kind {
             AckKind::Accept => t.accepted += 1,
             AckKind::Reject => t.rejected += 1,
-            AckKind::Release | AckKind::Gap | AckKind::Renew => t.released += 1,
+            AckKind::Release | AckKind::ReleaseUnseen | AckKind::Gap | AckKind::Renew => t.released += 1,
         }
         t.settled(e.acquired, now);
         if let Some((k, r)) = run.as_mut() {

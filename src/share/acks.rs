@@ -68,23 +68,30 @@ impl FromStr for AcknowledgeType {
     }
 }
 
-/// An acknowledgement as it waits to be sent: one of the application's types, or a Gap, which
-/// the client sends itself for an acquired offset with no record (compacted away, or an
-/// aborted transaction's). The wire's `i8` appears only at the codec boundary
-/// ([`PartitionAcks::to_batches`]).
+/// An acknowledgement as it waits to be sent: one of the application's types, or one the
+/// client decides itself: a Gap for an acquired offset with no record (compacted away, or an
+/// aborted transaction's), or the release of a record it never handed out. The kind travels
+/// with the ack from the queue to its completion, so who decided it is known there and no
+/// table beside the queue has to remember it. The wire's `i8` appears only at the codec
+/// boundary ([`PartitionAcks::to_batches`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(i8)]
 pub enum AckKind {
     /// No record at an acquired offset.
-    Gap = ACK_GAP,
+    Gap,
     /// [`AcknowledgeType::Accept`].
-    Accept = ACK_ACCEPT,
+    Accept,
     /// [`AcknowledgeType::Release`].
-    Release = ACK_RELEASE,
+    Release,
     /// [`AcknowledgeType::Reject`].
-    Reject = ACK_REJECT,
+    Reject,
     /// The one kind that travels in requests of its own (IsRenewAck).
-    Renew = ACK_RENEW,
+    Renew,
+    /// A RELEASE the client sends on its own for a record it acquired and never handed to the
+    /// application (buffered when the application stopped polling or closed, or when the
+    /// partition went; an acquired range it could not read). On the wire a RELEASE; its
+    /// outcome is no acknowledgement of the application's, so the acknowledgement commit
+    /// callback and commit results never hear of it ([`AckKind::is_reported`]).
+    ReleaseUnseen,
 }
 
 impl AckKind {
@@ -100,7 +107,75 @@ impl AckKind {
 
     /// The wire value.
     pub const fn wire(self) -> i8 {
-        self as i8
+        match self {
+            AckKind::Gap => ACK_GAP,
+            AckKind::Accept => ACK_ACCEPT,
+            AckKind::Release | AckKind::ReleaseUnseen => ACK_RELEASE,
+            AckKind::Reject => ACK_REJECT,
+            AckKind::Renew => ACK_RENEW,
+        }
+    }
+
+    /// Whether the application is told the outcome of an ack of this kind (the
+    /// acknowledgement commit callback, a commit's results): every ack of a record it was
+    /// handed, and the client's acks of offsets it could never be handed (a Gap; a corrupt
+    /// record's REJECT, which poll reports as an error). Never the client's release of a
+    /// record it withheld: the application did not decide it, and Java never reports a
+    /// record it did not deliver.
+    pub const fn is_reported(self) -> bool {
+        !matches!(self, AckKind::ReleaseUnseen)
+    }
+}
+
+/// What an acknowledgement answer settles of one partition, by who decided it
+/// ([`AckKind::is_reported`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// The offsets whose outcome the application is told, ascending.
+    pub reported: Vec<i64>,
+    /// The offsets the client released on its own, never having handed their records out
+    /// (empty, and so never allocated, on the usual path), ascending.
+    pub unseen: Vec<i64>,
+}
+
+impl Settled {
+    /// Offsets all of whose acks are the application's (failures found before sending).
+    pub fn reported(offsets: Vec<i64>) -> Settled {
+        Settled { reported: offsets, unseen: Vec::new() }
+    }
+
+    /// Acks counted, whoever decided them.
+    pub fn count(&self) -> usize {
+        self.reported.len() + self.unseen.len()
+    }
+
+    /// The lowest offset settled, whoever decided it.
+    pub fn first(&self) -> Option<i64> {
+        match (self.reported.first(), self.unseen.first()) {
+            (Some(&a), Some(&b)) => Some(a.min(b)),
+            (a, b) => a.or(b).copied(),
+        }
+    }
+
+    /// Takes in what `other` settles (of the same partition).
+    pub fn merge(&mut self, other: Settled) {
+        let sorted = |v: &mut Vec<i64>, more: Vec<i64>| {
+            let ascending = v.last().zip(more.first()).is_none_or(|(a, b)| a < b);
+            v.extend(more);
+            if !ascending {
+                v.sort_unstable();
+            }
+        };
+        sorted(&mut self.reported, other.reported);
+        sorted(&mut self.unseen, other.unseen);
+    }
+
+    fn add(&mut self, offset: i64, kind: AckKind) {
+        if kind.is_reported() {
+            self.reported.push(offset);
+        } else {
+            self.unseen.push(offset);
+        }
     }
 }
 
@@ -228,21 +303,25 @@ impl PartitionAcks {
         taken
     }
 
-    /// Takes out the acks of offsets `first..=last`; returns those offsets, ascending. Rare
-    /// (a queued ack superseded by a redelivery of its record), so the rest is rebuilt.
-    pub fn take_range(&mut self, first: i64, last: i64) -> Vec<i64> {
+    /// Takes out the acks of offsets `first..=last`; returns those offsets, ascending, with
+    /// who decided them. Rare (a queued ack superseded by a redelivery of its record), so the
+    /// rest is rebuilt.
+    pub fn take_range(&mut self, first: i64, last: i64) -> Settled {
         let canonical = self.canonical().into_owned();
+        let mut taken = Settled::default();
         if !canonical.iter().any(|r| r.first <= last && r.last >= first) {
-            return Vec::new();
+            return taken;
         }
-        let (mut kept, mut taken) = (PartitionAcks::default(), Vec::new());
+        let mut kept = PartitionAcks::default();
         for run in canonical {
             // Ascending: the parts before and after the range keep their order.
             if run.first < first {
                 kept.push(Run { last: run.last.min(first - 1), ..run });
             }
             let (from, to) = (run.first.max(first), run.last.min(last));
-            taken.extend(from..=to);
+            for o in from..=to {
+                taken.add(o, run.ty);
+            }
             if run.last > last {
                 kept.push(Run { first: run.first.max(last + 1), ..run });
             }
@@ -256,9 +335,19 @@ impl PartitionAcks {
         self.canonical().into_owned().into_iter().flat_map(|r| (r.first..=r.last).map(move |o| (o, r.ty)))
     }
 
-    /// The offsets, ascending (what an acknowledgement's outcome is reported for).
-    pub fn offsets(&self) -> Vec<i64> {
-        self.iter().map(|(o, _)| o).collect()
+    /// What an answer to these acks settles: the offsets reported to the application,
+    /// ascending, and the count of the client's own releases among them.
+    pub fn settled(&self) -> Settled {
+        let runs = self.canonical();
+        let mut out = Settled::default();
+        for run in runs.iter() {
+            if run.ty.is_reported() {
+                out.reported.extend(run.first..=run.last);
+            } else {
+                out.unseen.extend(run.first..=run.last);
+            }
+        }
+        out
     }
 
     /// Builds wire batches: contiguous offsets merged; a run of one type collapses to one
@@ -281,6 +370,11 @@ impl PartitionAcks {
                 }
                 batch.acknowledge_types.extend(types(next));
                 batch.last_offset = next.last;
+            }
+            // Touching runs of one wire type (the application's RELEASE beside the client's
+            // own) need no type per offset.
+            if batch.acknowledge_types.len() > 1 && batch.acknowledge_types.windows(2).all(|w| w[0] == w[1]) {
+                batch.acknowledge_types.truncate(1);
             }
             out.push(batch);
         }
@@ -442,14 +536,45 @@ mod tests {
         a.add_range_wire(0, 9, 1);
         a.add_wire(12, RENEW);
         a.add_wire(3, 2); // a stray inside the first run
-        assert_eq!(a.take_range(20, 30), Vec::<i64>::new(), "nothing there: nothing taken");
-        assert_eq!(a.take_range(2, 4), vec![2, 3, 4]);
-        assert_eq!(a.take_range(12, 12), vec![12]);
+        assert_eq!(a.take_range(20, 30), Settled::default(), "nothing there: nothing taken");
+        assert_eq!(a.take_range(2, 4).reported, vec![2, 3, 4]);
+        assert_eq!(a.take_range(12, 12).reported, vec![12]);
         assert_eq!(a.iter_wire(), [(0, 1), (1, 1), (5, 1), (6, 1), (7, 1), (8, 1), (9, 1)]);
         assert_eq!(a.len(), 7);
         assert!(!a.has_renew(), "the renew went with its offset");
-        assert_eq!(a.take_range(i64::MIN, i64::MAX).len(), 7);
+        assert_eq!(a.take_range(i64::MIN, i64::MAX).count(), 7);
         assert!(a.is_empty());
+    }
+
+    #[test]
+    fn what_an_answer_settles_says_who_decided_each_ack() {
+        // The client's own release of offset 5 (a record it fetched ahead and never handed
+        // out) and the application's release of offset 4: one RELEASE batch on the wire, but
+        // only the application's is reported. An ack of the same offset, whoever decides it
+        // last, is what the completion says: here the application's ACCEPT of 7 replaces the
+        // client's release of an older delivery.
+        let mut a = PartitionAcks::default();
+        a.add(3, AckKind::Accept);
+        a.add(4, AckKind::Release);
+        a.add_range(5, 7, AckKind::ReleaseUnseen);
+        a.add(7, AckKind::Accept);
+        a.add(9, AckKind::Gap);
+        let settled = a.settled();
+        assert_eq!(settled.reported, vec![3, 4, 7, 9]);
+        assert_eq!(settled.unseen, vec![5, 6]);
+        assert_eq!(settled.first(), Some(3));
+        assert_eq!(settled.count(), 6);
+        let b = a.to_batches();
+        assert_eq!((b[0].first_offset, b[0].last_offset), (3, 7));
+        assert_eq!(b[0].acknowledge_types, vec![1, 2, 2, 2, 1], "both releases are RELEASE on the wire");
+        // Runs that touch with one wire type collapse to one type.
+        let mut r = PartitionAcks::default();
+        r.add_range(0, 1, AckKind::Release);
+        r.add_range(2, 3, AckKind::ReleaseUnseen);
+        let b = r.to_batches();
+        assert_eq!((b[0].first_offset, b[0].last_offset, b[0].acknowledge_types.clone()), (0, 3, vec![2]));
+        let taken = r.take_range(1, 2);
+        assert_eq!((taken.reported, taken.unseen), (vec![1], vec![2]), "taken out with who decided them");
     }
 
     #[test]

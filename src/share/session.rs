@@ -25,7 +25,7 @@ use crate::protocol::share::{
     ShareFetchRequest,
 };
 
-use super::acks::{AckKind, PartitionAcks};
+use super::acks::{AckKind, PartitionAcks, Settled};
 use super::TopicIdPartition;
 
 /// The epoch that opens a session.
@@ -142,9 +142,10 @@ impl ShareSession {
         self.acks.entry(tp).or_default().add_range(first, last, kind);
     }
 
-    /// Takes out the queued acks of `tp`'s offsets `first..=last`; returns those offsets.
-    pub fn take_queued(&mut self, tp: TopicIdPartition, first: i64, last: i64) -> Vec<i64> {
-        self.acks.get_mut(&tp).map_or_else(Vec::new, |a| a.take_range(first, last))
+    /// Takes out the queued acks of `tp`'s offsets `first..=last`; returns those offsets, by
+    /// who decided them.
+    pub fn take_queued(&mut self, tp: TopicIdPartition, first: i64, last: i64) -> Settled {
+        self.acks.get_mut(&tp).map_or_else(Settled::default, |a| a.take_range(first, last))
     }
 
     /// Whether acks are waiting to be sent.

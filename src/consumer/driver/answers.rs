@@ -16,11 +16,11 @@ use crate::consumer::record::ConsumerRecord;
 use crate::error::{check, Context, Error, ErrorCode, Result};
 use crate::protocol::records::{decode_acquired_with, AcquiredRange, DecodeOptions};
 use crate::protocol::share::{FetchPartitionResponse, NodeEndpoint, ShareAcknowledgeResponse, ShareFetchResponse};
-use crate::share::acks::{AckKind, PartitionAcks};
+use crate::share::acks::{AckKind, PartitionAcks, Settled};
 use crate::share::session::Sent;
 use crate::share::TopicIdPartition;
 
-type AckResults = BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>;
+type AckResults = BTreeMap<TopicIdPartition, (Settled, Result<()>)>;
 
 /// The acknowledgement answers of one response: results to report, and the partitions whose
 /// acks were queued again (`sessions/ack_retry.rs`).
@@ -128,13 +128,13 @@ impl DriverCore {
     /// their records are back with this member, to be processed again and acknowledged as
     /// the new delivery. The error names the delivery before the new one: the queue keeps no
     /// delivery count, and that is the one acknowledged unless another member held the record
-    /// in between. The client's own releases among them just go (not the application's).
-    fn fail_superseded(&mut self, node: i32, tp: TopicIdPartition, superseded: Vec<(i64, i16)>) {
-        let Some(&(offset, newer)) = superseded.first() else { return };
-        debug!(node, %tp, offsets = superseded.len(), first = offset, "queued acks superseded by a redelivery: not sent");
+    /// in between. The client's own releases among them just go (not the application's:
+    /// their completion reports nothing).
+    fn fail_superseded(&mut self, node: i32, tp: TopicIdPartition, superseded: Settled, first: (i64, i16)) {
+        let (offset, newer) = first;
+        debug!(node, %tp, offsets = superseded.count(), first = offset, "queued acks superseded by a redelivery: not sent");
         let e = self.lock_expired(&tp, offset, newer - 1, true);
-        let offsets = superseded.into_iter().map(|(o, _)| o).collect();
-        self.complete_acks(Some(node), BTreeMap::from([(tp, (offsets, Err(e)))]));
+        self.complete_acks(Some(node), BTreeMap::from([(tp, (superseded, Err(e)))]));
     }
 
     /// Turns one partition's acquired records into buffered records; gaps are acknowledged
@@ -156,11 +156,11 @@ impl DriverCore {
         }
         let ranges: Vec<AcquiredRange> = p.acquired_records.iter().map(|&a| AcquiredRange::from(a)).collect();
         let topic: Arc<str> = self.topic_name(&tp.topic_id).unwrap_or_else(|| Arc::from(tp.topic_id.to_string()));
-        let Some(superseded) = self.sessions.handle_acquired(node, tp, &ranges, now) else {
+        let Some((superseded, first)) = self.sessions.handle_acquired(node, tp, &ranges, now) else {
             return 0;
         };
-        if !superseded.is_empty() {
-            self.fail_superseded(node, tp, superseded);
+        if let Some(first) = first {
+            self.fail_superseded(node, tp, superseded, first);
         }
         let options = DecodeOptions { check_crcs: self.cfg.check_crcs, max_decompressed: self.cfg.max_decompressed() };
         match decode_acquired_with(p.records.unwrap_or_default(), &ranges, options) {
@@ -240,7 +240,7 @@ impl DriverCore {
                 // records may be fine, so they go back to the group.
                 warn!(topic = %topic, partition = tp.partition, error = %e, "invalid acquired ranges: records released");
                 for r in &ranges {
-                    self.sessions.queue_acks(node, tp, r.first_offset..=r.last_offset, AckKind::Release);
+                    self.sessions.queue_acks(node, tp, r.first_offset..=r.last_offset, AckKind::ReleaseUnseen);
                 }
                 0
             }
@@ -344,7 +344,7 @@ impl DriverCore {
         let closing = self.closing.is_some();
         match self.sessions.ack_outcome(node, tp, acks, r, closing, &*self.topology, now) {
             Some(r) => {
-                answers.results.insert(tp, (acks.offsets(), r));
+                answers.results.insert(tp, (acks.settled(), r));
             }
             None => {
                 answers.retried.insert(tp);
@@ -357,7 +357,7 @@ impl DriverCore {
     fn complete_answered_acks(&mut self, node: i32, sent: &Sent, answers: AckAnswers) {
         let AckAnswers { mut results, retried } = answers;
         for (tp, a) in sent.acks.iter().filter(|(tp, _)| !retried.contains(tp)) {
-            results.entry(*tp).or_insert_with(|| (a.offsets(), Ok(())));
+            results.entry(*tp).or_insert_with(|| (a.settled(), Ok(())));
         }
         self.complete_acks(Some(node), results);
     }
@@ -372,7 +372,7 @@ impl DriverCore {
     fn request_failed(&mut self, node: i32, sent: Sent, e: Error, now: Instant) {
         debug!(node, error = %e, "share request failed");
         let stale = self.sessions.handle_request_failed(node, &sent, now);
-        let results: AckResults = sent.acks.iter().map(|(tp, a)| (*tp, (a.offsets(), Err(e.clone())))).collect();
+        let results: AckResults = sent.acks.iter().map(|(tp, a)| (*tp, (a.settled(), Err(e.clone())))).collect();
         if stale {
             // A reset failed the acks still queued and started over; these were in flight.
             return self.complete_acks(Some(node), results);
@@ -428,7 +428,7 @@ impl DriverCore {
         let results: AckResults = sent
             .acks
             .iter()
-            .map(|(tp, a)| (*tp, (a.offsets(), answered.get(tp).cloned().unwrap_or(Ok(())))))
+            .map(|(tp, a)| (*tp, (a.settled(), answered.get(tp).cloned().unwrap_or(Ok(())))))
             .collect();
         self.complete_acks(Some(node), results);
     }
@@ -452,7 +452,7 @@ impl DriverCore {
             return;
         };
         self.buffer.retain(|f| f.node != node);
-        let results: AckResults = failed.into_iter().map(|(tp, a)| (tp, (a.offsets(), Err(e.clone())))).collect();
+        let results: AckResults = failed.into_iter().map(|(tp, a)| (tp, (a.settled(), Err(e.clone())))).collect();
         self.complete_acks(Some(node), results);
     }
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::output::Output;
 use super::{AckEntry, DriverCore, Renewed, ReplyId, TopicPartition};
 use crate::error::{Error, Result};
-use crate::share::acks::AckKind;
+use crate::share::acks::{AckKind, Settled};
 use crate::share::TopicIdPartition;
 
 /// Results of one commit, per partition: `Ok(())`, or why the broker did not take the
@@ -71,28 +71,27 @@ pub(crate) struct CommitWaiter {
 
 impl DriverCore {
     /// Hands completed acknowledgement results to commit waiters, the callback and metrics.
+    ///
+    /// Each result says who decided its acks ([`Settled`]): the client's own RELEASEs of
+    /// records it never handed out are counted, and neither the callback nor a commit hears
+    /// of them, as Java never reports records it did not deliver. Whatever path completes
+    /// them (an answer, a request lost or timed out, a session reset, a redelivery that
+    /// superseded them), the kind they were queued with decides, not the offset: the same
+    /// offset may be the application's ack of one delivery and the client's release of
+    /// another.
     pub(super) fn complete_acks(
         &mut self,
         node: Option<i32>,
-        results: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)>,
+        results: BTreeMap<TopicIdPartition, (Settled, Result<()>)>,
     ) {
-        for (tp, (mut offsets, r)) in results {
+        for (tp, (settled, r)) in results {
+            let Settled { reported: offsets, unseen } = settled;
+            self.shared.metrics.record_acks((offsets.len() + unseen.len()) as u64, r.is_err());
+            if offsets.is_empty() {
+                continue;
+            }
             if !self.renewing.is_empty() {
                 self.note_renewals(node, tp, &offsets, &r);
-            }
-            let count = offsets.len() as u64;
-            self.shared.metrics.record_acks(count, r.is_err());
-            if node.is_some() && !self.client_releases.is_empty() {
-                // The client's own RELEASEs (records it never handed out) are not the
-                // application's acknowledgements: neither the callback nor a commit hears
-                // of them, as Java never reports records it did not deliver. They fail or
-                // succeed only on a broker's word (`node`): what fails here, before sending
-                // (`report_local_failures`), is the application's, even at an offset the
-                // client also releases (a late ack of an older delivery).
-                offsets.retain(|o| !self.client_releases.remove(&(tp, *o)));
-                if offsets.is_empty() {
-                    continue;
-                }
             }
             let name = self.to_topic_partition(&tp);
             for w in &mut self.commits {
@@ -145,7 +144,8 @@ impl DriverCore {
         if failed.is_empty() {
             return;
         }
-        let mut by_tp: BTreeMap<TopicIdPartition, (Vec<i64>, Result<()>)> = BTreeMap::new();
+        // The application's acks, every one (the client's own never come this way).
+        let mut by_tp: BTreeMap<TopicIdPartition, (Settled, Result<()>)> = BTreeMap::new();
         for (a, _) in &failed {
             if a.kind == AckKind::Renew {
                 // A renewal that failed here still has an outcome for the poll waiting on it:
@@ -155,7 +155,7 @@ impl DriverCore {
             }
         }
         for (a, e) in failed {
-            by_tp.entry(a.tp).or_insert_with(|| (Vec::new(), Err(e))).0.push(a.offset);
+            by_tp.entry(a.tp).or_insert_with(|| (Settled::default(), Err(e))).0.reported.push(a.offset);
         }
         if let Some(w) = waiter {
             for (tp, (_, r)) in &by_tp {

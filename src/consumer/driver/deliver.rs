@@ -136,11 +136,9 @@ impl DriverCore {
                 kept.push_back(f);
                 continue;
             }
-            if self.sessions.release(f.node, f.generation, f.tp, f.records.iter().map(|r| r.offset)) {
-                // The client's own RELEASEs: their outcome is no acknowledgement of the
-                // application's (`complete_acks` leaves them out of the callback).
-                self.client_releases.extend(f.records.iter().map(|r| (f.tp, r.offset)));
-            }
+            // The client's own RELEASEs, queued as such: their outcome is no acknowledgement
+            // of the application's, whatever completes them.
+            self.sessions.release(f.node, f.generation, f.tp, f.records.iter().map(|r| r.offset));
         }
         self.buffer = kept;
     }

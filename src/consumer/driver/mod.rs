@@ -341,13 +341,6 @@ pub(crate) struct DriverCore {
     renewing: HashMap<(TopicIdPartition, i64), i32>,
     /// Outcomes of renewals, for the next poll.
     renewed: Vec<Renewed>,
-    /// RELEASEs the consumer queued on its own (`release_buffer`: records it buffered and
-    /// never handed out, released when the application stopped polling, at close, or when
-    /// their partition went), by partition and offset, until their outcome is known. Their
-    /// completions are the client's, not the application's: `complete_acks` leaves them out
-    /// of the acknowledgement commit callback and of commit results (issue 34). Empty on the
-    /// hot path, where it costs one `is_empty` per completed partition.
-    client_releases: HashSet<(TopicIdPartition, i64)>,
     /// Partitions the application paused: not fetched (see `reconcile_assignment`).
     paused: HashSet<TopicPartition>,
     /// Records the last poll asked for: the smallest fetch batch_optimized makes, and

@@ -71,7 +71,6 @@ impl DriverCore {
             topic_errors: Default::default(),
             renewing: HashMap::new(),
             renewed: Vec::new(),
-            client_releases: HashSet::new(),
             paused: HashSet::new(),
             poll_size: cfg_poll_size,
             eager_acks: false,

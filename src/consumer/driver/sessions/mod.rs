@@ -34,7 +34,7 @@ use crate::backoff::Backoff;
 use crate::consumer::config::ShareConsumerConfig;
 use crate::error::Error;
 use crate::protocol::records::AcquiredRange;
-use crate::share::acks::{AckKind, PartitionAcks};
+use crate::share::acks::{AckKind, PartitionAcks, Settled};
 use crate::share::redeliveries::Redeliveries;
 use crate::share::session::{Sent, ShareSession};
 use crate::share::TopicIdPartition;
@@ -180,7 +180,7 @@ fn route_one(n: &mut Node, a: AckEntry, now: Instant, lock: Duration, renew_ok: 
 /// other members, so no refill from this broker until the application polls again.
 #[inline(always)]
 fn note_release(n: &mut Node, kind: AckKind) {
-    if kind == AckKind::Release {
+    if matches!(kind, AckKind::Release | AckKind::ReleaseUnseen) {
         n.pace.refill = false;
         n.pace.releases_queued = true;
     }
@@ -335,25 +335,23 @@ impl SessionManager {
         }
     }
 
-    /// Buffered records of `node` (fetched in `generation`) go back to the broker: RELEASE
-    /// acks on its session, if that session is still the one that acquired them. Returns
-    /// whether it queued them (their outcome will then be completed).
+    /// Buffered records of `node` (fetched in `generation`) go back to the broker: the
+    /// client's own RELEASEs on its session ([`AckKind::ReleaseUnseen`]: never reported as
+    /// the application's), if that session is still the one that acquired them.
     pub(super) fn release(
         &mut self,
         node: i32,
         generation: u64,
         tp: TopicIdPartition,
         offsets: impl ExactSizeIterator<Item = i64>,
-    ) -> bool {
-        let Some(n) = self.nodes.get_mut(&node) else { return false };
+    ) {
+        let Some(n) = self.nodes.get_mut(&node) else { return };
         if n.session.generation() == generation && offsets.len() > 0 {
             for o in offsets {
-                n.session.queue_ack(tp, o, AckKind::Release);
+                n.session.queue_ack(tp, o, AckKind::ReleaseUnseen);
             }
             n.pace.releases_queued = true;
-            return true;
         }
-        false
     }
 
     /// Queues acks on the sessions that delivered their records; returns, with the reason,
@@ -514,7 +512,8 @@ impl SessionManager {
 
     /// A fetch answer acquired these ranges of `tp` (recorded for later deliveries' acks).
     /// None when the node is gone; else the acks still queued for an earlier delivery of
-    /// records delivered again here, taken out of the queue: (offset, the new delivery).
+    /// records delivered again here, taken out of the queue, and the first of them with its
+    /// new delivery (the application's first, if any: what the error of its failure names).
     ///
     /// Such an ack was checked against the delivery the session held when it was queued
     /// (`route_acks`), then waited (behind a fetch in flight, say) while the lock lapsed and
@@ -527,17 +526,21 @@ impl SessionManager {
         tp: TopicIdPartition,
         ranges: &[AcquiredRange],
         now: Instant,
-    ) -> Option<Vec<(i64, i16)>> {
+    ) -> Option<(Settled, Option<(i64, i16)>)> {
         let n = self.nodes.get_mut(&node)?;
-        let mut superseded = Vec::new();
+        let (mut superseded, mut first) = (Settled::default(), None);
         for r in ranges {
             n.redeliveries.acquired(tp, r.first_offset, r.last_offset, r.delivery_count, now);
             if r.delivery_count > 1 && n.session.has_acks() {
                 let taken = n.session.take_queued(tp, r.first_offset, r.last_offset);
-                superseded.extend(taken.into_iter().map(|o| (o, r.delivery_count)));
+                let lowest = taken.reported.first().or(taken.unseen.first()).map(|&o| (o, r.delivery_count));
+                if first.is_none() || (superseded.reported.is_empty() && !taken.reported.is_empty()) {
+                    first = lowest.or(first);
+                }
+                superseded.merge(taken);
             }
         }
-        Some(superseded)
+        Some((superseded, first))
     }
 
     /// Queues acks the core decided itself (gaps, rejected corrupt batches, released
