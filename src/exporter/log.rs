@@ -10,6 +10,9 @@ use super::refresh::Refreshed;
 /// The same (operation, kind) is logged at most once in this long.
 const EVERY: Duration = Duration::from_secs(60);
 
+/// Longest failure message logged whole (one may quote a group name of megabytes).
+const MESSAGE: usize = 2048;
+
 /// What was logged, to rate-limit the next lines.
 #[derive(Debug, Default)]
 pub(super) struct RefreshLog {
@@ -26,8 +29,8 @@ impl RefreshLog {
             (Some(true), true) | (Some(false), false) => {}
             (_, true) => tracing::info!(groups = r.groups.as_ref().map(Vec::len), "the cluster is reachable"),
             (_, false) => {
-                let cause = r.errors.first().map(|(_, _, m)| m.as_str()).unwrap_or("no answer");
-                tracing::warn!(cause, "the cluster is unreachable: serving the last readings, marked unread; retrying");
+                let cause = r.errors.first().map_or("no answer".into(), |(_, _, m)| super::cut(m, MESSAGE));
+                tracing::warn!(cause = %cause, "the cluster is unreachable: serving the last readings, marked unread; retrying");
             }
         }
         self.reached = Some(r.reached);
@@ -47,11 +50,13 @@ impl RefreshLog {
                 false
             }
             Some((when, left_out)) => {
+                let message = super::cut(message, MESSAGE);
                 tracing::warn!(operation, kind, left_out = *left_out, "exporter refresh failed: {message}");
                 (*when, *left_out) = (at, 0);
                 true
             }
             None => {
+                let message = super::cut(message, MESSAGE);
                 tracing::warn!(operation, kind, "exporter refresh failed: {message}");
                 self.last.insert((operation, kind.to_string()), (at, 0));
                 true

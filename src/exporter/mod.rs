@@ -51,6 +51,33 @@ pub use snapshot::{GroupView, PartitionView, Snapshot, Unread};
 
 use crate::admin::Admin;
 
+/// Longest text quoted whole in a message.
+const SHOWN: usize = 256;
+
+/// `s` quoted, cut to its first [`SHOWN`] bytes (with its length said) when longer: a name
+/// of megabytes is not echoed back whole.
+pub(crate) fn shown(s: &str) -> String {
+    if s.len() <= SHOWN {
+        return format!("{s:?}");
+    }
+    format!("{:?}... ({} bytes)", &s[..floor_char_boundary(s, SHOWN)], s.len())
+}
+
+/// A message cut to `max` bytes (its length said) when longer.
+pub(crate) fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return s.into();
+    }
+    format!("{}... ({} bytes)", &s[..floor_char_boundary(s, max)], s.len()).into()
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
 /// How an [`Exporter`] refreshes.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -106,6 +133,29 @@ impl Exporter {
         Exporter { snapshots: rx, task }
     }
 
+    /// Reads the client properties (`bootstrap.servers`, `security.protocol`, `sasl.*`, ...)
+    /// and starts at once, connecting in the background: until the cluster answers, each
+    /// attempt counts an error (`operation="connect"`), the scaler answers UNAVAILABLE and
+    /// the next attempt comes after a backoff (from the refresh interval, at most one second,
+    /// doubling up to the refresh interval or one second, whichever is longer, and 30 s at
+    /// most). A daemon started before its cluster (or while it is down) serves its own health
+    /// meanwhile, rather than exiting into a restart loop. Must be called within a tokio
+    /// runtime.
+    ///
+    /// # Errors
+    /// [`Error::Config`](crate::error::Error::Config) (or another configuration error) when
+    /// the properties are wrong: nothing that retrying would mend.
+    pub fn connect(properties: &crate::config::Properties, config: ExporterConfig) -> crate::error::Result<Exporter> {
+        let cluster = Admin::config_from_properties(properties)?;
+        let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
+        let task = tokio::spawn(async move {
+            if let Some(admin) = connect(cluster, &config, &tx).await {
+                run(admin, config, tx).await;
+            }
+        });
+        Ok(Exporter { snapshots: rx, task })
+    }
+
     /// The cache as of the last refresh.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.snapshots.borrow().clone()
@@ -129,6 +179,47 @@ impl Exporter {
     /// The collector rendering the cache at each scrape.
     pub fn collector(&self) -> ExporterCollector {
         ExporterCollector::new(self.snapshots.clone())
+    }
+}
+
+/// Connects, retrying with a backoff; each failed attempt is published as a refresh that
+/// could not list the groups (`connect: <kind>`). `None` when nobody reads the snapshots any
+/// more.
+async fn connect(
+    cluster: crate::cluster::ClusterConfig,
+    config: &ExporterConfig,
+    tx: &watch::Sender<Arc<Snapshot>>,
+) -> Option<Admin> {
+    let interval = config.refresh_interval;
+    let mut backoff = crate::backoff::Backoff::new(
+        interval.min(Duration::from_secs(1)),
+        interval.max(Duration::from_secs(1)).min(Duration::from_secs(30)),
+    );
+    let mut log = log::RefreshLog::default();
+    loop {
+        let started = Instant::now();
+        let attempt = tokio::time::timeout(config.request_timeout, Admin::connect(cluster.clone())).await;
+        let e = match attempt {
+            Ok(Ok(admin)) => return Some(admin),
+            Ok(Err(e)) => e,
+            Err(_) => crate::error::Error::Timeout {
+                what: "connecting to the cluster (exporter)".into(),
+                after: config.request_timeout,
+            },
+        };
+        let mut r = refresh::Refreshed::default();
+        let kind = error_kind::error_kind(&e);
+        r.listing_failed = Some(format!("connect: {kind}"));
+        r.errors.push(("connect", kind, e.to_string()));
+        log.refreshed(&r);
+        let last = tx.borrow().clone();
+        let next = merge(&last, r, SystemTime::now(), started.elapsed());
+        drop(last);
+        tx.send_replace(Arc::new(next));
+        if tx.is_closed() {
+            return None;
+        }
+        tokio::time::sleep(backoff.next_delay()).await;
     }
 }
 

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::time::SystemTime;
 
+use super::super::shown;
 use super::super::snapshot::Snapshot;
 
 /// The default `lagThreshold`: KEDA's Kafka scaler's.
@@ -45,22 +46,6 @@ fn number(m: &HashMap<String, String>, key: &str, bound: Bound) -> Result<Option
             }
         },
     }
-}
-
-/// Longest text quoted whole in an answer.
-const SHOWN: usize = 256;
-
-/// `s` quoted, cut to its first [`SHOWN`] bytes (with its length said) when longer: a name
-/// of megabytes is not echoed back whole.
-pub(crate) fn shown(s: &str) -> String {
-    if s.len() <= SHOWN {
-        return format!("{s:?}");
-    }
-    let mut cut = SHOWN;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{:?}... ({} bytes)", &s[..cut], s.len())
 }
 
 impl Query {

@@ -20,7 +20,9 @@ use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
 pub use metadata::DEFAULT_LAG_THRESHOLD;
-use metadata::{shown, Missing, Query};
+use metadata::{Missing, Query};
+
+use super::shown;
 
 use super::snapshot::Snapshot;
 use crate::error::{Error, Result};
