@@ -230,8 +230,12 @@ impl Collector for ExporterCollector {
         {
             let name = REFRESHES.trim_end_matches("_total");
             let metric = ConstCounter::new(s.refreshes);
-            let mut family =
-                encoder.encode_descriptor(name, "Refreshes the exporter ran, a count", None, metric.metric_type())?;
+            let mut family = encoder.encode_descriptor(
+                name,
+                "Refreshes the exporter ran (connect attempts included), a count",
+                None,
+                metric.metric_type(),
+            )?;
             metric.encode(family.encode_family(&Labels::new())?)?;
         }
         {

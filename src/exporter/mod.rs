@@ -7,10 +7,17 @@
 //! offset and, on Kafka 4.2+, the lag of KIP-1226) one group per request, a bounded number in
 //! flight per coordinator (Kafka 4.4 answers a request carrying several groups only after
 //! ~2.5 s, one group in milliseconds), then reads each share partition's log end and the
-//! timestamp of the record at its start offset with a plain Fetch that acquires nothing
+//! timestamp of its first record not yet acknowledged (at `max(start, end - lag)`: see
+//! [`PartitionView::oldest_offset`]) with a plain Fetch that acquires nothing
 //! ([`Admin::peek`]). A scrape ([`ExporterCollector`]) and the scaler read the cache only:
 //! they never wait on the cluster. Each refresh counts its requests by API
 //! ([`Snapshot::requests`]).
+//!
+//! Fail safe, as autoscalers need: a backlog that could not be read is never served as a
+//! value. A group not read in full at a refresh keeps its last good view, with the time it
+//! was read ([`GroupView::last_read`]), and is listed in [`Snapshot::unread`] with the cause;
+//! the scaler answers UNAVAILABLE for it. [`Snapshot::last_success`] advances only with a
+//! refresh that read everything. [`Exporter::connect`] starts without the cluster and retries.
 //!
 //! ```no_run
 //! # async fn demo() -> kafka_share::Result<()> {

@@ -191,13 +191,35 @@ async fn read(admin: &Admin, config: &ExporterConfig) -> Refreshed {
         let id = r.d.group_id.clone();
         match r.unread.map_or_else(|| view(r.d, &r.o, &peeked), Err) {
             Ok(v) => views.push(v),
-            Err(cause) => out.unread.push((id, cause)),
+            Err(cause) => {
+                // A cause no failed request counted (an answer that left something out).
+                if let Some((operation, kind)) = uncounted(&cause) {
+                    out.errors.push((operation, kind.to_string(), format!("{id}: {cause}")));
+                }
+                out.unread.push((id, cause))
+            }
         }
     }
     views.sort_by(|a, b| a.group.cmp(&b.group));
     out.groups = Some(views);
     out
 }
+
+/// The causes [`view`] finds in answers, not in failed requests: (operation, kind) to count.
+fn uncounted(cause: &str) -> Option<(&'static str, &'static str)> {
+    if cause.starts_with(NO_LAG) {
+        Some(("offsets", "lag_unknown"))
+    } else if cause.starts_with(NOT_READ) {
+        Some(("log", "not_read"))
+    } else {
+        None
+    }
+}
+
+/// A partition's offsets without a lag from a broker that reports lag.
+const NO_LAG: &str = "offsets: lag_unknown";
+/// A partition the log reads gave no answer for.
+const NOT_READ: &str = "log: not_read";
 
 /// A topic assigned to the group's members that its offsets leave out. Kafka leaves out of
 /// a DescribeShareGroupOffsets answer the topics the principal may not describe, without an
@@ -296,14 +318,14 @@ fn view(d: ShareGroupDescription, o: &ShareGroupOffsets, peeked: &Peeked) -> std
             continue;
         }
         let unread =
-            |at: i64| peeked.failed.get(tp).cloned().unwrap_or_else(|| format!("log: offset {at} of {tp} not read"));
+            |at: i64| peeked.failed.get(tp).cloned().unwrap_or_else(|| format!("{NOT_READ} (offset {at} of {tp})"));
         let log = peeked.records.get(&(tp.clone(), start)).ok_or_else(|| unread(start))?;
         let end = log.high_watermark;
         let (lag, lag_estimated) = match p.lag {
             Some(l) => (l, false),
             // Kafka 4.1: no lag from the broker.
             None if !o.lag_supported => ((end - start).max(0), true),
-            None => return Err(format!("offsets: no lag for {tp} from a broker that reports lag")),
+            None => return Err(format!("{NO_LAG} ({tp}: no lag from a broker that reports lag)")),
         };
         let at = if lag_estimated || lag == 0 { start } else { (end - lag).max(start) };
         let oldest = if at == start { log } else { peeked.records.get(&(tp.clone(), at)).ok_or_else(|| unread(at))? };
