@@ -62,13 +62,14 @@ async fn over_sasl_ssl_the_group_is_exported_and_a_principal_without_describe_is
     assert!(s.refreshes >= 2, "the refreshes go on");
 }
 
-/// As carol (groups only: she may describe the group, not its topics), the group's offsets
-/// come back without the topics she may not describe, and no error (Kafka 4.4 filters them
-/// out of DescribeShareGroupOffsets). The exporter must not read that as a group with no
-/// backlog: a group whose members are assigned a topic its offsets leave out (or whose
-/// description the broker refuses for its topics) is unread, UNAVAILABLE to the scaler, and
-/// `topic_authorization_failed` is counted. (An empty group shows carol nothing to compare
-/// with: the broker's answer is then that of a group without state.)
+/// As carol (groups only: she may describe the group, not its topics). Kafka 4.4 answers her
+/// DescribeShareGroupOffsets without the topics she may not describe, and no error; while the
+/// group has a member, it refuses her ShareGroupDescribe with TOPIC_AUTHORIZATION_FAILED. The
+/// exporter must not read either as a group with no backlog, nor as a group that does not
+/// exist: the group is unread, UNAVAILABLE to the scaler, `topic_authorization_failed` is
+/// counted. (Were the description answered with the member's assignment, the exporter would
+/// see the assigned topic missing from the offsets, with the same outcome.) An *empty* group
+/// shows carol what a group without share state shows: not told apart here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_principal_that_may_not_describe_the_topics_reads_no_backlog_rather_than_zero() {
     use kafka_share::exporter::scaler::proto::external_scaler_client::ExternalScalerClient;
@@ -108,6 +109,7 @@ async fn a_principal_that_may_not_describe_the_topics_reads_no_backlog_rather_th
     let e = exporter(carol, &group);
     let scaler = serve_scaler("127.0.0.1:0", Scaler::new(e.subscribe())).await.expect("scaler");
     let s = wait_for(&e, "the group unread", |s| s.unread.contains_key(&group)).await;
+    eprintln!("carol's exporter: unread {:?}, errors {:?}", s.unread, s.errors);
     assert!(
         s.errors.keys().any(|(_, kind)| kind == "topic_authorization_failed"),
         "the refusal counted: {:?}",
