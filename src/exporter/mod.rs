@@ -57,6 +57,8 @@ pub use filter::GroupFilter;
 pub use snapshot::{GroupView, PartitionView, Snapshot, Unread};
 
 use crate::admin::Admin;
+use crate::config::Properties;
+use crate::error::Result;
 
 /// Longest text quoted whole in a message.
 const SHOWN: usize = 256;
@@ -152,7 +154,7 @@ impl Exporter {
     /// # Errors
     /// [`Error::Config`](crate::error::Error::Config) (or another configuration error) when
     /// the properties are wrong: nothing that retrying would mend.
-    pub fn connect(properties: &crate::config::Properties, config: ExporterConfig) -> crate::error::Result<Exporter> {
+    pub fn connect(properties: &Properties, config: ExporterConfig) -> Result<Exporter> {
         let cluster = Admin::config_from_properties(properties)?;
         let (tx, rx) = watch::channel(Arc::new(Snapshot::default()));
         let task = tokio::spawn(async move {

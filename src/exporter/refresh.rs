@@ -163,6 +163,7 @@ async fn read(admin: &Admin, config: &ExporterConfig) -> Refreshed {
         readings.push(Reading { d, o, unread });
     }
     out.coordinators = coordinators.len();
+    blind_principal(admin, timeout, &mut readings, &mut out).await;
 
     let mut peeked = peek_all(admin, &wanted, timeout, &mut out).await;
     // Where the broker's lag puts the first unacknowledged record above the start offset,
@@ -203,6 +204,43 @@ async fn read(admin: &Admin, config: &ExporterConfig) -> Refreshed {
     views.sort_by(|a, b| a.group.cmp(&b.group));
     out.groups = Some(views);
     out
+}
+
+/// An empty group that had members (epoch above 0) and whose offsets show no partition: either
+/// it has no share state (its topics deleted, or never initialized), or this principal may not
+/// describe its topics (Kafka leaves them out without an error, and an empty group has no
+/// assignment to compare with). Told apart where it can be: a principal that may describe no
+/// topic at all (one Metadata request, only when such a group is met) reads no backlog, so
+/// those groups are unread (`topic_authorization_failed`). One that may describe some topics
+/// is not told apart: its groups read as without state.
+async fn blind_principal(admin: &Admin, timeout: Duration, readings: &mut [Reading], out: &mut Refreshed) {
+    let suspect =
+        |r: &Reading| r.unread.is_none() && r.o.partitions.is_empty() && r.d.members.is_empty() && r.d.group_epoch > 0;
+    if !readings.iter().any(suspect) {
+        return;
+    }
+    let cause = match bounded(timeout, "listing the topics", admin.list_topics_with_internal()).await {
+        Ok(topics) if !topics.is_empty() => return,
+        Ok(_) => None,
+        Err(e) => Some(out.failed("metadata", &e)),
+    };
+    for r in readings.iter_mut().filter(|r| suspect(r)) {
+        r.unread = Some(match &cause {
+            Some(c) => c.clone(),
+            None => {
+                let e = Error::Broker {
+                    context: crate::error::Context::api("DescribeShareGroupOffsets"),
+                    code: ErrorCode::TOPIC_AUTHORIZATION_FAILED,
+                    message: Some(format!(
+                        "share group {} had members but its offsets show no partition, and this principal may \
+                         describe no topic: not authorized to describe its topics",
+                        super::shown(&r.d.group_id)
+                    )),
+                };
+                out.failed("offsets", &e)
+            }
+        });
+    }
 }
 
 /// The causes [`view`] finds in answers, not in failed requests: (operation, kind) to count.

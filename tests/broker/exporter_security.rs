@@ -69,7 +69,8 @@ async fn over_sasl_ssl_the_group_is_exported_and_a_principal_without_describe_is
 /// exist: the group is unread, UNAVAILABLE to the scaler, `topic_authorization_failed` is
 /// counted. (Were the description answered with the member's assignment, the exporter would
 /// see the assigned topic missing from the offsets, with the same outcome.) An *empty* group
-/// shows carol what a group without share state shows: not told apart here.
+/// shows carol what a group without share state shows; as she may describe no topic at all,
+/// the exporter reads no backlog as hers (one with rights on some topics is not told apart).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_principal_that_may_not_describe_the_topics_reads_no_backlog_rather_than_zero() {
     use kafka_share::exporter::scaler::proto::external_scaler_client::ExternalScalerClient;
@@ -78,6 +79,21 @@ async fn a_principal_that_may_not_describe_the_topics_reads_no_backlog_rather_th
     use kafka_share::ShareConsumer;
 
     let group = secured::round_trip("sasl_ssl-plain", 5).await;
+    let jaas =
+        r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="carol" password="carol-secret";"#;
+    let as_carol = || async {
+        Admin::from_properties(&secured::props_with("sasl_ssl-plain", &[("sasl.jaas.config", jaas)]))
+            .await
+            .expect("admin as carol")
+    };
+    // The group empty: its description and offsets say nothing of its topics, and carol
+    // may describe no topic at all: unread.
+    let e = exporter(as_carol().await, &group);
+    let s = wait_for(&e, "the empty group unread", |s| s.unread.contains_key(&group)).await;
+    assert_eq!(s.unread[&group].cause, "offsets: topic_authorization_failed", "{s:?}");
+    assert!(s.group(&group).is_none() && s.last_success.is_none(), "{s:?}");
+    drop(e);
+
     let alice = Admin::from_properties(&secured::props("sasl_ssl-plain")).await.expect("admin as alice");
     let topic = alice.list_share_group_offsets(&group, None).await.expect("offsets as alice").partitions[0]
         .0
