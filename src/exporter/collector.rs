@@ -45,7 +45,8 @@ pub const SCRAPE_DURATION: &str = "kafka_share_exporter_scrape_duration_seconds"
 pub const REFRESHES: &str = "kafka_share_exporter_refreshes_total";
 /// The exporter: errors by operation and kind (counter).
 pub const ERRORS: &str = "kafka_share_exporter_errors_total";
-/// The exporter: when the last refresh that listed the groups finished.
+/// The exporter: when the last successful refresh finished (it listed the groups, when not
+/// named, and read every group's offsets and logs: see [`Snapshot::last_success`]).
 pub const LAST_SUCCESS: &str = "kafka_share_exporter_last_successful_refresh_timestamp_seconds";
 /// The exporter: groups exported.
 pub const GROUPS: &str = "kafka_share_exporter_groups";
