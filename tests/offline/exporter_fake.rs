@@ -37,9 +37,10 @@ async fn a_failing_step_is_counted_by_kind_and_the_refreshes_go_on() {
     assert!(!text.lines().any(|l| l.strip_prefix(last_success).is_some_and(|r| r.starts_with(' '))), "{text}");
 }
 
-/// A listing that succeeded (without group `g`: NotFound, the cluster said so), then one that
-/// never comes back: `g` is now unknown, not absent, and the scaler says UNAVAILABLE; the last
-/// successful refresh stays where it was.
+/// A listing that succeeded (without group `g`: the cluster said it does not exist), then one
+/// that never comes back: `g` is now unknown, not absent (the old exporter kept answering
+/// NotFound from the last listing), and the scaler says UNAVAILABLE; the last successful
+/// refresh stays where it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_not_found_is_unavailable_once_the_listing_fails() {
     use kafka_share::exporter::scaler::proto::external_scaler_client::ExternalScalerClient;
@@ -69,7 +70,8 @@ async fn a_group_not_found_is_unavailable_once_the_listing_fails() {
         }
         assert!(s.refreshes < 100, "never listed: {s:?}");
     };
-    assert!(listed.listing_failed.is_none());
+    // (The snapshot seen may already be a later one, whose listing failed: the success is
+    // the first refresh's either way.)
     let failed = loop {
         let s = exporter.next_refresh().await;
         if s.listing_failed.is_some() {
