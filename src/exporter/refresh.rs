@@ -153,8 +153,10 @@ async fn read(admin: &Admin, config: &ExporterConfig) -> Refreshed {
                     context: crate::error::Context::api("DescribeShareGroupOffsets"),
                     code: ErrorCode::TOPIC_AUTHORIZATION_FAILED,
                     message: Some(format!(
-                        "the offsets of {} leave out topic {t:?}, assigned to its members: not authorized to describe it?",
-                        d.group_id
+                        "the offsets of share group {} leave out topic {}, assigned to its members: not authorized \
+                         to describe it?",
+                        super::shown(&d.group_id),
+                        super::shown(&t)
                     )),
                 };
                 out.failed("offsets", &e)
@@ -195,7 +197,11 @@ async fn read(admin: &Admin, config: &ExporterConfig) -> Refreshed {
             Err(cause) => {
                 // A cause no failed request counted (an answer that left something out).
                 if let Some((operation, kind)) = uncounted(&cause) {
-                    out.errors.push((operation, kind.to_string(), format!("{id}: {cause}")));
+                    out.errors.push((
+                        operation,
+                        kind.to_string(),
+                        format!("share group {}: {cause}", super::shown(&id)),
+                    ));
                 }
                 out.unread.push((id, cause))
             }

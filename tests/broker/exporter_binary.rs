@@ -70,7 +70,12 @@ fn scaled_object(group: &str) -> ScaledObjectRef {
 async fn started_before_the_cluster_it_serves_counts_and_retries_then_refreshes() {
     let _ = common::admin().await; // fails when the broker is absent
     let (bootstrap, open) = gate(common::bootstrap()).await;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kafka-share-exporter"))
+    // `$KAFKA_SHARE_EXPORTER` names another build of it (a target directory shared by several
+    // checkouts may hold another's), as tests/broker/deploy_support.rs reads it.
+    let bin = std::env::var_os("KAFKA_SHARE_EXPORTER")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_BIN_EXE_kafka-share-exporter")));
+    let mut child = std::process::Command::new(bin)
         .args(["--bootstrap-server", &bootstrap, "--listen", "127.0.0.1:0"])
         .args(["--scaler-listen", "127.0.0.1:0", "--refresh-interval", "0.2", "--request-timeout", "5"])
         .env_remove("RUST_LOG")
