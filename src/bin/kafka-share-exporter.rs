@@ -9,7 +9,12 @@
 //! Connects with the same properties as every client of this crate (`bootstrap.servers`,
 //! `security.protocol`, `sasl.*`, `ssl.*`: a Confluent Cloud file works unchanged). Prints
 //! `metrics: http://ADDR/metrics` (and `scaler: ADDR`) on stdout once listening; SIGINT or
-//! SIGTERM stops it. Exit codes: 0 clean stop, 1 cannot connect or listen, 2 bad usage.
+//! SIGTERM stops it. A cluster that cannot be reached (at start or later) is retried with a
+//! backoff while /metrics serves the errors (`operation="connect"`) and the scaler answers
+//! UNAVAILABLE. Logs go to stderr (`RUST_LOG`, default `info`): a line at start, one when the
+//! cluster becomes reachable or unreachable, one per refresh failure (the same operation and
+//! kind at most once a minute). Exit codes: 0 clean stop, 1 a bad client file or an address
+//! it cannot listen on, 2 bad usage.
 
 #[path = "support/stop_signal.rs"]
 mod stop_signal;
@@ -22,7 +27,6 @@ mod args;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use kafka_share::admin::Admin;
 use kafka_share::config::Properties;
 use kafka_share::exporter::scaler::{serve_scaler, Scaler};
 use kafka_share::exporter::{Exporter, ExporterConfig, GroupFilter};
@@ -50,6 +54,7 @@ fn fail(line: &str) {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let stop = stop_signal::stop_signal(fail);
+    init_logging();
     let a = match args::parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(u) => {
@@ -70,6 +75,18 @@ async fn main() -> ExitCode {
     }
 }
 
+/// `tracing` lines on stderr, filtered by `RUST_LOG` (default `info`).
+fn init_logging() {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
 async fn run(a: args::Args, stop: impl std::future::Future<Output = ()>) -> Result<(), String> {
     let mut p = match &a.command_config {
         Some(f) => Properties::load(f).map_err(|e| e.to_string())?,
@@ -79,18 +96,28 @@ async fn run(a: args::Args, stop: impl std::future::Future<Output = ()>) -> Resu
         p.set("bootstrap.servers", b.clone());
     }
     let groups = match (&a.pattern, a.groups.is_empty()) {
+        // Checked by `args::parse` (a bad pattern is bad usage).
         (Some(pat), _) => GroupFilter::pattern(pat).map_err(|e| e.to_string())?,
         (None, false) => GroupFilter::List(a.groups.clone()),
         (None, true) => GroupFilter::All,
     };
-    let admin = Admin::from_properties(&p).await.map_err(|e| e.to_string())?;
     let mut config = ExporterConfig::default();
     config.groups = groups;
     config.refresh_interval = a.refresh_interval;
     config.max_in_flight = a.max_in_flight;
     config.offsets_in_flight_per_coordinator = a.offsets_in_flight;
     config.request_timeout = a.request_timeout;
-    let exporter = Exporter::start(admin, config);
+    let bootstrap = p.get("bootstrap.servers").unwrap_or_default().to_string();
+    tracing::info!(
+        bootstrap = %bootstrap,
+        groups = %describe_filter(&config.groups),
+        refresh_interval = ?config.refresh_interval,
+        "kafka-share-exporter {} starting",
+        env!("CARGO_PKG_VERSION")
+    );
+    // Connects in the background: a cluster not reachable yet is retried while /metrics
+    // serves the errors, rather than an exit into a restart loop.
+    let exporter = Exporter::connect(&p, config).map_err(|e| e.to_string())?;
     let mut registry = Registry::default();
     registry.register_collector(Box::new(exporter.collector()));
     let endpoint = serve(a.listen.as_str(), Arc::new(registry)).await.map_err(|e| e.to_string())?;
@@ -108,4 +135,13 @@ async fn run(a: args::Args, stop: impl std::future::Future<Output = ()>) -> Resu
     drop(endpoint);
     drop(exporter);
     Ok(())
+}
+
+/// The groups exported, for the start line.
+fn describe_filter(f: &GroupFilter) -> String {
+    match f {
+        GroupFilter::Pattern(r) => format!("matching {}", r.as_str()),
+        GroupFilter::List(l) => format!("{} named", l.len()),
+        _ => "all".to_string(),
+    }
 }

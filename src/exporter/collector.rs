@@ -34,6 +34,9 @@ pub const GROUP_MEMBERS: &str = "kafka_share_group_members";
 pub const GROUP_ASSIGNED_PARTITIONS: &str = "kafka_share_group_assigned_partitions";
 /// Per group: 1 with its state as a label.
 pub const GROUP_STATE: &str = "kafka_share_group_state";
+/// Per group: when the refresh that last read its backlog in full finished (its series are
+/// from that refresh).
+pub const GROUP_LAST_READ: &str = "kafka_share_group_last_read_timestamp_seconds";
 /// The exporter: how long the last refresh took.
 pub const REFRESH_DURATION: &str = "kafka_share_exporter_refresh_duration_seconds";
 /// The exporter: how long the previous scrape took to render.
@@ -42,10 +45,13 @@ pub const SCRAPE_DURATION: &str = "kafka_share_exporter_scrape_duration_seconds"
 pub const REFRESHES: &str = "kafka_share_exporter_refreshes_total";
 /// The exporter: errors by operation and kind (counter).
 pub const ERRORS: &str = "kafka_share_exporter_errors_total";
-/// The exporter: when the last refresh that listed the groups finished.
+/// The exporter: when the last successful refresh finished (it listed the groups, when not
+/// named, and read every group's offsets and logs: see [`Snapshot::last_success`]).
 pub const LAST_SUCCESS: &str = "kafka_share_exporter_last_successful_refresh_timestamp_seconds";
 /// The exporter: groups exported.
 pub const GROUPS: &str = "kafka_share_exporter_groups";
+/// The exporter: groups whose backlog its last refresh could not read in full.
+pub const UNREAD_GROUPS: &str = "kafka_share_exporter_unread_groups";
 /// The exporter: requests its last refresh sent, by API (label `api`).
 pub const REFRESH_REQUESTS: &str = "kafka_share_exporter_refresh_requests";
 /// The exporter: requests sent by all its refreshes, by API (counter).
@@ -64,12 +70,14 @@ pub const SERIES: &[&str] = &[
     GROUP_MEMBERS,
     GROUP_ASSIGNED_PARTITIONS,
     GROUP_STATE,
+    GROUP_LAST_READ,
     REFRESH_DURATION,
     SCRAPE_DURATION,
     REFRESHES,
     ERRORS,
     LAST_SUCCESS,
     GROUPS,
+    UNREAD_GROUPS,
     REFRESH_REQUESTS,
     REQUESTS,
     COORDINATORS,
@@ -160,20 +168,24 @@ impl Collector for ExporterCollector {
         gauges(
             &mut encoder,
             PARTITION_OLDEST_AGE,
-            "Age of the oldest record not yet acknowledged (the record at the start offset), in seconds",
-            partitions().filter_map(|(g, p)| p.oldest_age(now).map(|a| (partition_labels(g, p), a.as_secs_f64()))),
+            "Age of the oldest record not yet acknowledged, in seconds (the record at log end minus lag, or at the start offset when above; estimate=\"true\": at the start offset, Kafka 4.1)",
+            partitions().filter_map(|(g, p)| {
+                p.oldest_age(now).map(|a| ((partition_labels(g, p), estimate(p.lag_estimated)), a.as_secs_f64()))
+            }),
         )?;
         gauges(
             &mut encoder,
             GROUP_LAG,
-            "Lag summed over the group's share partitions, in records",
+            "Lag summed over the group's share partitions, in records (estimate=\"true\" when any part is an estimate)",
             s.groups.iter().filter_map(|g| g.lag(None).map(|(l, est)| ((group(g), estimate(est)), l as f64))),
         )?;
         gauges(
             &mut encoder,
             GROUP_OLDEST_AGE,
-            "Age of the group's oldest record not yet acknowledged, in seconds",
-            s.groups.iter().filter_map(|g| g.oldest_age(None, now).map(|a| (group(g), a.as_secs_f64()))),
+            "Age of the group's oldest record not yet acknowledged, in seconds (estimate=\"true\" when any part is an estimate)",
+            s.groups
+                .iter()
+                .filter_map(|g| g.oldest_age(None, now).map(|a| ((group(g), estimate(g.estimated(None))), a.as_secs_f64()))),
         )?;
         gauges(
             &mut encoder,
@@ -193,6 +205,14 @@ impl Collector for ExporterCollector {
             "1 for the share group's state (label state)",
             s.groups.iter().map(|g| ([("group", g.group.as_str()), ("state", g.state.as_str())], 1.0)),
         )?;
+        gauges(
+            &mut encoder,
+            GROUP_LAST_READ,
+            "When the refresh that last read the group's backlog in full finished (its series are from it), in seconds since the Unix epoch",
+            s.groups.iter().filter_map(|g| {
+                g.last_read.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| (group(g), d.as_secs_f64()))
+            }),
+        )?;
 
         let secs = |d: std::time::Duration| d.as_secs_f64();
         gauge_family(
@@ -211,8 +231,12 @@ impl Collector for ExporterCollector {
         {
             let name = REFRESHES.trim_end_matches("_total");
             let metric = ConstCounter::new(s.refreshes);
-            let mut family =
-                encoder.encode_descriptor(name, "Refreshes the exporter ran, a count", None, metric.metric_type())?;
+            let mut family = encoder.encode_descriptor(
+                name,
+                "Refreshes the exporter ran (connect attempts included), a count",
+                None,
+                metric.metric_type(),
+            )?;
             metric.encode(family.encode_family(&Labels::new())?)?;
         }
         {
@@ -237,10 +261,16 @@ impl Collector for ExporterCollector {
         gauge_family(
             &mut encoder,
             LAST_SUCCESS,
-            "When the exporter's last successful refresh finished, in seconds since the Unix epoch",
+            "When the exporter's last successful refresh finished (it listed the groups and read every group's offsets and logs), in seconds since the Unix epoch",
             &last,
         )?;
         gauge_family(&mut encoder, GROUPS, "Share groups exported, a count", &[(vec![], s.groups.len() as f64)])?;
+        gauge_family(
+            &mut encoder,
+            UNREAD_GROUPS,
+            "Share groups whose backlog the exporter's last refresh could not read in full (their series are from an earlier refresh), a count",
+            &[(vec![], s.unread.len() as f64)],
+        )?;
         let per_refresh: Vec<(Labels<'_>, f64)> =
             s.requests.iter().map(|(api, n)| (vec![("api", *api)], *n as f64)).collect();
         gauge_family(
@@ -294,6 +324,7 @@ mod tests {
             lag,
             lag_estimated: false,
             oldest_timestamp_ms: None,
+            oldest_offset: 4,
         }
     }
 
@@ -307,6 +338,7 @@ mod tests {
             members: 2,
             assigned_partitions: 3,
             partitions: vec![part("t", 3, Some(5), Some(9)), part("t", 4, None, None), estimated],
+            last_read: Some(UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000)),
         };
         let s = Snapshot { groups: vec![g], last_success: Some(SystemTime::now()), ..Snapshot::default() };
         let (_tx, rx) = watch::channel(Arc::new(s));
@@ -322,6 +354,8 @@ mod tests {
         has(r#"kafka_share_group_members{group="g"} 2.0"#);
         has(r#"kafka_share_group_assigned_partitions{group="g"} 3.0"#);
         has(r#"kafka_share_group_state{group="g",state="Stable"} 1.0"#);
+        has(r#"kafka_share_group_last_read_timestamp_seconds{group="g"} 1700000000.0"#);
+        has("kafka_share_exporter_unread_groups 0.0");
         let lags = text.lines().filter(|l| l.starts_with("kafka_share_group_partition_lag{")).count();
         assert_eq!(lags, 2, "a partition with no known lag has no lag series:\n{text}");
         let ends = text.lines().filter(|l| l.starts_with("kafka_share_group_partition_log_end_offset{")).count();

@@ -25,9 +25,15 @@ impl GroupFilter {
     /// # Errors
     /// [`Error::InvalidArgument`] when the pattern does not compile.
     pub fn pattern(p: &str) -> Result<GroupFilter> {
-        Regex::new(&format!("^(?:{p})$"))
-            .map(GroupFilter::Pattern)
-            .map_err(|e| Error::InvalidArgument(format!("group pattern {p:?} is not a valid regular expression: {e}")))
+        Regex::new(&format!("^(?:{p})$")).map(GroupFilter::Pattern).map_err(|e| {
+            // The regex error quotes the pattern: cut both.
+            let e = e.to_string();
+            Error::InvalidArgument(format!(
+                "group pattern {} is not a valid regular expression: {}",
+                super::shown(p),
+                super::cut(&e, 1024)
+            ))
+        })
     }
 
     /// Whether `group` is exported.

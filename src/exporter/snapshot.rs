@@ -22,10 +22,21 @@ pub struct PartitionView {
     /// has no lag) rather than reported by the broker (KIP-1226, 4.2+). The estimate counts
     /// acknowledged records above the start offset as lag.
     pub lag_estimated: bool,
-    /// Timestamp (ms since the epoch) of the first record at or after the start offset: the
-    /// oldest record not yet acknowledged. `None` when there is none (nothing to deliver) or it
-    /// could not be read.
+    /// Timestamp (ms since the epoch) of the oldest record not yet acknowledged: the first
+    /// record at or after [`oldest_offset`](Self::oldest_offset). `None` when there is none
+    /// (nothing to deliver).
     pub oldest_timestamp_ms: Option<i64>,
+    /// Where the oldest record not yet acknowledged was looked for. With the broker's lag
+    /// (4.2+): `max(start offset, end offset - lag)`. The `lag` records not yet acknowledged
+    /// are distinct offsets below the end, so the first of them is at or below `end - lag`;
+    /// the persisted start offset trails a run of acknowledged records above it (the state
+    /// write that moves it comes after the acknowledgements), so reading at `end - lag` is
+    /// exact when the acknowledged records above the start form one run from it, and
+    /// otherwise (a record left unacknowledged below acknowledged ones) reads a younger
+    /// record: the age is understated, never overstated. Without the broker's lag (4.1): the
+    /// start offset, the age then an estimate (`lag_estimated`) that counts acknowledged
+    /// records above the start as waiting.
+    pub oldest_offset: i64,
 }
 
 impl PartitionView {
@@ -37,7 +48,7 @@ impl PartitionView {
             return Some(Duration::ZERO);
         }
         match self.oldest_timestamp_ms {
-            None if self.end_offset.is_some_and(|e| e <= self.start_offset) => Some(Duration::ZERO),
+            None if self.end_offset.is_some_and(|e| e <= self.oldest_offset) => Some(Duration::ZERO),
             None => None,
             Some(ts) => {
                 let now_ms = now.duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
@@ -63,6 +74,10 @@ pub struct GroupView {
     pub assigned_partitions: usize,
     /// The share partitions it has state for, by topic and partition.
     pub partitions: Vec<PartitionView>,
+    /// When the refresh that read this view finished: the last time the group's backlog (its
+    /// offsets and the log reads of every partition) was read in full. A view kept from an
+    /// earlier refresh (see [`Snapshot::unread`]) has an older one.
+    pub last_read: Option<SystemTime>,
 }
 
 impl GroupView {
@@ -87,6 +102,24 @@ impl GroupView {
             .filter_map(|p| p.oldest_age(now))
             .max()
     }
+
+    /// Whether any of its partitions' lag and age (of `topic` only, when given) is an
+    /// estimate (Kafka 4.1: no lag from the broker).
+    pub fn estimated(&self, topic: Option<&str>) -> bool {
+        self.partitions.iter().filter(|p| topic.is_none_or(|t| p.topic == t)).any(|p| p.lag_estimated)
+    }
+}
+
+/// A group whose backlog the last refresh could not read in full: its last good view (if
+/// any) stays in [`Snapshot::groups`] with its [`GroupView::last_read`], and the scaler
+/// answers UNAVAILABLE for it rather than a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Unread {
+    /// What could not be read, as `operation: kind` (`offsets: timeout`).
+    pub cause: String,
+    /// When its backlog was last read in full; `None` when never since the exporter started.
+    pub last_read: Option<SystemTime>,
 }
 
 /// Everything the exporter knows, as of its last refresh.
@@ -95,8 +128,17 @@ impl GroupView {
 pub struct Snapshot {
     /// The groups exported, by id.
     pub groups: Vec<GroupView>,
-    /// When the last refresh that listed the groups finished; `None` before the first.
+    /// When the last successful refresh finished: one that listed the groups (when not
+    /// named), found each group or learnt from the cluster that it does not exist, and read
+    /// every group's backlog in full (offsets, and the log of each partition). `None` before
+    /// the first.
     pub last_success: Option<SystemTime>,
+    /// Groups whose backlog the last refresh could not read in full, by id, with the cause.
+    /// Their last good views stay in `groups`.
+    pub unread: BTreeMap<String, Unread>,
+    /// Why the last refresh could not list the groups (`list_groups: timeout`); `None` when
+    /// it could, or named them. While set, a group not in `groups` is unknown, not absent.
+    pub listing_failed: Option<String>,
     /// How long the last refresh took.
     pub refresh_duration: Duration,
     /// Refreshes run so far (successful or not).
@@ -113,7 +155,8 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// The group named `group`, if it was exported at the last refresh.
+    /// The group named `group`, if it is exported (its view may be from an earlier refresh:
+    /// see [`unread`](Self::unread)).
     pub fn group(&self, group: &str) -> Option<&GroupView> {
         self.groups.iter().find(|g| g.group == group)
     }
@@ -137,6 +180,7 @@ mod tests {
             lag,
             lag_estimated: false,
             oldest_timestamp_ms: ts,
+            oldest_offset: start,
         }
     }
 
@@ -165,6 +209,7 @@ mod tests {
             members: 1,
             assigned_partitions: 2,
             partitions: vec![a, b, c],
+            last_read: None,
         };
         assert_eq!(g.lag(None), Some((7, true)));
         assert_eq!(g.lag(Some("u")), None);

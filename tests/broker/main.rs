@@ -36,6 +36,10 @@ mod examples_run;
 #[cfg(feature = "exporter")]
 mod exporter;
 #[cfg(feature = "exporter")]
+mod exporter_age;
+#[cfg(feature = "exporter")]
+mod exporter_binary;
+#[cfg(feature = "exporter")]
 mod exporter_many_groups;
 #[cfg(all(feature = "exporter", feature = "tls"))]
 mod exporter_security;

@@ -35,5 +35,7 @@ mod chaos_consumer_kill;
 mod chaos_network;
 #[cfg(feature = "exporter")]
 mod exporter_coordinator_kill;
+#[cfg(feature = "exporter")]
+mod exporter_outage;
 mod producer;
 mod share_consumer_cluster;

@@ -36,3 +36,52 @@ async fn a_failing_step_is_counted_by_kind_and_the_refreshes_go_on() {
     let last_success = "kafka_share_exporter_last_successful_refresh_timestamp_seconds";
     assert!(!text.lines().any(|l| l.strip_prefix(last_success).is_some_and(|r| r.starts_with(' '))), "{text}");
 }
+
+/// A listing that succeeded (without group `g`: the cluster said it does not exist), then one
+/// that never comes back: `g` is now unknown, not absent (the old exporter kept answering
+/// NotFound from the last listing), and the scaler says UNAVAILABLE; the last successful
+/// refresh stays where it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_not_found_is_unavailable_once_the_listing_fails() {
+    use kafka_share::exporter::scaler::proto::external_scaler_client::ExternalScalerClient;
+    use kafka_share::exporter::scaler::proto::ScaledObjectRef;
+    use kafka_share::exporter::scaler::{serve_scaler, Scaler};
+
+    let fake = FakeCluster::start(FakeConfig::default().records(0)).await;
+    // The first ListGroups is answered (no groups); every later one waits an hour.
+    fake.script(Rule::on(LIST_GROUPS, Action::Delay(Duration::from_secs(3600))).after(1).always());
+    let admin = Admin::connect_to(&fake.bootstrap()).await.expect("admin on the fake");
+    let mut c = ExporterConfig::default();
+    c.refresh_interval = Duration::from_millis(20);
+    c.request_timeout = Duration::from_millis(100);
+    let exporter = Exporter::start(admin, c);
+    let scaler = serve_scaler("127.0.0.1:0", Scaler::new(exporter.subscribe())).await.expect("scaler");
+    let mut client =
+        ExternalScalerClient::connect(format!("http://{}", scaler.local_addr())).await.expect("gRPC client");
+    let obj = ScaledObjectRef {
+        name: "worker".into(),
+        namespace: "default".into(),
+        scaler_metadata: [("group".to_string(), "g".to_string())].into(),
+    };
+    let listed = loop {
+        let s = exporter.next_refresh().await;
+        if s.last_success.is_some() {
+            break s;
+        }
+        assert!(s.refreshes < 100, "never listed: {s:?}");
+    };
+    // (The snapshot seen may already be a later one, whose listing failed: the success is
+    // the first refresh's either way.)
+    let failed = loop {
+        let s = exporter.next_refresh().await;
+        if s.listing_failed.is_some() {
+            break s;
+        }
+        assert!(s.refreshes < 100, "the listing never failed: {s:?}");
+    };
+    assert_eq!(failed.listing_failed.as_deref(), Some("list_groups: timeout"));
+    assert_eq!(failed.last_success, listed.last_success, "a failed listing is no success");
+    let e = client.is_active(obj).await.expect_err("no answer for a group nothing could look for");
+    assert_eq!(e.code(), tonic::Code::Unavailable, "{e:?}");
+    assert!(e.message().contains("list_groups: timeout"), "{e:?}");
+}

@@ -40,15 +40,30 @@ pub struct Args {
 fn seconds(flag: &str, v: &str) -> Result<Duration, Usage> {
     match v.parse::<f64>() {
         Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Duration::from_secs_f64(s)),
-        _ => usage(format!("{flag} needs a positive number of seconds, not {v:?}")),
+        _ => usage(format!("{flag} needs a number of seconds above 0, not {}", shown(v))),
     }
 }
 
 fn above_zero(flag: &str, v: &str) -> Result<usize, Usage> {
     match v.parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => usage(format!("{flag} needs a whole number above 0, not {v:?}")),
+        _ => usage(format!("{flag} needs a whole number above 0, not {}", shown(v))),
     }
+}
+
+/// Longest value quoted whole in a message.
+const SHOWN: usize = 256;
+
+/// `v` quoted, cut (with its length said) when longer than [`SHOWN`] bytes.
+fn shown(v: &str) -> String {
+    if v.len() <= SHOWN {
+        return format!("{v:?}");
+    }
+    let mut cut = SHOWN;
+    while !v.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{:?}... ({} bytes)", &v[..cut], v.len())
 }
 
 pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Args, Usage> {
@@ -80,7 +95,7 @@ pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Args, Usage> {
             "--request-timeout" => a.request_timeout = seconds(&flag, &v)?,
             "--max-in-flight" => a.max_in_flight = above_zero(&flag, &v)?,
             "--offsets-in-flight" => a.offsets_in_flight = above_zero(&flag, &v)?,
-            _ => return usage(format!("unknown option {flag} (see --help)")),
+            _ => return usage(format!("unknown option {} (see --help)", shown(&flag))),
         }
     }
     if a.help {
@@ -91,6 +106,11 @@ pub fn parse(argv: impl IntoIterator<Item = String>) -> Result<Args, Usage> {
     }
     if !a.groups.is_empty() && a.pattern.is_some() {
         return usage("--group and --group-pattern exclude each other: put the ids in the pattern (a|b|c)");
+    }
+    if let Some(p) = &a.pattern {
+        if let Err(e) = kafka_share::exporter::GroupFilter::pattern(p) {
+            return usage(format!("--group-pattern: {e}"));
+        }
     }
     Ok(a)
 }
@@ -123,5 +143,10 @@ mod tests {
         assert_eq!(a.groups, ["a", "b"]);
         assert_eq!(a.refresh_interval, Duration::from_millis(500));
         assert!(p("--help").unwrap().help);
+        let e = p("--bootstrap-server b --group-pattern (").unwrap_err();
+        assert!(e.0.contains("--group-pattern"), "a bad pattern is bad usage: {}", e.0);
+        let huge = format!("--{}", "x".repeat(3_000_000));
+        let e = parse(["--bootstrap-server".to_string(), "b".into(), huge, "1".into()]).unwrap_err();
+        assert!(e.0.len() < 400 && e.0.contains("3000002 bytes"), "{}", &e.0[..400.min(e.0.len())]);
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::time::SystemTime;
 
+use super::super::shown;
 use super::super::snapshot::Snapshot;
 
 /// The default `lagThreshold`: KEDA's Kafka scaler's.
@@ -22,12 +23,27 @@ pub(crate) struct Query {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BadMetadata(pub String);
 
-fn number(m: &HashMap<String, String>, key: &str) -> Result<Option<f64>, BadMetadata> {
+/// Which numbers a key accepts.
+#[derive(Clone, Copy)]
+enum Bound {
+    /// Above 0 (a threshold per replica).
+    Positive,
+    /// At or above 0.
+    NonNegative,
+}
+
+fn number(m: &HashMap<String, String>, key: &str, bound: Bound) -> Result<Option<f64>, BadMetadata> {
     match m.get(key).map(|v| v.trim()).filter(|v| !v.is_empty()) {
         None => Ok(None),
-        Some(v) => match v.parse::<f64>() {
-            Ok(n) if n.is_finite() && n >= 0.0 => Ok(Some(n)),
-            _ => Err(BadMetadata(format!("scaler metadata {key} must be a number at or above 0, not {v:?}"))),
+        Some(v) => match (v.parse::<f64>(), bound) {
+            (Ok(n), Bound::Positive) if n.is_finite() && n > 0.0 => Ok(Some(n)),
+            (Ok(n), Bound::NonNegative) if n.is_finite() && n >= 0.0 => Ok(Some(n)),
+            (_, Bound::Positive) => {
+                Err(BadMetadata(format!("scaler metadata {key} must be a number above 0, not {}", shown(v))))
+            }
+            (_, Bound::NonNegative) => {
+                Err(BadMetadata(format!("scaler metadata {key} must be a number at or above 0, not {}", shown(v))))
+            }
         },
     }
 }
@@ -42,15 +58,9 @@ impl Query {
             None => return Err(BadMetadata("scaler metadata needs group: the share group to scale on".into())),
         };
         let topic = m.get("topic").map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
-        let lag_threshold = number(m, "lagThreshold")?.unwrap_or(DEFAULT_LAG_THRESHOLD);
-        if lag_threshold <= 0.0 {
-            return Err(BadMetadata("scaler metadata lagThreshold must be above 0 (records per replica)".into()));
-        }
-        let age_threshold_seconds = number(m, "ageThresholdSeconds")?;
-        if age_threshold_seconds == Some(0.0) {
-            return Err(BadMetadata("scaler metadata ageThresholdSeconds must be above 0 (or left out)".into()));
-        }
-        let activation_lag_threshold = number(m, "activationLagThreshold")?.unwrap_or(0.0);
+        let lag_threshold = number(m, "lagThreshold", Bound::Positive)?.unwrap_or(DEFAULT_LAG_THRESHOLD);
+        let age_threshold_seconds = number(m, "ageThresholdSeconds", Bound::Positive)?;
+        let activation_lag_threshold = number(m, "activationLagThreshold", Bound::NonNegative)?.unwrap_or(0.0);
         Ok(Query { group, topic, lag_threshold, age_threshold_seconds, activation_lag_threshold })
     }
 
@@ -70,12 +80,23 @@ impl Query {
         }
     }
 
-    /// (lag, age in seconds) from the snapshot; `Err` says why there is none.
+    /// (lag, age in seconds) from the snapshot; `Err` says why there is none. A group whose
+    /// backlog the last refresh could not read has no value (never 0): an autoscaler that
+    /// read 0 would scale its workers away while the backlog is there.
     pub(super) fn read(&self, s: &Snapshot, now: SystemTime) -> Result<(f64, f64), Missing> {
-        if s.last_success.is_none() {
+        if s.refreshes == 0 {
             return Err(Missing::NotYet);
         }
-        let g = s.group(&self.group).ok_or(Missing::NoGroup)?;
+        if let Some(u) = s.unread.get(&self.group) {
+            return Err(Missing::Unread { cause: u.cause.clone(), last_read: u.last_read });
+        }
+        let Some(g) = s.group(&self.group) else {
+            return Err(match &s.listing_failed {
+                // Not found where nothing could be looked for: unknown, not absent.
+                Some(cause) => Missing::Unlisted { cause: cause.clone(), last_success: s.last_success },
+                None => Missing::NoGroup,
+            });
+        };
         let topic = self.topic.as_deref();
         if topic.is_some_and(|t| !g.partitions.iter().any(|p| p.topic == t)) {
             return Err(Missing::NoTopic);
@@ -92,11 +113,15 @@ impl Query {
 }
 
 /// Why a query has no value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Missing {
-    /// No refresh has listed the groups yet.
+    /// No refresh has finished yet.
     NotYet,
-    /// The group was not exported at the last refresh.
+    /// The group's backlog could not be read in full at the last refresh.
+    Unread { cause: String, last_read: Option<SystemTime> },
+    /// The groups could not be listed at the last refresh, and this one is not known.
+    Unlisted { cause: String, last_success: Option<SystemTime> },
+    /// The cluster says the group does not exist (or the exporter does not export it).
     NoGroup,
     /// The group has no share state on the topic.
     NoTopic,
@@ -133,10 +158,20 @@ mod tests {
             md(&[("group", "g"), ("lagThreshold", "x")]),
             md(&[("group", "g"), ("lagThreshold", "-1")]),
             md(&[("group", "g"), ("ageThresholdSeconds", "0")]),
+            md(&[("group", "g"), ("ageThresholdSeconds", "-1")]),
+            md(&[("group", "g"), ("activationLagThreshold", "-1")]),
             md(&[("group", "g"), ("activationLagThreshold", "inf")]),
         ] {
             assert!(Query::from_metadata(&bad).is_err(), "{bad:?}");
         }
+        // Each message says what the key accepts.
+        let e = Query::from_metadata(&md(&[("group", "g"), ("lagThreshold", "-1")])).unwrap_err();
+        assert!(e.0.contains("above 0") && !e.0.contains("at or above"), "{e:?}");
+        let e = Query::from_metadata(&md(&[("group", "g"), ("activationLagThreshold", "-1")])).unwrap_err();
+        assert!(e.0.contains("at or above 0"), "{e:?}");
+        let huge = "x".repeat(3_000_000);
+        let e = Query::from_metadata(&md(&[("group", "g"), ("lagThreshold", &huge)])).unwrap_err();
+        assert!(e.0.len() < 400 && e.0.contains("3000000 bytes"), "{}", &e.0[..400.min(e.0.len())]);
     }
 
     #[test]
@@ -144,7 +179,27 @@ mod tests {
         let q = Query::from_metadata(&md(&[("group", "g")])).unwrap();
         let mut s = Snapshot::default();
         assert_eq!(q.read(&s, SystemTime::now()), Err(Missing::NotYet));
-        s.last_success = Some(SystemTime::now());
+        s.refreshes = 1;
         assert_eq!(q.read(&s, SystemTime::now()), Err(Missing::NoGroup));
+        s.listing_failed = Some("list_groups: timeout".into());
+        assert!(matches!(q.read(&s, SystemTime::now()), Err(Missing::Unlisted { .. })), "unknown, not absent");
+    }
+
+    #[test]
+    fn an_unread_group_has_no_value_even_with_its_last_view_kept() {
+        use crate::exporter::{GroupView, Unread};
+        let q = Query::from_metadata(&md(&[("group", "g")])).unwrap();
+        let mut s = Snapshot { refreshes: 2, ..Snapshot::default() };
+        s.groups.push(GroupView {
+            group: "g".into(),
+            state: "Stable".into(),
+            members: 0,
+            assigned_partitions: 0,
+            partitions: vec![],
+            last_read: None,
+        });
+        assert_eq!(q.read(&s, SystemTime::now()), Ok((0.0, 0.0)));
+        s.unread.insert("g".into(), Unread { cause: "offsets: timeout".into(), last_read: None });
+        assert!(matches!(q.read(&s, SystemTime::now()), Err(Missing::Unread { .. })));
     }
 }

@@ -22,6 +22,8 @@ use tonic::{Request, Response, Status};
 pub use metadata::DEFAULT_LAG_THRESHOLD;
 use metadata::{Missing, Query};
 
+use super::shown;
+
 use super::snapshot::Snapshot;
 use crate::error::{Error, Result};
 
@@ -60,18 +62,41 @@ impl Scaler {
     }
 }
 
+/// "12 s ago" / "never since the exporter started".
+fn ago(t: Option<SystemTime>, now: SystemTime) -> String {
+    match t {
+        Some(t) => format!("{:.0} s ago", now.duration_since(t).unwrap_or_default().as_secs_f64()),
+        None => "never since the exporter started".to_string(),
+    }
+}
+
+/// A query's missing value as the gRPC status KEDA acts on: UNAVAILABLE (KEDA keeps the
+/// replica count and applies the ScaledObject's fallback) whenever the backlog is unknown,
+/// NOT_FOUND only when the cluster said the group does not exist.
 fn missing(q: &Query, m: Missing) -> Status {
+    let now = SystemTime::now();
     match m {
         Missing::NotYet => Status::unavailable("the exporter has not finished its first refresh; ask again shortly"),
+        Missing::Unread { cause, last_read } => Status::unavailable(format!(
+            "the backlog of share group {} could not be read at the exporter's last refresh ({cause}); last read {}",
+            shown(&q.group),
+            ago(last_read, now)
+        )),
+        Missing::Unlisted { cause, last_success } => Status::unavailable(format!(
+            "the share groups could not be listed at the exporter's last refresh ({cause}), so share group {} is \
+             unknown; last successful refresh {}",
+            shown(&q.group),
+            ago(last_success, now)
+        )),
         Missing::NoGroup => Status::not_found(format!(
-            "share group {:?} was not found at the exporter's last refresh: check the name, that the group exists, \
+            "share group {} was not found at the exporter's last refresh: check the name, that the group exists, \
              and that --group/--group-pattern admit it",
-            q.group
+            shown(&q.group)
         )),
         Missing::NoTopic => Status::not_found(format!(
-            "share group {:?} has no share state on topic {:?}: check the topic, or leave it out",
-            q.group,
-            q.topic.as_deref().unwrap_or_default()
+            "share group {} has no share state on topic {}: check the topic, or leave it out",
+            shown(&q.group),
+            shown(q.topic.as_deref().unwrap_or_default())
         )),
     }
 }
@@ -93,7 +118,8 @@ impl ExternalScaler for Scaler {
 
     /// One answer after the first refresh, then one per refresh whose answer differs, until
     /// KEDA hangs up. A group or topic not found answers inactive here (not an error, which
-    /// would end the stream).
+    /// would end the stream). A group whose backlog could not be read answers nothing until
+    /// it is read again: KEDA keeps what the stream said last.
     async fn stream_is_active(
         &self,
         request: Request<ScaledObjectRef>,
@@ -113,7 +139,8 @@ impl ExternalScaler for Scaler {
                             return Some((Ok(IsActiveResponse { result: active }), (rx, q, Some(active))));
                         }
                     }
-                    Err(Missing::NotYet) => {}
+                    // Unknown: nothing derived from a backlog not read.
+                    Err(Missing::NotYet | Missing::Unread { .. } | Missing::Unlisted { .. }) => {}
                     // An error would end the stream (gRPC ends a stream with its status), and
                     // a group that does not exist yet has no work: inactive until it appears.
                     // IsActive and GetMetrics say NotFound, for the operator to see.
@@ -162,10 +189,10 @@ impl ExternalScaler for Scaler {
             lag
         } else {
             return Err(Status::not_found(format!(
-                "metric {:?} is not one this scaler gave: use {:?} or {:?}",
-                r.metric_name,
-                q.lag_metric(),
-                q.age_metric()
+                "metric {} is not one this scaler gave: use {} or {}",
+                shown(&r.metric_name),
+                shown(&q.lag_metric()),
+                shown(&q.age_metric())
             )));
         };
         Ok(Response::new(GetMetricsResponse {
