@@ -32,9 +32,13 @@ mod consumer_cancel_safety;
 mod consumer_pattern;
 mod consumer_pause;
 mod consumer_poll_interval;
+#[cfg(feature = "exporter")]
+mod deploy_support;
 mod examples_run;
 #[cfg(feature = "exporter")]
 mod exporter;
+#[cfg(feature = "exporter")]
+mod exporter_keda;
 #[cfg(feature = "exporter")]
 mod exporter_many_groups;
 #[cfg(all(feature = "exporter", feature = "tls"))]
