@@ -41,6 +41,8 @@ mod exporter;
 mod exporter_keda;
 #[cfg(feature = "exporter")]
 mod exporter_many_groups;
+#[cfg(feature = "exporter")]
+mod exporter_promtool;
 #[cfg(all(feature = "exporter", feature = "tls"))]
 mod exporter_security;
 #[cfg(feature = "otel")]
