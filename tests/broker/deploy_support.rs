@@ -22,10 +22,14 @@ pub struct ExporterBin {
 
 impl ExporterBin {
     /// Starts it on the broker with `args` (e.g. `--group G`), /metrics and the scaler on
-    /// free ports of 127.0.0.1, refreshing every 0.2 s.
+    /// free ports of 127.0.0.1, refreshing every 0.2 s. `$KAFKA_SHARE_EXPORTER` names another
+    /// build of it (a target directory shared by several checkouts may hold another's).
     pub fn start(args: &[&str]) -> ExporterBin {
         use std::io::{BufRead, BufReader};
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kafka-share-exporter"))
+        let bin = std::env::var_os("KAFKA_SHARE_EXPORTER")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kafka-share-exporter")));
+        let mut child = Command::new(bin)
             .args(["--bootstrap-server", &crate::common::bootstrap(), "--listen", "127.0.0.1:0"])
             .args(["--scaler-listen", "127.0.0.1:0", "--refresh-interval", "0.2"])
             .args(args)

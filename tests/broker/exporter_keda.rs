@@ -235,17 +235,6 @@ async fn the_manifests_metadata_is_accepted_and_scales_as_their_comments_say() {
         .collect();
     assert_eq!(thresholds, [threshold("lagThreshold"), threshold("ageThresholdSeconds")], "{prom}");
 
-    // As the manifests stand, KEDA's calls are accepted: the spec from their thresholds,
-    // and the group, which does not exist on this broker, not found (never InvalidArgument).
-    for manifest in [&external, &push] {
-        let answers = probe(&exporter.scaler, Sent::Manifest(manifest), &["spec", "isactive"]).await;
-        let specs = answers[0].ok()["metricSpecs"].clone();
-        assert_eq!(specs[0]["metricName"], format!("share-lag-{m_group}-{m_topic}"));
-        assert_eq!(specs[0]["targetSizeFloat"].as_f64(), Some(threshold("lagThreshold")));
-        assert_eq!(specs[1]["targetSizeFloat"].as_f64(), Some(threshold("ageThresholdSeconds")));
-        assert_eq!(answers[1].err().code, tonic::Code::NotFound, "{answers:?}");
-    }
-
     // The same manifests naming this test's group and topic instead: every call KEDA makes
     // for the trigger's type answers, with the backlog.
     let tmp = std::env::temp_dir().join(common::unique("keda-manifests"));
@@ -274,6 +263,17 @@ async fn the_manifests_metadata_is_accepted_and_scales_as_their_comments_say() {
         assert_eq!(calls, want, "{}", manifest.display());
         assert!(int(&answers[1].ok()["metricValues"][0]["metricValue"]) >= waiting.min(1), "{answers:?}");
         assert!(answers.iter().filter(|a| a.call.ends_with("IsActive")).all(|a| a.ok()["result"] == true));
+    }
+    // As the manifests stand (the scaler has refreshed: it answered above), KEDA's calls are
+    // accepted: the spec from their thresholds, and the group, which does not exist on this
+    // broker, not found (never InvalidArgument).
+    for manifest in [&external, &push] {
+        let answers = probe(&exporter.scaler, Sent::Manifest(manifest), &["spec", "isactive"]).await;
+        let specs = answers[0].ok()["metricSpecs"].clone();
+        assert_eq!(specs[0]["metricName"], format!("share-lag-{m_group}-{m_topic}"));
+        assert_eq!(specs[0]["targetSizeFloat"].as_f64(), Some(threshold("lagThreshold")));
+        assert_eq!(specs[1]["targetSizeFloat"].as_f64(), Some(threshold("ageThresholdSeconds")));
+        assert_eq!(answers[1].err().code, tonic::Code::NotFound, "{answers:?}");
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
