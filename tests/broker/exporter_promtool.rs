@@ -6,7 +6,7 @@
 //! down). Fails when the broker is absent or promtool/prometheus are not installed.
 
 use crate::common;
-use crate::deploy_support::{promtool, repo, scrape, tool, ExporterBin};
+use crate::deploy_support::{probe, promtool, repo, scrape, tool, ExporterBin, Sent};
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -117,8 +117,9 @@ fn the_dashboards_and_keda_queries_parse() {
     assert!(ok, "{out}\n{rules}");
 }
 
-/// The exporter binary on a group with a backlog, so that every family has samples.
-async fn exporter_with_a_group() -> ExporterBin {
+/// The exporter binary on a group with a backlog, so that every family has samples:
+/// (exporter, topic, group).
+async fn exporter_with_a_group() -> (ExporterBin, String, String) {
     let admin = common::admin().await;
     let bs = common::bootstrap();
     let topic = common::new_topic(&admin, "promtool-t", 2).await;
@@ -135,7 +136,7 @@ async fn exporter_with_a_group() -> ExporterBin {
     loop {
         let (_, body) = scrape(&exporter.metrics, None).await;
         if body.contains(&format!("kafka_share_group_partition_lag{{group=\"{group}\"")) {
-            return exporter;
+            return (exporter, topic, group);
         }
         assert!(tokio::time::Instant::now() < end, "the group never read: {body}");
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -144,7 +145,7 @@ async fn exporter_with_a_group() -> ExporterBin {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promtool_check_metrics_passes_on_the_text_format_of_a_live_scrape() {
-    let exporter = exporter_with_a_group().await;
+    let (exporter, _, _) = exporter_with_a_group().await;
     for accept in [None, Some("text/plain;version=0.0.4"), Some("text/plain")] {
         let (ctype, body) = scrape(&exporter.metrics, accept).await;
         assert_eq!(ctype, "text/plain; version=0.0.4; charset=utf-8", "{accept:?}");
@@ -239,7 +240,7 @@ fn encode(s: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_scrapes_openmetrics_and_runs_the_dashboards_and_alerts_on_it() {
-    let exporter = exporter_with_a_group().await;
+    let (exporter, topic, group) = exporter_with_a_group().await;
     let (ctype, body) = scrape(&exporter.metrics, Some("application/openmetrics-text;version=1.0.0")).await;
     assert_eq!(ctype, "application/openmetrics-text; version=1.0.0; charset=utf-8");
     assert!(body.ends_with("# EOF\n"), "{body}");
@@ -277,6 +278,49 @@ async fn prometheus_scrapes_openmetrics_and_runs_the_dashboards_and_alerts_on_it
         let (status, body) = get(&prometheus.addr, &format!("/api/v1/query?query={}", encode(q))).await.expect("query");
         assert_eq!(status, 200, "{what}: {q}: {body}");
     }
+    // KEDA's Prometheus manifest and its external one scale on the same figures: its two
+    // queries through Prometheus, and KEDA's client asking the scaler with the external
+    // manifest's metadata, both naming this test's group and topic.
+    let external = std::fs::read_to_string(repo().join("deploy/keda/scaledobject-external.yaml")).unwrap();
+    let value_of =
+        |key: &str| external.lines().find_map(|l| l.trim().strip_prefix(key)).map(str::trim).expect(key).to_string();
+    let (m_group, m_topic) = (value_of("group:"), value_of("topic:"));
+    let ours = |text: &str| {
+        text.replace(&format!("group=\"{m_group}\""), &format!("group=\"{group}\""))
+            .replace(&format!("topic=\"{m_topic}\""), &format!("topic=\"{topic}\""))
+            .replace(&format!("group: {m_group}\n"), &format!("group: {group}\n"))
+            .replace(&format!("topic: {m_topic}\n"), &format!("topic: {topic}\n"))
+    };
+    let copy = std::env::temp_dir().join(format!("{}.yaml", common::unique("scaledobject-external")));
+    std::fs::write(&copy, ours(&external)).unwrap();
+    let queries: Vec<String> = keda_queries().into_iter().map(|(_, q)| ours(&q)).collect();
+    assert!(queries.iter().all(|q| q.contains(&group) && q.contains(&topic)), "{queries:?}");
+    let end = tokio::time::Instant::now() + WAIT;
+    loop {
+        let mut through_prometheus = Vec::new();
+        for q in &queries {
+            let r = prometheus.api(&format!("/api/v1/query?query={}", encode(q))).await;
+            through_prometheus.push(r["result"][0]["value"][1].as_str().and_then(|v| v.parse::<f64>().ok()));
+        }
+        let scaler = probe(&exporter.scaler, Sent::Manifest(&copy), &["metrics"]).await;
+        let through_scaler: Vec<Option<f64>> = scaler
+            .iter()
+            .map(|a| a.result.as_ref().ok().and_then(|v| v["metricValues"][0]["metricValueFloat"].as_f64()))
+            .collect();
+        // The lag the same; the age computed at each read, a few seconds apart at most.
+        if let ([Some(pl), Some(pa)], [Some(sl), Some(sa)]) = (&through_prometheus[..], &through_scaler[..]) {
+            if pl == sl && *pl > 0.0 && (pa - sa).abs() < 10.0 {
+                break;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "Prometheus {through_prometheus:?} and the scaler {through_scaler:?} never agreed: {scaler:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let _ = std::fs::remove_file(&copy);
+
     // The alerts loaded, and healthy (each evaluated without error).
     let end = tokio::time::Instant::now() + WAIT;
     loop {
