@@ -80,7 +80,10 @@ use crate::error::{Error, Result};
 use crate::metrics::{HistogramSnapshot, MetricsSnapshot};
 
 pub mod blocking;
+mod format;
 pub(crate) mod units;
+
+pub use format::Format;
 
 /// Renders a snapshot source (a consumer's `metrics()`, a processor's `Running::metrics()`, a
 /// producer's `metrics()`) into the registry it is registered with, at each scrape.
@@ -148,9 +151,33 @@ fn prometheus_buckets(h: &HistogramSnapshot) -> (f64, u64, Vec<(f64, u64)>) {
     (h.sum().as_secs_f64(), count, buckets)
 }
 
-/// The registry in Prometheus' text format (OpenMetrics text, as `prometheus-client`
-/// encodes it).
+/// The registry in OpenMetrics 1.0.0 text, as `prometheus-client` encodes it (HELP texts
+/// escaped as OpenMetrics asks); [`render_as`] writes either format.
 pub fn render(registry: &Registry) -> String {
+    format::to_openmetrics(&encode(registry))
+}
+
+/// The registry in `format`: for a web framework's own `/metrics` route, with
+/// [`Format::negotiate`] over the request's `Accept` header and
+/// [`Format::content_type`] for the answer, as [`serve`] does.
+///
+/// ```
+/// use kafka_share::prometheus::{render_as, Format, Registry};
+///
+/// let registry = Registry::default();
+/// let format = Format::negotiate(Some("text/plain;version=0.0.4"));
+/// assert_eq!(format.content_type(), "text/plain; version=0.0.4; charset=utf-8");
+/// assert_eq!(render_as(&registry, format), ""); // no `# EOF` in the text format
+/// ```
+pub fn render_as(registry: &Registry, format: Format) -> String {
+    match format {
+        Format::Text => format::to_text(&encode(registry)),
+        Format::OpenMetrics => render(registry),
+    }
+}
+
+/// What `prometheus-client` writes for the registry (OpenMetrics, HELP as given).
+fn encode(registry: &Registry) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail; a collector's error leaves what was written.
     let _ = prometheus_client::encoding::text::encode(&mut out, registry);
@@ -182,20 +209,26 @@ impl Drop for MetricsEndpoint {
 /// `"127.0.0.1:9464"` for this machine only; port 0 picks a free port (see
 /// [`MetricsEndpoint::local_addr`]). `addr` is anything tokio can resolve: a
 /// [`SocketAddr`], `(IpAddr, u16)`, `"host:port"`; the first address that binds is used.
+///
+/// Each scrape is answered in the format its `Accept` header asks for
+/// ([`Format::negotiate`]): OpenMetrics 1.0.0 when it prefers it (Prometheus does), else the
+/// Prometheus text format 0.0.4 (`curl`, `promtool check metrics`, older scrapers).
+///
 /// One route, one answer per connection: a few dozen lines instead of a web framework
 /// (`prometheus-client` serves no HTTP itself); put a framework's route in front of
-/// [`render`] instead when the service has one.
+/// [`render_as`] instead when the service has one.
 pub async fn serve(addr: impl ToSocketAddrs, registry: Arc<Registry>) -> Result<MetricsEndpoint> {
-    let text: TextSource = Arc::new(move || render(&registry));
-    serve_text(addr, "application/openmetrics-text; version=1.0.0; charset=utf-8", text).await
+    let text: TextSource = Arc::new(move || encode(&registry));
+    serve_text(addr, text).await
 }
 
-/// What an endpoint answers with, rendered at each scrape.
+/// What an endpoint answers with, rendered at each scrape: OpenMetrics as `prometheus-client`
+/// writes it, rewritten in the format the scraper asks for.
 type TextSource = Arc<dyn Fn() -> String + Send + Sync>;
 
 /// The endpoint behind [`serve`] (the sink's `PrometheusServer` too): `GET /metrics`
-/// answered with `text()` as `content_type`.
-async fn serve_text(addr: impl ToSocketAddrs, content_type: &'static str, text: TextSource) -> Result<MetricsEndpoint> {
+/// answered with `text()` in the format the request negotiates.
+async fn serve_text(addr: impl ToSocketAddrs, text: TextSource) -> Result<MetricsEndpoint> {
     // Resolved first so that an error names the addresses tried, not only the cause.
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr)
         .await
@@ -216,15 +249,28 @@ async fn serve_text(addr: impl ToSocketAddrs, content_type: &'static str, text: 
             let text = text.clone();
             tokio::spawn(async move {
                 // A client that never sends a whole request must not hold a task forever.
-                let _ = tokio::time::timeout(Duration::from_secs(10), answer(stream, content_type, text)).await;
+                let _ = tokio::time::timeout(Duration::from_secs(10), answer(stream, text)).await;
             });
         }
     });
     Ok(MetricsEndpoint { addr, task })
 }
 
+/// The `Accept` header of a request head (several joined as one list), `None` without one.
+fn accept_header(head: &str) -> Option<String> {
+    let values: Vec<&str> = head
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(name, _)| name.trim().eq_ignore_ascii_case("accept"))
+        .map(|(_, v)| v.trim())
+        .collect();
+    (!values.is_empty()).then(|| values.join(","))
+}
+
 /// Reads one request head and answers it, then closes the connection.
-async fn answer(mut stream: tokio::net::TcpStream, content_type: &str, text: TextSource) -> std::io::Result<()> {
+async fn answer(mut stream: tokio::net::TcpStream, text: TextSource) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     // The head ends at an empty line; 16 KiB is plenty for any scraper's request.
@@ -240,14 +286,22 @@ async fn answer(mut stream: tokio::net::TcpStream, content_type: &str, text: Tex
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let path = path.split('?').next().unwrap_or("");
     let (status, ctype, body) = match (method, path) {
-        ("GET", "/metrics") => ("200 OK", content_type, text()),
+        ("GET", "/metrics") => {
+            let format = Format::negotiate(accept_header(&head).as_deref());
+            let body = match format {
+                Format::Text => format::to_text(&text()),
+                Format::OpenMetrics => format::to_openmetrics(&text()),
+            };
+            ("200 OK", format.content_type(), body)
+        }
         ("GET", _) => ("404 Not Found", "text/plain; charset=utf-8", "only /metrics is served here\n".to_string()),
         _ => ("405 Method Not Allowed", "text/plain; charset=utf-8", "use GET /metrics\n".to_string()),
     };
     // The head and the body written apart: the body of a large exporter is megabytes, and
-    // one string holding both would copy it.
+    // one string holding both would copy it. `Vary`: a cache between must not answer one
+    // format's request with the other's.
     let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nVary: Accept\r\nConnection: close\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).await?;
@@ -339,6 +393,58 @@ mod tests {
         let name = "kafka_producer_metrics_request_latency_seconds";
         assert!(text.contains(&format!("{name}_count{{client_id=\"p\"}} 0")), "{text}");
         assert!(text.contains(&format!("{name}_bucket{{le=\"+Inf\",client_id=\"p\"}} 0")), "{text}");
+    }
+
+    /// One request with `accept` (none when `None`): (Content-Type, body).
+    async fn scrape(addr: SocketAddr, accept: Option<&str>) -> (String, String) {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
+        s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: x\r\n{accept}\r\n").as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        let (head, body) = out.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 200 OK") && head.contains("\r\nVary: Accept"), "{head}");
+        let ctype = head.lines().find_map(|l| l.strip_prefix("Content-Type: ")).unwrap().to_string();
+        (ctype, body.to_string())
+    }
+
+    #[tokio::test]
+    async fn the_endpoint_answers_the_format_the_scraper_asks_for() {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(SnapshotCollector::new("c", snapshot)));
+        let endpoint = serve("127.0.0.1:0", Arc::new(registry)).await.unwrap();
+        let counter = "kafka_consumer_share_fetch_manager_metrics_records_consumed";
+        let prometheus =
+            "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,\
+                          text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        let (ctype, body) = scrape(endpoint.local_addr(), Some(prometheus)).await;
+        assert_eq!(ctype, "application/openmetrics-text; version=1.0.0; charset=utf-8");
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        assert!(body.contains(&format!("# TYPE {counter} counter\n{counter}_total{{client_id=\"c\"}} 42")), "{body}");
+        assert!(body.contains("# UNIT "), "{body}");
+        for accept in
+            [None, Some("text/plain;version=0.0.4"), Some("*/*"), Some("application/openmetrics-text;q=0,*/*")]
+        {
+            let (ctype, body) = scrape(endpoint.local_addr(), accept).await;
+            assert_eq!(ctype, "text/plain; version=0.0.4; charset=utf-8", "{accept:?}");
+            assert!(!body.contains("# EOF") && !body.contains("# UNIT"), "{body}");
+            assert!(
+                body.contains(&format!("# TYPE {counter}_total counter\n{counter}_total{{client_id=\"c\"}} 42")),
+                "{body}"
+            );
+            assert!(body.contains(&format!("# HELP {counter}_total ")), "{body}");
+            // The histogram the same in both.
+            assert!(body.contains("fetch_latency_seconds_bucket{le=\"+Inf\",client_id=\"c\"} 4\n"), "{body}");
+        }
+    }
+
+    #[test]
+    fn the_accept_header_is_read_whatever_its_case_and_count() {
+        let head = "GET /metrics HTTP/1.1\r\nHost: x\r\naccept: text/plain;q=0.2\r\nACCEPT: application/openmetrics-text\r\n\r\n";
+        let accept = accept_header(head);
+        assert_eq!(accept.as_deref(), Some("text/plain;q=0.2,application/openmetrics-text"));
+        assert_eq!(Format::negotiate(accept.as_deref()), Format::OpenMetrics);
+        assert_eq!(accept_header("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"), None);
     }
 
     #[tokio::test]

@@ -32,6 +32,8 @@ mod consumer_cancel_safety;
 mod consumer_pattern;
 mod consumer_pause;
 mod consumer_poll_interval;
+#[cfg(feature = "exporter")]
+mod deploy_support;
 mod examples_run;
 #[cfg(feature = "exporter")]
 mod exporter;
@@ -40,7 +42,11 @@ mod exporter_age;
 #[cfg(feature = "exporter")]
 mod exporter_binary;
 #[cfg(feature = "exporter")]
+mod exporter_keda;
+#[cfg(feature = "exporter")]
 mod exporter_many_groups;
+#[cfg(feature = "exporter")]
+mod exporter_promtool;
 #[cfg(all(feature = "exporter", feature = "tls"))]
 mod exporter_security;
 #[cfg(feature = "otel")]

@@ -16,7 +16,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn scrape(addr: std::net::SocketAddr) -> String {
     let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect to the endpoint");
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+    // OpenMetrics, as Prometheus asks for it: the checks below read its `# UNIT` lines.
+    s.write_all(
+        b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n",
+    )
+    .await
+    .unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).await.unwrap();
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");

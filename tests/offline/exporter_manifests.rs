@@ -63,16 +63,22 @@ fn every_expression_in_deploy_names_a_served_series() {
             let used = names(&e);
             assert!(!used.is_empty(), "{f}: {e:?} names no exporter series");
             for n in used {
-                assert!(SERIES.contains(&n.as_str()), "{f}: {e:?} names {n}, which the exporter does not serve");
+                assert!(
+                    SERIES.contains(&n.as_str()),
+                    "{f}: {e:?} names {n}, which the exporter does not serve"
+                );
                 checked += 1;
             }
         }
     }
     assert!(checked >= 15, "only {checked} names checked");
-    // The external scaler's manifest names the scaler's metadata keys.
-    let external = std::fs::read_to_string(root.join("keda/scaledobject-external.yaml")).unwrap();
-    for key in ["scalerAddress", "group:", "lagThreshold", "ageThresholdSeconds", "activationLagThreshold"] {
-        assert!(external.contains(key), "scaledobject-external.yaml lacks {key}");
+    // The external scalers' manifests (polled and pushed) name the scaler's metadata keys;
+    // tests/broker/exporter_keda.rs sends them to the scaler through KEDA's own client.
+    for f in ["keda/scaledobject-external.yaml", "keda/scaledobject-external-push.yaml"] {
+        let external = std::fs::read_to_string(root.join(f)).unwrap();
+        for key in ["scalerAddress", "group:", "lagThreshold", "ageThresholdSeconds", "activationLagThreshold"] {
+            assert!(external.contains(key), "{f} lacks {key}");
+        }
     }
 }
 
