@@ -34,6 +34,13 @@ use super::task_runner::run_task;
 /// The group setting `share.acquisition.lock.timeout.ms` stands for.
 const GROUP_LOCK_KEY: &str = "share.record.lock.duration.ms";
 
+/// The group setting for where a new share group starts.
+const OFFSET_RESET_KEY: &str = "share.auto.offset.reset";
+
+/// Where a connector's group starts unless told: a Connect sink's consumer starts at the
+/// earliest offset, a new share group at the latest.
+const DEFAULT_OFFSET_RESET: &str = "earliest";
+
 /// Runs connectors. Cheap to share by reference; [`close`](Self::close) stops them all.
 #[derive(Debug)]
 pub struct Worker {
@@ -216,19 +223,14 @@ impl Worker {
                 Err(e) => tracing::warn!(connector = %config.name, "creating dead-letter topic {topic}: {e}"),
             }
         }
-        if let Some(reset) = &config.auto_offset_reset {
-            if let Err(e) = admin.set_share_auto_offset_reset(&config.group_id, reset).await {
-                tracing::warn!(connector = %config.name, "setting share.auto.offset.reset={reset} on {}: {e}", config.group_id);
-            }
-        }
+        let entries = admin
+            .describe_group_configs(&config.group_id)
+            .await
+            .inspect_err(|e| tracing::debug!(connector = %config.name, "describing group configs: {e}"))
+            .ok();
+        self.prepare_offset_reset(config, admin, entries.as_deref()).await;
         let want = config.lock_timeout.as_millis().to_string();
-        let current = match admin.describe_group_configs(&config.group_id).await {
-            Ok(entries) => entries.into_iter().find(|e| e.name == GROUP_LOCK_KEY).and_then(|e| e.value),
-            Err(e) => {
-                tracing::debug!(connector = %config.name, "describing group configs: {e}");
-                None
-            }
-        };
+        let current = entries.and_then(|e| e.into_iter().find(|e| e.name == GROUP_LOCK_KEY).and_then(|e| e.value));
         if current.as_deref() == Some(want.as_str()) {
             return;
         }
@@ -249,6 +251,47 @@ impl Worker {
                 config.group_id,
                 current.as_deref().unwrap_or("the broker default")
             );
+        }
+    }
+
+    /// Where the group starts: the connector's `share.auto.offset.reset` (or
+    /// `consumer.override.auto.offset.reset`) when given; else `earliest`, where Connect's
+    /// consumer starts, on a group that has no setting of its own yet (a new share group
+    /// would start at latest and skip the backlog). A group's own setting is left as it is.
+    /// It runs before any member joins: the setting is the group's, so it covers partitions
+    /// (and topics) that appear later too.
+    async fn prepare_offset_reset(
+        &self,
+        config: &ConnectorConfig,
+        admin: &Admin,
+        entries: Option<&[crate::admin::ConfigEntry]>,
+    ) {
+        let (name, group) = (&config.name, &config.group_id);
+        let reset = match &config.auto_offset_reset {
+            Some(reset) => reset.as_str(),
+            None => {
+                let own = entries
+                    .and_then(|e| e.iter().find(|e| e.name == OFFSET_RESET_KEY))
+                    .filter(|e| e.source == crate::admin::ConfigSource::Group);
+                if let Some(own) = own {
+                    tracing::info!(
+                        connector = %name,
+                        "group {group} has {OFFSET_RESET_KEY}={} of its own: left as it is",
+                        own.value.as_deref().unwrap_or("?")
+                    );
+                    return;
+                }
+                if entries.is_none() {
+                    // Unknown: setting it anyway could move a group that has a setting.
+                    tracing::warn!(connector = %name, "could not read group {group}'s configs; {OFFSET_RESET_KEY} left as it is");
+                    return;
+                }
+                DEFAULT_OFFSET_RESET
+            }
+        };
+        match admin.set_share_auto_offset_reset(group, reset).await {
+            Ok(()) => tracing::info!(connector = %name, "set {OFFSET_RESET_KEY}={reset} on group {group}"),
+            Err(e) => tracing::warn!(connector = %name, "setting {OFFSET_RESET_KEY}={reset} on {group}: {e}"),
         }
     }
 

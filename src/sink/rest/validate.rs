@@ -86,6 +86,15 @@ const DEFINITIONS: &[Definition<'static>] = &[
     ),
     def("share.group.id", "STRING", None, "MEDIUM", "Share", "The share group (connect-<name> by default)."),
     def(
+        "share.auto.offset.reset",
+        "STRING",
+        None,
+        "MEDIUM",
+        "Share",
+        "Where the group starts: earliest, latest or by_duration:<ISO-8601>; unset, earliest on a group without \
+         a setting of its own (as a Connect sink starts).",
+    ),
+    def(
         "share.acknowledgement.mode",
         "STRING",
         Some("explicit"),
@@ -351,6 +360,35 @@ mod tests {
         let e = validate_file(&worker, &classless).unwrap_err();
         assert!(matches!(&e, Error::Config { key, .. } if key == "connector.class"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn connects_auto_offset_reset_is_checked_as_the_groups_start() {
+        let worker = worker();
+        let with = |key: &str, value: &str| {
+            BTreeMap::from([
+                ("name".to_string(), "a".to_string()),
+                ("topics".to_string(), "t".to_string()),
+                (key.to_string(), value.to_string()),
+            ])
+        };
+        const CONNECT: &str = "consumer.override.auto.offset.reset";
+        for good in ["earliest", "latest", "EARLIEST"] {
+            let v = validate(&worker, "file", with(CONNECT, good)).unwrap();
+            assert_eq!(v["error_count"], 0, "{good}: {v}");
+        }
+        for bad in ["none", "by_duration:P1D", "smallest"] {
+            let v = validate(&worker, "file", with(CONNECT, bad)).unwrap();
+            assert_eq!(refused(&v), [CONNECT], "{bad}: {v}");
+            assert!(v.to_string().contains("share.auto.offset.reset"), "{v}");
+        }
+        let v = validate(&worker, "file", with("share.auto.offset.reset", "by_duration:PT1H")).unwrap();
+        assert_eq!(v["error_count"], 0, "{v}");
+        let v = validate(&worker, "file", with("share.auto.offset.reset", "none")).unwrap();
+        assert_eq!(refused(&v), ["share.auto.offset.reset"], "{v}");
+        let mut both = with(CONNECT, "latest");
+        both.insert("share.auto.offset.reset".into(), "earliest".into());
+        assert_eq!(refused(&validate(&worker, "file", both).unwrap()), [CONNECT]);
     }
 
     #[test]

