@@ -186,7 +186,9 @@ pub enum SinkAckMode {
 /// `errors.tolerance`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorTolerance {
-    /// `none` (Connect's default): a failed record stops the task; its batch is RELEASEd.
+    /// `none` (Connect's default): a failed record stops the task; what the sink has of its
+    /// batch (before it, for a conversion or transform failure) is ACCEPTed, the rest
+    /// RELEASEd.
     None,
     /// `all`: a failed record goes the dead-letter path (the DLQ topic, else REJECT) and the
     /// task goes on.
@@ -238,10 +240,9 @@ fn offset_reset(p: &Properties) -> Result<Option<String>> {
         }
     };
     match (share, connect) {
-        (Some(s), Some(c)) if !s.eq_ignore_ascii_case(&c) => Err(Error::config(
-            key,
-            format!("{c} contradicts {SHARE}={s}: set one of them"),
-        )),
+        (Some(s), Some(c)) if !s.eq_ignore_ascii_case(&c) => {
+            Err(Error::config(key, format!("{c} contradicts {SHARE}={s}: set one of them")))
+        }
         (Some(s), _) => Ok(Some(s.to_string())),
         (None, c) => Ok(c),
     }

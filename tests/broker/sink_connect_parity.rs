@@ -149,11 +149,73 @@ async fn a_groups_own_start_is_left_as_it_is() {
 }
 
 /// Produces `values` in order to `topic` (one partition), one request each.
-#[allow(dead_code)]
 async fn produce_values(topic: &str, values: &[&str]) {
     let p = Producer::connect(ProducerConfig::new(common::bootstrap())).await.expect("producer");
     for v in values {
         p.send_and_wait(ProducerRecord::new(topic, v.to_string())).await.expect("produce");
     }
     p.close(Duration::from_secs(10)).await.expect("producer close");
+}
+
+async fn wait_for_failures(c: &Connector, n: usize) -> Vec<(usize, String)> {
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let f = c.failures();
+        if f.len() >= n {
+            return f;
+        }
+        assert!(tokio::time::Instant::now() < end, "{} of {n} task failures: {f:?}", f.len());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The group's lag on partition 0 of `topic` (records not acknowledged) reaches `want`.
+async fn wait_for_lag(admin: &Admin, group: &str, topic: &str, want: i64) {
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let offsets = admin.list_share_group_offsets(group, Some(&[topic])).await.expect("offsets");
+        let lag = offsets.partitions.iter().find_map(|(tp, r)| match r {
+            Ok(o) if tp.partition == 0 => o.lag,
+            _ => None,
+        });
+        if lag == Some(want) {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < end, "lag {lag:?}, want {want}: {offsets:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tolerance_none_stops_at_the_bad_record_and_a_restart_resumes_there() {
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "parity-none", 1).await;
+    produce_values(&topic, &[r#"{"a":1}"#, r#"{"a":2}"#, r#"{"a":3}"#, "BAD", r#"{"a":5}"#, r#"{"a":6}"#]).await;
+    let (name, file) = (common::unique("none"), temp_file("parity-none"));
+    let w = worker();
+    let config = file_connector(
+        &name,
+        &topic,
+        &file,
+        &[
+            ("value.converter", "org.apache.kafka.connect.json.JsonConverter"),
+            ("value.converter.schemas.enable", "false"),
+        ],
+    );
+    let c = w.start_connector(config).await.expect("start");
+    let failures = wait_for_failures(&c, 1).await;
+    assert!(failures[0].1.contains(&format!("{topic}-0@3 (delivery 1)")), "{failures:?}");
+    // What came before the bad record is written and acknowledged; nothing after it.
+    let before = [r#"{"a":1}"#, r#"{"a":2}"#, r#"{"a":3}"#];
+    assert_eq!(lines(&file), before);
+    let group = format!("connect-{name}");
+    // Records 3 to 5 wait (the bad one and the two after it), as in Connect.
+    wait_for_lag(&admin, &group, &topic, 3).await;
+    // A restart resumes at the bad record (delivered again) and writes nothing twice.
+    c.set_tasks(1).await.expect("restart the task");
+    let failures = wait_for_failures(&c, 2).await;
+    assert!(failures[1].1.contains(&format!("{topic}-0@3 (delivery 2)")), "{failures:?}");
+    assert_eq!(lines(&file), before);
+    w.close(Duration::from_secs(30)).await.expect("close");
+    let _ = std::fs::remove_file(&file);
 }
