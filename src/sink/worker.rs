@@ -34,6 +34,9 @@ use super::task_runner::run_task;
 /// The group setting `share.acquisition.lock.timeout.ms` stands for.
 const GROUP_LOCK_KEY: &str = "share.record.lock.duration.ms";
 
+/// How long the REST API's check of a group id may take (`Worker::check_group`).
+const GROUP_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The group setting for where a new share group starts.
 const OFFSET_RESET_KEY: &str = "share.auto.offset.reset";
 
@@ -94,6 +97,9 @@ impl Worker {
         let consumer = ShareConsumerConfig::from_properties(&props)?;
         let admin = self.admin(&config).await;
         if let Some(admin) = &admin {
+            if let Some(kind) = other_group_type(&config, admin).await {
+                return Err(group_taken(&config, &kind));
+            }
             self.prepare_group(&config, admin).await;
         }
         let consumers = match config.ack_mode {
@@ -170,6 +176,26 @@ impl Worker {
     /// starts (the REST API's validation and its 400 answers).
     pub(crate) fn check_connector(&self, config: ConnectorConfig) -> Result<()> {
         self.prepare(config).map(|_| ())
+    }
+
+    /// Refuses a `share.group.id` (by default `connect-<name>`) that a group of another type
+    /// holds, as a start would: Kafka Connect's consumer group of a connector of the same
+    /// name has that id, and a share group cannot take it (its heartbeats fail with
+    /// GROUP_ID_NOT_FOUND). A cluster that cannot be asked (within `GROUP_CHECK_TIMEOUT`)
+    /// refuses nothing: the start checks again.
+    pub(crate) async fn check_group(&self, config: &ConnectorConfig) -> Result<()> {
+        let Ok(admin_config) = Admin::config_from_properties(&self.config.admin_properties()) else { return Ok(()) };
+        let check = async {
+            let admin = Admin::connect(admin_config)
+                .await
+                .inspect_err(|e| tracing::debug!(connector = %config.name, "checking the group id: {e}"))
+                .ok()?;
+            other_group_type(config, &admin).await
+        };
+        match tokio::time::timeout(GROUP_CHECK_TIMEOUT, check).await {
+            Ok(Some(kind)) => Err(group_taken(config, &kind)),
+            _ => Ok(()),
+        }
     }
 
     /// Its client settings.
@@ -333,6 +359,36 @@ impl Worker {
         let results = futures::future::join_all(connectors.iter().map(|c| c.close(timeout))).await;
         results.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
     }
+}
+
+/// The type of the group holding the connector's group id when it is not a share group
+/// (`classic`, `consumer`, `streams`); `None` for a share group, no group, or no answer
+/// (logged).
+async fn other_group_type(config: &ConnectorConfig, admin: &Admin) -> Option<String> {
+    match admin.group_type(&config.group_id).await {
+        Ok(Some(kind)) if !kind.eq_ignore_ascii_case("share") => Some(kind),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(connector = %config.name, "could not check the type of group {}: {e}", config.group_id);
+            None
+        }
+    }
+}
+
+/// The refusal of a group id a group of type `kind` holds, naming the fix.
+fn group_taken(config: &ConnectorConfig, kind: &str) -> Error {
+    let group = &config.group_id;
+    let default = format!("connect-{}", config.name) == *group;
+    Error::config(
+        "share.group.id",
+        format!(
+            "{group} is a {kind} group{}, and a share group cannot take the id of a group of another type: set \
+             share.group.id to a new id (e.g. {group}-share; the connector then starts where \
+             share.auto.offset.reset says, not at that group's offsets), or delete the old group if nothing uses \
+             it (kafka-consumer-groups.sh --delete --group {group})",
+            if default { " (the id Kafka Connect's consumer group of a connector of this name has)" } else { "" }
+        ),
+    )
 }
 
 /// How many share consumers explicit mode may spread a connector's tasks over:

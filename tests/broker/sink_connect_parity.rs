@@ -219,3 +219,98 @@ async fn tolerance_none_stops_at_the_bad_record_and_a_restart_resumes_there() {
     w.close(Duration::from_secs(30)).await.expect("close");
     let _ = std::fs::remove_file(&file);
 }
+
+/// Leaves a classic consumer group `group` with committed offsets on `topic`, as a deleted
+/// Connect connector leaves its `connect-<name>` group (Java's ConsumerGroupCommand).
+async fn classic_group(admin: &Admin, group: &str, topic: &str) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let args = [
+        "tool",
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "--bootstrap-server",
+        &common::bootstrap(),
+        "--reset-offsets",
+        "--group",
+        group,
+        "--topic",
+        topic,
+        "--to-earliest",
+        "--execute",
+    ]
+    .map(str::to_string);
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(format!("{root}/scripts/kafka"))
+            .args(&args)
+            .output()
+            .expect("scripts/kafka tool")
+    })
+    .await
+    .expect("tool task");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let end = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let kind = admin.group_type(group).await.expect("group type");
+        if kind.as_deref() == Some("classic") {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < end, "group {group}: type {kind:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_connect_used_is_refused_at_validate_and_create_naming_share_group_id() {
+    use kafka_share::sink::rest::{Herder, RestServer};
+    use std::sync::Arc;
+
+    let admin = common::admin().await;
+    let topic = common::new_topic(&admin, "parity-reused", 1).await;
+    common::produce(&common::bootstrap(), &topic, 1, 5, "r").await;
+    let name = common::unique("reused");
+    let group = format!("connect-{name}");
+    classic_group(&admin, &group, &topic).await;
+    let file = temp_file("parity-reused");
+    let settings = |extra: &[(&str, &str)]| {
+        let mut m = serde_json::Map::new();
+        m.insert("connector.class".into(), "FileStreamSink".into());
+        m.insert("topics".into(), topic.clone().into());
+        m.insert("file".into(), file.display().to_string().into());
+        for (k, v) in extra {
+            m.insert(k.to_string(), v.to_string().into());
+        }
+        serde_json::Value::Object(m)
+    };
+    let herder = Arc::new(Herder::new(worker(), None));
+    let server = RestServer::bind("127.0.0.1:0", herder.clone()).await.expect("bind");
+    let addr = server.local_addr().to_string();
+    // Validate: the error sits on share.group.id.
+    let mut body = settings(&[]);
+    body["name"] = name.clone().into();
+    let v =
+        crate::sink_rest_client::call(&addr, "PUT", "/connector-plugins/FileStreamSink/config/validate", Some(&body))
+            .await;
+    assert_eq!(v.status, 200, "{v:?}");
+    let v = v.body.expect("a body");
+    assert_eq!(v["error_count"], 1, "{v}");
+    let text = v.to_string();
+    assert!(text.contains("share.group.id") && text.contains(&group), "{v}");
+    // Create: a 400 naming the fix, and no connector left behind.
+    let create = serde_json::json!({"name": name, "config": settings(&[])});
+    let a = crate::sink_rest_client::call(&addr, "POST", "/connectors", Some(&create)).await;
+    assert_eq!(a.status, 400, "{a:?}");
+    assert!(a.body.as_ref().is_some_and(|b| b.to_string().contains("share.group.id")), "{a:?}");
+    let list = crate::sink_rest_client::call(&addr, "GET", "/connectors", None).await;
+    assert_eq!(list.body, Some(serde_json::json!([])));
+    // A start from a file is refused the same way, before any task runs.
+    let e = worker().start_connector(file_connector(&name, &topic, &file, &[])).await.expect_err("refused");
+    assert!(e.to_string().contains("share.group.id"), "{e}");
+    // The fix the message names: a share group id of its own.
+    let own = format!("{group}-share");
+    let create = serde_json::json!({"name": name, "config": settings(&[("share.group.id", own.as_str())])});
+    let a = crate::sink_rest_client::call(&addr, "POST", "/connectors", Some(&create)).await;
+    assert_eq!(a.status, 201, "{a:?}");
+    assert_eq!(wait_for_lines(&file, 5).await.len(), 5);
+    herder.close().await;
+    drop(server);
+    let _ = std::fs::remove_file(&file);
+}

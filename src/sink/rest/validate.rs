@@ -172,7 +172,37 @@ pub fn validate_file(worker: &Worker, path: &std::path::Path) -> crate::Result<V
 
 /// The answer for `config` under `class` (the path's class; a `connector.class` in the
 /// config must name the same, as Connect requires).
-pub(crate) fn validate(worker: &Worker, class: &str, mut config: BTreeMap<String, String>) -> Result<Value, String> {
+pub(crate) fn validate(worker: &Worker, class: &str, config: BTreeMap<String, String>) -> Result<Value, String> {
+    let config = with_class(worker, class, config)?;
+    Ok(answer(class, &config, &errors(worker, &config)))
+}
+
+/// As [`validate`], with the check a create makes against the cluster too
+/// (`Worker::check_group`): a `share.group.id` (default `connect-<name>`) that a group of
+/// another type holds, such as Kafka Connect's own consumer group of the same name.
+pub(crate) async fn validate_with_cluster(
+    worker: &Worker,
+    class: &str,
+    config: BTreeMap<String, String>,
+) -> Result<Value, String> {
+    let config = with_class(worker, class, config)?;
+    let mut found = errors(worker, &config);
+    if !found.iter().any(|(k, _)| k == "share.group.id" || k == "name") {
+        if let Ok(parsed) = ConnectorConfig::from_pairs(config.clone()) {
+            if let Err(e) = worker.check_group(&parsed).await {
+                found.push(refusal(&e));
+            }
+        }
+    }
+    Ok(answer(class, &config, &found))
+}
+
+/// `config` with its `connector.class`, which must be `class` when given.
+fn with_class(
+    worker: &Worker,
+    class: &str,
+    mut config: BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, String> {
     match config.get("connector.class") {
         Some(c) if !same_class(c, class) => {
             return Err(format!("Included connector type {c} does not match request type {class}"))
@@ -184,7 +214,7 @@ pub(crate) fn validate(worker: &Worker, class: &str, mut config: BTreeMap<String
             config.insert("connector.class".to_string(), registered.to_string());
         }
     }
-    Ok(answer(class, &config, &errors(worker, &config)))
+    Ok(config)
 }
 
 /// Every refusal in `config`: the checks stop at the first, so each refused setting is set
