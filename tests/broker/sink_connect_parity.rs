@@ -314,3 +314,118 @@ async fn a_name_connect_used_is_refused_at_validate_and_create_naming_share_grou
     drop(server);
     let _ = std::fs::remove_file(&file);
 }
+
+/// Waits until the REST API at `addr` (Connect's) answers for `path` at all.
+async fn wait_for_rest(addr: &str, path: &str, log: &Path) {
+    let end = tokio::time::Instant::now() + Duration::from_secs(180);
+    while crate::sink_rest_client::try_call(addr, "GET", path).await.is_none_or(|a| a.status != 200) {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "Connect not up at {addr}: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Points 1 and 4 side by side with Kafka Connect 4.4 standalone (its FileStreamSink-like
+/// bench connector, as `sink_connect_oracle` runs it; REST on 8085 + `KAFKA_PORT_OFFSET`,
+/// apart from the other oracles' 8083 and 8084): both write a backlog produced before the
+/// connector, and on a record that fails to convert under `errors.tolerance=none` both fail
+/// the task and write nothing at or past it. Connect converts a whole poll before `put`, so
+/// it writes none of that poll; ours writes (and acknowledges) the records before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_and_ours_agree_on_the_backlog_and_on_a_bad_record_under_tolerance_none() {
+    use crate::sink_connect_oracle::{connect_classpath, KillOnDrop};
+    use std::process::{Command, Stdio};
+
+    let admin = common::admin().await;
+    let backlog = common::new_topic(&admin, "oracle-backlog", 1).await;
+    common::produce(&common::bootstrap(), &backlog, 1, 200, "b").await;
+    let bad = common::new_topic(&admin, "oracle-none", 1).await;
+    produce_values(&bad, &[r#"{"a":1}"#, r#"{"a":2}"#, r#"{"a":3}"#, "BAD", r#"{"a":5}"#, r#"{"a":6}"#]).await;
+    let dir = common::temp_dir("oracle-parity");
+    let json = [
+        ("value.converter", "org.apache.kafka.connect.json.JsonConverter"),
+        ("value.converter.schemas.enable", "false"),
+    ];
+    // Connect.
+    let offset: u16 = std::env::var("KAFKA_PORT_OFFSET").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let rest = format!("127.0.0.1:{}", 8085 + offset);
+    let worker_file = dir.join("worker.properties");
+    std::fs::write(
+        &worker_file,
+        format!(
+            "bootstrap.servers={}\nkey.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             value.converter=org.apache.kafka.connect.storage.StringConverter\n\
+             offset.storage.file.filename={}\noffset.flush.interval.ms=500\nlisteners=http://{rest}\n\
+             plugin.discovery=service_load\n",
+            common::bootstrap(),
+            dir.join("connect.offsets").display(),
+        ),
+    )
+    .unwrap();
+    let (connect_backlog, connect_none) = (common::unique("oracle-backlog-c"), common::unique("oracle-none-c"));
+    let (file_backlog_c, file_none_c) = (dir.join("backlog-connect.txt"), dir.join("none-connect.txt"));
+    let mut args = vec![worker_file.display().to_string()];
+    for (name, topic, file, extra) in
+        [(&connect_backlog, &backlog, &file_backlog_c, &[][..]), (&connect_none, &bad, &file_none_c, &json[..])]
+    {
+        let mut text = format!(
+            "name={name}\nconnector.class=bench.connect.BenchFileSinkConnector\ntasks.max=1\ntopics={topic}\nfile={}\n",
+            file.display()
+        );
+        for (k, v) in extra {
+            text.push_str(&format!("{k}={v}\n"));
+        }
+        let f = dir.join(format!("{name}.properties"));
+        std::fs::write(&f, text).unwrap();
+        args.push(f.display().to_string());
+    }
+    let log = dir.join("connect.log");
+    let out = std::fs::File::create(&log).unwrap();
+    let connect = KillOnDrop(
+        Command::new("java")
+            .args(["-Xms256M", "-Xmx1G", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", &connect_classpath()])
+            .arg("org.apache.kafka.connect.cli.ConnectStandalone")
+            .args(&args)
+            .stdout(Stdio::from(out.try_clone().unwrap()))
+            .stderr(Stdio::from(out))
+            .spawn()
+            .expect("java (Connect is the oracle)"),
+    );
+    // Ours, the same settings (its own names, so its own groups).
+    let w = worker();
+    let (file_backlog, file_none) = (dir.join("backlog-ours.txt"), dir.join("none-ours.txt"));
+    w.start_connector(file_connector(&common::unique("oracle-backlog-o"), &backlog, &file_backlog, &[]))
+        .await
+        .expect("start");
+    let none = w
+        .start_connector(file_connector(&common::unique("oracle-none-o"), &bad, &file_none, &json))
+        .await
+        .expect("start");
+    // Point 1: the backlog, on both.
+    assert_eq!(wait_for_lines(&file_backlog, 200).await.len(), 200);
+    wait_for_rest(&rest, "/connectors", &log).await;
+    assert_eq!(wait_for_lines(&file_backlog_c, 200).await.len(), 200);
+    // Point 4: both fail the task at the bad record.
+    let status = format!("/connectors/{connect_none}/status");
+    let failed = crate::sink_rest_client::wait_for(&rest, &status, "Connect's task FAILED", |a| {
+        a.body.as_ref().and_then(|b| b["tasks"][0]["state"].as_str()) == Some("FAILED")
+    })
+    .await;
+    let trace = failed.body.as_ref().and_then(|b| b["tasks"][0]["trace"].as_str()).unwrap_or("").to_string();
+    assert!(trace.contains("BAD"), "Connect failed at the bad record: {trace}");
+    let ours_failed = wait_for_failures(&none, 1).await;
+    assert!(ours_failed[0].1.contains("@3 "), "{ours_failed:?}");
+    // Neither wrote the bad record or anything after it; ours wrote what came before it.
+    let theirs = lines(&file_none_c);
+    let ours = lines(&file_none);
+    let past = |l: &String| l.contains('5') || l.contains('6') || l.contains("BAD");
+    assert!(!theirs.iter().any(past), "Connect: {theirs:?}");
+    assert_eq!(ours, [r#"{"a":1}"#, r#"{"a":2}"#, r#"{"a":3}"#]);
+    assert!(theirs.len() <= ours.len(), "Connect {theirs:?}, ours {ours:?}");
+    w.close(Duration::from_secs(30)).await.expect("close");
+    drop(connect);
+    let _ = std::fs::remove_dir_all(&dir);
+}
