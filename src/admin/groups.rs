@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::share_group_describe_response::DescribedGroup;
 use kafka_protocol::messages::{
     DeleteGroupsRequest, GroupId, ListGroupsRequest, ShareGroupDescribeRequest, ShareGroupDescribeResponse,
@@ -139,19 +140,48 @@ impl Admin {
     /// Dropping the future stops the wait, not a request already sent: the broker may still
     /// apply it. Nothing is left half-done on this side.
     pub async fn list_share_groups_in(&self, states: &[ShareGroupState]) -> Result<Vec<ShareGroupListing>> {
-        self.cluster.refresh_metadata(&[]).await?;
-        let mut nodes: Vec<i32> = self.cluster.with_metadata(|m| m.brokers.keys().copied().collect());
-        nodes.sort_unstable();
         let req = ListGroupsRequest::default()
             .with_types_filter(vec![StrBytes::from_static_str("share")])
             .with_states_filter(states.iter().map(|s| StrBytes::from_string(s.to_string())).collect());
         let mut groups = BTreeMap::new();
+        for g in self.list_groups(&req).await? {
+            // Older brokers ignore the filter they do not know: filter again here.
+            if !g.group_type.is_empty() && !g.group_type.eq_ignore_ascii_case("share") {
+                continue;
+            }
+            let id = g.group_id.0.to_string();
+            groups
+                .insert(id.clone(), ShareGroupListing { group_id: id, state: ShareGroupState::parse(&g.group_state) });
+        }
+        Ok(groups.into_values().collect())
+    }
+
+    /// The type of group `group` as ListGroups reports it (`classic`, `consumer`, `share`,
+    /// `streams`), or `None` when no broker lists it. A share group cannot take the id of a
+    /// group of another type (its members' heartbeats fail with GROUP_ID_NOT_FOUND), so a
+    /// program choosing a share group id can check it first.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the wait, not a request already sent: the broker may still
+    /// apply it. Nothing is left half-done on this side.
+    pub async fn group_type(&self, group: &str) -> Result<Option<String>> {
+        let listed = self.list_groups(&ListGroupsRequest::default()).await?;
+        Ok(listed.into_iter().find(|g| g.group_id.0.as_str() == group).map(|g| g.group_type.to_string()))
+    }
+
+    /// One ListGroups to every broker (each lists the groups it coordinates), the answers
+    /// together.
+    async fn list_groups(&self, req: &ListGroupsRequest) -> Result<Vec<ListedGroup>> {
+        self.cluster.refresh_metadata(&[]).await?;
+        let mut nodes: Vec<i32> = self.cluster.with_metadata(|m| m.brokers.keys().copied().collect());
+        nodes.sort_unstable();
+        let mut groups = Vec::new();
         for node in nodes {
             let mut backoff = self.cluster.config().backoff();
             let resp = loop {
                 let conn = self.cluster.broker(node, TrafficClass::Control).await?;
                 // v5 is the first with TypesFilter; older brokers have no share groups anyway.
-                let resp = self.cluster.send(&conn, &req, (5, 5)).await?;
+                let resp = self.cluster.send(&conn, req, (5, 5)).await?;
                 if resp.error_code == ErrorCode::COORDINATOR_LOAD_IN_PROGRESS.0 && backoff.attempts() < 10 {
                     tokio::time::sleep(backoff.next_delay()).await;
                     continue;
@@ -163,19 +193,9 @@ impl Admin {
             {
                 return Err(e);
             }
-            for g in resp.groups {
-                // Older brokers ignore the filter they do not know: filter again here.
-                if !g.group_type.is_empty() && !g.group_type.eq_ignore_ascii_case("share") {
-                    continue;
-                }
-                let id = g.group_id.0.to_string();
-                groups.insert(
-                    id.clone(),
-                    ShareGroupListing { group_id: id, state: ShareGroupState::parse(&g.group_state) },
-                );
-            }
+            groups.extend(resp.groups);
         }
-        Ok(groups.into_values().collect())
+        Ok(groups)
     }
 
     /// Describes share groups, one result per group in order (GROUP_ID_NOT_FOUND when a

@@ -304,6 +304,15 @@ where
 pub trait BatchHandler: Send + 'static {
     /// Handles `batch`.
     fn handle<'a>(&'a mut self, batch: &'a [Delivery]) -> BoxFuture<'a, std::result::Result<Vec<Outcome>, Stop>>;
+
+    /// Asked once right after `handle` answered [`Stop`]: the outcomes of that batch's
+    /// records the handler finished before it stopped, in order; the records it leaves out
+    /// (all, by default) are RELEASEd. A handler that stops partway through a batch answers
+    /// for what it did (e.g. ACCEPT for the records it wrote before the failed one), so that
+    /// only the rest comes back.
+    fn outcomes_at_stop(&mut self) -> Vec<Outcome> {
+        Vec::new()
+    }
 }
 
 /// A batch handler's request to stop the engine, with the reason (reported by

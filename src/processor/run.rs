@@ -291,7 +291,7 @@ impl Engine {
                 let Some((unit, _)) = self.units.remove(&id) else { return };
                 let finished = match done {
                     Done::Record(outcome) => Finished::One(outcome),
-                    Done::Batch(out, key, h) => {
+                    Done::Batch(out, key, mut h) => {
                         let Handler::Batches(pool) = &mut self.handler else { return };
                         match out {
                             Ok(outcomes) => {
@@ -299,14 +299,17 @@ impl Engine {
                                 Finished::Outcomes(outcomes)
                             }
                             Err(Stop(reason)) if pool.retiring() => {
-                                // Its records go back; the other handlers go on.
+                                // Its records go back but for those it finished; the other
+                                // handlers go on.
+                                let done = h.outcomes_at_stop();
                                 drop(h);
                                 pool.retire(key, reason.clone());
-                                Finished::Stopped(reason)
+                                Finished::Stopped(reason, done)
                             }
                             Err(Stop(reason)) => {
+                                let done = h.outcomes_at_stop();
                                 pool.returned(key, h);
-                                Finished::Stopped(reason)
+                                Finished::Stopped(reason, done)
                             }
                         }
                     }

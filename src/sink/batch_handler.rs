@@ -13,6 +13,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use tokio::sync::Mutex;
 
+use super::config::ErrorTolerance;
 use super::connector::ConnectorShared;
 use super::decide::{decide, stray_indexes, Decision, Verdict};
 use super::pipeline::{put_through, stage_of};
@@ -24,11 +25,18 @@ pub(crate) struct SinkHandler {
     pub(crate) shared: Arc<ConnectorShared>,
     /// Shared with the runner, which stops the sink once the engine is done with it.
     pub(crate) sink: Arc<Mutex<Box<dyn SinkTask>>>,
+    /// A stopped batch's outcomes for the engine (`outcomes_at_stop`): ACCEPT for what the
+    /// sink has, RELEASE for the rest.
+    pub(crate) at_stop: Vec<Outcome>,
 }
 
 impl BatchHandler for SinkHandler {
     fn handle<'a>(&'a mut self, batch: &'a [Delivery]) -> BoxFuture<'a, Result<Vec<Outcome>, Stop>> {
         Box::pin(self.put(batch))
+    }
+
+    fn outcomes_at_stop(&mut self) -> Vec<Outcome> {
+        std::mem::take(&mut self.at_stop)
     }
 }
 
@@ -46,8 +54,12 @@ impl SinkHandler {
         // Lent, not copied: the engine holds each record until its outcome is settled.
         let records: Vec<&SinkRecord> = batch.iter().map(Delivery::record).collect();
         let started = Instant::now();
-        let (result, stages) =
-            put_through(self.shared.pipeline.as_ref(), &mut **self.sink.lock().await, &records, &m).await;
+        // Under tolerance none a record that fails in the pipeline ends the batch there, as
+        // Connect's task fails at it: nothing after it is put.
+        let stop_at_failure = self.shared.config.tolerance == ErrorTolerance::None;
+        let pipeline = self.shared.pipeline.as_ref();
+        let (result, stages, given) =
+            put_through(pipeline, &mut **self.sink.lock().await, &records, &m, stop_at_failure).await;
         if result.is_ok() {
             // The common case, kept off the per-record path below (a decision, an `act` and a
             // match per record): every record is accepted. At a million records a second the
@@ -62,9 +74,17 @@ impl SinkHandler {
         let retries: Vec<u32> = batch.iter().map(Delivery::retries).collect();
         let decisions = match decide(&result, &retries, &self.shared.policy()) {
             Verdict::Records(d) => d,
-            Verdict::Stop { record, why } => {
-                // The engine releases the whole batch.
-                m.released(batch.len());
+            Verdict::Stop { record, why, written } => {
+                // What the sink has (before the records it was not given) is ACCEPTed, so a
+                // restart starts at the failed record and writes nothing twice; the engine
+                // releases the rest (`outcomes_at_stop`).
+                self.at_stop =
+                    written.iter().take(given).map(|&w| if w { Outcome::Accept } else { Outcome::Release }).collect();
+                let accepted = self.at_stop.iter().filter(|o| **o == Outcome::Accept).count();
+                if accepted > 0 {
+                    m.accepted(accepted);
+                }
+                m.released(batch.len() - accepted);
                 return Err(Stop(match record.and_then(|i| batch.get(i)) {
                     Some(d) => format!("{} {why}", describe(d.record())),
                     None => why,
@@ -176,11 +196,15 @@ mod tests {
     }
 
     fn handler(fail: Option<usize>, puts: Arc<std::sync::atomic::AtomicUsize>) -> SinkHandler {
+        handler_with(fail, puts, "all")
+    }
+
+    fn handler_with(fail: Option<usize>, puts: Arc<std::sync::atomic::AtomicUsize>, tolerance: &str) -> SinkHandler {
         let config = ConnectorConfig::from_pairs([
             ("name", "c"),
             ("connector.class", "file"),
             ("topics", "t"),
-            ("errors.tolerance", "all"),
+            ("errors.tolerance", tolerance),
         ])
         .expect("a valid connector");
         let shared = ConnectorShared {
@@ -194,7 +218,12 @@ mod tests {
             failures: std::sync::Mutex::new(Vec::new()),
             config,
         };
-        SinkHandler { id: 0, shared: Arc::new(shared), sink: Arc::new(Mutex::new(Box::new(Put { fail, puts }))) }
+        SinkHandler {
+            id: 0,
+            shared: Arc::new(shared),
+            sink: Arc::new(Mutex::new(Box::new(Put { fail, puts }))),
+            at_stop: Vec::new(),
+        }
     }
 
     fn batch(n: i64) -> Vec<Delivery> {
@@ -222,6 +251,18 @@ mod tests {
         let mut h = handler(Some(2), Arc::default());
         let out = h.put(&batch(4)).await.expect("errors.tolerance=all: no stop");
         assert_eq!(out, vec![Outcome::Accept, Outcome::Accept, Outcome::Reject, Outcome::Accept]);
+        assert_eq!(accepted(&h), Some(3.0));
+    }
+
+    #[tokio::test]
+    async fn under_tolerance_none_a_failed_record_stops_the_task_keeping_what_the_sink_has() {
+        let mut h = handler_with(Some(2), Arc::default(), "none");
+        let Err(Stop(why)) = h.put(&batch(4)).await else { panic!("tolerance none stops") };
+        assert!(why.starts_with("t-0@2 (delivery 1)"), "{why}");
+        // The sink wrote all but the failed one: accepted, the failed one goes back.
+        let kept = vec![Outcome::Accept, Outcome::Accept, Outcome::Release, Outcome::Accept];
+        assert_eq!(h.outcomes_at_stop(), kept);
+        assert!(h.outcomes_at_stop().is_empty(), "asked once");
         assert_eq!(accepted(&h), Some(3.0));
     }
 }

@@ -186,7 +186,9 @@ pub enum SinkAckMode {
 /// `errors.tolerance`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorTolerance {
-    /// `none` (Connect's default): a failed record stops the task; its batch is RELEASEd.
+    /// `none` (Connect's default): a failed record stops the task; what the sink has of its
+    /// batch (before it, for a conversion or transform failure) is ACCEPTed, the rest
+    /// RELEASEd.
     None,
     /// `all`: a failed record goes the dead-letter path (the DLQ topic, else REJECT) and the
     /// task goes on.
@@ -207,6 +209,45 @@ pub enum DeadLetterMode {
     Broker,
 }
 
+/// Connect's consumer setting for where a new group starts (after `consumer.override.`).
+const OFFSET_RESET_OVERRIDE: &str = "auto.offset.reset";
+
+/// Where the connector's group starts when it has no committed position:
+/// `share.auto.offset.reset` (any value the group takes), else Connect's
+/// `consumer.override.auto.offset.reset` mapped onto it. A share group knows `earliest`,
+/// `latest` and `by_duration:`, a classic consumer `earliest`, `latest`, `none` and
+/// `by_duration:`; only the first two mean the same on both, so the others are refused here
+/// (validate and create) rather than by the consumer at run time.
+fn offset_reset(p: &Properties) -> Result<Option<String>> {
+    const SHARE: &str = "share.auto.offset.reset";
+    let share = p.get(SHARE).map(str::trim).filter(|v| !v.is_empty());
+    if let Some(v) = share {
+        crate::admin::validate_group_config(SHARE, v)?;
+    }
+    let key = format!("consumer.override.{OFFSET_RESET_OVERRIDE}");
+    let connect = match p.get(&key).map(|v| v.trim().to_ascii_lowercase()).filter(|v| !v.is_empty()) {
+        None => None,
+        Some(v) if v == "earliest" || v == "latest" => Some(v),
+        Some(v) => {
+            return Err(Error::config(
+                key,
+                format!(
+                    "{v:?} has no share-group equivalent: a share group starts at earliest or latest (its \
+                     {SHARE}); use earliest or latest here, or {SHARE}=by_duration:<ISO-8601 duration, e.g. P1D> \
+                     to start a time back"
+                ),
+            ))
+        }
+    };
+    match (share, connect) {
+        (Some(s), Some(c)) if !s.eq_ignore_ascii_case(&c) => {
+            Err(Error::config(key, format!("{c} contradicts {SHARE}={s}: set one of them")))
+        }
+        (Some(s), _) => Ok(Some(s.to_string())),
+        (None, c) => Ok(c),
+    }
+}
+
 /// One connector: which sink, on what topics, how many tasks, and the KIP-1302 settings.
 #[derive(Debug, Clone)]
 pub struct ConnectorConfig {
@@ -224,7 +265,9 @@ pub struct ConnectorConfig {
     /// Whether the runtime may set the group's `share.record.lock.duration.ms` to
     /// `share.acquisition.lock.timeout.ms` (`share.group.config.update`).
     pub(crate) update_group_config: bool,
-    /// `share.auto.offset.reset`, set on the group when given (where a new group starts).
+    /// `share.auto.offset.reset` (or Connect's `consumer.override.auto.offset.reset`
+    /// mapped onto it), set on the group when given. `None`: the runtime sets `earliest` on
+    /// a group that has no setting of its own yet, where Connect's consumer starts.
     pub(crate) auto_offset_reset: Option<String>,
     pub(crate) max_delivery_count: i16,
     pub(crate) dlq_topic: Option<String>,
@@ -315,8 +358,7 @@ impl ConnectorConfig {
         let lock_timeout =
             p.millis("share.acquisition.lock.timeout.ms", Duration::from_millis(30_000), 1000, 3_600_000)?;
         let update_group_config = p.bool("share.group.config.update", false)?;
-        let auto_offset_reset =
-            p.get("share.auto.offset.reset").map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+        let auto_offset_reset = offset_reset(&p)?;
         if p.choice("share.delivery.semantics", "at-least-once", &["at-least-once", "exactly-once"])? == "exactly-once"
         {
             return Err(Error::config(
@@ -385,7 +427,8 @@ impl ConnectorConfig {
         let mut consumer_overrides = BTreeMap::new();
         for (k, v) in &all {
             if let Some(rest) = k.strip_prefix("consumer.override.") {
-                if rest != "group.protocol" {
+                // auto.offset.reset is the group's share.auto.offset.reset (`offset_reset`).
+                if rest != "group.protocol" && rest != OFFSET_RESET_OVERRIDE {
                     consumer_overrides.insert(rest.to_string(), v.clone());
                 }
             }

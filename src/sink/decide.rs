@@ -17,8 +17,12 @@
 //!
 //! A record that failed for good takes the dead-letter path: a copy to the dead-letter topic
 //! then ACCEPT (client mode), REJECT with the broker writing the copy (broker mode), or
-//! REJECT. With `errors.tolerance=none` it stops the task instead, and the whole batch goes
-//! back. A batch-mate of a failed record is never dead-lettered for it.
+//! REJECT. With `errors.tolerance=none` it stops the task instead, at the first such record
+//! by batch index: the records the sink answered for as written (those its error does not
+//! name) are ACCEPTed, so a restart writes none of them twice, and the rest of the batch,
+//! the failed record with it, goes back (RELEASE). A `Retriable` or `Fatal` stop names no
+//! record written, and the whole batch goes back. A batch-mate of a failed record is never
+//! dead-lettered for it.
 //!
 //! Indexes outside the batch are ignored ([`stray_indexes`] names them for the log).
 
@@ -66,15 +70,42 @@ pub(crate) enum Decision<'e> {
 pub(crate) enum Verdict<'e> {
     /// One decision per record, in the batch's order.
     Records(Vec<Decision<'e>>),
-    /// The task stops; every record of the batch goes back to the group (RELEASE, or the
-    /// consumer's close). `record`: the batch index of the record that caused it, if one did
-    /// (the caller names it in `why`'s front).
-    Stop { record: Option<usize>, why: String },
+    /// The task stops. `record`: the batch index of the record that caused it, if one did
+    /// (the caller names it in `why`'s front). `written[i]`: the sink has record `i` (its
+    /// error did not name it), so it is ACCEPTed before the stop; every other record of the
+    /// batch (missing ones too) goes back to the group (RELEASE, or the consumer's close).
+    Stop { record: Option<usize>, why: String, written: Vec<bool> },
 }
 
 /// Decides a batch of `retries.len()` records from `result`; `retries[i]` is how often
 /// record `i` failed alone (retriably) before this call.
 pub(crate) fn decide<'e>(result: &'e Result<(), SinkError>, retries: &[u32], policy: &Policy) -> Verdict<'e> {
+    match decide_each(result, retries, policy) {
+        Verdict::Stop { record, why, .. } => Verdict::Stop { record, why, written: written(result, retries.len()) },
+        records => records,
+    }
+}
+
+/// Which records of a batch of `n` the sink has by its answer: those its error does not
+/// name. None for a whole-batch error.
+fn written(result: &Result<(), SinkError>, n: usize) -> Vec<bool> {
+    let named: Vec<&RecordFailure> = match result {
+        Ok(()) => return vec![true; n],
+        Err(SinkError::Retriable { .. } | SinkError::Fatal { .. }) => return Vec::new(),
+        Err(SinkError::Records { failed }) => failed.iter().collect(),
+        Err(SinkError::RetriableRecords { retriable, failed }) => retriable.iter().chain(failed).collect(),
+    };
+    let mut out = vec![true; n];
+    for f in named {
+        if let Some(w) = out.get_mut(f.index) {
+            *w = false;
+        }
+    }
+    out
+}
+
+/// `decide` but for what a stop keeps.
+fn decide_each<'e>(result: &'e Result<(), SinkError>, retries: &[u32], policy: &Policy) -> Verdict<'e> {
     let n = retries.len();
     let mut out = vec![Decision::Accept; n];
     let err = match result {
@@ -115,7 +146,7 @@ pub(crate) fn decide<'e>(result: &'e Result<(), SinkError>, retries: &[u32], pol
                 return stop;
             }
         }
-        SinkError::Fatal { .. } => return Verdict::Stop { record: None, why: err.to_string() },
+        SinkError::Fatal { .. } => return Verdict::Stop { record: None, why: err.to_string(), written: Vec::new() },
     }
     Verdict::Records(out)
 }
@@ -134,6 +165,7 @@ fn retry_or_give_up<'e>(
         return Ok(Decision::Retry { reason });
     }
     give_up(reason, policy).ok_or_else(|| Verdict::Stop {
+        written: Vec::new(),
         record: Some(i),
         why: format!(
             "failed {} times on its own (share.max.delivery.count={max}) and errors.tolerance=none: {reason}",
@@ -143,7 +175,7 @@ fn retry_or_give_up<'e>(
 }
 
 /// The records of `failed` (the first reason of each, in range, not settled yet) on the
-/// dead-letter path; the first one stops the task under tolerance none.
+/// dead-letter path; under tolerance none the first of them by batch index stops the task.
 fn give_up_all<'e>(
     failed: &'e [RecordFailure],
     out: &mut [Decision<'e>],
@@ -151,19 +183,30 @@ fn give_up_all<'e>(
     policy: &Policy,
 ) -> Result<(), Verdict<'e>> {
     let n = out.len();
+    let in_range = |f: &&RecordFailure| f.index < n && !settled[f.index];
+    if policy.tolerance == ErrorTolerance::None {
+        // Stable: the first reason of the earliest record.
+        return match failed.iter().filter(in_range).min_by_key(|f| f.index) {
+            Some(f) => Err(Verdict::Stop {
+                record: Some(f.index),
+                // The configuration refuses a dead-letter queue with tolerance none, so all
+                // would reject it (or skip it, in implicit mode).
+                why: format!(
+                    "failed and errors.tolerance=none (errors.tolerance=all would go on without it): {}",
+                    f.reason
+                ),
+                written: Vec::new(),
+            }),
+            None => Ok(()),
+        };
+    }
     for f in failed {
         if f.index >= n || settled[f.index] {
             continue;
         }
-        out[f.index] = give_up(&f.reason, policy).ok_or_else(|| Verdict::Stop {
-            record: Some(f.index),
-            // The configuration refuses a dead-letter queue with tolerance none, so all
-            // would reject it (or skip it, in implicit mode).
-            why: format!(
-                "failed and errors.tolerance=none (errors.tolerance=all would go on without it): {}",
-                f.reason
-            ),
-        })?;
+        if let Some(d) = give_up(&f.reason, policy) {
+            out[f.index] = d;
+        }
         settled[f.index] = true;
     }
     Ok(())

@@ -20,13 +20,13 @@ fn fail(index: usize, reason: &str) -> RecordFailure {
 fn records(v: Verdict<'_>) -> Vec<Decision<'_>> {
     match v {
         Verdict::Records(d) => d,
-        Verdict::Stop { record, why } => panic!("stopped at {record:?}: {why}"),
+        Verdict::Stop { record, why, .. } => panic!("stopped at {record:?}: {why}"),
     }
 }
 
 fn stop(v: Verdict<'_>) -> (Option<usize>, String) {
     match v {
-        Verdict::Stop { record, why } => (record, why),
+        Verdict::Stop { record, why, .. } => (record, why),
         Verdict::Records(d) => panic!("no stop: {d:?}"),
     }
 }
@@ -145,12 +145,14 @@ fn records_in_broker_mode_reject_for_the_broker_to_copy() {
 }
 
 #[test]
-fn records_under_tolerance_none_stop_at_the_first_named_record() {
+fn records_under_tolerance_none_stop_at_the_earliest_named_record() {
+    // The batch's order, not the order the sink named them in: the task stops where a
+    // Connect task would have.
     let r = Err(SinkError::Records { failed: vec![fail(2, "bad"), fail(0, "worse")] });
     for dl in [DeadLetterTo::Nowhere, DeadLetterTo::Topic, DeadLetterTo::Broker] {
         let (record, why) = stop(decide(&r, &[0; 3], &policy(ErrorTolerance::None, dl)));
-        assert_eq!(record, Some(2));
-        assert!(why.ends_with(": bad"), "{why}");
+        assert_eq!(record, Some(0));
+        assert!(why.ends_with(": worse"), "{why}");
     }
     // A record of a batch of one is no different.
     let one = Err(SinkError::record(0, "bad"));
@@ -186,4 +188,29 @@ fn fatal_stops_the_task_and_names_no_record() {
         assert_eq!(record, None);
         assert_eq!(why, "fatal: credentials gone");
     }
+}
+
+fn written(v: Verdict<'_>) -> Vec<bool> {
+    match v {
+        Verdict::Stop { written, .. } => written,
+        Verdict::Records(d) => panic!("no stop: {d:?}"),
+    }
+}
+
+#[test]
+fn tolerance_none_stops_at_the_earliest_failed_record_keeping_what_the_sink_has() {
+    let none = policy(ErrorTolerance::None, DeadLetterTo::Nowhere);
+    // Named out of order: the stop is at the earliest, with its own reason.
+    let r = Err(SinkError::Records { failed: vec![fail(4, "late"), fail(2, "early")] });
+    let (record, why) = stop(decide(&r, &[0; 6], &none));
+    assert_eq!(record, Some(2));
+    assert!(why.ends_with("early"), "{why}");
+    // Every record the sink did not name is written: accepted before the stop, so a restart
+    // writes none of them again; the named ones go back.
+    assert_eq!(written(decide(&r, &[0; 6], &none)), vec![true, true, false, true, false, true]);
+    let r = Err(SinkError::RetriableRecords { retriable: vec![fail(0, "503")], failed: vec![fail(3, "400")] });
+    assert_eq!(written(decide(&r, &[0; 4], &none)), vec![false, true, true, false]);
+    // A whole-batch answer names nothing written.
+    assert!(written(decide(&Err(SinkError::fatal("gone")), &[0; 3], &none)).is_empty());
+    assert!(written(decide(&Err(SinkError::retriable("down")), &[2], &none)).is_empty());
 }

@@ -74,9 +74,13 @@
 //!   are never dead-lettered for a batch-mate. With `errors.deadletterqueue.mode=broker`
 //!   (Kafka 4.4+) the record is REJECTed and the broker writes it to the topic
 //!   ([`DeadLetterMode::Broker`]). With `errors.tolerance=none` (the default) a record that
-//!   failed for good stops its task instead, and its batch goes back to the group, as after
-//!   a [`SinkError::Fatal`]. Implicit mode follows the same rules, except that it cannot
-//!   REJECT: a record without a dead-letter topic is skipped (accepted, counted as rejected).
+//!   failed for good stops its task instead, as Connect's task fails at it: a record that
+//!   fails to convert or transform ends the batch there (nothing after it is put), what the
+//!   sink has of the batch is ACCEPTed and the rest, the failed record with it, goes back to
+//!   the group (RELEASE), so a restart resumes at the failed record and writes nothing twice.
+//!   Implicit mode follows the same rules, except that it cannot REJECT (a record without a
+//!   dead-letter topic is skipped: accepted, counted as rejected) nor acknowledge part of a
+//!   batch (a stop gives the whole batch back).
 //! - A `put` that runs past half the acquisition lock has its records RENEWed (Kafka 4.2+)
 //!   while it runs, so a slow sink does not get its records redelivered elsewhere meanwhile.
 //! - [`Connector::set_tasks`] adds or removes tasks while the others run; a removed task

@@ -272,15 +272,22 @@ fn fast_converter(config: &TaskConfig, registry: &Registry) -> bool {
 /// becomes a `RetriableRecords` naming every record the sink got: the pipeline's failures
 /// must stay failures for good, and the records tried again then count one failure alone
 /// (a batch of their own comes next, without the failed ones).
+///
+/// `stop_at_failure` (`errors.tolerance=none`): the first record that fails here ends the
+/// batch, as in Connect, where the task fails at it: only the records before it go to the
+/// sink. The third part is the index of the first record the sink was not given (the
+/// batch's length when all were): none of those may be ACCEPTed.
 pub(crate) async fn put_through(
     pipeline: Option<&Pipeline>,
     sink: &mut dyn SinkTask,
     batch: &[&SinkRecord],
     m: &SinkMetrics,
-) -> (std::result::Result<(), SinkError>, Vec<&'static str>) {
+    stop_at_failure: bool,
+) -> (std::result::Result<(), SinkError>, Vec<&'static str>, usize) {
     let Some(p) = pipeline else {
-        return (put_and_flush(sink, batch, &[], m).await, Vec::new());
+        return (put_and_flush(sink, batch, &[], m).await, Vec::new(), batch.len());
     };
+    let mut given = batch.len();
     let mut stages = vec![STAGE_TASK_PUT; batch.len()];
     let mut failed = Vec::new();
     let mut passed = Vec::with_capacity(batch.len());
@@ -302,6 +309,10 @@ pub(crate) async fn put_through(
             Passed::Failed { stage, reason } => {
                 stages[i] = stage;
                 failed.push(RecordFailure { index: i, reason });
+                if stop_at_failure {
+                    given = i;
+                    break;
+                }
             }
         }
     }
@@ -336,7 +347,7 @@ pub(crate) async fn put_through(
         }),
         Err(e @ SinkError::Fatal { .. }) => Err(e),
     };
-    (result, stages)
+    (result, stages, given)
 }
 
 /// The stage of record `i` (`TASK_PUT` without a pipeline).

@@ -133,7 +133,7 @@ async fn put_through_folds_the_pipelines_failures_into_the_sinks_answer() {
     let m = SinkMetrics::new("t");
     let batch = vec![record(Some("1")), record(Some("bad")), record(Some("3"))];
     let mut sink = Sink(None, Vec::new());
-    let (result, stages) = put_through(Some(&p), &mut sink, &lent(&batch), &m).await;
+    let (result, stages, _) = put_through(Some(&p), &mut sink, &lent(&batch), &m, false).await;
     assert_eq!(sink.1.len(), 2, "the sink got the two that converted");
     match result {
         Err(SinkError::Records { failed }) => assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![1]),
@@ -142,14 +142,14 @@ async fn put_through_folds_the_pipelines_failures_into_the_sinks_answer() {
     assert_eq!(stages, vec![STAGE_TASK_PUT, STAGE_VALUE_CONVERTER, STAGE_TASK_PUT]);
     // The sink's own failure of its second record is the batch's third.
     let mut sink = Sink(Some(SinkError::record(1, "no")), Vec::new());
-    match put_through(Some(&p), &mut sink, &lent(&batch), &m).await.0 {
+    match put_through(Some(&p), &mut sink, &lent(&batch), &m, false).await.0 {
         Err(SinkError::Records { failed }) => {
             assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![1, 2])
         }
         other => panic!("{other:?}"),
     }
     let mut sink = Sink(Some(SinkError::retriable("down")), Vec::new());
-    match put_through(Some(&p), &mut sink, &lent(&batch), &m).await.0 {
+    match put_through(Some(&p), &mut sink, &lent(&batch), &m, false).await.0 {
         Err(SinkError::RetriableRecords { retriable, failed }) => {
             assert_eq!(retriable.iter().map(|f| f.index).collect::<Vec<_>>(), vec![0, 2]);
             assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![1]);
@@ -158,8 +158,35 @@ async fn put_through_folds_the_pipelines_failures_into_the_sinks_answer() {
     }
     // No pipeline: the sink's answer as it is.
     let mut sink = Sink(Some(SinkError::retriable("down")), Vec::new());
-    let (result, stages) = put_through(None, &mut sink, &lent(&batch), &m).await;
+    let (result, stages, _) = put_through(None, &mut sink, &lent(&batch), &m, false).await;
     assert!(matches!(result, Err(SinkError::Retriable { .. })) && stages.is_empty());
+}
+
+#[tokio::test]
+async fn under_tolerance_none_the_first_failure_ends_what_the_sink_gets() {
+    let p = pipeline(&[("value.converter", "json"), ("value.converter.schemas.enable", "false")])
+        .unwrap()
+        .unwrap();
+    let m = SinkMetrics::new("t");
+    let batch = vec![record(Some("1")), record(Some("2")), record(Some("bad")), record(Some("4")), record(Some("x"))];
+    let mut sink = Sink(None, Vec::new());
+    let (result, stages, given) = put_through(Some(&p), &mut sink, &lent(&batch), &m, true).await;
+    assert_eq!(sink.1.len(), 2, "only the records before the failed one");
+    assert_eq!(given, 2);
+    match result {
+        Err(SinkError::Records { failed }) => assert_eq!(failed.iter().map(|f| f.index).collect::<Vec<_>>(), vec![2]),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(stages[2], STAGE_VALUE_CONVERTER);
+    // The first record failing: the sink gets nothing.
+    let mut sink = Sink(None, Vec::new());
+    let (_, _, given) = put_through(Some(&p), &mut sink, &lent(&batch[2..]), &m, true).await;
+    assert_eq!((sink.1.len(), given), (0, 0));
+    // Nothing failing: all of it.
+    let mut sink = Sink(None, Vec::new());
+    let (result, _, given) = put_through(Some(&p), &mut sink, &lent(&batch[..2]), &m, true).await;
+    assert!(result.is_ok());
+    assert_eq!((sink.1.len(), given), (2, 2));
 }
 
 /// A sink that records which `put` the runtime called and the value schemas it got.
@@ -207,7 +234,7 @@ async fn the_converters_schema_reaches_the_sink_beside_the_records() {
     .unwrap();
     let mut sink = SchemaSink::default();
     let batch = vec![record(Some(&enveloped)), record(Some(r#"{"schema":null,"payload":{"id":2}}"#))];
-    assert!(put_through(Some(&with), &mut sink, &lent(&batch), &m).await.0.is_ok());
+    assert!(put_through(Some(&with), &mut sink, &lent(&batch), &m, false).await.0.is_ok());
     // The transform changed the data, not the schema: the sink decides what still fits.
     assert_eq!(sink.schemas, vec![Some(schema), None]);
     assert_eq!(sink.plain_puts, 0);
@@ -216,7 +243,7 @@ async fn the_converters_schema_reaches_the_sink_beside_the_records() {
         .unwrap()
         .unwrap();
     let mut sink = SchemaSink::default();
-    assert!(put_through(Some(&without), &mut sink, &[&record(Some(r#"{"id":1}"#))], &m).await.0.is_ok());
+    assert!(put_through(Some(&without), &mut sink, &[&record(Some(r#"{"id":1}"#))], &m, false).await.0.is_ok());
     assert_eq!((sink.plain_puts, sink.schemas.len()), (1, 0));
 }
 

@@ -96,7 +96,7 @@ impl TaskPool {
         };
         let sink: SharedSink = Arc::new(tokio::sync::Mutex::new(sink));
         lock(&self.tasks).insert(id, sink.clone());
-        let handler = SinkHandler { id, shared: self.shared.clone(), sink: sink.clone() };
+        let handler = SinkHandler { id, shared: self.shared.clone(), sink: sink.clone(), at_stop: Vec::new() };
         if !self.control.add(id as u64, Box::new(handler)) {
             lock(&self.tasks).remove(&id);
             sink.lock().await.stop().await;

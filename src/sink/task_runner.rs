@@ -20,6 +20,7 @@ use crate::backoff::Backoff;
 use crate::consumer::ShareConsumer;
 
 use super::batch_handler::describe;
+use super::config::ErrorTolerance;
 use super::connector::ConnectorShared;
 use super::decide::{decide, stray_indexes, Decision, Verdict};
 use super::pipeline::{put_through, stage_of};
@@ -129,15 +130,18 @@ impl Runner {
             let batch: Vec<&SinkRecord> = group.iter().filter_map(|&i| records.get(i)).collect();
             let batch = batch.as_slice();
             let pipeline = self.shared.pipeline.as_ref();
-            let (result, stages) =
-                put_through(pipeline, &mut **self.sink.get_mut().unwrap_or_else(|p| p.into_inner()), batch, &m).await;
+            // Under tolerance none nothing past a failed record is put (the close releases the
+            // whole poll all the same: implicit mode cannot acknowledge part of it).
+            let stop_at_failure = self.shared.config.tolerance == ErrorTolerance::None;
+            let sink = &mut **self.sink.get_mut().unwrap_or_else(|p| p.into_inner());
+            let (result, stages, _) = put_through(pipeline, sink, batch, &m, stop_at_failure).await;
             for i in stray_indexes(&result, batch.len()) {
                 tracing::warn!(connector = %self.shared.config.name, task = self.id, "the sink reported a failure for record {i} of a batch of {}; ignored", batch.len());
             }
             let tried: Vec<u32> = group.iter().map(|&i| retries[i]).collect();
             let decisions = match decide(&result, &tried, &policy) {
                 Verdict::Records(d) => d,
-                Verdict::Stop { record, why } => {
+                Verdict::Stop { record, why, .. } => {
                     // The close without a commit releases the whole poll (done parts too).
                     m.dropped(records.len());
                     return Err(match record.and_then(|k| group.get(k)) {

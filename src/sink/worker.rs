@@ -34,6 +34,16 @@ use super::task_runner::run_task;
 /// The group setting `share.acquisition.lock.timeout.ms` stands for.
 const GROUP_LOCK_KEY: &str = "share.record.lock.duration.ms";
 
+/// How long the REST API's check of a group id may take (`Worker::check_group`).
+const GROUP_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The group setting for where a new share group starts.
+const OFFSET_RESET_KEY: &str = "share.auto.offset.reset";
+
+/// Where a connector's group starts unless told: a Connect sink's consumer starts at the
+/// earliest offset, a new share group at the latest.
+const DEFAULT_OFFSET_RESET: &str = "earliest";
+
 /// Runs connectors. Cheap to share by reference; [`close`](Self::close) stops them all.
 #[derive(Debug)]
 pub struct Worker {
@@ -87,6 +97,9 @@ impl Worker {
         let consumer = ShareConsumerConfig::from_properties(&props)?;
         let admin = self.admin(&config).await;
         if let Some(admin) = &admin {
+            if let Some(kind) = other_group_type(&config, admin).await {
+                return Err(group_taken(&config, &kind));
+            }
             self.prepare_group(&config, admin).await;
         }
         let consumers = match config.ack_mode {
@@ -165,6 +178,26 @@ impl Worker {
         self.prepare(config).map(|_| ())
     }
 
+    /// Refuses a `share.group.id` (by default `connect-<name>`) that a group of another type
+    /// holds, as a start would: Kafka Connect's consumer group of a connector of the same
+    /// name has that id, and a share group cannot take it (its heartbeats fail with
+    /// GROUP_ID_NOT_FOUND). A cluster that cannot be asked (within `GROUP_CHECK_TIMEOUT`)
+    /// refuses nothing: the start checks again.
+    pub(crate) async fn check_group(&self, config: &ConnectorConfig) -> Result<()> {
+        let Ok(admin_config) = Admin::config_from_properties(&self.config.admin_properties()) else { return Ok(()) };
+        let check = async {
+            let admin = Admin::connect(admin_config)
+                .await
+                .inspect_err(|e| tracing::debug!(connector = %config.name, "checking the group id: {e}"))
+                .ok()?;
+            other_group_type(config, &admin).await
+        };
+        match tokio::time::timeout(GROUP_CHECK_TIMEOUT, check).await {
+            Ok(Some(kind)) => Err(group_taken(config, &kind)),
+            _ => Ok(()),
+        }
+    }
+
     /// Its client settings.
     pub(crate) fn config(&self) -> &WorkerConfig {
         &self.config
@@ -216,19 +249,14 @@ impl Worker {
                 Err(e) => tracing::warn!(connector = %config.name, "creating dead-letter topic {topic}: {e}"),
             }
         }
-        if let Some(reset) = &config.auto_offset_reset {
-            if let Err(e) = admin.set_share_auto_offset_reset(&config.group_id, reset).await {
-                tracing::warn!(connector = %config.name, "setting share.auto.offset.reset={reset} on {}: {e}", config.group_id);
-            }
-        }
+        let entries = admin
+            .describe_group_configs(&config.group_id)
+            .await
+            .inspect_err(|e| tracing::debug!(connector = %config.name, "describing group configs: {e}"))
+            .ok();
+        self.prepare_offset_reset(config, admin, entries.as_deref()).await;
         let want = config.lock_timeout.as_millis().to_string();
-        let current = match admin.describe_group_configs(&config.group_id).await {
-            Ok(entries) => entries.into_iter().find(|e| e.name == GROUP_LOCK_KEY).and_then(|e| e.value),
-            Err(e) => {
-                tracing::debug!(connector = %config.name, "describing group configs: {e}");
-                None
-            }
-        };
+        let current = entries.and_then(|e| e.into_iter().find(|e| e.name == GROUP_LOCK_KEY).and_then(|e| e.value));
         if current.as_deref() == Some(want.as_str()) {
             return;
         }
@@ -249,6 +277,47 @@ impl Worker {
                 config.group_id,
                 current.as_deref().unwrap_or("the broker default")
             );
+        }
+    }
+
+    /// Where the group starts: the connector's `share.auto.offset.reset` (or
+    /// `consumer.override.auto.offset.reset`) when given; else `earliest`, where Connect's
+    /// consumer starts, on a group that has no setting of its own yet (a new share group
+    /// would start at latest and skip the backlog). A group's own setting is left as it is.
+    /// It runs before any member joins: the setting is the group's, so it covers partitions
+    /// (and topics) that appear later too.
+    async fn prepare_offset_reset(
+        &self,
+        config: &ConnectorConfig,
+        admin: &Admin,
+        entries: Option<&[crate::admin::ConfigEntry]>,
+    ) {
+        let (name, group) = (&config.name, &config.group_id);
+        let reset = match &config.auto_offset_reset {
+            Some(reset) => reset.as_str(),
+            None => {
+                let own = entries
+                    .and_then(|e| e.iter().find(|e| e.name == OFFSET_RESET_KEY))
+                    .filter(|e| e.source == crate::admin::ConfigSource::Group);
+                if let Some(own) = own {
+                    tracing::info!(
+                        connector = %name,
+                        "group {group} has {OFFSET_RESET_KEY}={} of its own: left as it is",
+                        own.value.as_deref().unwrap_or("?")
+                    );
+                    return;
+                }
+                if entries.is_none() {
+                    // Unknown: setting it anyway could move a group that has a setting.
+                    tracing::warn!(connector = %name, "could not read group {group}'s configs; {OFFSET_RESET_KEY} left as it is");
+                    return;
+                }
+                DEFAULT_OFFSET_RESET
+            }
+        };
+        match admin.set_share_auto_offset_reset(group, reset).await {
+            Ok(()) => tracing::info!(connector = %name, "set {OFFSET_RESET_KEY}={reset} on group {group}"),
+            Err(e) => tracing::warn!(connector = %name, "setting {OFFSET_RESET_KEY}={reset} on {group}: {e}"),
         }
     }
 
@@ -290,6 +359,36 @@ impl Worker {
         let results = futures::future::join_all(connectors.iter().map(|c| c.close(timeout))).await;
         results.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
     }
+}
+
+/// The type of the group holding the connector's group id when it is not a share group
+/// (`classic`, `consumer`, `streams`); `None` for a share group, no group, or no answer
+/// (logged).
+async fn other_group_type(config: &ConnectorConfig, admin: &Admin) -> Option<String> {
+    match admin.group_type(&config.group_id).await {
+        Ok(Some(kind)) if !kind.eq_ignore_ascii_case("share") => Some(kind),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(connector = %config.name, "could not check the type of group {}: {e}", config.group_id);
+            None
+        }
+    }
+}
+
+/// The refusal of a group id a group of type `kind` holds, naming the fix.
+fn group_taken(config: &ConnectorConfig, kind: &str) -> Error {
+    let group = &config.group_id;
+    let default = format!("connect-{}", config.name) == *group;
+    Error::config(
+        "share.group.id",
+        format!(
+            "{group} is a {kind} group{}, and a share group cannot take the id of a group of another type: set \
+             share.group.id to a new id (e.g. {group}-share; the connector then starts where \
+             share.auto.offset.reset says, not at that group's offsets), or delete the old group if nothing uses \
+             it (kafka-consumer-groups.sh --delete --group {group})",
+            if default { " (the id Kafka Connect's consumer group of a connector of this name has)" } else { "" }
+        ),
+    )
 }
 
 /// How many share consumers explicit mode may spread a connector's tasks over:

@@ -67,6 +67,8 @@ mod sink_binary;
 #[cfg(feature = "sink")]
 mod sink_connect_oracle;
 #[cfg(feature = "sink")]
+mod sink_connect_parity;
+#[cfg(feature = "sink")]
 mod sink_distributed;
 #[cfg(feature = "sink")]
 mod sink_file;

@@ -21,8 +21,9 @@ pub(crate) enum Finished {
     /// The handler answered: one outcome per record, in order (missing ones: RELEASE). A
     /// per-record call answers one.
     Outcomes(Vec<Outcome>),
-    /// A batch handler asked the engine to stop (its records are released).
-    Stopped(String),
+    /// A batch handler asked the engine to stop: the outcomes of the records it finished
+    /// before (`BatchHandler::outcomes_at_stop`), the others are released.
+    Stopped(String, Vec<Outcome>),
     /// The call panicked (its records are released).
     Panicked,
     /// The call was aborted at the engine's end (`Event::AbortHandlers`).

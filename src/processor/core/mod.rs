@@ -268,9 +268,10 @@ impl EngineCore {
         match finished {
             Finished::One(outcome) => self.ledger.finished(&ids, std::slice::from_ref(&outcome), elapsed, now),
             Finished::Outcomes(outcomes) => self.ledger.finished(&ids, &outcomes, elapsed, now),
-            Finished::Stopped(reason) => {
-                // Its records go back; in the retiring pool the other handlers go on.
-                self.ledger.finished(&ids, &[], elapsed, now);
+            Finished::Stopped(reason, done) => {
+                // Its records go back but for those it finished; in the retiring pool the
+                // other handlers go on.
+                self.ledger.finished(&ids, &done, elapsed, now);
                 if !self.retiring {
                     self.fail(Error::ProcessorStopped { reason }, now, now);
                 }

@@ -344,6 +344,21 @@ fn extreme_settings_neither_panic_nor_spin() {
 }
 
 #[test]
+fn a_batch_handlers_stop_settles_what_it_finished_and_releases_the_rest() {
+    let t0 = Instant::now();
+    let mut c =
+        EngineCore::new(Limits { batch_size: 4, ..limits(1) }, Arc::default(), true, None, "g".into(), true, 0, t0);
+    c.handle_slots(1, true, t0);
+    c.handle_poll_answer(Ok(answer(0..4, t0)), t0);
+    c.drive(t0);
+    let (unit, _) = starts(&events(&mut c))[0];
+    // Two finished before the failed one: accepted; the failed one and the one after go back.
+    c.handle_finished(unit, Finished::Stopped("bad".into(), vec![Outcome::Accept; 2]), Duration::ZERO, t0);
+    let r = c.report();
+    assert_eq!((r.accepted, r.released, r.rejected), (2, 2, 0));
+}
+
+#[test]
 fn a_batch_handlers_stop_stops_the_engine_unless_the_pool_retires() {
     let t0 = Instant::now();
     for retiring in [false, true] {
@@ -352,7 +367,7 @@ fn a_batch_handlers_stop_stops_the_engine_unless_the_pool_retires() {
         c.handle_poll_answer(Ok(answer(0..1, t0)), t0);
         c.drive(t0);
         let (unit, _) = starts(&events(&mut c))[0];
-        c.handle_finished(unit, Finished::Stopped("full disk".into()), Duration::ZERO, t0);
+        c.handle_finished(unit, Finished::Stopped("full disk".into(), Vec::new()), Duration::ZERO, t0);
         assert_eq!(c.is_stopping(), !retiring);
     }
     let mut c = EngineCore::new(limits(1), Arc::default(), true, None, "g".into(), true, 0, t0);

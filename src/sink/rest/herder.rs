@@ -293,7 +293,14 @@ impl Herder {
                 config.insert("name".to_string(), name.to_string());
             }
         }
-        let checked = parse(&self.worker, &config);
+        let mut checked = parse(&self.worker, &config);
+        if let (true, Ok(parsed)) = (persist, &checked) {
+            // A user's call: a group id held by a group of another type is a 400 now, not a
+            // task failing at its first heartbeat.
+            if let Err(e) = self.worker.check_group(parsed).await {
+                checked = Err(RestError::invalid_config(parsed.connector_class(), &e));
+            }
+        }
         if let (true, Some(d)) = (persist, &self.distributed) {
             checked?;
             let created = !self.entries.lock().await.contains_key(name);

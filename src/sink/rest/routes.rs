@@ -10,7 +10,7 @@ use super::bodies;
 use super::error::RestError;
 use super::herder::Herder;
 use super::store::TargetState;
-use super::validate::validate;
+use super::validate::validate_with_cluster;
 
 /// One call of the API.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,7 +200,7 @@ pub(crate) async fn handle(cx: &Context<'_>, route: Route, body: &[u8]) -> Resul
         }
         Route::Validate(class) => {
             let config = settings(&body_json(body)?)?;
-            Reply::json(200, validate(h.worker(), &class, config).map_err(|m| bad(&m))?)
+            Reply::json(200, validate_with_cluster(h.worker(), &class, config).await.map_err(|m| bad(&m))?)
         }
         Route::List { status, info } => {
             let names = h.names().await;

@@ -86,6 +86,15 @@ const DEFINITIONS: &[Definition<'static>] = &[
     ),
     def("share.group.id", "STRING", None, "MEDIUM", "Share", "The share group (connect-<name> by default)."),
     def(
+        "share.auto.offset.reset",
+        "STRING",
+        None,
+        "MEDIUM",
+        "Share",
+        "Where the group starts: earliest, latest or by_duration:<ISO-8601>; unset, earliest on a group without \
+         a setting of its own (as a Connect sink starts).",
+    ),
+    def(
         "share.acknowledgement.mode",
         "STRING",
         Some("explicit"),
@@ -163,7 +172,37 @@ pub fn validate_file(worker: &Worker, path: &std::path::Path) -> crate::Result<V
 
 /// The answer for `config` under `class` (the path's class; a `connector.class` in the
 /// config must name the same, as Connect requires).
-pub(crate) fn validate(worker: &Worker, class: &str, mut config: BTreeMap<String, String>) -> Result<Value, String> {
+pub(crate) fn validate(worker: &Worker, class: &str, config: BTreeMap<String, String>) -> Result<Value, String> {
+    let config = with_class(worker, class, config)?;
+    Ok(answer(class, &config, &errors(worker, &config)))
+}
+
+/// As [`validate`], with the check a create makes against the cluster too
+/// (`Worker::check_group`): a `share.group.id` (default `connect-<name>`) that a group of
+/// another type holds, such as Kafka Connect's own consumer group of the same name.
+pub(crate) async fn validate_with_cluster(
+    worker: &Worker,
+    class: &str,
+    config: BTreeMap<String, String>,
+) -> Result<Value, String> {
+    let config = with_class(worker, class, config)?;
+    let mut found = errors(worker, &config);
+    if !found.iter().any(|(k, _)| k == "share.group.id" || k == "name") {
+        if let Ok(parsed) = ConnectorConfig::from_pairs(config.clone()) {
+            if let Err(e) = worker.check_group(&parsed).await {
+                found.push(refusal(&e));
+            }
+        }
+    }
+    Ok(answer(class, &config, &found))
+}
+
+/// `config` with its `connector.class`, which must be `class` when given.
+fn with_class(
+    worker: &Worker,
+    class: &str,
+    mut config: BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, String> {
     match config.get("connector.class") {
         Some(c) if !same_class(c, class) => {
             return Err(format!("Included connector type {c} does not match request type {class}"))
@@ -175,7 +214,7 @@ pub(crate) fn validate(worker: &Worker, class: &str, mut config: BTreeMap<String
             config.insert("connector.class".to_string(), registered.to_string());
         }
     }
-    Ok(answer(class, &config, &errors(worker, &config)))
+    Ok(config)
 }
 
 /// Every refusal in `config`: the checks stop at the first, so each refused setting is set
@@ -351,6 +390,35 @@ mod tests {
         let e = validate_file(&worker, &classless).unwrap_err();
         assert!(matches!(&e, Error::Config { key, .. } if key == "connector.class"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn connects_auto_offset_reset_is_checked_as_the_groups_start() {
+        let worker = worker();
+        let with = |key: &str, value: &str| {
+            BTreeMap::from([
+                ("name".to_string(), "a".to_string()),
+                ("topics".to_string(), "t".to_string()),
+                (key.to_string(), value.to_string()),
+            ])
+        };
+        const CONNECT: &str = "consumer.override.auto.offset.reset";
+        for good in ["earliest", "latest", "EARLIEST"] {
+            let v = validate(&worker, "file", with(CONNECT, good)).unwrap();
+            assert_eq!(v["error_count"], 0, "{good}: {v}");
+        }
+        for bad in ["none", "by_duration:P1D", "smallest"] {
+            let v = validate(&worker, "file", with(CONNECT, bad)).unwrap();
+            assert_eq!(refused(&v), [CONNECT], "{bad}: {v}");
+            assert!(v.to_string().contains("share.auto.offset.reset"), "{v}");
+        }
+        let v = validate(&worker, "file", with("share.auto.offset.reset", "by_duration:PT1H")).unwrap();
+        assert_eq!(v["error_count"], 0, "{v}");
+        let v = validate(&worker, "file", with("share.auto.offset.reset", "none")).unwrap();
+        assert_eq!(refused(&v), ["share.auto.offset.reset"], "{v}");
+        let mut both = with(CONNECT, "latest");
+        both.insert("share.auto.offset.reset".into(), "earliest".into());
+        assert_eq!(refused(&validate(&worker, "file", both).unwrap()), [CONNECT]);
     }
 
     #[test]
