@@ -63,10 +63,7 @@ fn every_expression_in_deploy_names_a_served_series() {
             let used = names(&e);
             assert!(!used.is_empty(), "{f}: {e:?} names no exporter series");
             for n in used {
-                assert!(
-                    SERIES.contains(&n.as_str()),
-                    "{f}: {e:?} names {n}, which the exporter does not serve"
-                );
+                assert!(SERIES.contains(&n.as_str()), "{f}: {e:?} names {n}, which the exporter does not serve");
                 checked += 1;
             }
         }
